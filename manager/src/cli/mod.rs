@@ -1,0 +1,40 @@
+//! Command-line interface of `hetpilot`: one file (or folder) per command, each with its own
+//! `Args` struct and a `run` function; this file only lists them.
+
+use clap::{Parser, Subcommand};
+
+/// hetpilot: a pilot-job framework for many-task applications on heterogeneous clusters.
+#[derive(Debug, Parser)]
+#[command(name = "hetpilot", version, about, propagate_version = true)]
+pub struct Cli {
+    /// More log output (repeat for more); `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {}
+
+impl Command {
+    pub fn run(self) -> anyhow::Result<()> {
+        match self {}
+    }
+}
+
+/// Logs go to stderr through `tracing`; user-facing output goes to stdout.
+pub fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,0 +1,7 @@
+//! The hetpilot manager library.
+//!
+//! The *pure core* (`sched`, `sim`, `staging`, `fairshare`, `ptg`, `alloc`)
+//! takes data and returns decisions: no clock, no network, no files, randomness only through
+//! an injected seeded RNG. The *I/O shell* (`store`, `server`, `provision`) turns events
+//! into calls of the core and the core's decisions into actions, so the live manager and the
+//! simulator run the very same policy code.
