@@ -1,1 +1,192 @@
-fn main(){}
+//! `hetpilot-agent`: the pilot that runs on a compute node. It registers with the manager,
+//! pulls tasks, runs them as real processes, measures and reports them, and drains on
+//! SIGTERM or before its batch job's walltime ends.
+//!
+//! The registration token never appears on the command line (it would show in `ps`): it is
+//! read from `--token-file` or the `HETPILOT_AGENT_TOKEN` environment variable.
+
+mod agent;
+mod api;
+mod corunners;
+mod executor;
+mod held;
+mod reporter;
+mod runner;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use hetpilot_shared::protocol::RegisterRequest;
+use std::path::PathBuf;
+use std::time::Duration;
+use sysinfo::System;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hetpilot-agent",
+    version,
+    about = "hetpilot pilot agent: pulls, runs and reports tasks"
+)]
+struct Args {
+    /// Manager URL, e.g. http://127.0.0.1:8470
+    #[arg(long, env = "HETPILOT_URL")]
+    manager: String,
+    /// Platform this agent belongs to (must be configured on the manager).
+    #[arg(long, env = "HETPILOT_PLATFORM")]
+    platform: String,
+    /// File holding the agent registration token (else `HETPILOT_AGENT_TOKEN`).
+    #[arg(long, env = "HETPILOT_AGENT_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+    /// Task slots (default: the cores this agent may use).
+    #[arg(long)]
+    slots: Option<u32>,
+    /// Extra tasks fetched ahead so slots never wait on the manager (default: slots).
+    #[arg(long)]
+    prefetch: Option<u32>,
+    /// CPUs this agent and its tasks are pinned to, e.g. `0` or `0-3,8`.
+    #[arg(long)]
+    cpus: Option<String>,
+    /// Working directory for tasks and their output.
+    #[arg(long, env = "HETPILOT_WORK_DIR")]
+    work_dir: Option<PathBuf>,
+    /// Batch job id (default: from SLURM_JOB_ID, PBS_JOBID or LOADL_STEP_ID).
+    #[arg(long, env = "HETPILOT_BATCH_JOB_ID")]
+    batch_job_id: Option<String>,
+    /// When the batch job's walltime ends (unix seconds).
+    #[arg(long, env = "HETPILOT_WALLTIME_END")]
+    walltime_end: Option<u64>,
+    /// Start draining this many seconds before the walltime end.
+    #[arg(long, default_value_t = 60)]
+    drain_margin_secs: u64,
+    /// Give up registering after this many seconds.
+    #[arg(long, default_value_t = 300)]
+    register_timeout_secs: u64,
+    /// More log output (repeat for more); `RUST_LOG` overrides.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+fn parse_cpus(list: &str) -> anyhow::Result<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
+        if a > b || b >= 1024 {
+            bail!("bad CPU range `{part}`");
+        }
+        cpus.extend(a..=b);
+    }
+    if cpus.is_empty() {
+        bail!("empty CPU list");
+    }
+    Ok(cpus)
+}
+
+/// Pins this process (and so every task it starts) to `cpus`.
+fn pin(cpus: &[usize]) -> anyhow::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            bail!("sched_setaffinity: {}", std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn registration_token(file: Option<&PathBuf>) -> anyhow::Result<String> {
+    let token = match file {
+        Some(f) => std::fs::read_to_string(f)
+            .with_context(|| format!("reading the token file {}", f.display()))?,
+        None => std::env::var("HETPILOT_AGENT_TOKEN")
+            .context("no registration token: pass --token-file FILE or set HETPILOT_AGENT_TOKEN")?,
+    };
+    let token = token.trim().to_string();
+    if token.is_empty() {
+        bail!("the registration token is empty");
+    }
+    Ok(token)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let default = ["info", "info", "debug", "trace"][usize::from(args.verbose.min(3))];
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+
+    let token = registration_token(args.token_file.as_ref())?;
+    let mut cores = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    if let Some(list) = &args.cpus {
+        let cpus = parse_cpus(list).with_context(|| format!("--cpus {list}"))?;
+        pin(&cpus)?;
+        cores = cpus.len() as u32;
+    }
+    let mut sys = System::new().context("reading this node's resources")?;
+    sys.refresh_memory();
+    let batch_job_id = args.batch_job_id.clone().or_else(|| {
+        ["SLURM_JOB_ID", "PBS_JOBID", "LOADL_STEP_ID"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok())
+    });
+    let work_dir = match &args.work_dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("hetpilot-agent-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&work_dir)
+        .with_context(|| format!("creating work dir {}", work_dir.display()))?;
+    let opts = agent::Options {
+        manager: args.manager.clone(),
+        registration_token: token,
+        register: RegisterRequest {
+            platform: args.platform.clone(),
+            hostname: System::host_name().unwrap_or_else(|_| "unknown".into()),
+            cores,
+            memory_mb: sys.total_memory() / (1024 * 1024),
+            slots: args.slots,
+            batch_job_id,
+            walltime_end: args.walltime_end,
+        },
+        prefetch: args.prefetch,
+        work_dir,
+        drain_margin: Duration::from_secs(args.drain_margin_secs),
+        register_timeout: Duration::from_secs(args.register_timeout_secs),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let summary = runtime.block_on(agent::run(opts))?;
+    tracing::info!(
+        tasks_run = summary.tasks_run,
+        results_recorded = summary.results_recorded,
+        results_refused = summary.results_refused,
+        lost = summary.lost,
+        "agent finished"
+    );
+    if summary.lost {
+        std::process::exit(3);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cpus;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpus("0").unwrap(), vec![0]);
+        assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpus("3-1").is_err());
+        assert!(parse_cpus("x").is_err());
+        assert!(parse_cpus("").is_err());
+    }
+}

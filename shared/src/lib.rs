@@ -1,1 +1,9 @@
-//! Types shared by the hetpilot manager and agents.
+//! Types shared by the hetpilot manager and its agents: identifiers, the application and
+//! task model, command templates, and the JSON messages of the `/v1` HTTP protocol.
+
+pub mod ids;
+pub mod protocol;
+pub mod spec;
+pub mod template;
+
+pub use ids::{AgentId, AppId, TaskRef};

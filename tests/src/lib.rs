@@ -1,1 +1,315 @@
+//! Harness for the end-to-end tests: starts real `hetpilot serve` and `hetpilot-agent`
+//! processes on 127.0.0.1, talks to them over HTTP, and reads the manager's SQLite file.
+//! Waiting is always on a condition with a deadline, never a bare sleep.
 
+use reqwest::blocking::Client;
+use serde_json::Value;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The directory holding the workspace's binaries (this test binary's profile directory).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf();
+    for b in ["hetpilot", "hetpilot-agent"] {
+        assert!(
+            dir.join(b).exists(),
+            "{} missing: run `cargo build --workspace --bins` first",
+            dir.join(b).display()
+        );
+    }
+    dir
+}
+
+pub fn bin(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// Polls `f` every 20 ms until it returns Some, or panics after `timeout` naming `what`.
+pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills a process with a signal.
+pub fn signal(child: &Child, sig: i32) {
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+}
+
+pub struct Manager {
+    pub child: Child,
+    pub dir: PathBuf,
+    pub url: String,
+    pub port: u16,
+    pub admin: String,
+}
+
+impl Manager {
+    /// Starts a manager on a fresh port with its data in `dir`.
+    pub fn start(dir: &Path, lease_timeout_secs: f64) -> Manager {
+        Manager::start_on(dir, free_port(), lease_timeout_secs, &[])
+    }
+
+    /// Starts a manager on `port` (to restart one where its agents expect it).
+    pub fn start_on(
+        dir: &Path,
+        port: u16,
+        lease_timeout_secs: f64,
+        env: &[(&str, &str)],
+    ) -> Manager {
+        let url_file = dir.join("manager.url");
+        let _ = std::fs::remove_file(&url_file);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("manager.log"))
+            .unwrap();
+        let child = Command::new(bin("hetpilot"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--lease-timeout-secs",
+            ])
+            .arg(lease_timeout_secs.to_string())
+            .arg("--data-dir")
+            .arg(dir)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting hetpilot serve");
+        let url = wait_until("the manager to listen", Duration::from_secs(30), || {
+            std::fs::read_to_string(&url_file)
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        });
+        let admin = std::fs::read_to_string(dir.join("admin.token"))
+            .unwrap()
+            .trim()
+            .to_string();
+        Manager {
+            child,
+            dir: dir.to_path_buf(),
+            url,
+            port,
+            admin,
+        }
+    }
+
+    pub fn http(&self) -> Http {
+        Http {
+            client: Client::new(),
+            base: self.url.clone(),
+        }
+    }
+
+    /// A registration token for `platform`.
+    pub fn agent_token(&self, platform: &str) -> String {
+        let (status, body) = self.http().post(
+            "/v1/agent-tokens",
+            &self.admin,
+            &serde_json::json!({"platform": platform}),
+        );
+        assert_eq!(status, 200, "{body}");
+        body["token"].as_str().unwrap().to_string()
+    }
+
+    /// Starts an agent of `platform` with `slots` slots.
+    pub fn agent(&self, platform: &str, slots: u32, extra: &[&str]) -> Agent {
+        let token = self.agent_token(platform);
+        Agent::start(
+            &self.url,
+            platform,
+            &token,
+            slots,
+            &self.dir.join(format!("agent-{}", free_port())),
+            extra,
+        )
+    }
+
+    /// Runs the `hetpilot` CLI against this manager as admin.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(bin("hetpilot"))
+            .args(args)
+            .env("HETPILOT_URL", &self.url)
+            .env("HETPILOT_TOKEN", &self.admin)
+            .output()
+            .expect("running the hetpilot CLI")
+    }
+
+    /// The manager's database, read-only.
+    pub fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open_with_flags(
+            self.dir.join("hetpilot.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap()
+    }
+
+    /// Submits an application as admin; returns its id.
+    pub fn submit(&self, spec: Value) -> u64 {
+        let (status, body) = self.http().post("/v1/apps", &self.admin, &spec);
+        assert_eq!(status, 200, "submit failed: {body}");
+        body["app"].as_u64().unwrap()
+    }
+
+    /// Waits until every task of `app` has ended; returns the summary.
+    pub fn wait_finished(&self, app: u64, timeout: Duration) -> Value {
+        let http = self.http();
+        wait_until(&format!("application {app} to finish"), timeout, || {
+            let (status, s) = http.get(&format!("/v1/apps/{app}"), &self.admin);
+            let c = &s["counts"];
+            let n = |k: &str| c[k].as_u64().unwrap_or(0);
+            let finished = n("done") + n("failed") + n("cancelled");
+            let total = finished + n("waiting") + n("leased") + n("running");
+            (status == 200 && total > 0 && finished == total).then_some(s)
+        })
+    }
+
+    pub fn kill(&mut self) {
+        signal(&self.child, libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct Agent {
+    pub child: Child,
+    pub work_dir: PathBuf,
+}
+
+impl Agent {
+    pub fn start(
+        url: &str,
+        platform: &str,
+        token: &str,
+        slots: u32,
+        work_dir: &Path,
+        extra: &[&str],
+    ) -> Agent {
+        std::fs::create_dir_all(work_dir).unwrap();
+        let log = std::fs::File::create(work_dir.join("agent.log")).unwrap();
+        let child = Command::new(bin("hetpilot-agent"))
+            .args([
+                "--manager",
+                url,
+                "--platform",
+                platform,
+                "--slots",
+                &slots.to_string(),
+            ])
+            .arg("--work-dir")
+            .arg(work_dir)
+            .args(extra)
+            .env("HETPILOT_AGENT_TOKEN", token)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting hetpilot-agent");
+        Agent {
+            child,
+            work_dir: work_dir.to_path_buf(),
+        }
+    }
+
+    /// Waits for the agent to exit; returns its exit code.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let child = &mut self.child;
+        wait_until("the agent to exit", timeout, || {
+            child.try_wait().ok().flatten()
+        })
+        .code()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.work_dir.join("agent.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Raw HTTP calls, for status-code tests.
+pub struct Http {
+    client: Client,
+    base: String,
+}
+
+impl Http {
+    fn send(&self, req: reqwest::blocking::RequestBuilder, token: &str) -> (u16, Value) {
+        let req = if token.is_empty() {
+            req
+        } else {
+            req.bearer_auth(token)
+        };
+        let resp = req.send().expect("HTTP call");
+        let status = resp.status().as_u16();
+        (status, resp.json().unwrap_or(Value::Null))
+    }
+
+    pub fn get(&self, path: &str, token: &str) -> (u16, Value) {
+        self.send(self.client.get(format!("{}{path}", self.base)), token)
+    }
+
+    pub fn post(&self, path: &str, token: &str, body: &Value) -> (u16, Value) {
+        self.send(
+            self.client.post(format!("{}{path}", self.base)).json(body),
+            token,
+        )
+    }
+
+    pub fn post_bytes(&self, path: &str, token: &str, body: Vec<u8>) -> (u16, Value) {
+        let req = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body);
+        self.send(req, token)
+    }
+}
+
+/// An application spec as JSON: `command` over an array of `n` tasks.
+pub fn array_app(name: &str, command: &str, n: u64) -> Value {
+    serde_json::json!({"name": name, "command": command, "tasks": {"array": {"start": 0, "end": n - 1}}})
+}

@@ -1,7 +1,17 @@
 //! Command-line interface of `hetpilot`: one file (or folder) per command, each with its own
 //! `Args` struct and a `run` function; this file only lists them.
 
+mod admin;
+mod app_file;
+mod connect;
+mod output;
+mod serve;
+mod status;
+mod submit;
+mod tasks;
+
 use clap::{Parser, Subcommand};
+use std::future::Future;
 
 /// hetpilot: a pilot-job framework for many-task applications on heterogeneous clusters.
 #[derive(Debug, Parser)]
@@ -15,12 +25,57 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Run the manager (HTTP API, SQLite store) until SIGINT/SIGTERM.
+    Serve(serve::Args),
+    /// Submit an application: an application file, or --each-line/--array and a command.
+    Submit(submit::Args),
+    /// Show applications and their task counts.
+    Status(status::StatusArgs),
+    /// Wait for an application to finish, with a progress bar.
+    Wait(status::AppArgs),
+    /// Per-platform statistics of an application's completed tasks.
+    Report(status::AppArgs),
+    /// List an application's tasks.
+    Tasks(tasks::TasksArgs),
+    /// Show a task's runs and output.
+    Logs(tasks::LogsArgs),
+    /// Cancel an application: waiting tasks end, running ones are killed.
+    Cancel(status::AppArgs),
+    /// Manage users (admin).
+    #[command(subcommand)]
+    User(admin::UserCommand),
+    /// Create tokens (admin).
+    #[command(subcommand)]
+    Token(admin::TokenCommand),
+    /// List agents (admin).
+    Agents(admin::AgentsArgs),
+}
 
 impl Command {
     pub fn run(self) -> anyhow::Result<()> {
-        match self {}
+        match self {
+            Command::Serve(a) => block_on(serve::run(a)),
+            Command::Submit(a) => block_on(submit::run(a)),
+            Command::Status(a) => block_on(status::status(a)),
+            Command::Wait(a) => block_on(status::wait(a)),
+            Command::Report(a) => block_on(status::report(a)),
+            Command::Tasks(a) => block_on(tasks::tasks(a)),
+            Command::Logs(a) => block_on(tasks::logs(a)),
+            Command::Cancel(a) => block_on(status::cancel(a)),
+            Command::User(c) => block_on(admin::user(c)),
+            Command::Token(c) => block_on(admin::token(c)),
+            Command::Agents(a) => block_on(admin::agents(a)),
+        }
     }
+}
+
+/// Runs an async command on a fresh multi-threaded runtime.
+fn block_on(f: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
 }
 
 /// Logs go to stderr through `tracing`; user-facing output goes to stdout.

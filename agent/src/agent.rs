@@ -1,0 +1,299 @@
+//! The agent's life: register, then pull, run and report until drained (SIGTERM, the
+//! walltime end, or the manager's order), then deregister.
+
+use crate::api::{Api, ApiError};
+use crate::executor::{Demand, Event, Executor};
+use crate::held::Held;
+use crate::reporter;
+use hetpilot_shared::protocol::{
+    HeartbeatResponse, PullRequest, PullResponse, RegisterRequest, RegisterResponse, TaskAttempt,
+};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{mpsc, oneshot, watch};
+
+pub struct Options {
+    pub manager: String,
+    pub registration_token: String,
+    pub register: RegisterRequest,
+    pub prefetch: Option<u32>,
+    pub work_dir: PathBuf,
+    /// Drain this long before the walltime end.
+    pub drain_margin: Duration,
+    /// Give up registering after this long.
+    pub register_timeout: Duration,
+}
+
+/// How the agent ended.
+#[derive(Debug)]
+pub struct Summary {
+    pub tasks_run: u64,
+    pub results_recorded: u64,
+    pub results_refused: u64,
+    /// The manager declared this agent lost (it was silent too long).
+    pub lost: bool,
+}
+
+async fn register(
+    api: &Api,
+    req: &RegisterRequest,
+    give_up: Duration,
+) -> Result<RegisterResponse, ApiError> {
+    let deadline = tokio::time::Instant::now() + give_up;
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match api.post("/v1/agents", req, Duration::from_secs(30)).await {
+            Err(e) if e.is_transient() && tokio::time::Instant::now() + backoff < deadline => {
+                tracing::warn!(error = %e, "registration failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+pub async fn run(opts: Options) -> Result<Summary, ApiError> {
+    let api = Api::new(&opts.manager, opts.registration_token.clone());
+    let reg = register(&api, &opts.register, opts.register_timeout).await?;
+    tracing::info!(agent = %reg.agent, slots = reg.slots, "registered");
+    let api = api.with_token(reg.credential.clone());
+    let base = format!("/v1/agents/{}", reg.agent);
+    let output_dir = opts.work_dir.join("output");
+    std::fs::create_dir_all(&output_dir).map_err(|e| ApiError::Unreachable {
+        url: output_dir.display().to_string(),
+        message: format!("cannot create the agent's output directory: {e}"),
+    })?;
+
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let (results_tx, results_rx) = mpsc::unbounded_channel();
+    let prefetch = opts.prefetch.unwrap_or(reg.slots);
+    let (demand_tx, demand_rx) = watch::channel(Demand {
+        want: reg.slots + prefetch,
+        draining: false,
+    });
+    let started = Arc::new(Mutex::new(Vec::new()));
+    let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let held = Held::default();
+    let executor = Executor {
+        held: held.clone(),
+        slots: reg.slots,
+        prefetch,
+        work_dir: opts.work_dir.clone(),
+        output_dir,
+        started: started.clone(),
+        results: results_tx,
+        demand: demand_tx,
+        events: events_tx.clone(),
+    };
+    let reporter = tokio::spawn(reporter::run(
+        api.clone(),
+        format!("{base}/results"),
+        held.clone(),
+        results_rx,
+    ));
+    let channels = Channels {
+        events: events_tx.clone(),
+        held,
+        lost: lost.clone(),
+    };
+    let puller = tokio::spawn(pull_loop(
+        api.clone(),
+        base.clone(),
+        demand_rx,
+        started,
+        channels.clone(),
+    ));
+    let beat = Duration::from_millis(reg.heartbeat_interval_ms);
+    let heart = tokio::spawn(heartbeat_loop(api.clone(), base.clone(), beat, channels));
+    let signals = tokio::spawn(drain_on_signal_or_walltime(
+        events_tx.clone(),
+        opts.register.walltime_end,
+        opts.drain_margin,
+    ));
+    drop(events_tx);
+
+    let tasks_run = executor.run(events_rx).await;
+    puller.abort();
+    signals.abort();
+    let (results_recorded, results_refused) = reporter.await.unwrap_or((0, 0));
+    heart.abort();
+    let lost = lost.load(std::sync::atomic::Ordering::SeqCst);
+    if !lost {
+        let r: Result<serde_json::Value, _> = api
+            .post(
+                &format!("{base}/deregister"),
+                &serde_json::json!({}),
+                Duration::from_secs(30),
+            )
+            .await;
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "deregistration failed; the manager will time this agent out");
+        }
+    }
+    Ok(Summary {
+        tasks_run,
+        results_recorded,
+        results_refused,
+        lost,
+    })
+}
+
+fn is_gone(e: &ApiError) -> bool {
+    matches!(e.status(), Some(404 | 410 | 401))
+}
+
+/// What the puller and the heartbeat share with the rest of the agent.
+#[derive(Clone)]
+struct Channels {
+    events: mpsc::UnboundedSender<Event>,
+    held: Held,
+    lost: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Channels {
+    fn lost(&self) {
+        self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.events.send(Event::Drain("lost by the manager"));
+    }
+}
+
+async fn pull_loop(
+    api: Api,
+    base: String,
+    mut demand: watch::Receiver<Demand>,
+    started: Arc<Mutex<Vec<TaskAttempt>>>,
+    ch: Channels,
+) {
+    let events = &ch.events;
+    let path = format!("{base}/pull");
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let Ok(d) = demand
+            .wait_for(|d| d.want > 0 || d.draining)
+            .await
+            .map(|d| *d)
+        else {
+            return;
+        };
+        if d.draining {
+            return;
+        }
+        let started_now = std::mem::take(&mut *started.lock().unwrap_or_else(|p| p.into_inner()));
+        let req = PullRequest {
+            max: d.want,
+            wait_ms: 20_000,
+            started: started_now.clone(),
+        };
+        match api
+            .post::<_, PullResponse>(&path, &req, Duration::from_secs(60))
+            .await
+        {
+            Ok(resp) => {
+                backoff = Duration::from_millis(50);
+                ch.held.received(
+                    resp.tasks.iter().map(|t| TaskAttempt {
+                        task: t.task,
+                        attempt: t.attempt,
+                    }),
+                    resp.lease_ms,
+                );
+                if !resp.kill.is_empty() {
+                    let _ = events.send(Event::Kill(resp.kill));
+                }
+                if !resp.tasks.is_empty() {
+                    let (ack, acked) = oneshot::channel();
+                    let _ = events.send(Event::Assign {
+                        apps: resp.apps,
+                        tasks: resp.tasks,
+                        ack,
+                    });
+                    let _ = acked.await;
+                }
+                if resp.drain {
+                    let _ = events.send(Event::Drain("the manager asked this agent to drain"));
+                    return;
+                }
+            }
+            Err(e) if is_gone(&e) => {
+                tracing::error!(error = %e, "the manager no longer knows this agent; stopping");
+                ch.lost();
+                return;
+            }
+            Err(e) => {
+                started
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(started_now);
+                tracing::warn!(error = %e, "pull failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+async fn heartbeat_loop(api: Api, base: String, every: Duration, ch: Channels) {
+    let events = &ch.events;
+    let path = format!("{base}/heartbeat");
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let body = ch.held.heartbeat();
+        match api
+            .post::<_, HeartbeatResponse>(&path, &body, every.max(Duration::from_secs(5)))
+            .await
+        {
+            Ok(r) => {
+                if !r.kill.is_empty() {
+                    let _ = events.send(Event::Kill(r.kill));
+                }
+                if r.drain {
+                    let _ = events.send(Event::Drain("the manager asked this agent to drain"));
+                }
+            }
+            Err(e) if is_gone(&e) => {
+                ch.lost();
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+        }
+    }
+}
+
+async fn drain_on_signal_or_walltime(
+    events: mpsc::UnboundedSender<Event>,
+    walltime_end: Option<u64>,
+    margin: Duration,
+) {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    let until_walltime = walltime_end.map(|end| {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Duration::from_secs(end)
+            .saturating_sub(now)
+            .saturating_sub(margin)
+    });
+    let walltime = async {
+        match until_walltime {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    let why = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+        _ = walltime => "the walltime end is near",
+    };
+    let _ = events.send(Event::Drain(why));
+}

@@ -1,0 +1,101 @@
+//! The agent's side of the `/v1` API: typed calls with timeouts; connection failures are
+//! reported as retryable so a manager restart never loses an agent's results.
+
+use hetpilot_shared::protocol::ErrorBody;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::time::Duration;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ApiError {
+    /// The manager could not be reached or did not answer: try again later.
+    #[error("cannot reach the manager at {url}: {message}")]
+    Unreachable { url: String, message: String },
+    /// The manager answered with an error status.
+    #[error("the manager refused {path} ({status}): {message}")]
+    Refused {
+        path: String,
+        status: u16,
+        message: String,
+    },
+}
+
+impl ApiError {
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ApiError::Refused { status, .. } => Some(*status),
+            ApiError::Unreachable { .. } => None,
+        }
+    }
+
+    /// Worth retrying: unreachable, or a server-side error.
+    pub fn is_transient(&self) -> bool {
+        self.status().is_none_or(|s| s >= 500)
+    }
+}
+
+#[derive(Clone)]
+pub struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    pub fn new(base: &str, token: String) -> Api {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .expect("building the HTTP client");
+        Api {
+            http,
+            base: base.trim_end_matches('/').to_string(),
+            token,
+        }
+    }
+
+    pub fn with_token(&self, token: String) -> Api {
+        Api {
+            token,
+            ..self.clone()
+        }
+    }
+
+    /// POSTs `body` to `path` and decodes the answer; `timeout` bounds the whole call.
+    pub async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<T, ApiError> {
+        let url = format!("{}{}", self.base, path);
+        let unreachable = |e: reqwest::Error| ApiError::Unreachable {
+            url: url.clone(),
+            message: e.to_string(),
+        };
+        let resp = self
+            .http
+            .post(&url)
+            .bearer_auth(&self.token)
+            .timeout(timeout)
+            .json(body)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let status = resp.status();
+        if status.is_success() {
+            return resp.json().await.map_err(unreachable);
+        }
+        let message = match resp.json::<ErrorBody>().await {
+            Ok(b) => b.error,
+            Err(_) => status.canonical_reason().unwrap_or("error").to_string(),
+        };
+        Err(ApiError::Refused {
+            path: path.to_string(),
+            status: status.as_u16(),
+            message,
+        })
+    }
+}

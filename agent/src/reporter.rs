@@ -1,0 +1,75 @@
+//! The reporter sends results in batches, in order, and never drops one the manager has
+//! not acknowledged: it retries while the manager is unreachable (a restart), and when a
+//! batch is refused it retries its results one by one so one bad result cannot sink others.
+
+use crate::api::{Api, ApiError};
+use crate::held::Held;
+use hetpilot_shared::protocol::{ReportRequest, ReportResponse, TaskAttempt, TaskResult};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+const MAX_BATCH: usize = 1000;
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Sends everything received until the channel closes; returns (recorded, refused).
+pub async fn run(
+    api: Api,
+    path: String,
+    held: Held,
+    mut results: mpsc::UnboundedReceiver<TaskResult>,
+) -> (u64, u64) {
+    let (mut recorded, mut refused) = (0u64, 0u64);
+    while let Some(first) = results.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match results.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        let runs: Vec<TaskAttempt> = batch
+            .iter()
+            .map(|r| TaskAttempt {
+                task: r.task,
+                attempt: r.attempt,
+            })
+            .collect();
+        match send(&api, &path, batch.clone()).await {
+            Ok(n) => {
+                recorded += n;
+                held.release(runs);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, results = batch.len(), "report refused; retrying results one by one");
+                for (r, run) in batch.into_iter().zip(runs) {
+                    match send(&api, &path, vec![r]).await {
+                        Ok(n) => recorded += n,
+                        Err(e) => {
+                            refused += 1;
+                            tracing::error!(task = %run.task, error = %e, "result refused by the manager; dropped");
+                        }
+                    }
+                    held.release([run]);
+                }
+            }
+        }
+    }
+    (recorded, refused)
+}
+
+/// Sends one batch, retrying while the manager is unreachable; Err only for a refusal.
+async fn send(api: &Api, path: &str, results: Vec<TaskResult>) -> Result<u64, ApiError> {
+    let body = ReportRequest { results };
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match api.post::<_, ReportResponse>(path, &body, TIMEOUT).await {
+            Ok(r) => return Ok(u64::from(r.recorded) + u64::from(r.duplicates)),
+            Err(e) if e.is_transient() => {
+                tracing::warn!(error = %e, "manager unreachable; will resend results");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Application files (TOML) and the submit flags' value syntax: memory sizes (`512M`),
+//! durations (`10m`), and ranges (`1-100`). Errors name the file, the line and the field.
+
+use anyhow::{anyhow, bail, Context};
+use hetpilot_shared::spec::{AppSpec, SpecError, TaskSource};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The `[tasks]` table: exactly one of its keys.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TasksTable {
+    each_line: Option<String>,
+    array: Option<String>,
+    lines: Option<Vec<String>>,
+    params: Option<Vec<BTreeMap<String, toml::Value>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppFile {
+    name: Option<String>,
+    command: String,
+    tasks: TasksTable,
+    cores: Option<u32>,
+    memory: Option<String>,
+    max_attempts: Option<u32>,
+    timeout: Option<String>,
+    workdir: Option<String>,
+    output_dir: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// Parses `512M`, `2G`, `1024K`, `300` (MiB) into MiB.
+pub fn parse_memory_mb(s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    let (num, unit) = t.split_at(
+        t.find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(t.len()),
+    );
+    let value: f64 = num
+        .parse()
+        .map_err(|_| anyhow!("`{s}` is not a memory size (like 512M or 2G)"))?;
+    let mib = match unit
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" | "M" => value,
+        "K" => value / 1024.0,
+        "G" => value * 1024.0,
+        "T" => value * 1024.0 * 1024.0,
+        _ => bail!("`{s}`: unknown unit `{unit}` (use K, M, G or T)"),
+    };
+    Ok(mib.ceil() as u64)
+}
+
+/// Parses `90s`, `10m`, `2h`, or plain seconds.
+pub fn parse_duration_secs(s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(secs);
+    }
+    let d = humantime::parse_duration(t)
+        .map_err(|e| anyhow!("`{s}` is not a duration (like 90s, 10m, 2h): {e}"))?;
+    Ok(d.as_secs().max(1))
+}
+
+/// Parses `A-B` (inclusive) or a single `N`.
+pub fn parse_range(s: &str) -> anyhow::Result<TaskSource> {
+    let bad = || anyhow!("`{s}` is not a range (like 1-100)");
+    let (a, b) = s.trim().split_once('-').unwrap_or((s.trim(), s.trim()));
+    let (start, end): (u64, u64) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if end < start {
+        bail!("range `{s}` is empty (its end is before its start)");
+    }
+    Ok(TaskSource::Array { start, end })
+}
+
+/// Reads one task per non-empty line.
+pub fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect())
+}
+
+/// The line (1-based) where `field = ...` is set, to point errors at it.
+fn line_of(text: &str, field: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.strip_prefix(field)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
+}
+
+fn at(path: &Path, text: &str, field: &str, problem: impl std::fmt::Display) -> anyhow::Error {
+    match line_of(text, field) {
+        Some(line) => anyhow!("{}:{line}: field `{field}`: {problem}", path.display()),
+        None => anyhow!("{}: field `{field}`: {problem}", path.display()),
+    }
+}
+
+fn param_value(v: toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// Reads and checks an application file.
+pub fn load(path: &Path) -> anyhow::Result<AppSpec> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let file: AppFile = toml::from_str(&text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+        let msg = e.message().to_string();
+        match line {
+            Some(l) => anyhow!("{}:{l}: {msg}", path.display()),
+            None => anyhow!("{}: {msg}", path.display()),
+        }
+    })?;
+    let t = file.tasks;
+    let given = [
+        t.each_line.is_some(),
+        t.array.is_some(),
+        t.lines.is_some(),
+        t.params.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() != 1 {
+        return Err(at(
+            path,
+            &text,
+            "tasks",
+            "give exactly one of each_line, array, lines, params",
+        ));
+    }
+    let tasks = if let Some(f) = t.each_line {
+        let file = path.parent().unwrap_or(Path::new(".")).join(&f);
+        TaskSource::Lines(read_lines(&file).map_err(|e| at(path, &text, "each_line", e))?)
+    } else if let Some(r) = t.array {
+        parse_range(&r).map_err(|e| at(path, &text, "array", e))?
+    } else if let Some(lines) = t.lines {
+        TaskSource::Lines(lines)
+    } else {
+        let sets = t.params.unwrap_or_default();
+        TaskSource::Params(
+            sets.into_iter()
+                .map(|m| m.into_iter().map(|(k, v)| (k, param_value(v))).collect())
+                .collect(),
+        )
+    };
+    let memory_mb = match &file.memory {
+        Some(m) => parse_memory_mb(m).map_err(|e| at(path, &text, "memory", e))?,
+        None => 0,
+    };
+    let timeout_secs = match &file.timeout {
+        Some(d) => Some(parse_duration_secs(d).map_err(|e| at(path, &text, "timeout", e))?),
+        None => None,
+    };
+    let default_name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let spec = AppSpec {
+        name: file.name.unwrap_or(default_name),
+        command: file.command,
+        tasks,
+        cores: file.cores.unwrap_or(1),
+        memory_mb,
+        env: file.env,
+        workdir: file.workdir,
+        max_attempts: file.max_attempts.unwrap_or(3),
+        timeout_secs,
+        output_dir: file.output_dir,
+    };
+    if let Err(e) = spec.validate() {
+        let field = match &e {
+            SpecError::Name => "name",
+            SpecError::NoTasks => "tasks",
+            SpecError::Command(_) => "command",
+            SpecError::Field { field, .. } => field,
+        };
+        let problem = e.to_string();
+        let problem = problem
+            .split_once(": ")
+            .map(|(_, p)| p.to_string())
+            .unwrap_or(problem);
+        return Err(at(path, &text, field, problem));
+    }
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_full_file_loads() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "in.txt", "a\n\nb\r\n");
+        let p = write(
+            d.path(),
+            "blast.toml",
+            "command = \"grep {} db\"\nmemory = \"1G\"\ntimeout = \"2m\"\n[env]\nX = \"1\"\n[tasks]\neach_line = \"in.txt\"\n",
+        );
+        let spec = load(&p).unwrap();
+        assert_eq!(spec.name, "blast");
+        assert_eq!(spec.tasks, TaskSource::Lines(vec!["a".into(), "b".into()]));
+        assert_eq!(spec.memory_mb, 1024);
+        assert_eq!(spec.timeout_secs, Some(120));
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            d.path(),
+            "a.toml",
+            "command = \"x\"\ncors = 2\n[tasks]\narray = \"1-3\"\n",
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains("a.toml:2") && e.contains("cors"), "{e}");
+        let p = write(
+            d.path(),
+            "b.toml",
+            "name = \"b\"\ncommand = \"run {query}\"\n[tasks]\narray = \"1-3\"\n",
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("b.toml:2: field `command`") && e.contains("{query}"),
+            "{e}"
+        );
+        let p = write(
+            d.path(),
+            "c.toml",
+            "command = \"x\"\n[tasks]\narray = \"9-1\"\n",
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains("c.toml:3: field `array`"), "{e}");
+        let p = write(d.path(), "d.toml", "command = \"x\"\n[tasks]\nlines = []\n");
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains("field `tasks`") && e.contains("empty"), "{e}");
+        let p = write(
+            d.path(),
+            "e.toml",
+            "command = \"x\"\ncores = \"many\"\n[tasks]\narray = \"1\"\n",
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains("e.toml:2"), "{e}");
+    }
+
+    #[test]
+    fn value_syntaxes() {
+        assert_eq!(parse_memory_mb("512M").unwrap(), 512);
+        assert_eq!(parse_memory_mb("2GiB").unwrap(), 2048);
+        assert_eq!(parse_memory_mb("300").unwrap(), 300);
+        assert!(parse_memory_mb("lots").is_err());
+        assert_eq!(parse_duration_secs("10m").unwrap(), 600);
+        assert_eq!(parse_duration_secs("45").unwrap(), 45);
+        assert!(parse_duration_secs("soon").is_err());
+        assert_eq!(parse_range("1-100").unwrap().len(), 100);
+        assert_eq!(parse_range("7").unwrap().len(), 1);
+        assert!(parse_range("5-1").is_err());
+    }
+}

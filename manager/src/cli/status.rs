@@ -1,0 +1,239 @@
+//! `hetpilot status`, `wait`, `report` and `cancel`: following applications.
+
+use super::connect::Connect;
+use super::output::{millis, print_json, print_table};
+use clap::Args as ClapArgs;
+use hetpilot::client::Client;
+use hetpilot_shared::protocol::{AppReport, AppSummary};
+use hetpilot_shared::AppId;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, ClapArgs)]
+pub struct StatusArgs {
+    /// One application (default: all of yours).
+    pub app: Option<AppId>,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connect: Connect,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct AppArgs {
+    pub app: AppId,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connect: Connect,
+}
+
+fn row(a: &AppSummary) -> Vec<String> {
+    let c = a.counts;
+    let pct = if c.total() == 0 {
+        100.0
+    } else {
+        100.0 * c.finished() as f64 / c.total() as f64
+    };
+    let state = if a.cancelled {
+        "cancelled"
+    } else if a.is_finished() {
+        "finished"
+    } else {
+        "active"
+    };
+    vec![
+        a.app.to_string(),
+        a.name.clone(),
+        a.owner.clone(),
+        state.into(),
+        c.total().to_string(),
+        c.waiting.to_string(),
+        (c.leased + c.running).to_string(),
+        c.done.to_string(),
+        c.failed.to_string(),
+        c.cancelled.to_string(),
+        format!("{pct:.1}%"),
+    ]
+}
+
+pub fn print_summaries(apps: &[AppSummary]) {
+    let header = [
+        "APP",
+        "NAME",
+        "OWNER",
+        "STATE",
+        "TASKS",
+        "WAITING",
+        "RUNNING",
+        "DONE",
+        "FAILED",
+        "CANCELLED",
+        "PROGRESS",
+    ];
+    print_table(&header, &apps.iter().map(row).collect::<Vec<_>>());
+}
+
+pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let client = args.connect.client()?;
+    let apps = match args.app {
+        Some(a) => vec![client.app(a).await?],
+        None => client.apps().await?,
+    };
+    if args.json {
+        return print_json(&apps);
+    }
+    if apps.is_empty() {
+        println!("no applications");
+    } else {
+        print_summaries(&apps);
+    }
+    Ok(())
+}
+
+/// Follows an application until every task has ended; progress bar on a terminal,
+/// a plain line every few seconds otherwise.
+pub async fn follow(
+    client: &Client,
+    app: AppId,
+    bar: Option<&ProgressBar>,
+) -> anyhow::Result<AppSummary> {
+    let mut last_line = Instant::now();
+    loop {
+        let s = client.app(app).await?;
+        let c = s.counts;
+        match bar {
+            Some(bar) => {
+                bar.set_length(c.total());
+                bar.set_position(c.finished());
+                bar.set_message(format!(
+                    "running {} failed {}",
+                    c.running + c.leased,
+                    c.failed
+                ));
+            }
+            None if last_line.elapsed() >= Duration::from_secs(5) || s.is_finished() => {
+                println!(
+                    "application {app}: {}/{} finished ({} failed)",
+                    c.finished(),
+                    c.total(),
+                    c.failed
+                );
+                last_line = Instant::now();
+            }
+            None => {}
+        }
+        if s.is_finished() {
+            return Ok(s);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+pub fn progress_bar(name: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template(
+        "{prefix:>12} [{bar:40}] {pos}/{len} {per_sec} eta {eta} {msg}",
+    )
+    .expect("valid template")
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(name.to_string());
+    Some(bar)
+}
+
+pub async fn wait(args: AppArgs) -> anyhow::Result<()> {
+    let client = args.connect.client()?;
+    let first = client.app(args.app).await?;
+    let bar = if args.json {
+        None
+    } else {
+        progress_bar(&first.name)
+    };
+    let s = follow(&client, args.app, bar.as_ref()).await?;
+    if let Some(bar) = bar {
+        bar.finish();
+    }
+    if args.json {
+        print_json(&s)?;
+    } else {
+        print_summaries(std::slice::from_ref(&s));
+    }
+    if s.counts.failed > 0 || s.counts.cancelled > 0 {
+        anyhow::bail!(
+            "application {} ended with {} failed and {} cancelled tasks",
+            s.app,
+            s.counts.failed,
+            s.counts.cancelled
+        );
+    }
+    Ok(())
+}
+
+pub fn print_report(r: &AppReport) {
+    let s = &r.summary;
+    let makespan = r
+        .makespan_ms
+        .map(|m| millis(m as f64))
+        .unwrap_or_else(|| "-".into());
+    println!(
+        "application {} ({}): {} done, {} failed, {} cancelled of {}; makespan {makespan}",
+        s.app,
+        s.name,
+        s.counts.done,
+        s.counts.failed,
+        s.counts.cancelled,
+        s.counts.total()
+    );
+    let rows: Vec<Vec<String>> = r
+        .platforms
+        .iter()
+        .map(|p| {
+            vec![
+                format!("  {}", p.platform),
+                p.tasks.to_string(),
+                format!("{:.1}/min", p.throughput_per_min),
+                millis(p.mean_wall_ms),
+                millis(p.mean_cpu_ms),
+                format!("{:.1} MiB", p.mean_max_rss_kb / 1024.0),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "  PLATFORM",
+            "TASKS",
+            "THROUGHPUT",
+            "MEAN WALL",
+            "MEAN CPU",
+            "MEAN PEAK RSS",
+        ],
+        &rows,
+    );
+}
+
+pub async fn report(args: AppArgs) -> anyhow::Result<()> {
+    let r = args.connect.client()?.report(args.app).await?;
+    if args.json {
+        return print_json(&r);
+    }
+    print_report(&r);
+    Ok(())
+}
+
+pub async fn cancel(args: AppArgs) -> anyhow::Result<()> {
+    let s = args.connect.client()?.cancel(args.app).await?;
+    if args.json {
+        return print_json(&s);
+    }
+    println!(
+        "application {} cancelled ({} tasks had already finished)",
+        s.app,
+        s.counts.done + s.counts.failed
+    );
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! `hetpilot submit`: an application from an application file, or from flags and a command
+//! (`--each-line FILE` or `--array A-B`, then `-- COMMAND...`).
+
+use super::app_file;
+use super::connect::Connect;
+use super::output::print_json;
+use anyhow::{bail, Context};
+use clap::Args as ClapArgs;
+use hetpilot_shared::spec::{AppSpec, TaskSource};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// Application file (TOML); alternatively use --each-line/--array and a command.
+    #[arg(conflicts_with_all = ["each_line", "array"])]
+    pub app_file: Option<PathBuf>,
+    /// One task per non-empty line of FILE (`{}` / `{line}` in the command).
+    #[arg(long, value_name = "FILE")]
+    pub each_line: Option<PathBuf>,
+    /// One task per integer in a range like 1-100 (`{}` in the command).
+    #[arg(long, value_name = "RANGE", conflicts_with = "each_line")]
+    pub array: Option<String>,
+    /// Application name (default: the command's program name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Cores per task.
+    #[arg(long, default_value_t = 1)]
+    pub cores: u32,
+    /// Memory per task, like 512M or 2G.
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Runs of a task before it is marked failed.
+    #[arg(long, default_value_t = 3)]
+    pub max_attempts: u32,
+    /// Per-task time limit, like 90s or 10m.
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// Environment variable for the tasks, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Working directory of the tasks on the node.
+    #[arg(long)]
+    pub workdir: Option<String>,
+    /// Directory for the tasks' stdout/stderr on the node.
+    #[arg(long)]
+    pub output_dir: Option<String>,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connect: Connect,
+    /// The command template, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
+    let tasks = match (&args.each_line, &args.array) {
+        (Some(f), None) => TaskSource::Lines(app_file::read_lines(f)?),
+        (None, Some(r)) => app_file::parse_range(r).context("--array")?,
+        _ => bail!("say what the tasks are: an application file, --each-line FILE, or --array A-B"),
+    };
+    if args.command.is_empty() {
+        bail!("no command: put it after `--`, e.g. hetpilot submit --array 1-10 -- ./sim {{}}");
+    }
+    let mut env = BTreeMap::new();
+    for kv in &args.env {
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("--env {kv}: expected KEY=VALUE"))?;
+        env.insert(k.to_string(), v.to_string());
+    }
+    let program = std::path::Path::new(&args.command[0])
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned());
+    let spec = AppSpec {
+        name: args
+            .name
+            .clone()
+            .or(program)
+            .unwrap_or_else(|| "app".into()),
+        command: shell_words::join(&args.command),
+        tasks,
+        cores: args.cores,
+        memory_mb: args
+            .memory
+            .as_deref()
+            .map(app_file::parse_memory_mb)
+            .transpose()
+            .context("--memory")?
+            .unwrap_or(0),
+        env,
+        workdir: args.workdir.clone(),
+        max_attempts: args.max_attempts,
+        timeout_secs: args
+            .timeout
+            .as_deref()
+            .map(app_file::parse_duration_secs)
+            .transpose()
+            .context("--timeout")?,
+        output_dir: args.output_dir.clone(),
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let spec = match &args.app_file {
+        Some(f) => app_file::load(f)?,
+        None => from_flags(&args)?,
+    };
+    let client = args.connect.client()?;
+    let answer = client.submit(&spec).await?;
+    if args.json {
+        print_json(&answer)
+    } else {
+        println!(
+            "submitted application {} ({}, {} tasks)",
+            answer.app, spec.name, answer.tasks
+        );
+        Ok(())
+    }
+}

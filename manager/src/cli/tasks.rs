@@ -1,0 +1,144 @@
+//! `hetpilot tasks` and `hetpilot logs`: individual tasks and their output.
+
+use super::connect::Connect;
+use super::output::{millis, print_json, print_table};
+use clap::Args as ClapArgs;
+use hetpilot_shared::protocol::{AttemptRecord, TaskInfo};
+use hetpilot_shared::{AppId, TaskRef};
+
+#[derive(Debug, ClapArgs)]
+pub struct TasksArgs {
+    pub app: AppId,
+    /// Only tasks in this state (waiting, leased, running, done, failed, cancelled).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// At most this many tasks.
+    #[arg(long, default_value_t = 100)]
+    pub limit: u64,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connect: Connect,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct LogsArgs {
+    /// Task id, APP.INDEX (e.g. 7.42).
+    pub task: TaskRef,
+    /// Which run (default: the last).
+    #[arg(long)]
+    pub attempt: Option<u32>,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connect: Connect,
+}
+
+fn ended(a: &Option<AttemptRecord>) -> String {
+    match a {
+        None => "-".into(),
+        Some(a) => match (&a.outcome, a.exit_code, a.signal) {
+            (None, _, _) => a.error.clone().unwrap_or_else(|| "running".into()),
+            (Some(o), Some(c), _) => format!("{o:?} (exit {c})"),
+            (Some(o), _, Some(s)) => format!("{o:?} (signal {s})"),
+            (Some(o), _, _) => format!("{o:?}"),
+        },
+    }
+}
+
+fn row(t: &TaskInfo) -> Vec<String> {
+    let wall = t
+        .last
+        .as_ref()
+        .and_then(|a| a.measurements.as_ref())
+        .map(|m| millis(m.wall_ms))
+        .unwrap_or_default();
+    let place = t
+        .last
+        .as_ref()
+        .map(|a| format!("{}/{}", a.platform, a.host))
+        .unwrap_or_default();
+    let mut input = t.input.clone();
+    if input.chars().count() > 40 {
+        input = input.chars().take(37).collect::<String>() + "...";
+    }
+    vec![
+        t.task.to_string(),
+        t.state.as_str().into(),
+        t.attempts.to_string(),
+        ended(&t.last),
+        wall,
+        place,
+        input,
+    ]
+}
+
+pub async fn tasks(args: TasksArgs) -> anyhow::Result<()> {
+    let tasks = args
+        .connect
+        .client()?
+        .tasks(args.app, args.state.as_deref(), args.limit)
+        .await?;
+    if args.json {
+        return print_json(&tasks);
+    }
+    if tasks.is_empty() {
+        println!("no tasks");
+        return Ok(());
+    }
+    print_table(
+        &[
+            "TASK", "STATE", "ATTEMPTS", "LAST RUN", "WALL", "WHERE", "INPUT",
+        ],
+        &tasks.iter().map(row).collect::<Vec<_>>(),
+    );
+    Ok(())
+}
+
+pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
+    let detail = args.connect.client()?.task(args.task).await?;
+    if args.json {
+        return print_json(&detail);
+    }
+    let attempt = match args.attempt {
+        Some(n) => detail.history.iter().find(|a| a.attempt == n),
+        None => detail.history.last(),
+    };
+    let Some(a) = attempt else {
+        println!(
+            "task {} has not run yet ({})",
+            args.task,
+            detail.info.state.as_str()
+        );
+        return Ok(());
+    };
+    println!(
+        "task {} attempt {} on {}/{}: {}",
+        args.task,
+        a.attempt,
+        a.platform,
+        a.host,
+        ended(&Some(a.clone()))
+    );
+    if let Some(e) = &a.error {
+        println!("error: {e}");
+    }
+    let mut shown = false;
+    for (label, path) in [("stdout", &a.stdout_path), ("stderr", &a.stderr_path)] {
+        if let Some(text) = path
+            .as_deref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+        {
+            println!("--- {label} ({}) ---", path.as_deref().unwrap_or_default());
+            print!("{text}");
+            shown = true;
+        }
+    }
+    if !shown {
+        if let Some(tail) = a.output_tail.as_deref().filter(|t| !t.is_empty()) {
+            println!("--- output tail (the files are on the node) ---");
+            print!("{tail}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
+
+use hetpilot_shared::protocol::{
+    AgentInfo, AppReport, AppSummary, AttemptRecord, ErrorBody, NewAgentToken, NewUser,
+    SubmitResponse, TaskInfo, TokenResponse,
+};
+use hetpilot_shared::spec::AppSpec;
+use hetpilot_shared::{AppId, TaskRef};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ClientError {
+    #[error("cannot reach the manager at {url}: {message} (is `hetpilot serve` running there?)")]
+    Unreachable { url: String, message: String },
+    #[error("{message} (HTTP {status})")]
+    Refused { status: u16, message: String },
+}
+
+impl ClientError {
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Refused { status, .. } => Some(*status),
+            ClientError::Unreachable { .. } => None,
+        }
+    }
+}
+
+/// One task with its history (`GET /v1/tasks/{task}`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskDetail {
+    #[serde(flatten)]
+    pub info: TaskInfo,
+    pub history: Vec<AttemptRecord>,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Client {
+    pub fn new(base: &str, token: &str) -> Client {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(600))
+            .build()
+            .expect("building the HTTP client");
+        Client {
+            http,
+            base: base.trim_end_matches('/').to_string(),
+            token: token.trim().to_string(),
+        }
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T, ClientError> {
+        let unreachable = |e: reqwest::Error| ClientError::Unreachable {
+            url: self.base.clone(),
+            message: e.to_string(),
+        };
+        let resp = req
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let status = resp.status();
+        if status.is_success() {
+            return resp.json().await.map_err(unreachable);
+        }
+        let message = match resp.json::<ErrorBody>().await {
+            Ok(b) => b.error,
+            Err(_) => status.canonical_reason().unwrap_or("error").to_string(),
+        };
+        Err(ClientError::Refused {
+            status: status.as_u16(),
+            message,
+        })
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http.get(format!("{}{path}", self.base))
+    }
+
+    fn post<B: Serialize>(&self, path: &str, body: &B) -> reqwest::RequestBuilder {
+        self.http.post(format!("{}{path}", self.base)).json(body)
+    }
+
+    pub async fn health(&self) -> Result<serde_json::Value, ClientError> {
+        self.call(self.get("/v1/health")).await
+    }
+
+    pub async fn submit(&self, spec: &AppSpec) -> Result<SubmitResponse, ClientError> {
+        self.call(self.post("/v1/apps", spec)).await
+    }
+
+    pub async fn apps(&self) -> Result<Vec<AppSummary>, ClientError> {
+        self.call(self.get("/v1/apps")).await
+    }
+
+    pub async fn app(&self, app: AppId) -> Result<AppSummary, ClientError> {
+        self.call(self.get(&format!("/v1/apps/{app}"))).await
+    }
+
+    pub async fn report(&self, app: AppId) -> Result<AppReport, ClientError> {
+        self.call(self.get(&format!("/v1/apps/{app}/report"))).await
+    }
+
+    pub async fn tasks(
+        &self,
+        app: AppId,
+        state: Option<&str>,
+        limit: u64,
+    ) -> Result<Vec<TaskInfo>, ClientError> {
+        let mut q = vec![("limit", limit.to_string())];
+        if let Some(s) = state {
+            q.push(("state", s.to_string()));
+        }
+        self.call(self.get(&format!("/v1/apps/{app}/tasks")).query(&q))
+            .await
+    }
+
+    pub async fn task(&self, task: TaskRef) -> Result<TaskDetail, ClientError> {
+        self.call(self.get(&format!("/v1/tasks/{task}"))).await
+    }
+
+    pub async fn cancel(&self, app: AppId) -> Result<AppSummary, ClientError> {
+        self.call(self.post(&format!("/v1/apps/{app}/cancel"), &serde_json::json!({})))
+            .await
+    }
+
+    pub async fn create_user(&self, name: &str) -> Result<TokenResponse, ClientError> {
+        self.call(self.post("/v1/users", &NewUser { name: name.into() }))
+            .await
+    }
+
+    pub async fn agent_token(
+        &self,
+        platform: &str,
+        ttl_secs: Option<u64>,
+    ) -> Result<TokenResponse, ClientError> {
+        self.call(self.post(
+            "/v1/agent-tokens",
+            &NewAgentToken {
+                platform: platform.into(),
+                ttl_secs,
+            },
+        ))
+        .await
+    }
+
+    pub async fn agents(&self) -> Result<Vec<AgentInfo>, ClientError> {
+        self.call(self.get("/v1/agents")).await
+    }
+}

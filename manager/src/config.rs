@@ -1,0 +1,152 @@
+//! Layered configuration: embedded defaults < config file < `HETPILOT_*` environment <
+//! command-line flags. With nothing configured the manager runs on the embedded default:
+//! a data directory under the user's home, 127.0.0.1, and one `local` platform.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+const DEFAULTS: &str = r#"
+listen = "127.0.0.1:8470"
+lease_timeout_secs = 30.0
+max_request_mib = 256
+[[platforms]]
+name = "local"
+description = "agents started on this machine"
+"#;
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct PlatformConfig {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Settings {
+    /// Address the HTTP API listens on (`127.0.0.1:0` picks a free port).
+    pub listen: String,
+    /// Where the database, the admin token and agent work directories live.
+    pub data_dir: PathBuf,
+    /// An agent silent for this long is lost and its tasks go back to their queues.
+    pub lease_timeout_secs: f64,
+    /// Largest request body accepted (bigger ones get 413).
+    pub max_request_mib: u64,
+    pub platforms: Vec<PlatformConfig>,
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("configuration field `{field}`: {problem}")]
+    Invalid {
+        field: &'static str,
+        problem: String,
+    },
+}
+
+/// The default data directory: `$XDG_DATA_HOME/hetpilot`, else `~/.local/share/hetpilot`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("hetpilot");
+    }
+    match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".local/share/hetpilot"),
+        None => PathBuf::from(".hetpilot"),
+    }
+}
+
+impl Settings {
+    /// Loads the layers; `overrides` are flag values as (key, value).
+    pub fn load(
+        file: Option<&Path>,
+        overrides: &[(&str, String)],
+    ) -> Result<Settings, ConfigError> {
+        let mut builder = config::Config::builder()
+            .add_source(config::File::from_str(DEFAULTS, config::FileFormat::Toml))
+            .set_default("data_dir", default_data_dir().to_string_lossy().to_string())?;
+        if let Some(file) = file {
+            builder = builder.add_source(config::File::from(file).required(true));
+        }
+        builder = builder.add_source(
+            config::Environment::with_prefix("HETPILOT")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true),
+        );
+        for (key, value) in overrides {
+            builder = builder.set_override(*key, value.clone())?;
+        }
+        let settings: Settings = builder.build()?.try_deserialize()?;
+        settings.check()?;
+        Ok(settings)
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if !(self.lease_timeout_secs.is_finite() && self.lease_timeout_secs >= 0.2) {
+            return Err(ConfigError::Invalid {
+                field: "lease_timeout_secs",
+                problem: format!(
+                    "{} is too short (at least 0.2 seconds)",
+                    self.lease_timeout_secs
+                ),
+            });
+        }
+        if self.platforms.is_empty() {
+            return Err(ConfigError::Invalid {
+                field: "platforms",
+                problem: "at least one platform is needed".into(),
+            });
+        }
+        if self.max_request_mib == 0 {
+            return Err(ConfigError::Invalid {
+                field: "max_request_mib",
+                problem: "must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn lease_timeout_ms(&self) -> u64 {
+        (self.lease_timeout_secs * 1000.0) as u64
+    }
+
+    pub fn platform(&self, name: &str) -> Option<&PlatformConfig> {
+        self.platforms.iter().find(|p| p.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_then_file_then_flags() {
+        let s = Settings::load(None, &[]).unwrap();
+        assert_eq!(s.listen, "127.0.0.1:8470");
+        assert_eq!(s.platforms[0].name, "local");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hetpilot.toml");
+        std::fs::write(
+            &file,
+            "lease_timeout_secs = 5\n[[platforms]]\nname = \"gene\"\n",
+        )
+        .unwrap();
+        let s = Settings::load(Some(&file), &[("listen", "127.0.0.1:0".into())]).unwrap();
+        assert_eq!(s.lease_timeout_ms(), 5000);
+        assert_eq!(s.platforms.len(), 1);
+        assert_eq!(s.platforms[0].name, "gene");
+        assert_eq!(s.listen, "127.0.0.1:0");
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let err = Settings::load(None, &[("lease_timeout_secs", "0".into())]).unwrap_err();
+        assert!(err.to_string().contains("lease_timeout_secs"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, "listen = [1,2\n").unwrap();
+        assert!(Settings::load(Some(&file), &[]).is_err());
+    }
+}

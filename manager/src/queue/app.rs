@@ -1,0 +1,171 @@
+//! One application's queue: its tasks' states and attempts, and the waiting order.
+
+use hetpilot_shared::protocol::{AppRuntime, StateCounts, TaskState};
+use hetpilot_shared::spec::{AppSpec, TaskSource};
+use hetpilot_shared::template::{TaskInput, Template};
+use hetpilot_shared::{AgentId, AppId};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Task inputs, stored compactly.
+#[derive(Debug, Clone)]
+pub enum TaskInputs {
+    Lines(Vec<Box<str>>),
+    Array { start: u64 },
+    Params(Vec<BTreeMap<String, String>>),
+}
+
+impl TaskInputs {
+    pub fn input(&self, index: u64) -> TaskInput<'_> {
+        match self {
+            TaskInputs::Lines(l) => TaskInput::Line(&l[index as usize]),
+            TaskInputs::Array { start } => TaskInput::Array(start + index),
+            TaskInputs::Params(p) => TaskInput::Params(&p[index as usize]),
+        }
+    }
+
+    /// The input as one string (exported to the task as `HETPILOT_INPUT`).
+    pub fn input_string(&self, index: u64) -> String {
+        match self.input(index) {
+            TaskInput::Line(l) => l.to_string(),
+            TaskInput::Array(v) => v.to_string(),
+            TaskInput::Params(p) => serde_json::to_string(p).unwrap_or_default(),
+        }
+    }
+}
+
+/// The live state of one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSlot {
+    pub state: TaskState,
+    /// Leases so far (the current or last attempt number).
+    pub attempt: u32,
+    pub agent: Option<AgentId>,
+}
+
+#[derive(Debug)]
+pub struct AppEntry {
+    pub id: AppId,
+    pub owner: String,
+    pub runtime: AppRuntime,
+    pub template: Template,
+    pub inputs: TaskInputs,
+    pub max_attempts: u32,
+    pub submitted_ms: u64,
+    pub cancelled: bool,
+    pub tasks: Vec<TaskSlot>,
+    pub waiting: VecDeque<u64>,
+    pub counts: StateCounts,
+}
+
+impl AppEntry {
+    /// A new application with every task waiting; `template` is `spec.validate()`'s result.
+    pub fn new(id: AppId, owner: String, spec: AppSpec, template: Template, now_ms: u64) -> Self {
+        let n = spec.tasks.len();
+        let runtime = runtime_of(id, &spec);
+        let inputs = match spec.tasks {
+            TaskSource::Lines(lines) => {
+                TaskInputs::Lines(lines.into_iter().map(String::into_boxed_str).collect())
+            }
+            TaskSource::Array { start, .. } => TaskInputs::Array { start },
+            TaskSource::Params(p) => TaskInputs::Params(p),
+        };
+        let slot = TaskSlot {
+            state: TaskState::Waiting,
+            attempt: 0,
+            agent: None,
+        };
+        Self::assemble(
+            id,
+            owner,
+            runtime,
+            template,
+            inputs,
+            spec.max_attempts,
+            now_ms,
+            vec![slot; n as usize],
+        )
+    }
+
+    /// An application loaded from the store, with its tasks' recorded states.
+    pub fn restore(
+        id: AppId,
+        owner: String,
+        spec: AppSpec,
+        template: Template,
+        inputs: TaskInputs,
+        submitted_ms: u64,
+        tasks: Vec<TaskSlot>,
+    ) -> Self {
+        let runtime = runtime_of(id, &spec);
+        Self::assemble(
+            id,
+            owner,
+            runtime,
+            template,
+            inputs,
+            spec.max_attempts,
+            submitted_ms,
+            tasks,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        id: AppId,
+        owner: String,
+        runtime: AppRuntime,
+        template: Template,
+        inputs: TaskInputs,
+        max_attempts: u32,
+        submitted_ms: u64,
+        tasks: Vec<TaskSlot>,
+    ) -> Self {
+        let mut app = AppEntry {
+            id,
+            owner,
+            runtime,
+            template,
+            inputs,
+            max_attempts,
+            submitted_ms,
+            cancelled: false,
+            tasks,
+            waiting: VecDeque::new(),
+            counts: StateCounts::default(),
+        };
+        app.rebuild_index();
+        app
+    }
+
+    /// Moves a task to `state`, keeping the counts right.
+    pub fn set_state(&mut self, index: u64, state: TaskState) {
+        let slot = &mut self.tasks[index as usize];
+        *self.counts.get_mut(slot.state) -= 1;
+        *self.counts.get_mut(state) += 1;
+        slot.state = state;
+    }
+
+    /// Rebuilds counts and the waiting queue from the task slots (after loading).
+    pub fn rebuild_index(&mut self) {
+        self.counts = StateCounts::default();
+        self.waiting.clear();
+        for (i, slot) in self.tasks.iter().enumerate() {
+            *self.counts.get_mut(slot.state) += 1;
+            if slot.state == TaskState::Waiting {
+                self.waiting.push_back(i as u64);
+            }
+        }
+    }
+}
+
+fn runtime_of(id: AppId, spec: &AppSpec) -> AppRuntime {
+    AppRuntime {
+        app: id,
+        name: spec.name.clone(),
+        cores: spec.cores,
+        env: spec.env.clone(),
+        workdir: spec.workdir.clone(),
+        output_dir: spec.output_dir.clone(),
+        timeout_secs: spec.timeout_secs,
+    }
+}

@@ -1,0 +1,568 @@
+//! The queues of every application and the leases of every agent.
+
+use super::app::AppEntry;
+use super::changes::Change;
+use hetpilot_shared::protocol::{
+    AppRuntime, Assignment, Outcome, TaskAttempt, TaskResult, TaskState,
+};
+use hetpilot_shared::{AgentId, AppId, TaskRef};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use thiserror::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentState {
+    Active,
+    /// Asked to stop pulling, finish its tasks and deregister.
+    Draining,
+    /// Missed heartbeats for the lease timeout: its tasks went back to their queues.
+    Lost,
+    /// Deregistered.
+    Ended,
+}
+
+impl AgentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Active => "active",
+            AgentState::Draining => "draining",
+            AgentState::Lost => "lost",
+            AgentState::Ended => "ended",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct AgentEntry {
+    pub id: AgentId,
+    pub platform: String,
+    pub hostname: String,
+    pub slots: u32,
+    pub batch_job_id: Option<String>,
+    pub registered_ms: u64,
+    pub last_seen_ms: u64,
+    pub state: AgentState,
+    /// Tasks leased to this agent and not yet reported, with when they were leased.
+    pub held: HashMap<TaskRef, u64>,
+    /// Applications whose runtime description this agent has received.
+    pub sent_apps: HashSet<AppId>,
+    /// Runs the agent must kill (their application was cancelled).
+    pub kill: Vec<TaskAttempt>,
+}
+
+impl AgentEntry {
+    pub fn new(id: AgentId, platform: String, hostname: String, slots: u32, now_ms: u64) -> Self {
+        AgentEntry {
+            id,
+            platform,
+            hostname,
+            slots,
+            batch_job_id: None,
+            registered_ms: now_ms,
+            last_seen_ms: now_ms,
+            state: AgentState::Active,
+            held: HashMap::new(),
+            sent_apps: HashSet::new(),
+            kill: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ReportError {
+    #[error("agent {0} is not registered")]
+    UnknownAgent(AgentId),
+    #[error("agent {0} was declared lost after missing heartbeats; register again")]
+    AgentGone(AgentId),
+    #[error("task {0} does not exist")]
+    UnknownTask(TaskRef),
+    #[error("task {task} attempt {attempt} was never leased to agent {agent}")]
+    Foreign {
+        task: TaskRef,
+        attempt: u32,
+        agent: AgentId,
+    },
+}
+
+/// What the queues alone can say about a reported result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportCheck {
+    /// The task is leased to this agent under this attempt: record it.
+    Current,
+    /// Not the current lease: the store's attempt history decides (late, duplicate, foreign).
+    NeedsHistory,
+}
+
+/// Tasks handed to one agent.
+#[derive(Debug, Default)]
+pub struct LeaseBatch {
+    pub lease_ms: u64,
+    pub apps: Vec<AppRuntime>,
+    pub tasks: Vec<Assignment>,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Debug)]
+pub struct Queues {
+    apps: BTreeMap<AppId, AppEntry>,
+    agents: HashMap<AgentId, AgentEntry>,
+    /// Round-robin position: the first application considered by the next lease.
+    rr_next: AppId,
+    lease_timeout_ms: u64,
+    /// The newest lease time handed out; lease times never go backwards.
+    last_lease_ms: u64,
+}
+
+impl Queues {
+    pub fn new(lease_timeout_ms: u64) -> Self {
+        Queues {
+            apps: BTreeMap::new(),
+            agents: HashMap::new(),
+            rr_next: AppId(0),
+            lease_timeout_ms,
+            last_lease_ms: 0,
+        }
+    }
+
+    pub fn lease_timeout_ms(&self) -> u64 {
+        self.lease_timeout_ms
+    }
+
+    pub fn insert_app(&mut self, mut app: AppEntry) {
+        app.rebuild_index();
+        self.apps.insert(app.id, app);
+    }
+
+    /// Adds an agent; tasks already recorded as held by it (after a restart) are re-attached.
+    pub fn insert_agent(&mut self, mut agent: AgentEntry) {
+        for app in self.apps.values() {
+            for (i, slot) in app.tasks.iter().enumerate() {
+                if slot.agent == Some(agent.id)
+                    && !slot.state.is_final()
+                    && slot.state != TaskState::Waiting
+                {
+                    // Leased before the restart: older than any lease the agent can confirm.
+                    agent.held.insert(
+                        TaskRef {
+                            app: app.id,
+                            index: i as u64,
+                        },
+                        0,
+                    );
+                }
+            }
+        }
+        self.agents.insert(agent.id, agent);
+    }
+
+    pub fn app(&self, id: AppId) -> Option<&AppEntry> {
+        self.apps.get(&id)
+    }
+
+    pub fn apps(&self) -> impl Iterator<Item = &AppEntry> {
+        self.apps.values()
+    }
+
+    pub fn agent(&self, id: AgentId) -> Option<&AgentEntry> {
+        self.agents.get(&id)
+    }
+
+    pub fn agents(&self) -> impl Iterator<Item = &AgentEntry> {
+        self.agents.values()
+    }
+
+    pub fn has_waiting(&self) -> bool {
+        self.apps
+            .values()
+            .any(|a| !a.cancelled && a.counts.waiting > 0)
+    }
+
+    fn active_agent(&mut self, id: AgentId, now_ms: u64) -> Result<&mut AgentEntry, ReportError> {
+        let agent = self
+            .agents
+            .get_mut(&id)
+            .ok_or(ReportError::UnknownAgent(id))?;
+        match agent.state {
+            AgentState::Lost | AgentState::Ended => Err(ReportError::AgentGone(id)),
+            AgentState::Active | AgentState::Draining => {
+                agent.last_seen_ms = now_ms;
+                Ok(agent)
+            }
+        }
+    }
+
+    /// Records a heartbeat; returns whether the agent should drain and the runs to kill.
+    pub fn heartbeat(
+        &mut self,
+        id: AgentId,
+        now_ms: u64,
+    ) -> Result<(bool, Vec<TaskAttempt>), ReportError> {
+        let agent = self.active_agent(id, now_ms)?;
+        Ok((
+            agent.state == AgentState::Draining,
+            std::mem::take(&mut agent.kill),
+        ))
+    }
+
+    /// Asks an agent to drain: it gets no more tasks.
+    pub fn drain(&mut self, id: AgentId) {
+        if let Some(agent) = self.agents.get_mut(&id) {
+            if agent.state == AgentState::Active {
+                agent.state = AgentState::Draining;
+            }
+        }
+    }
+
+    /// Leases up to `max_slots` worth of tasks to `agent`, round-robin across applications
+    /// so that every application with waiting tasks gets its turn.
+    pub fn lease(
+        &mut self,
+        id: AgentId,
+        max_slots: u32,
+        now_ms: u64,
+    ) -> Result<LeaseBatch, ReportError> {
+        let lease_ms = now_ms.max(self.last_lease_ms);
+        self.last_lease_ms = lease_ms;
+        let agent = self.active_agent(id, now_ms)?;
+        let mut batch = LeaseBatch {
+            lease_ms,
+            ..LeaseBatch::default()
+        };
+        if agent.state == AgentState::Draining {
+            return Ok(batch);
+        }
+        let order: Vec<AppId> = self
+            .apps
+            .range(self.rr_next..)
+            .chain(self.apps.range(..self.rr_next))
+            .filter(|(_, a)| !a.cancelled && a.counts.waiting > 0)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut remaining = max_slots;
+        let mut exhausted = vec![false; order.len()];
+        let mut last_served = None;
+        while remaining > 0 && exhausted.iter().any(|e| !e) {
+            for (k, app_id) in order.iter().enumerate() {
+                if exhausted[k] || remaining == 0 {
+                    continue;
+                }
+                let app = self.apps.get_mut(app_id).expect("listed above");
+                if app.runtime.cores > remaining {
+                    exhausted[k] = true;
+                    continue;
+                }
+                let Some(index) = pop_waiting(app) else {
+                    exhausted[k] = true;
+                    continue;
+                };
+                remaining -= app.runtime.cores;
+                last_served = Some(*app_id);
+                let slot = &mut app.tasks[index as usize];
+                slot.attempt += 1;
+                slot.agent = Some(id);
+                let attempt = slot.attempt;
+                app.set_state(index, TaskState::Leased);
+                let task = TaskRef {
+                    app: *app_id,
+                    index,
+                };
+                let at = TaskAttempt { task, attempt };
+                batch.changes.push(Change::Leased {
+                    at,
+                    agent: id,
+                    now_ms,
+                });
+                batch.tasks.push(Assignment {
+                    task,
+                    attempt,
+                    argv: app.template.render(index, app.inputs.input(index)),
+                    input: app.inputs.input_string(index),
+                });
+                let agent = self.agents.get_mut(&id).expect("checked above");
+                agent.held.insert(task, lease_ms);
+                if agent.sent_apps.insert(*app_id) {
+                    batch.apps.push(app.runtime.clone());
+                }
+            }
+        }
+        if let Some(last) = last_served {
+            self.rr_next = AppId(last.0 + 1);
+        }
+        Ok(batch)
+    }
+
+    /// Marks runs as started (leased → running).
+    pub fn started(
+        &mut self,
+        id: AgentId,
+        started: &[TaskAttempt],
+        now_ms: u64,
+    ) -> Result<Vec<Change>, ReportError> {
+        self.active_agent(id, now_ms)?;
+        let mut changes = Vec::new();
+        for at in started {
+            let Some(app) = self.apps.get_mut(&at.task.app) else {
+                continue;
+            };
+            let Some(slot) = app.tasks.get(at.task.index as usize) else {
+                continue;
+            };
+            if slot.agent == Some(id)
+                && slot.attempt == at.attempt
+                && slot.state == TaskState::Leased
+            {
+                app.set_state(at.task.index, TaskState::Running);
+                changes.push(Change::Started { at: *at, now_ms });
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Classifies a reported result without touching anything.
+    pub fn check_result(
+        &self,
+        id: AgentId,
+        result: &TaskResult,
+    ) -> Result<ReportCheck, ReportError> {
+        if !self.agents.contains_key(&id) {
+            return Err(ReportError::UnknownAgent(id));
+        }
+        let task = result.task;
+        let slot = self
+            .apps
+            .get(&task.app)
+            .and_then(|a| a.tasks.get(task.index as usize))
+            .ok_or(ReportError::UnknownTask(task))?;
+        let current = slot.agent == Some(id)
+            && slot.attempt == result.attempt
+            && matches!(slot.state, TaskState::Leased | TaskState::Running);
+        Ok(if current {
+            ReportCheck::Current
+        } else {
+            ReportCheck::NeedsHistory
+        })
+    }
+
+    /// Records a result that is either current or a late result of a real earlier lease
+    /// of this agent (the caller checked the history). A task completes at most once:
+    /// a result for a task that already ended is recorded as a run, never as a completion.
+    pub fn apply_result(&mut self, id: AgentId, result: TaskResult) -> Vec<Change> {
+        let task = result.task;
+        let attempt = result.attempt;
+        let outcome = result.outcome;
+        let mut changes = vec![Change::Result {
+            result: Box::new(result),
+        }];
+        if let Some(agent) = self.agents.get_mut(&id) {
+            if agent.held.remove(&task).is_some() {
+                agent.kill.retain(|k| k.task != task);
+            }
+        }
+        let Some(app) = self.apps.get_mut(&task.app) else {
+            return changes;
+        };
+        let slot = app.tasks[task.index as usize];
+        if slot.state.is_final() {
+            return changes;
+        }
+        let is_current = slot.agent == Some(id) && slot.attempt == attempt;
+        let next = match (outcome, is_current) {
+            (Outcome::Success, _) => TaskState::Done,
+            (_, false) => return changes, // a late failure: the task was already requeued
+            (_, true) if slot.attempt >= app.max_attempts => TaskState::Failed,
+            (_, true) => TaskState::Waiting,
+        };
+        if !is_current {
+            // A late success while another agent holds the task: that run is now redundant.
+            if let Some(other) = slot.agent.and_then(|a| self.agents.get_mut(&a)) {
+                if other.held.contains_key(&task) && slot.state != TaskState::Waiting {
+                    other.kill.push(TaskAttempt {
+                        task,
+                        attempt: slot.attempt,
+                    });
+                }
+            }
+        }
+        let app = self.apps.get_mut(&task.app).expect("looked up above");
+        app.set_state(task.index, next);
+        if next == TaskState::Waiting {
+            app.waiting.push_back(task.index);
+        }
+        let slot = app.tasks[task.index as usize];
+        changes.push(Change::TaskState {
+            task,
+            state: next,
+            attempt: slot.attempt,
+            agent: slot.agent,
+        });
+        changes
+    }
+
+    /// Declares lost every agent silent for longer than the lease timeout and puts its
+    /// tasks back in their queues (or fails them when their attempts are used up).
+    pub fn expire(&mut self, now_ms: u64) -> Vec<Change> {
+        let lost: Vec<AgentId> = self
+            .agents
+            .values()
+            .filter(|a| matches!(a.state, AgentState::Active | AgentState::Draining))
+            .filter(|a| now_ms.saturating_sub(a.last_seen_ms) > self.lease_timeout_ms)
+            .map(|a| a.id)
+            .collect();
+        let mut changes = Vec::new();
+        for id in lost {
+            let reason = format!(
+                "agent {id} missed heartbeats for {} ms",
+                self.lease_timeout_ms
+            );
+            changes.extend(self.release_agent(id, AgentState::Lost, &reason, now_ms));
+        }
+        changes
+    }
+
+    /// An agent leaves; anything it still holds goes back to its queue.
+    pub fn deregister(&mut self, id: AgentId, now_ms: u64) -> Result<Vec<Change>, ReportError> {
+        self.active_agent(id, now_ms)?;
+        Ok(self.release_agent(
+            id,
+            AgentState::Ended,
+            "agent deregistered while holding it",
+            now_ms,
+        ))
+    }
+
+    fn release_agent(
+        &mut self,
+        id: AgentId,
+        state: AgentState,
+        reason: &str,
+        now_ms: u64,
+    ) -> Vec<Change> {
+        let Some(agent) = self.agents.get_mut(&id) else {
+            return Vec::new();
+        };
+        agent.state = state;
+        agent.kill.clear();
+        let mut held: Vec<TaskRef> = agent.held.drain().map(|(t, _)| t).collect();
+        held.sort();
+        let mut changes = self.give_back(id, &held, reason, now_ms);
+        changes.push(Change::AgentEnded {
+            agent: id,
+            state: state.as_str(),
+            now_ms,
+        });
+        changes
+    }
+
+    /// Ends the current attempts of `tasks` (held by `id`) without a result: each task
+    /// goes back to its queue, or fails when its attempts are used up.
+    fn give_back(
+        &mut self,
+        id: AgentId,
+        tasks: &[TaskRef],
+        reason: &str,
+        now_ms: u64,
+    ) -> Vec<Change> {
+        let mut changes = Vec::new();
+        for &task in tasks {
+            let Some(app) = self.apps.get_mut(&task.app) else {
+                continue;
+            };
+            let slot = app.tasks[task.index as usize];
+            if slot.agent != Some(id) || slot.state.is_final() || slot.state == TaskState::Waiting {
+                continue;
+            }
+            let at = TaskAttempt {
+                task,
+                attempt: slot.attempt,
+            };
+            changes.push(Change::AttemptLost {
+                at,
+                now_ms,
+                reason: reason.to_string(),
+            });
+            let next = if slot.attempt >= app.max_attempts {
+                TaskState::Failed
+            } else {
+                TaskState::Waiting
+            };
+            app.set_state(task.index, next);
+            if next == TaskState::Waiting {
+                app.waiting.push_back(task.index);
+            }
+            changes.push(Change::TaskState {
+                task,
+                state: next,
+                attempt: slot.attempt,
+                agent: Some(id),
+            });
+        }
+        changes
+    }
+
+    /// Compares what an agent says it holds with what it was leased: leases granted no later
+    /// than the newest answer it has seen, but that it does not hold, never reached it (an
+    /// answer lost in a manager crash) and go back to their queues.
+    pub fn reconcile(
+        &mut self,
+        id: AgentId,
+        seen_up_to_ms: u64,
+        held: &[TaskAttempt],
+        now_ms: u64,
+    ) -> Result<Vec<Change>, ReportError> {
+        let agent = self.active_agent(id, now_ms)?;
+        let reported: HashSet<TaskRef> = held.iter().map(|a| a.task).collect();
+        let mut missing: Vec<TaskRef> = agent
+            .held
+            .iter()
+            .filter(|(task, leased)| **leased <= seen_up_to_ms && !reported.contains(task))
+            .map(|(task, _)| *task)
+            .collect();
+        if missing.is_empty() {
+            return Ok(Vec::new());
+        }
+        missing.sort();
+        for task in &missing {
+            agent.held.remove(task);
+        }
+        Ok(self.give_back(id, &missing, "the lease never reached the agent", now_ms))
+    }
+
+    /// Cancels an application: waiting tasks end now; running ones are killed by their agents.
+    pub fn cancel(&mut self, app_id: AppId) -> Vec<Change> {
+        let Some(app) = self.apps.get_mut(&app_id) else {
+            return Vec::new();
+        };
+        if app.cancelled {
+            return Vec::new();
+        }
+        app.cancelled = true;
+        let changes = vec![Change::AppCancelled { app: app_id }];
+        for index in 0..app.tasks.len() as u64 {
+            let slot = app.tasks[index as usize];
+            if slot.state.is_final() {
+                continue;
+            }
+            if let Some(agent) = slot.agent.and_then(|a| self.agents.get_mut(&a)) {
+                let task = TaskRef { app: app_id, index };
+                if agent.held.contains_key(&task) {
+                    agent.kill.push(TaskAttempt {
+                        task,
+                        attempt: slot.attempt,
+                    });
+                }
+            }
+            app.set_state(index, TaskState::Cancelled);
+        }
+        app.waiting.clear();
+        changes
+    }
+}
+
+/// The next task still waiting (entries whose task ended meanwhile are skipped).
+fn pop_waiting(app: &mut AppEntry) -> Option<u64> {
+    while let Some(index) = app.waiting.pop_front() {
+        if app.tasks[index as usize].state == TaskState::Waiting {
+            return Some(index);
+        }
+    }
+    None
+}

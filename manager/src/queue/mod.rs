@@ -1,0 +1,14 @@
+//! In-memory per-application task queues, leases and attempts: the manager's live picture
+//! of every task. Deterministic (the clock is passed in); every change it makes comes back
+//! as [`Change`]s, which the caller persists (group commit) before answering anyone.
+
+mod app;
+mod changes;
+mod core;
+
+pub use app::{AppEntry, TaskInputs, TaskSlot};
+pub use changes::Change;
+pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
+
+#[cfg(test)]
+mod tests;

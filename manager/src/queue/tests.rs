@@ -1,0 +1,275 @@
+//! Lease, report, loss and cancellation rules of the queues.
+
+use super::*;
+use hetpilot_shared::protocol::{Measurements, Outcome, TaskResult, TaskState};
+use hetpilot_shared::spec::{AppSpec, TaskSource};
+use hetpilot_shared::{AgentId, AppId, TaskRef};
+
+fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
+    let spec = AppSpec {
+        name: format!("app{id}"),
+        command: "run {}".into(),
+        tasks: TaskSource::Array { start: 1, end: n },
+        cores: 1,
+        memory_mb: 0,
+        env: Default::default(),
+        workdir: None,
+        max_attempts,
+        timeout_secs: None,
+        output_dir: None,
+    };
+    let template = spec.validate().unwrap();
+    AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
+}
+
+fn queues(apps: &[(u64, u64)], agents: &[u64]) -> Queues {
+    let mut q = Queues::new(1_000);
+    for &(id, n) in apps {
+        q.insert_app(app(id, n, 2));
+    }
+    for &a in agents {
+        q.insert_agent(AgentEntry::new(
+            AgentId(a),
+            "local".into(),
+            "h".into(),
+            4,
+            0,
+        ));
+    }
+    q
+}
+
+fn result(task: TaskRef, attempt: u32, outcome: Outcome) -> TaskResult {
+    TaskResult {
+        task,
+        attempt,
+        outcome,
+        exit_code: Some(if outcome == Outcome::Success { 0 } else { 1 }),
+        signal: None,
+        measurements: Measurements::default(),
+        stdout_path: None,
+        stderr_path: None,
+        output_tail: String::new(),
+        error: None,
+    }
+}
+
+fn state(q: &Queues, t: TaskRef) -> TaskState {
+    q.app(t.app).unwrap().tasks[t.index as usize].state
+}
+
+#[test]
+fn leases_round_robin_across_applications_and_renders_commands() {
+    let mut q = queues(&[(1, 10), (2, 10)], &[1]);
+    let batch = q.lease(AgentId(1), 4, 0).unwrap();
+    let apps: Vec<u64> = batch.tasks.iter().map(|t| t.task.app.0).collect();
+    assert_eq!(apps, [1, 2, 1, 2]);
+    assert_eq!(batch.tasks[0].argv, ["run", "1"]);
+    assert_eq!(batch.apps.len(), 2, "each app's runtime is sent once");
+    let again = q.lease(AgentId(1), 2, 0).unwrap();
+    assert!(again.apps.is_empty());
+    assert_eq!(q.app(AppId(1)).unwrap().counts.leased, 3);
+    assert_eq!(batch.changes.len(), 4);
+}
+
+#[test]
+fn a_task_needing_more_cores_than_offered_is_skipped_not_split() {
+    let mut q = queues(&[], &[1]);
+    let mut big = app(1, 3, 1);
+    big.runtime.cores = 3;
+    q.insert_app(big);
+    assert_eq!(q.lease(AgentId(1), 2, 0).unwrap().tasks.len(), 0);
+    assert_eq!(q.lease(AgentId(1), 7, 0).unwrap().tasks.len(), 2);
+}
+
+#[test]
+fn success_completes_and_failure_retries_until_max_attempts() {
+    let mut q = queues(&[(1, 2)], &[1]);
+    let b = q.lease(AgentId(1), 2, 0).unwrap();
+    let (t0, t1) = (b.tasks[0].task, b.tasks[1].task);
+    assert_eq!(
+        q.check_result(AgentId(1), &result(t0, 1, Outcome::Success)),
+        Ok(ReportCheck::Current)
+    );
+    q.apply_result(AgentId(1), result(t0, 1, Outcome::Success));
+    assert_eq!(state(&q, t0), TaskState::Done);
+    q.apply_result(AgentId(1), result(t1, 1, Outcome::Failed));
+    assert_eq!(state(&q, t1), TaskState::Waiting);
+    let b = q.lease(AgentId(1), 2, 0).unwrap();
+    assert_eq!(b.tasks.len(), 1);
+    assert_eq!(b.tasks[0].attempt, 2);
+    q.apply_result(AgentId(1), result(t1, 2, Outcome::Failed));
+    assert_eq!(state(&q, t1), TaskState::Failed, "max_attempts = 2 reached");
+    assert!(!q.has_waiting());
+}
+
+#[test]
+fn silent_agents_lose_their_tasks_to_the_queue() {
+    let mut q = queues(&[(1, 3)], &[1, 2]);
+    q.lease(AgentId(1), 3, 0).unwrap();
+    q.heartbeat(AgentId(2), 900).unwrap();
+    assert!(q.expire(1_000).is_empty(), "not past the timeout yet");
+    let changes = q.expire(1_500);
+    assert_eq!(
+        changes
+            .iter()
+            .filter(|c| matches!(c, Change::AttemptLost { .. }))
+            .count(),
+        3
+    );
+    assert_eq!(q.app(AppId(1)).unwrap().counts.waiting, 3);
+    assert_eq!(
+        q.heartbeat(AgentId(1), 1_600),
+        Err(ReportError::AgentGone(AgentId(1)))
+    );
+    assert!(q.lease(AgentId(1), 1, 1_600).is_err());
+    let b = q.lease(AgentId(2), 3, 1_600).unwrap();
+    assert!(b.tasks.iter().all(|t| t.attempt == 2));
+}
+
+#[test]
+fn a_late_success_completes_once_and_the_rerun_is_only_recorded() {
+    let mut q = queues(&[(1, 1)], &[1, 2]);
+    let t = q.lease(AgentId(1), 1, 0).unwrap().tasks[0].task;
+    q.heartbeat(AgentId(2), 1_400).unwrap();
+    q.expire(1_500);
+    q.lease(AgentId(2), 1, 1_500).unwrap();
+    let late = result(t, 1, Outcome::Success);
+    assert_eq!(
+        q.check_result(AgentId(1), &late),
+        Ok(ReportCheck::NeedsHistory)
+    );
+    q.apply_result(AgentId(1), late);
+    assert_eq!(state(&q, t), TaskState::Done);
+    assert_eq!(
+        q.agent(AgentId(2)).unwrap().kill.len(),
+        1,
+        "the redundant re-run is killed"
+    );
+    let changes = q.apply_result(AgentId(2), result(t, 2, Outcome::Success));
+    assert_eq!(
+        changes.len(),
+        1,
+        "only the run is recorded, no second completion"
+    );
+    assert_eq!(q.app(AppId(1)).unwrap().counts.done, 1);
+}
+
+#[test]
+fn a_late_failure_does_not_fail_the_requeued_task() {
+    let mut q = queues(&[(1, 1)], &[1]);
+    let t = q.lease(AgentId(1), 1, 0).unwrap().tasks[0].task;
+    q.expire(2_000);
+    q.apply_result(AgentId(1), result(t, 1, Outcome::Failed));
+    assert_eq!(state(&q, t), TaskState::Waiting);
+}
+
+#[test]
+fn unknown_tasks_and_agents_are_refused() {
+    let q = queues(&[(1, 1)], &[1]);
+    let ghost = TaskRef {
+        app: AppId(1),
+        index: 5,
+    };
+    assert_eq!(
+        q.check_result(AgentId(1), &result(ghost, 1, Outcome::Success)),
+        Err(ReportError::UnknownTask(ghost))
+    );
+    let t = TaskRef {
+        app: AppId(1),
+        index: 0,
+    };
+    assert_eq!(
+        q.check_result(AgentId(9), &result(t, 1, Outcome::Success)),
+        Err(ReportError::UnknownAgent(AgentId(9)))
+    );
+    assert_eq!(
+        q.check_result(AgentId(1), &result(t, 1, Outcome::Success)),
+        Ok(ReportCheck::NeedsHistory)
+    );
+}
+
+#[test]
+fn cancel_ends_waiting_tasks_and_orders_kills_for_running_ones() {
+    let mut q = queues(&[(1, 5)], &[1]);
+    let b = q.lease(AgentId(1), 2, 0).unwrap();
+    q.started(
+        AgentId(1),
+        &[hetpilot_shared::protocol::TaskAttempt {
+            task: b.tasks[0].task,
+            attempt: 1,
+        }],
+        0,
+    )
+    .unwrap();
+    q.cancel(AppId(1));
+    let counts = q.app(AppId(1)).unwrap().counts;
+    assert_eq!(counts.cancelled, 5);
+    assert_eq!(q.heartbeat(AgentId(1), 1).unwrap().1.len(), 2);
+    q.apply_result(AgentId(1), result(b.tasks[0].task, 1, Outcome::Signaled));
+    assert_eq!(q.app(AppId(1)).unwrap().counts.cancelled, 5);
+    assert!(q.lease(AgentId(1), 4, 1).unwrap().tasks.is_empty());
+}
+
+#[test]
+fn draining_agents_get_no_tasks() {
+    let mut q = queues(&[(1, 5)], &[1]);
+    q.drain(AgentId(1));
+    assert!(q.lease(AgentId(1), 4, 0).unwrap().tasks.is_empty());
+    assert!(q.heartbeat(AgentId(1), 0).unwrap().0);
+}
+
+#[test]
+fn restart_reattaches_held_tasks_to_their_agent() {
+    let mut loaded = app(1, 3, 2);
+    for slot in &mut loaded.tasks[..2] {
+        slot.state = TaskState::Running;
+        slot.attempt = 1;
+        slot.agent = Some(AgentId(1));
+    }
+    let mut q = Queues::new(1_000);
+    q.insert_app(loaded);
+    q.insert_agent(AgentEntry::new(
+        AgentId(1),
+        "local".into(),
+        "h".into(),
+        4,
+        0,
+    ));
+    assert_eq!(q.agent(AgentId(1)).unwrap().held.len(), 2);
+    assert_eq!(q.app(AppId(1)).unwrap().counts.running, 2);
+    assert_eq!(q.app(AppId(1)).unwrap().counts.waiting, 1);
+}
+
+#[test]
+fn leases_the_agent_never_received_go_back_but_newer_ones_stay() {
+    use hetpilot_shared::protocol::TaskAttempt;
+    let mut q = queues(&[(1, 4)], &[1]);
+    let first = q.lease(AgentId(1), 2, 100).unwrap();
+    let second = q.lease(AgentId(1), 2, 200).unwrap();
+    let held: Vec<TaskAttempt> = first.tasks[..1]
+        .iter()
+        .map(|a| TaskAttempt {
+            task: a.task,
+            attempt: a.attempt,
+        })
+        .collect();
+    // The agent saw the first answer (lease 100) but not the second.
+    let changes = q.reconcile(AgentId(1), first.lease_ms, &held, 250).unwrap();
+    let lost: Vec<_> = changes
+        .iter()
+        .filter(|c| matches!(c, Change::AttemptLost { .. }))
+        .collect();
+    assert_eq!(
+        lost.len(),
+        1,
+        "only the unheld lease of the first answer: {changes:?}"
+    );
+    assert_eq!(state(&q, first.tasks[1].task), TaskState::Waiting);
+    assert_eq!(state(&q, first.tasks[0].task), TaskState::Leased);
+    assert!(second
+        .tasks
+        .iter()
+        .all(|a| state(&q, a.task) == TaskState::Leased));
+    assert!(second.lease_ms >= first.lease_ms);
+}

@@ -1,0 +1,118 @@
+//! User and admin routes.
+
+use super::error::ApiError;
+use super::extract::{Caller, Json, Path, Query};
+use crate::service::{Manager, ServiceError};
+use axum::extract::State;
+use hetpilot_shared::protocol::{
+    AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse, TaskInfo,
+    TaskState, TokenResponse,
+};
+use hetpilot_shared::spec::AppSpec;
+use hetpilot_shared::{AppId, TaskRef};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+type Result<T> = std::result::Result<Json<T>, ApiError>;
+
+pub async fn submit(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Json(spec): Json<AppSpec>,
+) -> Result<SubmitResponse> {
+    Ok(Json(m.submit(&who, spec).await?))
+}
+
+pub async fn list(State(m): State<Arc<Manager>>, Caller(who): Caller) -> Result<Vec<AppSummary>> {
+    Ok(Json(m.list_apps(&who)?))
+}
+
+pub async fn show(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Path(app): Path<AppId>,
+) -> Result<AppSummary> {
+    Ok(Json(m.app(&who, app)?))
+}
+
+pub async fn report(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Path(app): Path<AppId>,
+) -> Result<AppReport> {
+    Ok(Json(m.report(&who, app).await?))
+}
+
+#[derive(Deserialize)]
+pub struct TaskQuery {
+    state: Option<String>,
+    limit: Option<u64>,
+    offset: Option<u64>,
+}
+
+pub async fn tasks(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Path(app): Path<AppId>,
+    Query(q): Query<TaskQuery>,
+) -> Result<Vec<TaskInfo>> {
+    let state = match q.state.as_deref() {
+        None => None,
+        Some(s) => Some(TaskState::parse(s).ok_or_else(|| {
+            ServiceError::BadRequest(format!(
+                "unknown state `{s}`; use one of waiting, leased, running, done, failed, cancelled"
+            ))
+        })?),
+    };
+    Ok(Json(
+        m.tasks(
+            &who,
+            app,
+            state,
+            q.limit.unwrap_or(1000),
+            q.offset.unwrap_or(0),
+        )
+        .await?,
+    ))
+}
+
+#[derive(Serialize)]
+pub struct TaskDetail {
+    #[serde(flatten)]
+    info: TaskInfo,
+    history: Vec<AttemptRecord>,
+}
+
+pub async fn task(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Path(task): Path<String>,
+) -> Result<TaskDetail> {
+    let task: TaskRef = task.parse().map_err(ServiceError::NotFound)?;
+    let (info, history) = m.task(&who, task).await?;
+    Ok(Json(TaskDetail { info, history }))
+}
+
+pub async fn cancel(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Path(app): Path<AppId>,
+) -> Result<AppSummary> {
+    Ok(Json(m.cancel(&who, app).await?))
+}
+
+pub async fn create_user(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Json(new): Json<NewUser>,
+) -> Result<TokenResponse> {
+    Ok(Json(m.create_user(&who, new).await?))
+}
+
+pub async fn create_agent_token(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Json(req): Json<NewAgentToken>,
+) -> Result<TokenResponse> {
+    Ok(Json(m.create_agent_token(&who, req).await?))
+}

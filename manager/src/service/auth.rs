@@ -1,0 +1,86 @@
+//! Tokens and whom they belong to. Tokens are 256-bit random strings shown once; only their
+//! SHA-256 is stored, so a copy of the database grants nothing.
+
+use hetpilot_shared::AgentId;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    User {
+        name: String,
+        admin: bool,
+    },
+    /// May register agents of one platform until it expires.
+    AgentRegistration {
+        platform: String,
+        expires_ms: u64,
+    },
+    Agent(AgentId),
+}
+
+/// A new token; the prefix says what kind it is (`hpu_` user, `hpr_` registration, `hpa_` agent).
+pub fn new_token(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+pub fn hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Every valid token's hash and its principal.
+#[derive(Default)]
+pub struct Tokens {
+    by_hash: RwLock<HashMap<String, Principal>>,
+}
+
+impl Tokens {
+    pub fn insert(&self, token_hash: String, who: Principal) {
+        self.by_hash
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token_hash, who);
+    }
+
+    /// The principal of a presented token, if it is valid and not expired.
+    pub fn resolve(&self, token: &str, now_ms: u64) -> Option<Principal> {
+        let who = self
+            .by_hash
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&hash(token))
+            .cloned()?;
+        match who {
+            Principal::AgentRegistration { expires_ms, .. } if expires_ms <= now_ms => None,
+            who => Some(who),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_resolve_only_while_valid() {
+        let tokens = Tokens::default();
+        let t = new_token("hpr_");
+        assert_eq!(t.len(), 4 + 64);
+        tokens.insert(
+            hash(&t),
+            Principal::AgentRegistration {
+                platform: "p".into(),
+                expires_ms: 100,
+            },
+        );
+        assert!(tokens.resolve(&t, 99).is_some());
+        assert!(tokens.resolve(&t, 100).is_none(), "expired");
+        assert!(tokens.resolve("hpr_00", 0).is_none());
+        assert_ne!(new_token("x"), new_token("x"));
+    }
+}

@@ -1,0 +1,37 @@
+//! Why a call to the manager was refused, in words a person can act on.
+
+use crate::queue::ReportError;
+use crate::store::StoreError;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ServiceError {
+    #[error("missing or invalid token (send `Authorization: Bearer TOKEN`)")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Gone(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("database: {0}")]
+    Database(#[from] rusqlite::Error),
+}
+
+impl From<ReportError> for ServiceError {
+    fn from(e: ReportError) -> Self {
+        match e {
+            ReportError::UnknownAgent(_) | ReportError::UnknownTask(_) => {
+                ServiceError::NotFound(e.to_string())
+            }
+            ReportError::AgentGone(_) => ServiceError::Gone(e.to_string()),
+            ReportError::Foreign { .. } => ServiceError::Conflict(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The live manager: the queues, the store and the tokens behind one handle, with the
+//! operations the HTTP API exposes. It answers only after what it promises is committed.
+
+mod agents;
+pub mod auth;
+mod error;
+mod users;
+
+pub use auth::Principal;
+pub use error::ServiceError;
+
+use crate::config::Settings;
+use crate::queue::Queues;
+use crate::store::{self, Reader, Write, Writer};
+use auth::Tokens;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::Notify;
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+pub struct Manager {
+    pub settings: Settings,
+    queues: Mutex<Queues>,
+    writer: Writer,
+    reader: Arc<Reader>,
+    tokens: Tokens,
+    /// Woken whenever tasks become available, for long-polling agents.
+    work: Notify,
+    next_app: AtomicU64,
+    next_agent: AtomicU64,
+}
+
+/// Where the admin token of a data directory is kept (mode 0600).
+pub fn admin_token_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.token")
+}
+
+pub fn database_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("hetpilot.db")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot use data directory {dir}: {source}")]
+    DataDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open the database {path}: {source}")]
+    Database {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("cannot write the admin token {path}: {source}")]
+    AdminToken {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Manager {
+    /// Opens (or creates) the data directory and recovers the state recorded there.
+    /// On first start an admin token is created and written to `admin.token` (mode 0600).
+    pub fn open(settings: Settings) -> Result<Arc<Manager>, OpenError> {
+        let dir = settings.data_dir.clone();
+        std::fs::create_dir_all(&dir).map_err(|source| OpenError::DataDir {
+            dir: dir.clone(),
+            source,
+        })?;
+        let db = database_path(&dir);
+        let db_err = |source| OpenError::Database {
+            path: db.clone(),
+            source,
+        };
+        let conn = store::open(&db).map_err(db_err)?;
+        let now = now_ms();
+        let loaded = store::load(&conn, now).map_err(db_err)?;
+        let reader = Arc::new(Reader::open(&db).map_err(db_err)?);
+        let tokens = Tokens::default();
+        let first_start = loaded.users.is_empty();
+        for u in &loaded.users {
+            tokens.insert(
+                u.token_hash.clone(),
+                Principal::User {
+                    name: u.name.clone(),
+                    admin: u.admin,
+                },
+            );
+        }
+        for t in &loaded.agent_tokens {
+            tokens.insert(
+                t.token_hash.clone(),
+                Principal::AgentRegistration {
+                    platform: t.platform.clone(),
+                    expires_ms: t.expires_ms,
+                },
+            );
+        }
+        let mut queues = Queues::new(settings.lease_timeout_ms());
+        let apps = loaded.apps.len();
+        for app in loaded.apps {
+            queues.insert_app(app);
+        }
+        for a in loaded.agents {
+            if a.active {
+                tokens.insert(a.credential_hash, Principal::Agent(a.entry.id));
+            }
+            queues.insert_agent(a.entry);
+        }
+        if first_start {
+            let token = auth::new_token("hpu_");
+            let path = admin_token_path(&dir);
+            write_secret(&path, &token).map_err(|source| OpenError::AdminToken {
+                path: path.clone(),
+                source,
+            })?;
+            let hash = auth::hash(&token);
+            let tx = conn.unchecked_transaction().map_err(db_err)?;
+            Write::User {
+                name: "admin".into(),
+                token_hash: hash.clone(),
+                admin: true,
+                now_ms: now,
+            }
+            .apply(&tx)
+            .map_err(db_err)?;
+            tx.commit().map_err(db_err)?;
+            tokens.insert(
+                hash,
+                Principal::User {
+                    name: "admin".into(),
+                    admin: true,
+                },
+            );
+            tracing::info!(path = %path.display(), "first start: admin token created");
+        }
+        tracing::info!(applications = apps, data_dir = %dir.display(), "state recovered");
+        Ok(Arc::new(Manager {
+            queues: Mutex::new(queues),
+            writer: Writer::spawn(conn),
+            reader,
+            tokens,
+            work: Notify::new(),
+            next_app: AtomicU64::new(loaded.next_app),
+            next_agent: AtomicU64::new(loaded.next_agent),
+            settings,
+        }))
+    }
+
+    fn queues(&self) -> MutexGuard<'_, Queues> {
+        self.queues.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The principal of a bearer token.
+    pub fn authenticate(&self, token: Option<&str>) -> Result<Principal, ServiceError> {
+        token
+            .and_then(|t| self.tokens.resolve(t, now_ms()))
+            .ok_or(ServiceError::Unauthorized)
+    }
+
+    /// Runs a read query on the blocking pool.
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Reader) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        let reader = self.reader.clone();
+        tokio::task::spawn_blocking(move || f(&reader))
+            .await
+            .map_err(|e| ServiceError::BadRequest(format!("query aborted: {e}")))?
+            .map_err(ServiceError::from)
+    }
+
+    /// Declares silent agents lost, every quarter lease timeout, until the manager is dropped.
+    pub fn spawn_sweeper(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let period = Duration::from_millis((self.settings.lease_timeout_ms() / 4).max(50));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            loop {
+                tick.tick().await;
+                let Some(manager) = weak.upgrade() else { break };
+                manager.expire_silent_agents();
+            }
+        });
+    }
+
+    fn expire_silent_agents(&self) {
+        let changes = self.queues().expire(now_ms());
+        if !changes.is_empty() {
+            tracing::warn!(
+                changes = changes.len(),
+                "agents lost; their tasks went back to their queues"
+            );
+            self.writer.send(Write::Changes(changes));
+            self.work.notify_waiters();
+        }
+    }
+}
+
+/// Writes a secret readable by its owner only.
+pub fn write_secret(path: &Path, secret: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(secret.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.sync_all()
+}
+
+fn next(counter: &AtomicU64) -> u64 {
+    counter.fetch_add(1, Ordering::Relaxed)
+}

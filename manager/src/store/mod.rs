@@ -1,0 +1,14 @@
+//! SQLite persistence (WAL): the schema, a group-commit writer that turns the queues'
+//! changes into batched transactions, recovery of the live state at start, and queries.
+
+mod load;
+mod read;
+mod schema;
+mod write;
+mod writer;
+
+pub use load::{load, Loaded, StoredAgent};
+pub use read::Reader;
+pub use schema::open;
+pub use write::Write;
+pub use writer::{StoreError, Writer};

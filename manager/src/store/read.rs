@@ -1,0 +1,179 @@
+//! Read-only queries (task details, attempt history, per-platform statistics) on a
+//! connection of their own, so reads never wait behind the writer's transactions.
+
+use super::schema::{open, state_from_code};
+use super::write::outcome_from_str;
+use hetpilot_shared::protocol::{AttemptRecord, Measurements, PlatformStats, TaskInfo, TaskState};
+use hetpilot_shared::{AgentId, AppId, TaskRef};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use std::path::Path;
+use std::sync::Mutex;
+
+pub struct Reader {
+    conn: Mutex<Connection>,
+}
+
+/// Who ran an attempt, and whether its result is already recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptOwner {
+    pub agent: AgentId,
+    pub recorded: bool,
+}
+
+const ATTEMPT_COLUMNS: &str = "a.attempt, a.agent_id, COALESCE(ag.platform, ''), COALESCE(ag.hostname, ''),
+    a.outcome, a.exit_code, a.signal, a.started_ms, a.ended_ms, a.wall_ms, a.user_cpu_ms, a.sys_cpu_ms,
+    a.max_rss_kb, a.co_runners, a.stdout_path, a.stderr_path, a.output_tail, a.error";
+
+fn attempt_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
+    let outcome: Option<String> = r.get(at + 4)?;
+    let outcome = outcome.as_deref().and_then(outcome_from_str);
+    let measurements = match outcome {
+        None => None,
+        Some(_) => Some(Measurements {
+            started_at_ms: r.get::<_, Option<i64>>(at + 7)?.unwrap_or(0) as u64,
+            ended_at_ms: r.get::<_, Option<i64>>(at + 8)?.unwrap_or(0) as u64,
+            wall_ms: r.get::<_, Option<f64>>(at + 9)?.unwrap_or(0.0),
+            user_cpu_ms: r.get::<_, Option<f64>>(at + 10)?.unwrap_or(0.0),
+            sys_cpu_ms: r.get::<_, Option<f64>>(at + 11)?.unwrap_or(0.0),
+            max_rss_kb: r.get::<_, Option<i64>>(at + 12)?.unwrap_or(0) as u64,
+            co_runners: r
+                .get::<_, Option<String>>(at + 13)?
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default(),
+        }),
+    };
+    Ok(AttemptRecord {
+        attempt: r.get(at)?,
+        agent: AgentId(r.get::<_, i64>(at + 1)? as u64),
+        platform: r.get(at + 2)?,
+        host: r.get(at + 3)?,
+        outcome,
+        exit_code: r.get(at + 5)?,
+        signal: r.get(at + 6)?,
+        measurements,
+        stdout_path: r.get(at + 14)?,
+        stderr_path: r.get(at + 15)?,
+        output_tail: r.get(at + 16)?,
+        error: r.get(at + 17)?,
+    })
+}
+
+impl Reader {
+    pub fn open(path: &Path) -> rusqlite::Result<Reader> {
+        Ok(Reader {
+            conn: Mutex::new(open(path)?),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The agent that ran `attempt` of `task`, if that attempt was ever leased.
+    pub fn attempt_owner(
+        &self,
+        task: TaskRef,
+        attempt: u32,
+    ) -> rusqlite::Result<Option<AttemptOwner>> {
+        self.conn()
+            .prepare_cached("SELECT agent_id, outcome IS NOT NULL FROM attempts WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3")?
+            .query_row(params![task.app.0 as i64, task.index as i64, attempt], |r| {
+                Ok(AttemptOwner { agent: AgentId(r.get::<_, i64>(0)? as u64), recorded: r.get(1)? })
+            })
+            .optional()
+    }
+
+    /// Tasks of an application (optionally in one state) with their last attempt.
+    pub fn tasks(
+        &self,
+        app: AppId,
+        state: Option<TaskState>,
+        limit: u64,
+        offset: u64,
+    ) -> rusqlite::Result<Vec<TaskInfo>> {
+        let conn = self.conn();
+        let sql = format!(
+            "SELECT t.idx, t.state, t.attempt, COALESCE(t.input, ''), {ATTEMPT_COLUMNS}
+             FROM tasks t
+             LEFT JOIN attempts a ON a.app_id = t.app_id AND a.idx = t.idx AND a.attempt = t.attempt
+             LEFT JOIN agents ag ON ag.id = a.agent_id
+             WHERE t.app_id = ?1 AND (?2 IS NULL OR t.state = ?2)
+             ORDER BY t.idx LIMIT ?3 OFFSET ?4"
+        );
+        let code = state.map(super::schema::state_code);
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![app.0 as i64, code, limit as i64, offset as i64],
+            |r| {
+                let has_attempt = r.get::<_, Option<i64>>(5)?.is_some();
+                Ok(TaskInfo {
+                    task: TaskRef {
+                        app,
+                        index: r.get::<_, i64>(0)? as u64,
+                    },
+                    state: state_from_code(r.get(1)?).unwrap_or(TaskState::Waiting),
+                    attempts: r.get(2)?,
+                    input: r.get(3)?,
+                    last: if has_attempt {
+                        Some(attempt_from_row(r, 4)?)
+                    } else {
+                        None
+                    },
+                })
+            },
+        )?;
+        rows.collect()
+    }
+
+    /// Every attempt of one task, oldest first.
+    pub fn attempts(&self, task: TaskRef) -> rusqlite::Result<Vec<AttemptRecord>> {
+        let conn = self.conn();
+        let sql = format!(
+            "SELECT {ATTEMPT_COLUMNS} FROM attempts a LEFT JOIN agents ag ON ag.id = a.agent_id
+             WHERE a.app_id = ?1 AND a.idx = ?2 ORDER BY a.attempt"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![task.app.0 as i64, task.index as i64], |r| {
+            attempt_from_row(r, 0)
+        })?;
+        rows.collect()
+    }
+
+    /// Successful runs of an application, per platform.
+    pub fn platform_stats(&self, app: AppId) -> rusqlite::Result<Vec<PlatformStats>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT ag.platform, COUNT(*), AVG(a.wall_ms), AVG(a.user_cpu_ms + a.sys_cpu_ms), AVG(a.max_rss_kb),
+                    MIN(a.started_ms), MAX(a.ended_ms)
+             FROM attempts a JOIN agents ag ON ag.id = a.agent_id
+             WHERE a.app_id = ?1 AND a.outcome = 'success'
+             GROUP BY ag.platform ORDER BY ag.platform",
+        )?;
+        let rows = stmt.query_map(params![app.0 as i64], |r| {
+            let tasks = r.get::<_, i64>(1)? as u64;
+            let first: i64 = r.get(5)?;
+            let last: i64 = r.get(6)?;
+            let span_min = ((last - first).max(1) as f64) / 60_000.0;
+            Ok(PlatformStats {
+                platform: r.get(0)?,
+                tasks,
+                mean_wall_ms: r.get(2)?,
+                mean_cpu_ms: r.get(3)?,
+                mean_max_rss_kb: r.get(4)?,
+                throughput_per_min: tasks as f64 / span_min,
+            })
+        })?;
+        rows.collect()
+    }
+
+    /// First start and last end of an application's successful runs (unix ms).
+    pub fn span(&self, app: AppId) -> rusqlite::Result<Option<(u64, u64)>> {
+        self.conn()
+            .prepare_cached("SELECT MIN(started_ms), MAX(ended_ms) FROM attempts WHERE app_id = ?1 AND outcome IS NOT NULL")?
+            .query_row(params![app.0 as i64], |r| {
+                let first: Option<i64> = r.get(0)?;
+                let last: Option<i64> = r.get(1)?;
+                Ok(first.zip(last).map(|(f, l)| (f as u64, l as u64)))
+            })
+    }
+}

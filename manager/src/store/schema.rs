@@ -1,0 +1,100 @@
+//! The schema, created on first open; connections are opened in WAL mode.
+
+use rusqlite::Connection;
+use std::path::Path;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS users (
+    name TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    is_admin INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_tokens (
+    token_hash TEXT PRIMARY KEY,
+    platform TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    created_by TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agents (
+    id INTEGER PRIMARY KEY,
+    credential_hash TEXT NOT NULL UNIQUE,
+    platform TEXT NOT NULL,
+    hostname TEXT NOT NULL,
+    cores INTEGER NOT NULL,
+    memory_mb INTEGER NOT NULL,
+    slots INTEGER NOT NULL,
+    batch_job_id TEXT,
+    walltime_end INTEGER,
+    registered_ms INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    ended_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS apps (
+    id INTEGER PRIMARY KEY,
+    owner TEXT NOT NULL,
+    name TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    submitted_ms INTEGER NOT NULL,
+    cancelled INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS apps_owner ON apps(owner);
+CREATE TABLE IF NOT EXISTS tasks (
+    app_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    input TEXT,
+    state INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    agent_id INTEGER,
+    PRIMARY KEY (app_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempts (
+    app_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    agent_id INTEGER NOT NULL,
+    leased_ms INTEGER NOT NULL,
+    started_ms INTEGER,
+    ended_ms INTEGER,
+    outcome TEXT,
+    exit_code INTEGER,
+    signal INTEGER,
+    wall_ms REAL,
+    user_cpu_ms REAL,
+    sys_cpu_ms REAL,
+    max_rss_kb INTEGER,
+    co_runners TEXT,
+    stdout_path TEXT,
+    stderr_path TEXT,
+    output_tail TEXT,
+    error TEXT,
+    PRIMARY KEY (app_id, idx, attempt)
+) WITHOUT ROWID;
+"#;
+
+/// Task states as stored (`tasks.state`).
+pub fn state_code(s: hetpilot_shared::protocol::TaskState) -> i64 {
+    hetpilot_shared::protocol::TaskState::ALL
+        .iter()
+        .position(|x| *x == s)
+        .expect("every state is listed") as i64
+}
+
+pub fn state_from_code(code: i64) -> Option<hetpilot_shared::protocol::TaskState> {
+    hetpilot_shared::protocol::TaskState::ALL
+        .get(usize::try_from(code).ok()?)
+        .copied()
+}
+
+/// Opens (creating if needed) the database at `path` in WAL mode with the schema.
+pub fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // FULL: a committed transaction survives power loss, not only a killed process.
+    // Group commit makes that affordable: one fsync per batch of changes.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.execute_batch(SCHEMA)?;
+    Ok(conn)
+}

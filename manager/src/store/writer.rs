@@ -1,0 +1,89 @@
+//! The group-commit writer: one thread owns the write connection; whatever arrives while
+//! it commits one transaction goes into the next, so many small changes share one fsync.
+
+use super::write::Write;
+use rusqlite::Connection;
+use std::sync::mpsc;
+use thiserror::Error;
+use tokio::sync::oneshot;
+
+#[derive(Debug, Clone, Error)]
+pub enum StoreError {
+    #[error("the database refused a write: {0}")]
+    Sqlite(String),
+    #[error("the store's writer thread has stopped")]
+    Stopped,
+}
+
+struct Job {
+    write: Write,
+    ack: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+/// Handle to the writer thread; writes are applied in the order they are sent.
+#[derive(Clone)]
+pub struct Writer {
+    tx: mpsc::Sender<Job>,
+}
+
+/// Most writes in one transaction.
+const MAX_BATCH: usize = 8192;
+
+impl Writer {
+    pub fn spawn(conn: Connection) -> Writer {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || run(conn, rx))
+            .expect("spawning the store writer thread");
+        Writer { tx }
+    }
+
+    /// Persists `write` and waits until it is committed.
+    pub async fn commit(&self, write: Write) -> Result<(), StoreError> {
+        let (ack, done) = oneshot::channel();
+        self.tx
+            .send(Job {
+                write,
+                ack: Some(ack),
+            })
+            .map_err(|_| StoreError::Stopped)?;
+        done.await.map_err(|_| StoreError::Stopped)?
+    }
+
+    /// Persists `write` in order with everything else, without waiting for the commit.
+    pub fn send(&self, write: Write) {
+        if self.tx.send(Job { write, ack: None }).is_err() {
+            tracing::error!("store writer stopped; a change was not persisted");
+        }
+    }
+}
+
+fn run(mut conn: Connection, rx: mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let result = commit_batch(&mut conn, &batch).map_err(|e| StoreError::Sqlite(e.to_string()));
+        if let Err(e) = &result {
+            tracing::error!(error = %e, writes = batch.len(), "a batch of writes failed and was rolled back");
+        }
+        for job in batch {
+            if let Some(ack) = job.ack {
+                let _ = ack.send(result.clone());
+            }
+        }
+    }
+}
+
+fn commit_batch(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    for job in batch {
+        job.write.apply(&tx)?;
+    }
+    tx.commit()
+}

@@ -1,0 +1,252 @@
+//! What a researcher submits: an application (a command template, a task list, resource
+//! needs, environment, retry and timeout policy) and its validation.
+
+use crate::template::{Inputs, Template, TemplateError};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use thiserror::Error;
+
+/// The tasks of an application.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSource {
+    /// One task per input line.
+    Lines(Vec<String>),
+    /// One task per integer in `start..=end`.
+    Array { start: u64, end: u64 },
+    /// One task per parameter set.
+    Params(Vec<BTreeMap<String, String>>),
+}
+
+impl TaskSource {
+    pub fn len(&self) -> u64 {
+        match self {
+            TaskSource::Lines(l) => l.len() as u64,
+            TaskSource::Array { start, end } => {
+                if end < start {
+                    0
+                } else {
+                    end - start + 1
+                }
+            }
+            TaskSource::Params(p) => p.len() as u64,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What a command template may refer to for these tasks.
+    pub fn inputs(&self) -> Inputs {
+        match self {
+            TaskSource::Lines(_) => Inputs::Lines,
+            TaskSource::Array { .. } => Inputs::Array,
+            TaskSource::Params(sets) => Inputs::of_params(sets),
+        }
+    }
+}
+
+impl Inputs {
+    /// Named parameters: only names that every task defines may be used.
+    pub fn of_params(sets: &[BTreeMap<String, String>]) -> Inputs {
+        let mut common: Option<BTreeSet<String>> = None;
+        for set in sets {
+            let names: BTreeSet<String> = set.keys().cloned().collect();
+            common = Some(match common {
+                None => names,
+                Some(c) => c.intersection(&names).cloned().collect(),
+            });
+        }
+        Inputs::Params(common.unwrap_or_default())
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+fn three() -> u32 {
+    3
+}
+
+/// A submitted application.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppSpec {
+    pub name: String,
+    /// Command template; see [`crate::template`].
+    pub command: String,
+    pub tasks: TaskSource,
+    /// Cores each task needs.
+    #[serde(default = "one")]
+    pub cores: u32,
+    /// Memory each task needs, in MiB (0: unspecified).
+    #[serde(default)]
+    pub memory_mb: u64,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory of the tasks on the node (default: the agent's work directory).
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// Runs of one task before it is marked failed (lost agents and failures both count).
+    #[serde(default = "three")]
+    pub max_attempts: u32,
+    /// Per-task wall-clock limit in seconds; the task's process group is killed past it.
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+    /// Where task stdout/stderr go on the node (default: the agent's work directory).
+    #[serde(default)]
+    pub output_dir: Option<String>,
+}
+
+/// Why an application was refused; nothing is stored when this is returned.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SpecError {
+    #[error("field `name`: an application needs a name (1-128 printable characters)")]
+    Name,
+    #[error("field `tasks`: the task list is empty")]
+    NoTasks,
+    #[error("field `command`: {0}")]
+    Command(#[from] TemplateError),
+    #[error("field `{field}`: {problem}")]
+    Field {
+        field: &'static str,
+        problem: String,
+    },
+}
+
+/// The most tasks one application may hold.
+pub const MAX_TASKS: u64 = 100_000_000;
+
+impl AppSpec {
+    /// Checks the whole application and returns its parsed command template.
+    pub fn validate(&self) -> Result<Template, SpecError> {
+        let name_ok = !self.name.trim().is_empty()
+            && self.name.chars().count() <= 128
+            && !self.name.chars().any(char::is_control);
+        if !name_ok {
+            return Err(SpecError::Name);
+        }
+        if self.tasks.is_empty() {
+            return Err(SpecError::NoTasks);
+        }
+        if self.tasks.len() > MAX_TASKS {
+            return Err(SpecError::Field {
+                field: "tasks",
+                problem: format!(
+                    "{} tasks is more than the limit of {MAX_TASKS}",
+                    self.tasks.len()
+                ),
+            });
+        }
+        if let TaskSource::Lines(lines) = &self.tasks {
+            if let Some(i) = lines.iter().position(|l| l.contains('\0')) {
+                return Err(SpecError::Field {
+                    field: "tasks",
+                    problem: format!("line {} contains a NUL byte", i + 1),
+                });
+            }
+        }
+        if self.cores == 0 {
+            return Err(SpecError::Field {
+                field: "cores",
+                problem: "must be at least 1".into(),
+            });
+        }
+        if self.max_attempts == 0 {
+            return Err(SpecError::Field {
+                field: "max_attempts",
+                problem: "must be at least 1".into(),
+            });
+        }
+        if self.timeout_secs == Some(0) {
+            return Err(SpecError::Field {
+                field: "timeout_secs",
+                problem: "must be at least 1 second (omit it for no limit)".into(),
+            });
+        }
+        if let Some(key) = self
+            .env
+            .keys()
+            .find(|k| k.is_empty() || k.contains(['=', '\0']))
+        {
+            return Err(SpecError::Field {
+                field: "env",
+                problem: format!("`{key}` is not a valid environment variable name"),
+            });
+        }
+        Ok(Template::parse(&self.command, &self.tasks.inputs())?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(tasks: TaskSource) -> AppSpec {
+        AppSpec {
+            name: "a".into(),
+            command: "echo {}".into(),
+            tasks,
+            cores: 1,
+            memory_mb: 0,
+            env: BTreeMap::new(),
+            workdir: None,
+            max_attempts: 3,
+            timeout_secs: None,
+            output_dir: None,
+        }
+    }
+
+    #[test]
+    fn task_counts() {
+        assert_eq!(TaskSource::Array { start: 1, end: 10 }.len(), 10);
+        assert_eq!(TaskSource::Array { start: 5, end: 4 }.len(), 0);
+        assert_eq!(TaskSource::Lines(vec!["x".into(); 3]).len(), 3);
+    }
+
+    #[test]
+    fn empty_task_lists_are_refused() {
+        assert_eq!(
+            spec(TaskSource::Lines(vec![])).validate().unwrap_err(),
+            SpecError::NoTasks
+        );
+        let reversed = TaskSource::Array { start: 9, end: 1 };
+        assert_eq!(spec(reversed).validate().unwrap_err(), SpecError::NoTasks);
+    }
+
+    #[test]
+    fn params_must_be_defined_by_every_task() {
+        let a: BTreeMap<_, _> = [("x".to_string(), "1".to_string())].into();
+        let b: BTreeMap<_, _> = [("y".to_string(), "2".to_string())].into();
+        let mut s = spec(TaskSource::Params(vec![a.clone(), b]));
+        s.command = "run {x}".into();
+        assert!(matches!(s.validate(), Err(SpecError::Command(_))));
+        s.tasks = TaskSource::Params(vec![a.clone(), a]);
+        assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn field_errors_name_the_field() {
+        let mut s = spec(TaskSource::Array { start: 1, end: 2 });
+        s.cores = 0;
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("field `cores`"));
+        let mut s = spec(TaskSource::Array { start: 1, end: 2 });
+        s.env.insert("A=B".into(), "x".into());
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("field `env`"));
+        let mut s = spec(TaskSource::Array { start: 1, end: 2 });
+        s.command = "echo {nope}".into();
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("field `command`"));
+    }
+}
