@@ -73,6 +73,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let (demand_tx, demand_rx) = watch::channel(Demand {
         want: reg.slots + prefetch,
         draining: false,
+        started: 0,
     });
     let started = Arc::new(Mutex::new(Vec::new()));
     let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -98,12 +99,12 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         events: events_tx.clone(),
         held,
         lost: lost.clone(),
+        started: started.clone(),
     };
     let puller = tokio::spawn(pull_loop(
         api.clone(),
         base.clone(),
         demand_rx,
-        started,
         channels.clone(),
     ));
     let beat = Duration::from_millis(reg.heartbeat_interval_ms);
@@ -149,42 +150,50 @@ fn is_gone(e: &ApiError) -> bool {
 #[derive(Clone)]
 struct Channels {
     events: mpsc::UnboundedSender<Event>,
+    /// Runs started and not yet told to the manager.
+    started: Arc<Mutex<Vec<TaskAttempt>>>,
     held: Held,
     lost: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Channels {
+    fn take_started(&self) -> Vec<TaskAttempt> {
+        std::mem::take(&mut *self.started.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn untold(&self, runs: Vec<TaskAttempt>) {
+        self.started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(runs);
+    }
+
     fn lost(&self) {
         self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = self.events.send(Event::Drain("lost by the manager"));
     }
 }
 
-async fn pull_loop(
-    api: Api,
-    base: String,
-    mut demand: watch::Receiver<Demand>,
-    started: Arc<Mutex<Vec<TaskAttempt>>>,
-    ch: Channels,
-) {
+async fn pull_loop(api: Api, base: String, mut demand: watch::Receiver<Demand>, ch: Channels) {
     let events = &ch.events;
     let path = format!("{base}/pull");
     let mut backoff = Duration::from_millis(50);
+    let mut told_started = 0;
     loop {
-        let Ok(d) = demand
-            .wait_for(|d| d.want > 0 || d.draining)
-            .await
-            .map(|d| *d)
-        else {
-            return;
-        };
+        let wake = demand
+            .wait_for(|d| d.want > 0 || d.draining || d.started > told_started)
+            .await;
+        let Ok(d) = wake.map(|d| *d) else { return };
         if d.draining {
             return;
         }
-        let started_now = std::mem::take(&mut *started.lock().unwrap_or_else(|p| p.into_inner()));
+        told_started = d.started;
+        let started_now = ch.take_started();
+        // With no room for tasks this pull only reports starts: it must not wait.
+        let wait_ms = if d.want > 0 { 20_000 } else { 0 };
         let req = PullRequest {
             max: d.want,
-            wait_ms: 20_000,
+            wait_ms,
             started: started_now.clone(),
         };
         match api
@@ -223,10 +232,7 @@ async fn pull_loop(
                 return;
             }
             Err(e) => {
-                started
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend(started_now);
+                ch.untold(started_now);
                 tracing::warn!(error = %e, "pull failed; retrying");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -242,7 +248,8 @@ async fn heartbeat_loop(api: Api, base: String, every: Duration, ch: Channels) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let body = ch.held.heartbeat();
+        let mut body = ch.held.heartbeat();
+        body.started = ch.take_started();
         match api
             .post::<_, HeartbeatResponse>(&path, &body, every.max(Duration::from_secs(5)))
             .await
@@ -259,7 +266,10 @@ async fn heartbeat_loop(api: Api, base: String, every: Duration, ch: Channels) {
                 ch.lost();
                 return;
             }
-            Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+            Err(e) => {
+                ch.untold(body.started);
+                tracing::warn!(error = %e, "heartbeat failed");
+            }
         }
     }
 }

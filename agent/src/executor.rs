@@ -35,6 +35,8 @@ pub struct Demand {
     /// Slots' worth of tasks to fetch.
     pub want: u32,
     pub draining: bool,
+    /// Tasks started so far (the puller tells the manager about new ones).
+    pub started: u64,
 }
 
 struct RunningTask {
@@ -66,6 +68,7 @@ struct State {
     running: HashMap<TaskAttempt, RunningTask>,
     corunners: CoRunners,
     draining: bool,
+    started: u64,
 }
 
 impl Executor {
@@ -78,15 +81,18 @@ impl Executor {
             running: HashMap::new(),
             corunners: CoRunners::default(),
             draining: false,
+            started: 0,
         };
         let mut ran = 0u64;
+        let mut assigned: Option<oneshot::Sender<()>> = None;
         self.publish(&st);
         while let Some(event) = events.recv().await {
             match event {
                 Event::Assign { apps, tasks, ack } => {
                     st.apps.extend(apps.into_iter().map(|a| (a.app, a)));
                     st.queue.extend(tasks);
-                    let _ = ack.send(());
+                    // Acknowledged once started, so the puller's next call reports the starts.
+                    assigned = Some(ack);
                 }
                 Event::Kill(runs) => {
                     for at in runs {
@@ -117,6 +123,9 @@ impl Executor {
                 self.start_queued(&mut st);
             }
             self.publish(&st);
+            if let Some(ack) = assigned.take() {
+                let _ = ack.send(());
+            }
             if st.draining && st.running.is_empty() {
                 break;
             }
@@ -130,6 +139,7 @@ impl Executor {
         let demand = Demand {
             want: if st.draining { 0 } else { want },
             draining: st.draining,
+            started: st.started,
         };
         self.demand
             .send_if_modified(|d| std::mem::replace(d, demand) != demand);
@@ -169,6 +179,7 @@ impl Executor {
                 Err(reason) => self.finish(st, at, None, Some(reason)),
                 Ok(r) => {
                     st.free -= cores;
+                    st.started += 1;
                     st.corunners.start(at);
                     self.started
                         .lock()

@@ -40,6 +40,7 @@ impl Held {
         HeartbeatRequest {
             seen_up_to_ms: inner.seen_up_to_ms,
             held: inner.runs.iter().copied().collect(),
+            started: Vec::new(),
         }
     }
 }

@@ -195,6 +195,9 @@ pub struct HeartbeatRequest {
     /// The newest `lease_ms` of a pull answer the agent has received.
     pub seen_up_to_ms: u64,
     pub held: Vec<TaskAttempt>,
+    /// Runs that started since the agent last said so.
+    #[serde(default)]
+    pub started: Vec<TaskAttempt>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -299,6 +299,19 @@ impl Http {
         )
     }
 
+    /// The status of a raw POST, or None if the connection broke before an answer.
+    pub fn try_post_bytes(&self, path: &str, token: &str, body: Vec<u8>) -> Option<u16> {
+        let req = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json");
+        req.bearer_auth(token)
+            .body(body)
+            .send()
+            .ok()
+            .map(|r| r.status().as_u16())
+    }
+
     pub fn post_bytes(&self, path: &str, token: &str, body: Vec<u8>) -> (u16, Value) {
         let req = self
             .client

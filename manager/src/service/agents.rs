@@ -217,7 +217,8 @@ impl Manager {
         let id = agent(who, path)?;
         let (changes, drain, kill) = {
             let mut queues = self.queues();
-            let changes = queues.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?;
+            let mut changes = queues.started(id, &req.started, now_ms())?;
+            changes.extend(queues.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?);
             let (drain, kill) = queues.heartbeat(id, now_ms())?;
             (changes, drain, kill)
         };

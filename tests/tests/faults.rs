@@ -1,0 +1,109 @@
+//! Faults: the manager SIGKILLed mid-run and restarted, and agents SIGKILLed.
+
+use hetpilot_e2e::{array_app, signal, wait_until, Manager};
+use std::collections::HashMap;
+use std::time::Duration;
+
+fn count(m: &Manager, sql: &str, app: u64) -> i64 {
+    m.db().query_row(sql, [app as i64], |r| r.get(0)).unwrap()
+}
+
+/// Every task appends its index to `log` when it runs; returns how often each index ran.
+fn runs(log: &std::path::Path) -> HashMap<u64, u32> {
+    let mut seen = HashMap::new();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        *seen.entry(line.trim().parse::<u64>().unwrap()).or_default() += 1;
+    }
+    seen
+}
+
+#[test]
+fn a_manager_killed_mid_run_and_restarted_completes_every_task_exactly_once() {
+    const N: u64 = 10_000;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut m = Manager::start(dir.path(), 10.0);
+    let port = m.port;
+    let mut a1 = m.agent("local", 6, &[]);
+    let mut a2 = m.agent("local", 6, &[]);
+    let cmd = format!("sh -c 'echo $HETPILOT_INDEX >> {}'", log.display());
+    let app = m.submit(array_app("exactly-once", &cmd, N));
+    wait_until(
+        "a quarter of the tasks to finish",
+        Duration::from_secs(300),
+        || {
+            (count(
+                &m,
+                "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state = 3",
+                app,
+            ) >= (N / 4) as i64)
+                .then_some(())
+        },
+    );
+    m.kill();
+    let done_at_kill = count(
+        &m,
+        "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state = 3",
+        app,
+    );
+    assert!(done_at_kill < N as i64, "the kill came mid-run");
+    // The agents keep running and retrying while the manager is down, then reconnect.
+    let m = Manager::start_on(dir.path(), port, 10.0, &[]);
+    let summary = m.wait_finished(app, Duration::from_secs(600));
+    assert_eq!(summary["counts"]["done"], N, "{summary}");
+    assert_eq!(
+        count(
+            &m,
+            "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state = 3",
+            app
+        ),
+        N as i64
+    );
+    assert_eq!(
+        count(
+            &m,
+            "SELECT COUNT(*) FROM attempts WHERE app_id = ?1 AND outcome = 'success'",
+            app
+        ),
+        N as i64,
+        "one recorded completion per task"
+    );
+    let seen = runs(&log);
+    assert_eq!(seen.len() as u64, N, "every task ran");
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "tasks that ran more than once: {twice:?}");
+    for a in [&mut a1, &mut a2] {
+        signal(&a.child, libc::SIGTERM);
+        assert_eq!(a.wait_exit(Duration::from_secs(60)), Some(0), "{}", a.log());
+    }
+}
+
+#[test]
+fn tasks_of_a_killed_agent_are_rerun_elsewhere_after_the_lease_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 1.0);
+    let mut doomed = m.agent("local", 3, &[]);
+    let app = m.submit(array_app("rerun", "sleep 2", 3));
+    wait_until(
+        "the doomed agent to run all three",
+        Duration::from_secs(60),
+        || {
+            (count(
+                &m,
+                "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state = 2",
+                app,
+            ) == 3)
+                .then_some(())
+        },
+    );
+    signal(&doomed.child, libc::SIGKILL);
+    let _ = doomed.child.wait();
+    let _rescuer = m.agent("local", 3, &[]);
+    let summary = m.wait_finished(app, Duration::from_secs(120));
+    assert_eq!(summary["counts"]["done"], 3, "{summary}");
+    assert_eq!(count(&m, "SELECT COUNT(*) FROM attempts WHERE app_id = ?1 AND attempt = 2 AND outcome = 'success'", app), 3);
+    let lost: i64 = count(&m, "SELECT COUNT(*) FROM attempts WHERE app_id = ?1 AND attempt = 1 AND error LIKE '%missed heartbeats%'", app);
+    assert_eq!(lost, 3);
+    let (_, agents) = m.http().get("/v1/agents", &m.admin);
+    assert_eq!(agents[0]["state"], "lost");
+}
