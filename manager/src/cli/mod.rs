@@ -1,6 +1,9 @@
 //! Command-line interface of `hetpilot`: one file (or folder) per command, each with its own
 //! `Args` struct and a `run` function; this file only lists them.
 
+mod fairshare;
+mod simulate;
+
 use clap::{Parser, Subcommand};
 
 /// hetpilot: a pilot-job framework for many-task applications on heterogeneous clusters.
@@ -15,11 +18,19 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Multi-resource fairshare: job penalties on a platform.
+    Fairshare(fairshare::Args),
+    /// Trace-driven simulations.
+    Simulate(simulate::Args),
+}
 
 impl Command {
     pub fn run(self) -> anyhow::Result<()> {
-        match self {}
+        match self {
+            Command::Fairshare(args) => fairshare::run(args),
+            Command::Simulate(args) => simulate::run(args),
+        }
     }
 }
 
