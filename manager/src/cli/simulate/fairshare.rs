@@ -193,6 +193,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             true,
         )?;
         plot_scatter(&dir.join("cpu_ram_jobs.svg"), &jobs, &changes)?;
+        write_affected(&dir.join("affected_jobs.csv"), &jobs, &changes)?;
         println!("\nplots written to {}", dir.display());
     }
     Ok(())
@@ -303,6 +304,38 @@ fn cdf_points(v: &[f64], log_x: bool) -> Vec<(f64, f64)> {
     pts
 }
 
+/// The jobs whose penalty increased: id, user, request, both penalties, increase.
+fn write_affected(
+    path: &Path,
+    jobs: &[FairshareJob],
+    changes: &[PenaltyChange],
+) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_path(path)?;
+    w.write_record([
+        "job",
+        "user",
+        "cpus",
+        "ram_gib",
+        "p_cpu",
+        "p_multi_resource",
+        "increase_percent",
+    ])?;
+    for c in changes.iter().filter(|c| c.increased()) {
+        let j = &jobs[c.job];
+        w.write_record([
+            j.id.to_string(),
+            j.user.clone(),
+            j.request.total_cpus().to_string(),
+            format!("{:.2}", j.request.total_ram() as f64 / (1u64 << 30) as f64),
+            format!("{:.2}", c.cpu),
+            format!("{:.2}", c.multi),
+            format!("{:.1}", c.increase_percent()),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
 /// Fig. 3: jobs by CPUs and RAM requested, those with a higher penalty highlighted.
 fn plot_scatter(
     path: &Path,
@@ -323,7 +356,7 @@ fn plot_scatter(
         .fold(1.0, f64::max);
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "Jobs by requested CPUs and RAM (red: higher multi-resource penalty)",
+            "Distinct job requests by CPUs and RAM (red: higher multi-resource penalty)",
             ("sans-serif", 18),
         )
         .margin(12)
@@ -338,30 +371,27 @@ fn plot_scatter(
         .x_desc("requested CPUs (log)")
         .y_desc("requested RAM, GB (log)")
         .draw()?;
-    let point = |c: &PenaltyChange| {
-        let j = &jobs[c.job];
-        (
-            j.request.total_cpus().max(1) as f64,
-            gib(j.request.total_ram()).max(0.01),
-        )
+    // Many jobs share a request: draw each distinct (CPUs, RAM in MB) point once per class.
+    let distinct = |increased: bool| -> std::collections::BTreeSet<(u64, u64)> {
+        changes
+            .iter()
+            .filter(|c| c.increased() == increased)
+            .map(|c| {
+                let r = &jobs[c.job].request;
+                (r.total_cpus().max(1), r.total_ram() >> 20)
+            })
+            .collect()
     };
+    let at = |(cpus, mb): (u64, u64)| (cpus as f64, (mb as f64 / 1024.0).max(0.01));
     chart.draw_series(
-        changes
-            .iter()
-            .filter(|c| !c.increased())
-            .map(|c| Cross::new(point(c), 3, BLUE.mix(0.3))),
+        distinct(false)
+            .into_iter()
+            .map(|p| Cross::new(at(p), 3, BLUE.mix(0.4))),
     )?;
     chart.draw_series(
-        changes
-            .iter()
-            .filter(|c| c.increased())
-            .map(|c| Rectangle::new([point(c), point(c)], RED.filled())),
-    )?;
-    chart.draw_series(
-        changes
-            .iter()
-            .filter(|c| c.increased())
-            .map(|c| Circle::new(point(c), 3, RED.filled())),
+        distinct(true)
+            .into_iter()
+            .map(|p| Circle::new(at(p), 3, RED.filled())),
     )?;
     root.present()?;
     Ok(())
