@@ -244,6 +244,36 @@ mod tests {
         assert_eq!(ledger.raw_usage("ann"), 50.0);
     }
 
+    proptest::proptest! {
+        /// Whatever the order of starts and finishes, the decayed usage equals the direct
+        /// sum of real walltime × speed × P(j) × 2^{-(now - start)/h} over finished jobs plus
+        /// requested walltime for running ones.
+        #[test]
+        fn usage_equals_the_direct_decayed_sum(
+            jobs in proptest::collection::vec((0u8..3, 0.0f64..1000.0, 0.1f64..8.0, 0.5f64..2.0, 0.0f64..500.0, 0.0f64..500.0, proptest::bool::ANY), 1..30),
+            half_life in proptest::option::of(10.0f64..1000.0),
+        ) {
+            let mut ledger = UsageLedger::new(half_life);
+            let mut expected = [0.0f64; 3];
+            let now = 2000.0;
+            let decay = |t: f64| half_life.map_or(1.0, |h| (-(now - t) / h).exp2());
+            // In list order: start times go back and forth, which the ledger must handle.
+            for (i, &job) in jobs.iter().enumerate() {
+                let (user, start, penalty, speed, requested, real, finished) = job;
+                ledger.start(JobStart { job: i as u64, user: format!("u{user}"), penalty, speed, requested_walltime: requested, start }).unwrap();
+                if finished {
+                    ledger.finish(i as u64, real).unwrap();
+                }
+                let walltime = if finished { real } else { requested };
+                expected[usize::from(user)] += walltime * speed * penalty * decay(start);
+            }
+            for (u, want) in expected.iter().enumerate() {
+                let got = ledger.usage(&format!("u{u}"), now);
+                proptest::prop_assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "user {}: {} vs {}", u, got, want);
+            }
+        }
+    }
+
     #[test]
     fn rejects_bad_values() {
         let mut ledger = UsageLedger::new(None);

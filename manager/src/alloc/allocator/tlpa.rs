@@ -68,37 +68,28 @@ impl Tlpa {
 }
 
 /// Steps II.b-c: the earliest start of `alpha` from `now`, and among the clusters able to
-/// start it then, the one with the best expected turnaround.
+/// start it then, the one with the best expected turnaround: (cluster, start, turnaround).
 fn best_cluster(
     d: &Decision,
     loads: &[ClusterLoad],
     alpha: &Job,
     now: f64,
 ) -> Option<(usize, f64, f64)> {
-    let starts: Vec<Option<f64>> = loads
-        .iter()
-        .zip(d.clusters)
-        .map(|(load, cl)| {
-            if alpha.procs <= cl.procs {
-                load.earliest(alpha.procs, now)
-            } else {
-                None
-            }
-        })
-        .collect();
-    let earliest = starts
-        .iter()
-        .flatten()
-        .copied()
+    let start_on = |k: usize| {
+        if alpha.procs <= d.clusters[k].procs {
+            loads[k].earliest(alpha.procs, now)
+        } else {
+            None
+        }
+    };
+    let earliest = (0..loads.len())
+        .filter_map(start_on)
         .fold(f64::INFINITY, f64::min);
     if !earliest.is_finite() {
         return None;
     }
     let mut best: Option<(usize, f64, f64)> = None;
-    for (k, start) in starts.iter().enumerate() {
-        if *start != Some(earliest) {
-            continue;
-        }
+    for k in (0..loads.len()).filter(|&k| start_on(k) == Some(earliest)) {
         let turnaround = earliest + alpha.estimate_on(&d.clusters[k]) - alpha.submit;
         if best.is_none_or(|(_, _, t)| turnaround < t) {
             best = Some((k, earliest, turnaround));
