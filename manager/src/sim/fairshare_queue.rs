@@ -15,8 +15,26 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use super::alloc::BOUNDED_SLOWDOWN_TAU;
 use super::fairshare::FairshareJob;
 use crate::fairshare::{
-    effective_usage, JobStart, PenaltyFunction, Platform, Shares, UsageError, UsageLedger,
+    effective_usage, JobStart, PenaltyError, PenaltyFunction, Platform, Shares, UsageError,
+    UsageLedger,
 };
+
+/// Why a replay cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplayError {
+    #[error("job {id}: {source}")]
+    Penalty {
+        id: i64,
+        #[source]
+        source: PenaltyError,
+    },
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    #[error(
+        "job {id} can never be placed on the platform's free nodes; drop it from the workload"
+    )]
+    Unplaceable { id: i64 },
+}
 
 /// Settings of a replay.
 pub struct QueueReplay<'a> {
@@ -62,10 +80,15 @@ pub fn replay_fairshare_queue(
     settings: &QueueReplay,
     jobs: &[FairshareJob],
     progress: &mut dyn FnMut(usize),
-) -> Result<Vec<QueueOutcome>, UsageError> {
+) -> Result<Vec<QueueOutcome>, ReplayError> {
     let penalties: Vec<f64> = jobs
         .iter()
-        .map(|j| settings.penalty.penalty(settings.platform, &j.request))
+        .map(|j| {
+            settings
+                .penalty
+                .penalty(settings.platform, &j.request)
+                .map_err(|source| ReplayError::Penalty { id: j.id, source })
+        })
         .collect::<Result<_, _>>()?;
     let mut nodes: Vec<Node> = Vec::new();
     for (i, m) in settings.platform.machines().iter().enumerate() {
@@ -93,6 +116,7 @@ pub fn replay_fairshare_queue(
         jobs.len()
     ];
     let (mut next, mut started) = (0usize, 0usize);
+    let mut blocked: Option<usize> = None;
     while started < jobs.len() {
         let arrival = arrivals.get(next).map(|&j| jobs[j].submit);
         let end = ends.peek().map(|Reverse((b, _))| f64::from_bits(*b));
@@ -100,7 +124,12 @@ pub fn replay_fairshare_queue(
             (Some(a), Some(e)) => a.min(e),
             (Some(a), None) => a,
             (None, Some(e)) => e,
-            (None, None) => break,
+            (None, None) => {
+                // Nothing runs and nothing arrives, yet the head cannot start: it never will.
+                return Err(ReplayError::Unplaceable {
+                    id: blocked.map_or(-1, |j| jobs[j].id),
+                });
+            }
         };
         while let Some(&Reverse((bits, j))) = ends.peek() {
             if f64::from_bits(bits) > now {
@@ -142,6 +171,7 @@ pub fn replay_fairshare_queue(
                 });
             let Some((_, _, j)) = head else { break };
             let Some(taken) = place(settings.platform, &mut nodes, &jobs[j]) else {
+                blocked = Some(j);
                 break;
             };
             let user = jobs[j].user.as_str();
@@ -232,6 +262,40 @@ mod tests {
             walltime_limit: runtime,
             request: JobRequest::uniform(1, cpus, ram, 0),
         }
+    }
+
+    #[test]
+    fn a_job_that_can_never_be_placed_is_an_error_not_a_hang() {
+        let platform = Platform::new(vec![
+            Machine::new("a", 1, 4, 16 * GB),
+            Machine::new("b", 1, 4, 16 * GB),
+        ])
+        .unwrap();
+        // Two one-node groups, both pinned to machine "a", which has a single node: each
+        // group alone is suitable (so the penalty exists), together they can never start.
+        let mut request = JobRequest::uniform(1, 4, GB, 0);
+        request.nodes.push(request.nodes[0].clone());
+        request.nodes.iter_mut().for_each(|n| {
+            n.constraints = vec![crate::fairshare::Constraint::Property("cl_a".into())]
+        });
+        let jobs = vec![FairshareJob {
+            id: 42,
+            user: "u".into(),
+            submit: 0.0,
+            runtime: 1.0,
+            walltime_limit: 1.0,
+            request,
+        }];
+        let shares = Shares::default();
+        let settings = QueueReplay {
+            platform: &platform,
+            penalty: &CpuOnly,
+            half_life: None,
+            shares: &shares,
+            normalize_walltime: false,
+        };
+        let err = replay_fairshare_queue(&settings, &jobs, &mut |_| {}).unwrap_err();
+        assert_eq!(err, ReplayError::Unplaceable { id: 42 });
     }
 
     #[test]

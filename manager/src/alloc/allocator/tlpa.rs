@@ -121,3 +121,58 @@ impl Allocator for Tlpa {
         best.0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::model::Cluster;
+
+    fn job(id: i64, procs: u32, estimate: f64) -> Job {
+        Job {
+            id,
+            submit: 0.0,
+            procs,
+            runtime: estimate,
+            estimate,
+        }
+    }
+
+    #[test]
+    fn score_is_the_average_expected_turnaround_of_fig_1() {
+        // Clusters: 4 procs at speed 1, 8 procs at speed 1.25. Job: 4 procs, 10 s; behind it
+        // an 8-proc job of 1000 s (only fits the big cluster) and a 4-proc job of 100 s.
+        let clusters = [
+            Cluster {
+                procs: 4,
+                speed: 1.0,
+            },
+            Cluster {
+                procs: 8,
+                speed: 1.25,
+            },
+        ];
+        let loads = [ClusterLoad::idle(4), ClusterLoad::idle(8)];
+        let head = job(0, 4, 10.0);
+        let waiting = [job(1, 8, 1000.0), job(2, 4, 100.0)];
+        let d = Decision {
+            now: 0.0,
+            job: &head,
+            clusters: &clusters,
+            loads: &loads,
+            allocable: &[0, 1],
+            waiting: &waiting,
+        };
+        let mut tlpa = Tlpa::new(1);
+        // On cluster 0: head ends at 10; job 1 starts at 0 on cluster 1, ends at 800.
+        assert_eq!(tlpa.score(&d, 0), (10.0 + 800.0) / 2.0);
+        // On cluster 1: head ends at 8; job 1 waits until 8, ends at 808.
+        assert_eq!(tlpa.score(&d, 1), (8.0 + 808.0) / 2.0);
+        // Depth 2, head on cluster 0: at t = 0 cluster 0 holds the head until 10 and cluster 1
+        // holds job 1 until 800, so job 2 starts at 10 on cluster 0 and ends at 110.
+        let mut tlpa = Tlpa::new(2);
+        assert_eq!(tlpa.score(&d, 0), (10.0 + 800.0 + 110.0) / 3.0);
+        assert_eq!(tlpa.choose(&d), 0);
+        // Depth 0 is greedy: the head's own turnaround only, so the faster cluster.
+        assert_eq!(Tlpa::new(0).choose(&d), 1);
+    }
+}
