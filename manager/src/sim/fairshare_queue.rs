@@ -65,6 +65,13 @@ impl QueueOutcome {
     }
 }
 
+/// Outcomes in job order, and the usage ledger as it stands after the last job.
+#[derive(Debug, Clone)]
+pub struct QueueReplayResult {
+    pub outcomes: Vec<QueueOutcome>,
+    pub ledger: UsageLedger,
+}
+
 #[derive(Debug, Clone)]
 struct Node {
     machine: usize,
@@ -75,12 +82,12 @@ struct Node {
 }
 
 /// Replay `jobs` (every job must be satisfiable on the platform, as `fairshare_jobs`
-/// guarantees). Outcomes are in job order.
+/// guarantees).
 pub fn replay_fairshare_queue(
     settings: &QueueReplay,
     jobs: &[FairshareJob],
     progress: &mut dyn FnMut(usize),
-) -> Result<Vec<QueueOutcome>, ReplayError> {
+) -> Result<QueueReplayResult, ReplayError> {
     let penalties: Vec<f64> = jobs
         .iter()
         .map(|j| {
@@ -203,7 +210,7 @@ pub fn replay_fairshare_queue(
         }
     }
     progress(started);
-    Ok(outcomes)
+    Ok(QueueReplayResult { outcomes, ledger })
 }
 
 /// Take nodes for every node request of `job`, or nothing when some request cannot be met now.
@@ -318,7 +325,9 @@ mod tests {
                 shares: &shares,
                 normalize_walltime: false,
             };
-            replay_fairshare_queue(&settings, &jobs, &mut |_| {}).unwrap()
+            replay_fairshare_queue(&settings, &jobs, &mut |_| {})
+                .unwrap()
+                .outcomes
         };
         // CPU-only: "mem" was charged 1 CPU x 10 s, "cpu" 2 CPUs x 10 s -> "mem" goes next.
         let cpu = run(&CpuOnly);

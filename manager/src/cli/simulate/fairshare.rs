@@ -11,11 +11,11 @@ use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 
-use hetpilot::fairshare::{CpuOnly, MultiResource, PenaltyFunction, Shares};
+use hetpilot::fairshare::{priorities, CpuOnly, MultiResource, PenaltyFunction, Shares};
 use hetpilot::sim::fairshare::{
     compare_penalties, fairshare_jobs, summarize_penalties, FairshareJob, PenaltyChange,
 };
-use hetpilot::sim::fairshare_queue::{replay_fairshare_queue, QueueOutcome, QueueReplay};
+use hetpilot::sim::fairshare_queue::{replay_fairshare_queue, QueueReplay, QueueReplayResult};
 
 use super::super::fairshare::load_platform;
 use super::alloc::load_swf;
@@ -98,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let shares = Shares::default();
     let replay = |penalty: &dyn PenaltyFunction,
                   label: &str|
-     -> anyhow::Result<Vec<QueueOutcome>> {
+     -> anyhow::Result<QueueReplayResult> {
         let bar = ProgressBar::new(jobs.len() as u64).with_style(
             ProgressStyle::with_template(&format!(
                 "{label:>14} {{bar:40}} {{pos}}/{{len}} jobs {{elapsed}}"
@@ -140,7 +140,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect();
     let mut series_wait = Vec::new();
     let mut series_bsld = Vec::new();
-    for (name, outcomes) in [("CPU-only", &cpu), ("multi-resource", &multi)] {
+    for (name, result) in [("CPU-only", &cpu), ("multi-resource", &multi)] {
+        let outcomes = &result.outcomes;
         let mut waits: Vec<f64> = outcomes.iter().zip(&jobs).map(|(o, j)| o.wait(j)).collect();
         let mut bsld: Vec<f64> = outcomes
             .iter()
@@ -168,6 +169,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
         series_wait.push((name, waits));
         series_bsld.push((name, bsld));
+    }
+    // User priority at the end of the replay (decayed usage, equal shares).
+    let end = multi.outcomes.iter().map(|o| o.end).fold(0.0, f64::max);
+    let cpu_table = priorities(&cpu.ledger, &shares, [], end);
+    let multi_table = priorities(&multi.ledger, &shares, [], end);
+    println!(
+        "\n== the 10 lowest-priority users at the end of the replay (of {}; usage in decayed PE-hours, factor 2^(-U/S)) ==",
+        multi_table.len()
+    );
+    println!(
+        "{:>4}  {:<8} {:>14} {:>8}   {:<8} {:>14} {:>8}",
+        "rank", "CPU-only", "decayed usage", "factor", "multi", "decayed usage", "factor"
+    );
+    let skip = multi_table.len().saturating_sub(10);
+    for (rank, (c, m)) in cpu_table.iter().zip(&multi_table).enumerate().skip(skip) {
+        println!(
+            "{:>4}  {:<8} {:>14.0} {:>8.4}   {:<8} {:>14.0} {:>8.4}",
+            rank + 1,
+            c.user,
+            c.usage / 3600.0,
+            c.factor,
+            m.user,
+            m.usage / 3600.0,
+            m.factor
+        );
     }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
