@@ -6,9 +6,13 @@
 //! into calls of the core and the core's decisions into actions, so the live manager and the
 //! simulator run the very same policy code.
 
+pub mod alloc;
 pub mod client;
 pub mod config;
+pub mod fairshare;
 pub mod queue;
 pub mod server;
 pub mod service;
+pub mod sim;
 pub mod store;
+pub mod trace;

@@ -4,8 +4,10 @@
 mod admin;
 mod app_file;
 mod connect;
+mod fairshare;
 mod output;
 mod serve;
+mod simulate;
 mod status;
 mod submit;
 mod tasks;
@@ -50,6 +52,10 @@ pub enum Command {
     Token(admin::TokenCommand),
     /// List agents (admin).
     Agents(admin::AgentsArgs),
+    /// Multi-resource fairshare: job penalties on a platform.
+    Fairshare(fairshare::Args),
+    /// Trace-driven simulations.
+    Simulate(simulate::Args),
 }
 
 impl Command {
@@ -66,6 +72,8 @@ impl Command {
             Command::User(c) => block_on(admin::user(c)),
             Command::Token(c) => block_on(admin::token(c)),
             Command::Agents(a) => block_on(admin::agents(a)),
+            Command::Fairshare(args) => fairshare::run(args),
+            Command::Simulate(args) => simulate::run(args),
         }
     }
 }

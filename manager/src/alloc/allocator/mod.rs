@@ -1,0 +1,56 @@
+//! Processor allocation policies: which allocable cluster a job starts on. One plug-in per
+//! file behind [`Allocator`], selected by name with [`allocator_by_name`].
+
+mod best_fit;
+mod fastest_first;
+mod tlpa;
+
+pub use best_fit::BestFit;
+pub use fastest_first::FastestFirst;
+pub use tlpa::Tlpa;
+
+use super::load::ClusterLoad;
+use super::model::{AllocError, Cluster, Job};
+
+/// Everything an allocator may look at when the head job can start now.
+#[derive(Debug, Clone, Copy)]
+pub struct Decision<'a> {
+    pub now: f64,
+    pub job: &'a Job,
+    pub clusters: &'a [Cluster],
+    /// Free processors and expected releases (from estimates) per cluster.
+    pub loads: &'a [ClusterLoad],
+    /// Clusters with enough free processors for `job` now: non-empty, ascending.
+    pub allocable: &'a [usize],
+    /// Waiting jobs behind `job`, in scheduling order, at most [`Allocator::lookahead`].
+    pub waiting: &'a [Job],
+}
+
+/// A processor allocation policy.
+pub trait Allocator: Send {
+    /// Name as printed in reports (`tlpa` carries its depth: `tlpa-d16`).
+    fn name(&self) -> String;
+    /// How many waiting jobs the policy wants to see (its look-ahead depth).
+    fn lookahead(&self) -> usize {
+        0
+    }
+    /// The chosen cluster, one of `decision.allocable`.
+    fn choose(&mut self, decision: &Decision) -> usize;
+}
+
+/// Names accepted by [`allocator_by_name`].
+pub const ALLOCATOR_NAMES: [&str; 3] = ["bf", "ff", "tlpa"];
+
+/// `bf` (best-fit), `ff` (fastest-first) or `tlpa` (TLPA_BJS with look-ahead `depth`).
+pub fn allocator_by_name(name: &str, depth: usize) -> Result<Box<dyn Allocator>, AllocError> {
+    match name {
+        "bf" | "best-fit" => Ok(Box::new(BestFit)),
+        "ff" | "fastest-first" => Ok(Box::new(FastestFirst)),
+        "tlpa" => Ok(Box::new(Tlpa::new(depth))),
+        _ => Err(AllocError::UnknownPolicy {
+            kind: "allocator",
+            name: name.to_string(),
+            known: ALLOCATOR_NAMES.join(", "),
+        }),
+    }
+}

@@ -1,0 +1,53 @@
+//! Job scheduling order of the basic job scheduling (BJS) algorithms: FCFS and SJF, no
+//! backfilling (only the head of the queue may start). One plug-in per order behind
+//! [`JobOrder`], selected by name.
+
+use super::model::{AllocError, Job};
+
+/// The queue is sorted by `key` (smaller first), ties by submission order.
+pub trait JobOrder: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// A non-negative sort key.
+    fn key(&self, job: &Job) -> f64;
+}
+
+/// First-come-first-served: by submit time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fcfs;
+
+impl JobOrder for Fcfs {
+    fn name(&self) -> &'static str {
+        "fcfs"
+    }
+    fn key(&self, job: &Job) -> f64 {
+        job.submit
+    }
+}
+
+/// Shortest-job-first: by the user's runtime estimate (the only runtime known at submit).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sjf;
+
+impl JobOrder for Sjf {
+    fn name(&self) -> &'static str {
+        "sjf"
+    }
+    fn key(&self, job: &Job) -> f64 {
+        job.estimate
+    }
+}
+
+/// Names accepted by [`order_by_name`].
+pub const ORDER_NAMES: [&str; 2] = ["fcfs", "sjf"];
+
+pub fn order_by_name(name: &str) -> Result<Box<dyn JobOrder>, AllocError> {
+    match name {
+        "fcfs" => Ok(Box::new(Fcfs)),
+        "sjf" => Ok(Box::new(Sjf)),
+        _ => Err(AllocError::UnknownPolicy {
+            kind: "job scheduler",
+            name: name.to_string(),
+            known: ORDER_NAMES.join(", "),
+        }),
+    }
+}

@@ -1,0 +1,424 @@
+//! `hetpilot simulate fairshare`: the multi-resource fairshare paper's Section 4 on a
+//! MetaCentrum trace (Alea SWF + machines file): which jobs get a higher penalty under
+//! eq. 8 than under the CPU-only penalty and by how much (Fig. 3, Fig. 4 left), and the
+//! wait-time / bounded-slowdown CDFs of a single fairshare-ordered queue without backfilling
+//! under each penalty (Fig. 5), with SVG plots.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args as ClapArgs;
+use indicatif::{ProgressBar, ProgressStyle};
+use plotters::prelude::*;
+
+use hetpilot::fairshare::{priorities, CpuOnly, MultiResource, PenaltyFunction, Shares};
+use hetpilot::sim::fairshare::{
+    compare_penalties, fairshare_jobs, summarize_penalties, FairshareJob, PenaltyChange,
+};
+use hetpilot::sim::fairshare_queue::{replay_fairshare_queue, QueueReplay, QueueReplayResult};
+
+use super::super::fairshare::load_platform;
+use super::alloc::load_swf;
+
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// Alea extended SWF trace (e.g. metacentrum/wagap-2013.swf), plain or .gz.
+    #[arg(long)]
+    swf: PathBuf,
+    /// Platform: Alea machines file or [[machine]] TOML profile.
+    #[arg(long)]
+    machines: PathBuf,
+    /// Properties every machine has although the machines file does not list them
+    /// (the wagap clusters are x86_64 Debian nodes with NFSv4 in Brno).
+    #[arg(long, default_value = "x86_64,nfs4,brno,debian,linux,infiniband")]
+    site_properties: String,
+    /// Usage decay half-life in days (0: no decay).
+    #[arg(long, default_value_t = 7.0)]
+    half_life_days: f64,
+    /// Multiply walltimes by the used machine's speed (eq. 9; the paper's Fig. 5 did not).
+    #[arg(long)]
+    normalize_walltime: bool,
+    /// Write SVG plots here.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Reject the trace at its first malformed line.
+    #[arg(long)]
+    strict: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let platform = load_platform(&args.machines)?.with_site_properties(
+        args.site_properties
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty()),
+    );
+    let trace = load_swf(&args.swf, args.strict)?;
+    let (jobs, conv) = fairshare_jobs(&trace, &platform);
+    println!(
+        "trace: {} records -> {} jobs ({} without runtime, {} without nodespec, {} bad nodespecs {:?}, {} unsatisfiable on the platform)",
+        trace.stats.jobs,
+        jobs.len(),
+        conv.no_runtime,
+        conv.no_nodespec,
+        conv.bad_nodespec,
+        conv.bad_nodespec_examples,
+        conv.unsatisfiable
+    );
+    let changes = compare_penalties(&platform, &jobs);
+    let summary = summarize_penalties(&jobs, &changes);
+    let pct = |a: usize, b: usize| 100.0 * a as f64 / b.max(1) as f64;
+    println!("\n== penalty: multi-resource (eq. 8) vs CPU-only ==");
+    println!(
+        "jobs with a higher penalty   {} of {} ({:.2}%), generating {:.2}% of the CPU time",
+        summary.increased_jobs,
+        summary.jobs,
+        pct(summary.increased_jobs, summary.jobs),
+        100.0 * summary.increased_cpu_time_share
+    );
+    println!(
+        "users with such a job        {} of {} ({:.1}%)",
+        summary.users_with_increase,
+        summary.users,
+        pct(summary.users_with_increase, summary.users)
+    );
+    let inc = &summary.increases_sorted;
+    if !inc.is_empty() {
+        let at_least = |x: f64| pct(inc.iter().filter(|&&v| v >= x).count(), inc.len());
+        println!(
+            "increase of P(j): median {:.0}%, p10 {:.0}%, p90 {:.0}%; >= 20%: {:.1}% of them, >= 100%: {:.1}%",
+            quantile(inc, 0.5),
+            quantile(inc, 0.1),
+            quantile(inc, 0.9),
+            at_least(20.0),
+            at_least(100.0)
+        );
+    }
+    let half_life = (args.half_life_days > 0.0).then_some(args.half_life_days * 86_400.0);
+    let shares = Shares::default();
+    let replay = |penalty: &dyn PenaltyFunction,
+                  label: &str|
+     -> anyhow::Result<QueueReplayResult> {
+        let bar = ProgressBar::new(jobs.len() as u64).with_style(
+            ProgressStyle::with_template(&format!(
+                "{label:>14} {{bar:40}} {{pos}}/{{len}} jobs {{elapsed}}"
+            ))
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let settings = QueueReplay {
+            platform: &platform,
+            penalty,
+            half_life,
+            shares: &shares,
+            normalize_walltime: args.normalize_walltime,
+        };
+        let out = replay_fairshare_queue(&settings, &jobs, &mut |n| bar.set_position(n as u64))?;
+        bar.finish_and_clear();
+        Ok(out)
+    };
+    let cpu = replay(&CpuOnly, "CPU-only")?;
+    let multi = replay(&MultiResource, "multi-resource")?;
+    println!(
+        "\n== single queue ordered by fairshare, no backfilling (half-life {} days, walltime normalization {}) ==",
+        args.half_life_days,
+        if args.normalize_walltime { "on" } else { "off" }
+    );
+    println!(
+        "{:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>14}",
+        "penalty",
+        "mean wait s",
+        "median wait",
+        "p90 wait",
+        "mean bsld",
+        "p90 bsld",
+        "affected wait"
+    );
+    let increased: Vec<usize> = changes
+        .iter()
+        .filter(|c| c.increased())
+        .map(|c| c.job)
+        .collect();
+    let mut series_wait = Vec::new();
+    let mut series_bsld = Vec::new();
+    for (name, result) in [("CPU-only", &cpu), ("multi-resource", &multi)] {
+        let outcomes = &result.outcomes;
+        let mut waits: Vec<f64> = outcomes.iter().zip(&jobs).map(|(o, j)| o.wait(j)).collect();
+        let mut bsld: Vec<f64> = outcomes
+            .iter()
+            .zip(&jobs)
+            .map(|(o, j)| o.bounded_slowdown(j))
+            .collect();
+        let affected = increased
+            .iter()
+            .map(|&i| outcomes[i].wait(&jobs[i]))
+            .sum::<f64>()
+            / increased.len().max(1) as f64;
+        let mean_wait = mean(&waits);
+        let mean_bsld = mean(&bsld);
+        waits.sort_by(f64::total_cmp);
+        bsld.sort_by(f64::total_cmp);
+        println!(
+            "{:<16} {:>12.0} {:>12.0} {:>12.0} {:>12.2} {:>12.2} {:>14.0}",
+            name,
+            mean_wait,
+            quantile(&waits, 0.5),
+            quantile(&waits, 0.9),
+            mean_bsld,
+            quantile(&bsld, 0.9),
+            affected
+        );
+        series_wait.push((name, waits));
+        series_bsld.push((name, bsld));
+    }
+    // User priority at the end of the replay (decayed usage, equal shares).
+    let end = multi.outcomes.iter().map(|o| o.end).fold(0.0, f64::max);
+    let cpu_table = priorities(&cpu.ledger, &shares, [], end);
+    let multi_table = priorities(&multi.ledger, &shares, [], end);
+    println!(
+        "\n== the 10 lowest-priority users at the end of the replay (of {}; usage in decayed PE-hours, factor 2^(-U/S)) ==",
+        multi_table.len()
+    );
+    println!(
+        "{:>4}  {:<8} {:>14} {:>8}   {:<8} {:>14} {:>8}",
+        "rank", "CPU-only", "decayed usage", "factor", "multi", "decayed usage", "factor"
+    );
+    let skip = multi_table.len().saturating_sub(10);
+    for (rank, (c, m)) in cpu_table.iter().zip(&multi_table).enumerate().skip(skip) {
+        println!(
+            "{:>4}  {:<8} {:>14.0} {:>8.4}   {:<8} {:>14.0} {:>8.4}",
+            rank + 1,
+            c.user,
+            c.usage / 3600.0,
+            c.factor,
+            m.user,
+            m.usage / 3600.0,
+            m.factor
+        );
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        plot_cdf(
+            &dir.join("penalty_increase_cdf.svg"),
+            "CDF of the increase of P(j) (jobs with a higher penalty)",
+            "increase of P(j) (%)",
+            &[("multi-resource vs CPU-only", inc.clone())],
+            false,
+        )?;
+        plot_cdf(
+            &dir.join("wait_cdf.svg"),
+            "CDF of wait times (fairshare queue, no backfilling)",
+            "wait time (s, log)",
+            &series_wait,
+            true,
+        )?;
+        plot_cdf(
+            &dir.join("slowdown_cdf.svg"),
+            "CDF of bounded slowdowns (fairshare queue, no backfilling)",
+            "bounded slowdown (log)",
+            &series_bsld,
+            true,
+        )?;
+        plot_scatter(&dir.join("cpu_ram_jobs.svg"), &jobs, &changes)?;
+        write_affected(&dir.join("affected_jobs.csv"), &jobs, &changes)?;
+        println!("\nplots written to {}", dir.display());
+    }
+    Ok(())
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// q-quantile of a sorted slice (nearest rank).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Empirical CDFs of sorted samples; `log_x` plots from 1 upwards (smaller values at 1).
+fn plot_cdf(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    series: &[(&str, Vec<f64>)],
+    log_x: bool,
+) -> anyhow::Result<()> {
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let hi = series
+        .iter()
+        .filter_map(|(_, v)| v.last().copied())
+        .fold(1.0f64, f64::max);
+    if log_x {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d((1.0f64..hi * 1.5).log_scale(), 0.0f64..1.0)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc("fraction of jobs")
+            .draw()?;
+        draw_series(&mut chart, series, log_x)?;
+    } else {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0.0f64..hi * 1.05, 0.0f64..1.0)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc("fraction of jobs")
+            .draw()?;
+        draw_series(&mut chart, series, log_x)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn draw_series<'a, X>(
+    chart: &mut ChartContext<
+        'a,
+        SVGBackend<'a>,
+        Cartesian2d<X, plotters::coord::types::RangedCoordf64>,
+    >,
+    series: &[(&str, Vec<f64>)],
+    log_x: bool,
+) -> anyhow::Result<()>
+where
+    X: Ranged<ValueType = f64>,
+{
+    for (i, (name, v)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(cdf_points(v, log_x), color.stroke_width(2)))?
+            .label(*name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()?;
+    Ok(())
+}
+
+/// Points of the empirical CDF of sorted `v` (at most ~2000); on a log axis values below 1
+/// are drawn at 1.
+fn cdf_points(v: &[f64], log_x: bool) -> Vec<(f64, f64)> {
+    let n = v.len() as f64;
+    let step = (v.len() / 2000).max(1);
+    let mut pts: Vec<(f64, f64)> = v
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % step == 0 || *i + 1 == v.len())
+        .map(|(i, &x)| (if log_x { x.max(1.0) } else { x }, (i + 1) as f64 / n))
+        .collect();
+    if let Some(&(x, _)) = pts.first() {
+        pts.insert(0, (x, 0.0));
+    }
+    pts
+}
+
+/// The jobs whose penalty increased: id, user, request, both penalties, increase.
+fn write_affected(
+    path: &Path,
+    jobs: &[FairshareJob],
+    changes: &[PenaltyChange],
+) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_path(path)?;
+    w.write_record([
+        "job",
+        "user",
+        "cpus",
+        "ram_gib",
+        "p_cpu",
+        "p_multi_resource",
+        "increase_percent",
+    ])?;
+    for c in changes.iter().filter(|c| c.increased()) {
+        let j = &jobs[c.job];
+        w.write_record([
+            j.id.to_string(),
+            j.user.clone(),
+            j.request.total_cpus().to_string(),
+            format!("{:.2}", j.request.total_ram() as f64 / (1u64 << 30) as f64),
+            format!("{:.2}", c.cpu),
+            format!("{:.2}", c.multi),
+            format!("{:.1}", c.increase_percent()),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Fig. 3: jobs by CPUs and RAM requested, those with a higher penalty highlighted.
+fn plot_scatter(
+    path: &Path,
+    jobs: &[FairshareJob],
+    changes: &[PenaltyChange],
+) -> anyhow::Result<()> {
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let cpus_max = jobs
+        .iter()
+        .map(|j| j.request.total_cpus())
+        .max()
+        .unwrap_or(1) as f64;
+    let ram_max = jobs
+        .iter()
+        .map(|j| gib(j.request.total_ram()))
+        .fold(1.0, f64::max);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Distinct job requests by CPUs and RAM (red: higher multi-resource penalty)",
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            (1.0f64..cpus_max * 1.2).log_scale(),
+            (0.01f64..ram_max * 1.2).log_scale(),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("requested CPUs (log)")
+        .y_desc("requested RAM, GB (log)")
+        .draw()?;
+    // Many jobs share a request: draw each distinct (CPUs, RAM in MB) point once per class.
+    let distinct = |increased: bool| -> std::collections::BTreeSet<(u64, u64)> {
+        changes
+            .iter()
+            .filter(|c| c.increased() == increased)
+            .map(|c| {
+                let r = &jobs[c.job].request;
+                (r.total_cpus().max(1), r.total_ram() >> 20)
+            })
+            .collect()
+    };
+    let at = |(cpus, mb): (u64, u64)| (cpus as f64, (mb as f64 / 1024.0).max(0.01));
+    chart.draw_series(
+        distinct(false)
+            .into_iter()
+            .map(|p| Cross::new(at(p), 3, BLUE.mix(0.4))),
+    )?;
+    chart.draw_series(
+        distinct(true)
+            .into_iter()
+            .map(|p| Circle::new(at(p), 3, RED.filled())),
+    )?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,256 @@
+//! What a job asks for, per node (Section 3.3): r node requests, each with CPUs, RAM,
+//! GPUs and constraints, plus the queue cost of eq. 5/8 and optional SPEC bounds
+//! (Section 3.2: users may give the minimum and maximum eligible SPEC).
+
+use crate::trace::NodeGroup;
+
+use super::machine::Machine;
+
+/// A constraint a node request places on a machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Constraint {
+    /// The machine must carry this property (`cl_zewura`, `x86_64`; `nodecpusN` asks for N
+    /// CPUs per node).
+    Property(String),
+    /// The machine must not carry this property. An excluded single host (`^zewura12.x`)
+    /// does not make a multi-node machine unsuitable: the job can use its other nodes.
+    Excluded(String),
+    /// The job names a host; the machine must be that host's cluster (host name without its
+    /// trailing number and domain, `zegox20.cerit-sc.cz` -> `zegox`).
+    Host(String),
+}
+
+/// A group of `count` identical node requests (k = 1..count in eq. 7/8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRequest {
+    pub count: u32,
+    /// reqCPU_{k,j}
+    pub cpus: u32,
+    /// reqRAM_{k,j}, bytes.
+    pub ram: u64,
+    pub gpus: u32,
+    /// Whole nodes reserved (`#excl`): the job is charged the whole node, PE = availCPU_i.
+    pub exclusive: bool,
+    pub constraints: Vec<Constraint>,
+}
+
+/// A job's resource request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRequest {
+    pub nodes: Vec<NodeRequest>,
+    /// queue_cost_j of eq. 5/8, default 1.
+    pub queue_cost: f64,
+    /// Eligible SPEC range (Section 3.2), inclusive.
+    pub min_speed: Option<f64>,
+    pub max_speed: Option<f64>,
+}
+
+impl NodeRequest {
+    /// `count` nodes each with `cpus`, `ram` bytes and `gpus`, no constraints.
+    pub fn new(count: u32, cpus: u32, ram: u64, gpus: u32) -> Self {
+        NodeRequest {
+            count,
+            cpus,
+            ram,
+            gpus,
+            exclusive: false,
+            constraints: Vec::new(),
+        }
+    }
+
+    /// True when machine `m` can satisfy this request (resources, node count, constraints).
+    pub fn fits(&self, m: &Machine) -> bool {
+        self.cpus <= m.cpus_per_node
+            && self.ram <= m.ram_per_node
+            && self.gpus <= m.gpus_per_node
+            && self.count <= m.nodes
+            && self.constraints.iter().all(|c| satisfies(m, c))
+    }
+}
+
+fn satisfies(m: &Machine, constraint: &Constraint) -> bool {
+    match constraint {
+        Constraint::Property(p) => match p.strip_prefix("nodecpus").map(str::parse::<u32>) {
+            Some(Ok(n)) => n == m.cpus_per_node,
+            _ => m.has_property(p),
+        },
+        Constraint::Excluded(p) => {
+            if p.contains('.') {
+                !(m.nodes == 1 && host_cluster(p) == m.name)
+            } else {
+                !m.has_property(p)
+            }
+        }
+        Constraint::Host(h) => host_cluster(h) == m.name,
+    }
+}
+
+/// `zegox20.cerit-sc.cz` -> `zegox`.
+fn host_cluster(host: &str) -> &str {
+    let short = host.split('.').next().unwrap_or(host);
+    short.trim_end_matches(|c: char| c.is_ascii_digit())
+}
+
+impl JobRequest {
+    /// `nodes` nodes, each with `cpus`, `ram` bytes and `gpus` (the `fairshare penalty` CLI).
+    pub fn uniform(nodes: u32, cpus: u32, ram: u64, gpus: u32) -> Self {
+        JobRequest::from_requests(vec![NodeRequest::new(nodes, cpus, ram, gpus)])
+    }
+
+    pub fn from_requests(nodes: Vec<NodeRequest>) -> Self {
+        JobRequest {
+            nodes,
+            queue_cost: 1.0,
+            min_speed: None,
+            max_speed: None,
+        }
+    }
+
+    /// From parsed PBS nodespec groups and the job's total requested memory (bytes). A
+    /// group's own `mem=` wins; otherwise the job's memory is split over its nodes in
+    /// proportion to their CPUs (PBS `mem` is per job).
+    pub fn from_nodespec(groups: &[NodeGroup], job_memory: Option<u64>) -> Self {
+        let total_cpus: u64 = groups
+            .iter()
+            .map(|g| u64::from(g.count) * u64::from(g.ppn))
+            .sum::<u64>()
+            .max(1);
+        let nodes = groups
+            .iter()
+            .map(|g| {
+                let ram = g.mem.unwrap_or_else(|| {
+                    let total = job_memory.unwrap_or(0) as f64;
+                    (total * f64::from(g.ppn) / total_cpus as f64).round() as u64
+                });
+                let mut constraints: Vec<Constraint> = g
+                    .properties
+                    .iter()
+                    .map(|p| Constraint::Property(p.clone()))
+                    .collect();
+                constraints.extend(g.excluded.iter().map(|p| Constraint::Excluded(p.clone())));
+                constraints.extend(g.host.iter().map(|h| Constraint::Host(h.clone())));
+                NodeRequest {
+                    count: g.count,
+                    cpus: g.ppn,
+                    ram,
+                    gpus: g.gpus,
+                    exclusive: g.exclusive,
+                    constraints,
+                }
+            })
+            .collect();
+        JobRequest::from_requests(nodes)
+    }
+
+    /// Total CPUs asked for (Σ_k reqCPU_{k,j}).
+    pub fn total_cpus(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| u64::from(n.count) * u64::from(n.cpus))
+            .sum()
+    }
+
+    /// Total RAM asked for, bytes.
+    pub fn total_ram(&self) -> u64 {
+        self.nodes.iter().map(|n| u64::from(n.count) * n.ram).sum()
+    }
+
+    /// Total GPUs asked for.
+    pub fn total_gpus(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| u64::from(n.count) * u64::from(n.gpus))
+            .sum()
+    }
+
+    /// True when `m`'s speed is inside the job's eligible SPEC range.
+    pub fn speed_ok(&self, m: &Machine) -> bool {
+        self.min_speed.is_none_or(|lo| m.speed >= lo)
+            && self.max_speed.is_none_or(|hi| m.speed <= hi)
+    }
+
+    /// M_{k,j}: the machines suitable for node request `k`.
+    pub fn suitable<'a>(
+        &'a self,
+        k: usize,
+        machines: &'a [Machine],
+    ) -> impl Iterator<Item = (usize, &'a Machine)> + 'a {
+        let request = &self.nodes[k];
+        machines
+            .iter()
+            .enumerate()
+            .filter(move |(_, m)| request.fits(m) && self.speed_ok(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::parse_nodespec;
+
+    fn cluster(name: &str, nodes: u32, cpus: u32, ram: u64) -> Machine {
+        Machine::new(name, nodes, cpus, ram)
+    }
+
+    #[test]
+    fn constraints_select_machines() {
+        let machines = [cluster("zewura", 20, 80, 500), cluster("zegox", 48, 12, 90)];
+        let job = JobRequest::from_nodespec(&parse_nodespec("1:ppn=8:cl_zegox").unwrap(), Some(16));
+        assert_eq!(
+            job.suitable(0, &machines)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>(),
+            vec![1]
+        );
+        let job =
+            JobRequest::from_nodespec(&parse_nodespec("1:ppn=8:^cl_zegox").unwrap(), Some(16));
+        assert_eq!(
+            job.suitable(0, &machines)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>(),
+            vec![0]
+        );
+        let job = JobRequest::from_nodespec(&parse_nodespec("1:ppn=4:nodecpus80").unwrap(), None);
+        assert_eq!(job.suitable(0, &machines).count(), 1);
+        let job =
+            JobRequest::from_nodespec(&parse_nodespec("zegox20.cerit-sc.cz:ppn=4").unwrap(), None);
+        assert_eq!(
+            job.suitable(0, &machines)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>(),
+            vec![1]
+        );
+        let job = JobRequest::from_nodespec(
+            &parse_nodespec("1:ppn=4:^zewura12.cerit-sc.cz").unwrap(),
+            None,
+        );
+        assert_eq!(
+            job.suitable(0, &machines).count(),
+            2,
+            "one excluded host leaves the cluster usable"
+        );
+        let job = JobRequest::from_nodespec(&parse_nodespec("1:ppn=4:infiniband").unwrap(), None);
+        assert_eq!(
+            job.suitable(0, &machines).count(),
+            0,
+            "unknown properties must be provided"
+        );
+        let job = JobRequest::from_nodespec(&parse_nodespec("49:ppn=1").unwrap(), None);
+        assert_eq!(
+            job.suitable(0, &machines)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>(),
+            vec![],
+            "more nodes than any cluster"
+        );
+    }
+
+    #[test]
+    fn job_memory_is_split_by_cpus() {
+        let job = JobRequest::from_nodespec(&parse_nodespec("1:ppn=1+3:ppn=2").unwrap(), Some(700));
+        assert_eq!(job.nodes[0].ram, 100);
+        assert_eq!(job.nodes[1].ram, 200);
+        assert_eq!(job.total_ram(), 700);
+        assert_eq!(job.total_cpus(), 7);
+    }
+}

@@ -1,0 +1,130 @@
+//! Alea machine files: one machine (cluster) per line, tab- or space-separated.
+//!
+//! Two layouts are recognised by their field count:
+//! - 6 fields (Alea): `id name nodes cpus_per_node speed ram_per_node_KB`
+//!   (e.g. `metacentrum/wagap-2013.swf.machines`);
+//! - 8 fields (AleaNG): `id name nodes pes_per_node rating ram_per_node_GB speed gpus_per_node`
+//!   (e.g. `metacentrum/NGI_CZ.swf.machines`).
+//!
+//! Blank lines and lines starting with `#` or `;` are ignored. Node cost is 1 and machines
+//! carry no explicit properties (their name and `cl_<name>` are implicit).
+
+use crate::fairshare::Machine;
+
+/// A machines file that cannot be used, with the line and field at fault.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MachinesError {
+    #[error("line {line}: expected 6 fields (id name nodes cpus speed ram_kb) or 8 fields (id name nodes pes rating ram_gb speed gpus), found {found}")]
+    FieldCount { line: usize, found: usize },
+    #[error("line {line}: field {field} ({name}) is not a valid number: {text:?}")]
+    BadNumber {
+        line: usize,
+        field: usize,
+        name: &'static str,
+        text: String,
+    },
+    #[error("line {line}: machine {machine:?} {problem}")]
+    BadMachine {
+        line: usize,
+        machine: String,
+        problem: String,
+    },
+    #[error("the machines file lists no machine")]
+    Empty,
+}
+
+/// Parse an Alea machines file.
+pub fn parse_alea_machines(text: &str) -> Result<Vec<Machine>, MachinesError> {
+    let mut machines = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with(';') {
+            continue;
+        }
+        let fields: Vec<&str> = trimmed.split_whitespace().collect();
+        let number = |field: usize, name: &'static str| -> Result<f64, MachinesError> {
+            fields[field - 1]
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| MachinesError::BadNumber {
+                    line,
+                    field,
+                    name,
+                    text: fields[field - 1].to_string(),
+                })
+        };
+        let mut machine = match fields.len() {
+            6 => {
+                let mut m = Machine::new(
+                    fields[1],
+                    number(3, "nodes")? as u32,
+                    number(4, "CPUs per node")? as u32,
+                    (number(6, "RAM per node KB")? * 1024.0) as u64,
+                );
+                m.speed = number(5, "speed")?;
+                m
+            }
+            8 => {
+                let mut m = Machine::new(
+                    fields[1],
+                    number(3, "nodes")? as u32,
+                    number(4, "PEs per node")? as u32,
+                    (number(6, "RAM per node GB")? * (1u64 << 30) as f64) as u64,
+                );
+                m.speed = number(7, "speed")?;
+                m.gpus_per_node = number(8, "GPUs per node")? as u32;
+                m
+            }
+            found => return Err(MachinesError::FieldCount { line, found }),
+        };
+        machine.name = fields[1].to_string();
+        if let Some(problem) = machine.problem() {
+            return Err(MachinesError::BadMachine {
+                line,
+                machine: machine.name,
+                problem,
+            });
+        }
+        machines.push(machine);
+    }
+    if machines.is_empty() {
+        return Err(MachinesError::Empty);
+    }
+    Ok(machines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_both_layouts() {
+        let alea =
+            parse_alea_machines("0\tzewura\t20\t80\t1\t529426432\n1\tzegox\t48\t12\t1\t94035968\n")
+                .unwrap();
+        assert_eq!(alea.len(), 2);
+        assert_eq!(alea[0].cpus_per_node, 80);
+        assert_eq!(alea[0].ram_per_node, 529_426_432 * 1024);
+        let ng = parse_alea_machines("15\tadan\t61\t32\t1\t192\t5.9\t2\n").unwrap();
+        assert_eq!(ng[0].gpus_per_node, 2);
+        assert_eq!(ng[0].speed, 5.9);
+        assert_eq!(ng[0].ram_per_node, 192 << 30);
+    }
+
+    #[test]
+    fn zero_cpus_or_ram_name_the_line() {
+        let err = parse_alea_machines("# c\n0 a 1 8 1 100\n1 b 2 0 1 100\n").unwrap_err();
+        assert_eq!(err.to_string(), "line 3: machine \"b\" has 0 CPUs per node");
+        let err = parse_alea_machines("0 a 1 8 1 0\n").unwrap_err();
+        assert!(err.to_string().contains("0 RAM"), "{err}");
+        let err = parse_alea_machines("0 a 1 x 1 5\n").unwrap_err();
+        assert!(err.to_string().contains("field 4 (CPUs per node)"), "{err}");
+        assert!(matches!(
+            parse_alea_machines("0 a 1\n"),
+            Err(MachinesError::FieldCount { line: 1, found: 3 })
+        ));
+        assert_eq!(parse_alea_machines("\n"), Err(MachinesError::Empty));
+    }
+}
