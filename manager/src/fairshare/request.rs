@@ -237,10 +237,8 @@ mod tests {
         );
         let job = JobRequest::from_nodespec(&parse_nodespec("49:ppn=1").unwrap(), None);
         assert_eq!(
-            job.suitable(0, &machines)
-                .map(|(i, _)| i)
-                .collect::<Vec<_>>(),
-            vec![],
+            job.suitable(0, &machines).count(),
+            0,
             "more nodes than any cluster"
         );
     }
