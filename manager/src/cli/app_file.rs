@@ -125,7 +125,7 @@ pub fn load(path: &Path) -> anyhow::Result<AppSpec> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file: AppFile = toml::from_str(&text).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+        let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
         let msg = e.message().to_string();
         match line {
             Some(l) => anyhow!("{}:{l}: {msg}", path.display()),
