@@ -124,7 +124,13 @@ fn param_value(v: toml::Value) -> String {
 pub fn load(path: &Path) -> anyhow::Result<AppSpec> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let file: AppFile = toml::from_str(&text).map_err(|e| {
+    parse(&text, path)
+}
+
+/// Checks the text of an application file; `path` names it in errors and anchors
+/// relative `each_line` files.
+pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
+    let file: AppFile = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
         let msg = e.message().to_string();
         match line {
@@ -142,16 +148,16 @@ pub fn load(path: &Path) -> anyhow::Result<AppSpec> {
     if given.iter().filter(|g| **g).count() != 1 {
         return Err(at(
             path,
-            &text,
+            text,
             "tasks",
             "give exactly one of each_line, array, lines, params",
         ));
     }
     let tasks = if let Some(f) = t.each_line {
         let file = path.parent().unwrap_or(Path::new(".")).join(&f);
-        TaskSource::Lines(read_lines(&file).map_err(|e| at(path, &text, "each_line", e))?)
+        TaskSource::Lines(read_lines(&file).map_err(|e| at(path, text, "each_line", e))?)
     } else if let Some(r) = t.array {
-        parse_range(&r).map_err(|e| at(path, &text, "array", e))?
+        parse_range(&r).map_err(|e| at(path, text, "array", e))?
     } else if let Some(lines) = t.lines {
         TaskSource::Lines(lines)
     } else {
@@ -163,11 +169,11 @@ pub fn load(path: &Path) -> anyhow::Result<AppSpec> {
         )
     };
     let memory_mb = match &file.memory {
-        Some(m) => parse_memory_mb(m).map_err(|e| at(path, &text, "memory", e))?,
+        Some(m) => parse_memory_mb(m).map_err(|e| at(path, text, "memory", e))?,
         None => 0,
     };
     let timeout_secs = match &file.timeout {
-        Some(d) => Some(parse_duration_secs(d).map_err(|e| at(path, &text, "timeout", e))?),
+        Some(d) => Some(parse_duration_secs(d).map_err(|e| at(path, text, "timeout", e))?),
         None => None,
     };
     let default_name = path
@@ -198,7 +204,7 @@ pub fn load(path: &Path) -> anyhow::Result<AppSpec> {
             .split_once(": ")
             .map(|(_, p)| p.to_string())
             .unwrap_or(problem);
-        return Err(at(path, &text, field, problem));
+        return Err(at(path, text, field, problem));
     }
     Ok(spec)
 }

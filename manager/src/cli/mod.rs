@@ -4,6 +4,7 @@
 mod admin;
 mod app_file;
 mod connect;
+mod demo;
 mod fairshare;
 mod output;
 mod serve;
@@ -28,6 +29,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run everything locally on sample applications: manager, two platforms, report.
+    Demo(demo::Args),
     /// Run the manager (HTTP API, SQLite store) until SIGINT/SIGTERM.
     Serve(serve::Args),
     /// Submit an application: an application file, or --each-line/--array and a command.
@@ -61,6 +64,7 @@ pub enum Command {
 impl Command {
     pub fn run(self) -> anyhow::Result<()> {
         match self {
+            Command::Demo(a) => block_on(demo::run(a)),
             Command::Serve(a) => block_on(serve::run(a)),
             Command::Submit(a) => block_on(submit::run(a)),
             Command::Status(a) => block_on(status::status(a)),

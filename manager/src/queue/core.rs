@@ -108,7 +108,7 @@ pub struct Queues {
     /// Round-robin position: the first application considered by the next lease.
     rr_next: AppId,
     lease_timeout_ms: u64,
-    /// The newest lease time handed out; lease times never go backwards.
+    /// The newest lease time handed out; each lease call gets a later one.
     last_lease_ms: u64,
 }
 
@@ -220,7 +220,8 @@ impl Queues {
         max_slots: u32,
         now_ms: u64,
     ) -> Result<LeaseBatch, ReportError> {
-        let lease_ms = now_ms.max(self.last_lease_ms);
+        // Strictly increasing, so a heartbeat's "seen up to" never covers a lease in flight.
+        let lease_ms = now_ms.max(self.last_lease_ms + 1);
         self.last_lease_ms = lease_ms;
         let agent = self.active_agent(id, now_ms)?;
         let mut batch = LeaseBatch {

@@ -273,3 +273,14 @@ fn leases_the_agent_never_received_go_back_but_newer_ones_stay() {
         .all(|a| state(&q, a.task) == TaskState::Leased));
     assert!(second.lease_ms >= first.lease_ms);
 }
+
+#[test]
+fn lease_times_strictly_increase_even_within_one_millisecond() {
+    let mut q = queues(&[(1, 4)], &[1]);
+    let a = q.lease(AgentId(1), 1, 500).unwrap();
+    let b = q.lease(AgentId(1), 1, 500).unwrap();
+    assert!(b.lease_ms > a.lease_ms);
+    // A heartbeat that saw only the first answer must not give back the second lease.
+    let held = [hetpilot_shared::protocol::TaskAttempt { task: a.tasks[0].task, attempt: 1 }];
+    assert!(q.reconcile(AgentId(1), a.lease_ms, &held, 501).unwrap().is_empty());
+}
