@@ -69,9 +69,8 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
 
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (results_tx, results_rx) = mpsc::unbounded_channel();
-    let prefetch = opts.prefetch.unwrap_or(reg.slots);
     let (demand_tx, demand_rx) = watch::channel(Demand {
-        want: reg.slots + prefetch,
+        want: reg.slots + opts.prefetch.unwrap_or(reg.slots),
         draining: false,
         started: 0,
     });
@@ -81,7 +80,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let executor = Executor {
         held: held.clone(),
         slots: reg.slots,
-        prefetch,
+        prefetch: opts.prefetch,
         work_dir: opts.work_dir.clone(),
         output_dir,
         started: started.clone(),

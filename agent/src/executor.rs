@@ -5,6 +5,7 @@
 
 use crate::corunners::CoRunners;
 use crate::held::Held;
+use crate::output::{self, Captured};
 use crate::runner::{self, Finished};
 use hetpilot_shared::protocol::{
     AppRuntime, Assignment, Measurements, Outcome, TaskAttempt, TaskResult,
@@ -12,9 +13,9 @@ use hetpilot_shared::protocol::{
 use hetpilot_shared::AppId;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 pub enum Event {
     /// New tasks (and the runtime of applications not seen before); acknowledged once queued.
@@ -26,7 +27,7 @@ pub enum Event {
     Kill(Vec<TaskAttempt>),
     /// Stop taking tasks, finish the running ones.
     Drain(&'static str),
-    Done(TaskAttempt, Finished),
+    Done(TaskAttempt, Box<Ended>),
 }
 
 /// What the executor wants from the puller.
@@ -43,14 +44,24 @@ struct RunningTask {
     pid: i32,
     cores: u32,
     started_at_ms: u64,
-    stdout: PathBuf,
-    stderr: PathBuf,
     cancelled: bool,
 }
 
+/// A task's process has ended and its output is drained.
+pub struct Ended {
+    finished: Finished,
+    stdout: Captured,
+    stderr: Captured,
+}
+
+/// How long output pipes may stay open after the task's process ended (a background
+/// process it started may hold them); then what was read is reported.
+const OUTPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub struct Executor {
     pub slots: u32,
-    pub prefetch: u32,
+    /// Tasks fetched ahead; `None`: adapt to the tasks' run time (see [`prefetch`]).
+    pub prefetch: Option<u32>,
     pub work_dir: PathBuf,
     pub output_dir: PathBuf,
     /// Started runs not yet told to the manager (sent with the next pull).
@@ -69,6 +80,8 @@ struct State {
     corunners: CoRunners,
     draining: bool,
     started: u64,
+    /// Moving average of task wall time (ms), for the adaptive prefetch.
+    mean_wall_ms: Option<f64>,
 }
 
 impl Executor {
@@ -82,6 +95,7 @@ impl Executor {
             corunners: CoRunners::default(),
             draining: false,
             started: 0,
+            mean_wall_ms: None,
         };
         let mut ran = 0u64;
         let mut assigned: Option<oneshot::Sender<()>> = None;
@@ -114,9 +128,12 @@ impl Executor {
                     }
                     st.draining = true;
                 }
-                Event::Done(at, finished) => {
+                Event::Done(at, ended) => {
                     ran += 1;
-                    self.finish(&mut st, at, Some(finished), None);
+                    // EWMA with alpha = 0.2.
+                    let w = ended.finished.wall_ms;
+                    st.mean_wall_ms = Some(st.mean_wall_ms.map_or(w, |m| 0.8 * m + 0.2 * w));
+                    self.finish(&mut st, at, Some(ended), None);
                 }
             }
             if !st.draining {
@@ -135,7 +152,10 @@ impl Executor {
 
     fn publish(&self, st: &State) {
         let queued: u32 = st.queue.iter().map(|a| self.cores_of(st, a)).sum();
-        let want = (st.free + self.prefetch).saturating_sub(queued);
+        let ahead = self
+            .prefetch
+            .unwrap_or_else(|| prefetch(self.slots, st.mean_wall_ms));
+        let want = (st.free + ahead).saturating_sub(queued);
         let demand = Demand {
             want: if st.draining { 0 } else { want },
             draining: st.draining,
@@ -175,7 +195,7 @@ impl Executor {
                 );
                 continue;
             };
-            match runner::start(&a, &app, &self.work_dir, &self.output_base(&app)) {
+            match runner::start(&a, &app, &self.work_dir) {
                 Err(reason) => self.finish(st, at, None, Some(reason)),
                 Ok(r) => {
                     st.free -= cores;
@@ -191,12 +211,11 @@ impl Executor {
                             pid: r.pid,
                             cores,
                             started_at_ms: r.started_at_ms,
-                            stdout: r.stdout_path,
-                            stderr: r.stderr_path,
                             cancelled: false,
                         },
                     );
-                    self.watch(at, r.pid, r.started, runner::timeout_of(&app));
+                    let paths = runner::output_paths(&self.output_base(&app), &a);
+                    self.watch(at, r, paths, runner::timeout_of(&app));
                 }
             }
         }
@@ -209,44 +228,52 @@ impl Executor {
         }
     }
 
-    /// Waits for the task's process on the blocking pool, killing it at its timeout.
+    /// Drains the task's output and waits for its process (no thread per task), killing
+    /// it at its timeout.
     fn watch(
         &self,
         at: TaskAttempt,
-        pid: i32,
-        started: std::time::Instant,
+        r: runner::Running,
+        paths: (PathBuf, PathBuf),
         timeout: Option<std::time::Duration>,
     ) {
         let events = self.events.clone();
         tokio::spawn(async move {
-            let timed_out = Arc::new(AtomicBool::new(false));
-            let flag = timed_out.clone();
-            let mut wait = tokio::task::spawn_blocking(move || {
-                runner::wait_for(pid, started, || flag.load(Ordering::SeqCst))
-            });
-            let finished = match timeout {
-                Some(limit) => match tokio::time::timeout(limit, &mut wait).await {
-                    Ok(done) => done,
-                    Err(_) => {
-                        timed_out.store(true, Ordering::SeqCst);
-                        runner::kill_group(pid);
-                        wait.await
-                    }
-                },
-                None => wait.await,
+            let stop = CancellationToken::new();
+            let stdout = tokio::spawn(output::capture(r.stdout, paths.0, stop.clone()));
+            let stderr = tokio::spawn(output::capture(r.stderr, paths.1, stop.clone()));
+            let finished = runner::wait_exit(r.pid, r.started, timeout).await;
+            let drained = async {
+                (
+                    stdout.await.unwrap_or_default(),
+                    stderr.await.unwrap_or_default(),
+                )
             };
-            if let Ok(finished) = finished {
-                let _ = events.send(Event::Done(at, finished));
-            }
+            tokio::pin!(drained);
+            let (stdout, stderr) = match tokio::time::timeout(OUTPUT_GRACE, &mut drained).await {
+                Ok(both) => both,
+                Err(_) => {
+                    stop.cancel();
+                    drained.await
+                }
+            };
+            let _ = events.send(Event::Done(
+                at,
+                Box::new(Ended {
+                    finished,
+                    stdout,
+                    stderr,
+                }),
+            ));
         });
     }
 
-    /// Reports a run: measured (`finished`) or one that could not start (`spawn_error`).
+    /// Reports a run: measured (`ended`) or one that could not start (`spawn_error`).
     fn finish(
         &self,
         st: &mut State,
         at: TaskAttempt,
-        finished: Option<Finished>,
+        ended: Option<Box<Ended>>,
         spawn_error: Option<String>,
     ) {
         let co_runners = st.corunners.end(&at);
@@ -255,11 +282,33 @@ impl Executor {
             st.free += r.cores;
         }
         let now = runner::unix_ms();
-        let result = match (finished, running) {
-            (Some(f), Some(r)) => {
-                let tail = runner::tail(&r.stderr)
-                    .or_else(|| runner::tail(&r.stdout))
-                    .unwrap_or_default();
+        let result = match (ended, running) {
+            (Some(e), Some(r)) => {
+                let Ended {
+                    finished: f,
+                    stdout,
+                    stderr,
+                } = *e;
+                // Tails explain failures; successful runs keep their output in the files.
+                let tail = match (f.outcome, stderr.tail.is_empty()) {
+                    (Outcome::Success, _) => String::new(),
+                    (_, false) => String::from_utf8_lossy(&stderr.tail).into_owned(),
+                    (_, true) => String::from_utf8_lossy(&stdout.tail).into_owned(),
+                };
+                let problems: Vec<String> = [
+                    r.cancelled.then(|| {
+                        "killed on the manager's order (cancelled or completed elsewhere)"
+                            .to_string()
+                    }),
+                    (f.outcome == Outcome::TimedOut)
+                        .then(|| "killed at the task's timeout".to_string()),
+                    stdout.error,
+                    stderr.error,
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                let path = |c: Option<PathBuf>| c.map(|p| p.to_string_lossy().into_owned());
                 TaskResult {
                     task: at.task,
                     attempt: at.attempt,
@@ -275,17 +324,10 @@ impl Executor {
                         max_rss_kb: f.max_rss_kb,
                         co_runners,
                     },
-                    stdout_path: Some(r.stdout.to_string_lossy().into_owned()),
-                    stderr_path: Some(r.stderr.to_string_lossy().into_owned()),
+                    stdout_path: path(stdout.path),
+                    stderr_path: path(stderr.path),
                     output_tail: tail,
-                    error: match (r.cancelled, f.outcome) {
-                        (true, _) => Some(
-                            "killed on the manager's order (cancelled or completed elsewhere)"
-                                .into(),
-                        ),
-                        (false, Outcome::TimedOut) => Some("killed at the task's timeout".into()),
-                        _ => None,
-                    },
+                    error: (!problems.is_empty()).then(|| problems.join("; ")),
                 }
             }
             _ => TaskResult {
@@ -306,5 +348,28 @@ impl Executor {
             },
         };
         let _ = self.results.send(result);
+    }
+}
+
+/// How many tasks to fetch ahead: a slot's worth while tasks are long (so other agents
+/// get them), more while they are so short that a round trip to the manager would idle
+/// the slots.
+pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
+    match mean_wall_ms {
+        Some(ms) if ms < 100.0 => (slots * 4).clamp(16, 1024),
+        _ => slots,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefetch;
+
+    #[test]
+    fn prefetch_grows_only_for_short_tasks() {
+        assert_eq!(prefetch(4, None), 4);
+        assert_eq!(prefetch(4, Some(5_000.0)), 4);
+        assert_eq!(prefetch(2, Some(3.0)), 16);
+        assert_eq!(prefetch(64, Some(3.0)), 256);
     }
 }

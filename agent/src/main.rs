@@ -10,6 +10,7 @@ mod api;
 mod corunners;
 mod executor;
 mod held;
+mod output;
 mod reporter;
 mod runner;
 

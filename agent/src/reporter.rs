@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 const MAX_BATCH: usize = 1000;
+/// Longest a result waits for others to share its report.
+const LINGER: Duration = Duration::from_millis(10);
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Sends everything received until the channel closes; returns (recorded, refused).
@@ -20,11 +22,13 @@ pub async fn run(
 ) -> (u64, u64) {
     let (mut recorded, mut refused) = (0u64, 0u64);
     while let Some(first) = results.recv().await {
+        // Linger briefly so a burst of short tasks shares one request.
         let mut batch = vec![first];
+        let deadline = tokio::time::Instant::now() + LINGER;
         while batch.len() < MAX_BATCH {
-            match results.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
+            match tokio::time::timeout_at(deadline, results.recv()).await {
+                Ok(Some(r)) => batch.push(r),
+                _ => break,
             }
         }
         let runs: Vec<TaskAttempt> = batch

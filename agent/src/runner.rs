@@ -3,15 +3,13 @@
 //! how it ended. A timeout or a kill order kills the whole process group.
 
 use hetpilot_shared::protocol::{AppRuntime, Assignment, Outcome};
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// Bytes of output kept in a report.
-const TAIL_BYTES: u64 = 4096;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 
 pub fn unix_ms() -> u64 {
     SystemTime::now()
@@ -25,8 +23,9 @@ pub struct Running {
     pub pid: i32,
     pub started_at_ms: u64,
     pub started: Instant,
-    pub stdout_path: PathBuf,
-    pub stderr_path: PathBuf,
+    /// The read ends of the task's stdout and stderr.
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
 }
 
 /// How a task's process ended, as measured.
@@ -53,20 +52,7 @@ pub fn output_paths(base: &Path, a: &Assignment) -> (PathBuf, PathBuf) {
 }
 
 /// Starts the task; errors are "could not start" reasons.
-pub fn start(
-    a: &Assignment,
-    app: &AppRuntime,
-    work_dir: &Path,
-    output_base: &Path,
-) -> Result<Running, String> {
-    let (out, err) = output_paths(output_base, a);
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))?;
-    }
-    let open =
-        |p: &Path| File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()));
-    let (stdout, stderr) = (open(&out)?, open(&err)?);
+pub fn start(a: &Assignment, app: &AppRuntime, work_dir: &Path) -> Result<Running, String> {
     let program = a.argv.first().ok_or("empty command")?;
     let cwd = match &app.workdir {
         Some(dir) => work_dir.join(dir),
@@ -83,26 +69,30 @@ pub fn start(
         .env("HETPILOT_INPUT", &a.input)
         .env_remove("HETPILOT_AGENT_TOKEN")
         .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .process_group(0);
     let started_at_ms = unix_ms();
     let started = Instant::now();
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start `{program}` in {}: {e}", cwd.display()))?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        kill_group(child.id() as i32);
+        return Err("the task's output pipes were not created".into());
+    };
+    // The `Child` is dropped without waiting: `wait_exit` reaps it with wait4.
     Ok(Running {
         pid: child.id() as i32,
         started_at_ms,
         started,
-        stdout_path: out,
-        stderr_path: err,
+        stdout: stdout.into(),
+        stderr: stderr.into(),
     })
-    // The `Child` is dropped without waiting: `wait_for` reaps it with wait4.
 }
 
-/// Blocks until the task's process ends and returns its measurements.
-pub fn wait_for(pid: i32, started: Instant, timed_out: impl Fn() -> bool) -> Finished {
+/// Reaps the task's (exited or exiting) process with wait4 and returns its measurements.
+fn reap(pid: i32, started: Instant, timed_out: bool) -> Finished {
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -124,7 +114,7 @@ pub fn wait_for(pid: i32, started: Instant, timed_out: impl Fn() -> bool) -> Fin
     let (outcome, exit_code, signal) = match (exit.code(), exit.signal()) {
         (Some(0), _) => (Outcome::Success, Some(0), None),
         (Some(c), _) => (Outcome::Failed, Some(c), None),
-        (None, sig) if timed_out() => (Outcome::TimedOut, None, sig),
+        (None, sig) if timed_out => (Outcome::TimedOut, None, sig),
         (None, sig) => (Outcome::Signaled, None, sig),
     };
     Finished {
@@ -139,26 +129,64 @@ pub fn wait_for(pid: i32, started: Instant, timed_out: impl Fn() -> bool) -> Fin
     }
 }
 
+/// A pidfd: readable once the process has exited, so waiting costs no thread.
+fn pidfd(pid: i32) -> Option<AsyncFd<OwnedFd>> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    // SAFETY: we own `fd`, and it stays open for as long as the AsyncFd that holds it.
+    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
+}
+
+/// Waits for the task's process to end, killing its process group at `timeout`.
+pub async fn wait_exit(pid: i32, started: Instant, timeout: Option<Duration>) -> Finished {
+    let limit = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    match pidfd(pid) {
+        Some(fd) => {
+            let timed_out = tokio::select! {
+                _ = fd.readable() => false,
+                _ = limit => true,
+            };
+            if timed_out {
+                kill_group(pid);
+                let _ = fd.readable().await;
+            }
+            reap(pid, started, timed_out)
+        }
+        // Kernels without pidfd (before 5.3): wait on a blocking thread instead.
+        None => {
+            let mut wait = tokio::task::spawn_blocking(move || reap(pid, started, false));
+            let timed_out = tokio::select! {
+                _ = &mut wait => false,
+                _ = limit => true,
+            };
+            if timed_out {
+                kill_group(pid);
+            }
+            let mut finished = wait.await.unwrap_or_else(|_| reap(pid, started, timed_out));
+            if timed_out && finished.outcome == Outcome::Signaled {
+                finished.outcome = Outcome::TimedOut;
+            }
+            finished
+        }
+    }
+}
+
 /// Kills a task's whole process group.
 pub fn kill_group(pid: i32) {
     // SAFETY: signalling a process group we created; errors (already gone) are harmless.
     unsafe {
         libc::kill(-pid, libc::SIGKILL);
     }
-}
-
-/// The last few KiB of a file, if it is not empty.
-pub fn tail(path: &Path) -> Option<String> {
-    let mut f = File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    if len == 0 {
-        return None;
-    }
-    f.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
-        .ok()?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// How long the task may run.

@@ -138,6 +138,8 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
         if let Some(tail) = a.output_tail.as_deref().filter(|t| !t.is_empty()) {
             println!("--- output tail (the files are on the node) ---");
             print!("{tail}");
+        } else if a.stdout_path.is_none() && a.stderr_path.is_none() {
+            println!("(the task wrote no output)");
         }
     }
     Ok(())

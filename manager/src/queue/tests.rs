@@ -281,6 +281,12 @@ fn lease_times_strictly_increase_even_within_one_millisecond() {
     let b = q.lease(AgentId(1), 1, 500).unwrap();
     assert!(b.lease_ms > a.lease_ms);
     // A heartbeat that saw only the first answer must not give back the second lease.
-    let held = [hetpilot_shared::protocol::TaskAttempt { task: a.tasks[0].task, attempt: 1 }];
-    assert!(q.reconcile(AgentId(1), a.lease_ms, &held, 501).unwrap().is_empty());
+    let held = [hetpilot_shared::protocol::TaskAttempt {
+        task: a.tasks[0].task,
+        attempt: 1,
+    }];
+    assert!(q
+        .reconcile(AgentId(1), a.lease_ms, &held, 501)
+        .unwrap()
+        .is_empty());
 }
