@@ -141,6 +141,9 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     })
 }
 
+/// Shortest interval between two pulls that only report started tasks.
+const STARTS_EVERY: Duration = Duration::from_millis(250);
+
 fn is_gone(e: &ApiError) -> bool {
     matches!(e.status(), Some(404 | 410 | 401))
 }
@@ -178,14 +181,23 @@ async fn pull_loop(api: Api, base: String, mut demand: watch::Receiver<Demand>, 
     let path = format!("{base}/pull");
     let mut backoff = Duration::from_millis(50);
     let mut told_started = 0;
+    let mut last_call = tokio::time::Instant::now();
     loop {
         let wake = demand
             .wait_for(|d| d.want > 0 || d.draining || d.started > told_started)
             .await;
-        let Ok(d) = wake.map(|d| *d) else { return };
+        let Ok(mut d) = wake.map(|d| *d) else { return };
+        if d.want == 0 && !d.draining {
+            // Only starts to report: at most every STARTS_EVERY (they also ride on pulls
+            // and heartbeats), so busy slots do not cost a call per task.
+            let wanted = demand.wait_for(|d| d.want > 0 || d.draining);
+            let _ = tokio::time::timeout_at(last_call + STARTS_EVERY, wanted).await;
+            d = *demand.borrow();
+        }
         if d.draining {
             return;
         }
+        last_call = tokio::time::Instant::now();
         told_started = d.started;
         let started_now = ch.take_started();
         // With no room for tasks this pull only reports starts: it must not wait.

@@ -156,8 +156,14 @@ impl Executor {
             .prefetch
             .unwrap_or_else(|| prefetch(self.slots, st.mean_wall_ms));
         let want = (st.free + ahead).saturating_sub(queued);
+        // Refill in batches: while tasks are queued, wait until half the prefetch is used.
+        let worth_a_call = queued == 0 || want >= (ahead / 2).max(1);
         let demand = Demand {
-            want: if st.draining { 0 } else { want },
+            want: if st.draining || !worth_a_call {
+                0
+            } else {
+                want
+            },
             draining: st.draining,
             started: st.started,
         };

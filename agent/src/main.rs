@@ -160,8 +160,9 @@ fn main() -> anyhow::Result<()> {
         drain_margin: Duration::from_secs(args.drain_margin_secs),
         register_timeout: Duration::from_secs(args.register_timeout_secs),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the agent only waits on sockets, pipes and pidfds, and a single thread
+    // avoids cross-thread wakeups on every task.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let summary = runtime.block_on(agent::run(opts))?;
