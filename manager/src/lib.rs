@@ -7,3 +7,4 @@
 //! simulator run the very same policy code.
 
 pub mod sched;
+pub mod sim;

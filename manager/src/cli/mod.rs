@@ -1,6 +1,9 @@
 //! Command-line interface of `hetpilot`: one file (or folder) per command, each with its own
 //! `Args` struct and a `run` function; this file only lists them.
 
+mod affinity;
+mod simulate;
+
 use clap::{Parser, Subcommand};
 
 /// hetpilot: a pilot-job framework for many-task applications on heterogeneous clusters.
@@ -15,11 +18,19 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Print a runtime profile's platform- and co-runner-affinity tables (Tables 3 and 4).
+    Affinity(affinity::Args),
+    /// Run trace-driven simulations (two-level scheduling by default).
+    Simulate(Box<simulate::Args>),
+}
 
 impl Command {
     pub fn run(self) -> anyhow::Result<()> {
-        match self {}
+        match self {
+            Command::Affinity(args) => affinity::run(args),
+            Command::Simulate(args) => simulate::run(*args),
+        }
     }
 }
 

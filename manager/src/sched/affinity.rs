@@ -202,6 +202,7 @@ mod tests {
             .map(|n| PlatformProfile {
                 name: n.into(),
                 cores_per_node: 2,
+                max_nodes: None,
             })
             .to_vec();
         let one_core = vec![

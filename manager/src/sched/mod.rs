@@ -6,6 +6,7 @@
 //! [`Scheduler::schedule`] with a [`Snapshot`] and a seeded RNG.
 
 pub mod affinity;
+pub mod affinity_tables;
 pub mod error;
 pub mod fair_share;
 pub mod first_level;

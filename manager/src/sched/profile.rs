@@ -27,6 +27,8 @@ pub struct ApplicationProfile {
 pub struct PlatformProfile {
     pub name: String,
     pub cores_per_node: u32,
+    /// Nodes the platform has, when known; scenarios may not ask for more.
+    pub max_nodes: Option<u32>,
 }
 
 /// How the runtime of one task varies around the mean of its (application, platform,
@@ -363,6 +365,8 @@ struct ProfileFile {
 struct PlatformEntry {
     name: String,
     cores_per_node: u32,
+    #[serde(default)]
+    max_nodes: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -412,6 +416,7 @@ impl ProfileFile {
             .map(|p| PlatformProfile {
                 name: p.name.clone(),
                 cores_per_node: p.cores_per_node,
+                max_nodes: p.max_nodes,
             })
             .collect();
         let platform_index = |name: &str| platforms.iter().position(|p| p.name == name);

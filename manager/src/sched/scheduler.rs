@@ -3,7 +3,7 @@
 
 use rand::RngCore;
 
-use super::affinity::platform_affinities;
+use super::affinity::{co_runner_affinity, platform_affinities, CoRunnerAffinity};
 use super::error::SchedError;
 use super::first_level::{self, FirstLevelInput, FirstLevelPolicy};
 use super::second_level::{self, map_platform, PlatformMapping, SecondLevelPolicy};
@@ -132,15 +132,35 @@ fn first_level_input(snapshot: &Snapshot, settings: &SchedulerSettings) -> First
         &profile_platforms,
         settings.platform_affinity,
     );
+    // Speed relative to Fastest-OneCore, with the expected co-runner slowdown: the mean
+    // normalized difference over the profiled combinations of active applications.
+    let mut active = vec![false; snapshot.profile.applications().len()];
+    for &a in &profile_apps {
+        active[a] = true;
+    }
     let speed = profile_apps
         .iter()
         .map(|&a| {
-            let runtimes: Vec<f64> = profile_platforms
+            let solo: Vec<f64> = profile_platforms
                 .iter()
                 .map(|&p| snapshot.profile.one_core(a, p))
                 .collect();
-            let fastest = runtimes.iter().cloned().fold(f64::INFINITY, f64::min);
-            runtimes.iter().map(|r| fastest / r).collect()
+            let fastest = solo.iter().cloned().fold(f64::INFINITY, f64::min);
+            profile_platforms
+                .iter()
+                .zip(&solo)
+                .map(|(&p, &s)| {
+                    let slowdown = co_runner_affinity(
+                        snapshot.profile,
+                        a,
+                        p,
+                        CoRunnerAffinity::NormalizedDifference,
+                        |c| c.members.iter().all(|&m| active[m]),
+                    )
+                    .unwrap_or(0.0);
+                    fastest / (s * (1.0 + slowdown.max(0.0) / 100.0))
+                })
+                .collect()
         })
         .collect();
     // A user's weight is split equally among its active applications.

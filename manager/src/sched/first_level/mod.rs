@@ -31,7 +31,8 @@ pub struct FirstLevelInput {
     pub capacity: Vec<u64>,
     /// Platform affinity `affinity[a][p]` (higher = more beneficial), per the settings' metric.
     pub affinity: Vec<Vec<f64>>,
-    /// OneCore speed relative to the application's fastest platform, `speed[a][p]` ∈ (0, 1].
+    /// Expected speed relative to Fastest-OneCore, `speed[a][p]` ∈ (0, 1]: fastest OneCore
+    /// runtime over the OneCore runtime on `p` inflated by the mean co-runner slowdown there.
     pub speed: Vec<Vec<f64>>,
     /// Relative entitlement of each application (user weight / the user's active applications).
     pub entitlement: Vec<f64>,

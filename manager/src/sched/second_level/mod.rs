@@ -137,6 +137,7 @@ pub(crate) mod tests {
         let platforms = vec![PlatformProfile {
             name: "p".into(),
             cores_per_node: 4,
+            max_nodes: None,
         }];
         let one_core = vec![vec![100.0]; 4];
         let mut combos = Vec::new();

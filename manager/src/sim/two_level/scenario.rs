@@ -1,0 +1,254 @@
+//! Scenario files (`profiles/two-level/scenarios/*.toml`): which platforms with how many
+//! nodes, which applications with how many tasks (and owners, user weights, arrivals),
+//! against which runtime profile. Parsing is pure (`&str` in); the CLI reads the files.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use super::engine::{Arrivals, SimApplication, SimulationInput};
+use crate::sched::profile::RuntimeProfile;
+use crate::sched::snapshot::PlatformState;
+
+/// A scenario file that cannot be used; always names the file and the field.
+#[derive(Debug, Error)]
+pub enum ScenarioError {
+    #[error("{file}: not valid scenario TOML: {message}")]
+    Syntax { file: String, message: String },
+    #[error("{file}: field `{field}`: {problem}")]
+    Invalid {
+        file: String,
+        field: String,
+        problem: String,
+    },
+}
+
+/// A parsed (not yet resolved) scenario.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    /// Scenario type of Table 8 (`Default`, `W/o Plat.`, `S/L Plat.`, `W/o App.`, `S/L App.`).
+    #[serde(default)]
+    pub kind: String,
+    /// Profile file, relative to the scenario file.
+    pub profile: String,
+    #[serde(default, rename = "platform")]
+    pub platforms: Vec<ScenarioPlatform>,
+    #[serde(default, rename = "application")]
+    pub applications: Vec<ScenarioApplication>,
+    /// Optional per-user weights (user name → weight > 0); unlisted users weigh 1.
+    #[serde(default)]
+    pub users: HashMap<String, f64>,
+    /// Optional dynamic submission.
+    #[serde(default)]
+    pub arrivals: Option<ScenarioArrivals>,
+    /// Where the text came from (set by [`Scenario::from_toml_str`]).
+    #[serde(skip)]
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioPlatform {
+    pub name: String,
+    /// Nodes to use; alternatively `cores` (a multiple of the cores per node).
+    #[serde(default)]
+    pub nodes: Option<i64>,
+    #[serde(default)]
+    pub cores: Option<i64>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioApplication {
+    pub name: String,
+    pub tasks: i64,
+    /// Owning user (default: the application's own name, one user per application).
+    #[serde(default)]
+    pub owner: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioArrivals {
+    /// Mean time between submissions, seconds (Poisson process).
+    pub poisson_mean_interarrival_s: f64,
+}
+
+impl Scenario {
+    /// Parse a scenario; `source` (the file path) is named in every error.
+    pub fn from_toml_str(source: &str, text: &str) -> Result<Self, ScenarioError> {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Syntax {
+            file: source.to_string(),
+            message: e.to_string(),
+        })?;
+        s.source = source.to_string();
+        Ok(s)
+    }
+
+    /// Check the scenario against `profile` (names, counts, and the platforms'
+    /// `max_nodes`) and turn it into a simulation input.
+    pub fn resolve<'p>(
+        &self,
+        profile: &'p RuntimeProfile,
+    ) -> Result<SimulationInput<'p>, ScenarioError> {
+        let invalid = |field: String, problem: String| ScenarioError::Invalid {
+            file: self.source.clone(),
+            field,
+            problem,
+        };
+        let mut platforms = Vec::new();
+        for (j, p) in self.platforms.iter().enumerate() {
+            let Some(index) = profile.platform_index(&p.name) else {
+                return Err(invalid(
+                    format!("platform[{j}].name"),
+                    format!("platform `{}` is not in the profile", p.name),
+                ));
+            };
+            if platforms
+                .iter()
+                .any(|q: &PlatformState| q.profile_index == index)
+            {
+                return Err(invalid(
+                    format!("platform[{j}].name"),
+                    format!("platform `{}` is listed twice", p.name),
+                ));
+            }
+            let per_node = i64::from(profile.platforms()[index].cores_per_node);
+            let nodes = match (p.nodes, p.cores) {
+                (Some(n), None) => n,
+                (None, Some(c)) => {
+                    if c >= 0 && c % per_node != 0 {
+                        return Err(invalid(
+                            format!("platform[{j}].cores"),
+                            format!(
+                                "{c} is not a multiple of {per_node} cores per node of `{}`",
+                                p.name
+                            ),
+                        ));
+                    }
+                    c / per_node
+                }
+                _ => {
+                    return Err(invalid(
+                        format!("platform[{j}]"),
+                        "give exactly one of `nodes` or `cores`".into(),
+                    ))
+                }
+            };
+            if nodes < 0 {
+                return Err(invalid(
+                    format!("platform[{j}].nodes"),
+                    format!("must not be negative, got {nodes}"),
+                ));
+            }
+            let nodes = u32::try_from(nodes).map_err(|_| {
+                invalid(
+                    format!("platform[{j}].nodes"),
+                    format!("{nodes} is too large"),
+                )
+            })?;
+            if let Some(max) = profile.platforms()[index].max_nodes {
+                if nodes > max {
+                    return Err(invalid(
+                        format!("platform[{j}].nodes"),
+                        format!(
+                            "requests {} cores ({nodes} nodes) but `{}` has only {} cores ({max} nodes)",
+                            i64::from(nodes) * per_node,
+                            p.name,
+                            i64::from(max) * per_node
+                        ),
+                    ));
+                }
+            }
+            platforms.push(PlatformState {
+                profile_index: index,
+                nodes,
+            });
+        }
+        let mut owners: Vec<String> = Vec::new();
+        let mut applications = Vec::new();
+        for (i, a) in self.applications.iter().enumerate() {
+            let Some(index) = profile.application_index(&a.name) else {
+                return Err(invalid(
+                    format!("application[{i}].name"),
+                    format!("application `{}` is not in the profile", a.name),
+                ));
+            };
+            if applications
+                .iter()
+                .any(|b: &SimApplication| b.profile_index == index)
+            {
+                return Err(invalid(
+                    format!("application[{i}].name"),
+                    format!("application `{}` is listed twice", a.name),
+                ));
+            }
+            if a.tasks < 0 {
+                return Err(invalid(
+                    format!("application[{i}].tasks"),
+                    format!("must not be negative, got {}", a.tasks),
+                ));
+            }
+            let owner_name = a.owner.clone().unwrap_or_else(|| a.name.clone());
+            let owner = match owners.iter().position(|o| *o == owner_name) {
+                Some(o) => o,
+                None => {
+                    owners.push(owner_name);
+                    owners.len() - 1
+                }
+            };
+            applications.push(SimApplication {
+                profile_index: index,
+                tasks: a.tasks as u64,
+                owner,
+            });
+        }
+        for (user, &w) in &self.users {
+            if !(w.is_finite() && w > 0.0) {
+                return Err(invalid(
+                    format!("users.{user}"),
+                    format!("weight must be a positive number, got {w}"),
+                ));
+            }
+            if !owners.contains(user) {
+                return Err(invalid(
+                    format!("users.{user}"),
+                    "no application has this owner".into(),
+                ));
+            }
+        }
+        let user_weights = owners
+            .iter()
+            .map(|o| self.users.get(o).copied().unwrap_or(1.0))
+            .collect();
+        let arrivals = match &self.arrivals {
+            None => Arrivals::AllAtOnce,
+            Some(a) => {
+                if !(a.poisson_mean_interarrival_s.is_finite()
+                    && a.poisson_mean_interarrival_s > 0.0)
+                {
+                    return Err(invalid(
+                        "arrivals.poisson_mean_interarrival_s".into(),
+                        format!(
+                            "must be a positive number of seconds, got {}",
+                            a.poisson_mean_interarrival_s
+                        ),
+                    ));
+                }
+                Arrivals::Poisson {
+                    mean_interarrival_s: a.poisson_mean_interarrival_s,
+                }
+            }
+        };
+        Ok(SimulationInput {
+            profile,
+            platforms,
+            applications,
+            user_weights,
+            arrivals,
+        })
+    }
+}
