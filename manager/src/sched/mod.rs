@@ -16,6 +16,7 @@ pub mod scheduler;
 pub mod second_level;
 pub mod settings;
 pub mod snapshot;
+pub mod test_profiles;
 
 pub use affinity::{CoRunnerAffinity, PlatformAffinity};
 pub use error::{ProfileError, SchedError};

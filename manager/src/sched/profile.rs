@@ -477,3 +477,134 @@ impl ProfileFile {
         RuntimeProfile::new(source, applications, platforms, one_core, combos)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::affinity_tables::AffinityTables;
+
+    /// The reconstructed profile shipped in the repository.
+    const PAPER_PROFILE: &str = include_str!("../../../profiles/two-level/profile.toml");
+
+    const MINIMAL: &str = r#"
+[[platform]]
+name = "a"
+cores_per_node = 2
+
+[[application]]
+name = "x"
+one_core = { a = 10.0 }
+
+[[combination]]
+platform = "a"
+runtimes = { x = 12.0 }
+"#;
+
+    fn error(text: &str) -> String {
+        RuntimeProfile::from_toml_str("p.toml", text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn minimal_profile_parses() {
+        let p = RuntimeProfile::from_toml_str("p.toml", MINIMAL).unwrap();
+        assert_eq!(p.one_core(0, 0), 10.0);
+        assert_eq!(p.runtime_in(0, 0, &[0], false), 12.0);
+        assert_eq!(p.runtime_in(0, 0, &[0], true), 10.0);
+    }
+
+    #[test]
+    fn bad_values_name_file_and_field() {
+        let e = error(&MINIMAL.replace("a = 10.0", "a = -1.0"));
+        assert!(
+            e.contains("p.toml") && e.contains("one_core.a") && e.contains("positive"),
+            "{e}"
+        );
+        let e = error(&MINIMAL.replace("a = 10.0", "a = 0.0"));
+        assert!(e.contains("one_core.a"), "{e}");
+        let e = error(&MINIMAL.replace("one_core = { a = 10.0 }", "one_core = { }"));
+        assert!(e.contains("one_core.a") && e.contains("missing"), "{e}");
+        let e = error(&MINIMAL.replace("runtimes = { x = 12.0 }", "runtimes = { y = 12.0 }"));
+        assert!(
+            e.contains("combination[0].runtimes.y") && e.contains("unknown application"),
+            "{e}"
+        );
+        let e = error(&MINIMAL.replace("platform = \"a\"", "platform = \"b\""));
+        assert!(e.contains("combination[0].platform"), "{e}");
+        let e = error(&MINIMAL.replace("cores_per_node = 2", "cores_per_node = 0"));
+        assert!(e.contains("cores_per_node"), "{e}");
+        let e = error("[[platform]]\nname = \"a\"\ncores_per_node = \"two\"\n");
+        assert!(e.contains("p.toml") && e.contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn unprofiled_combinations_fall_back_to_seen_co_runners() {
+        let text = r#"
+[[platform]]
+name = "a"
+cores_per_node = 2
+[[application]]
+name = "x"
+one_core = { a = 10.0 }
+[[application]]
+name = "y"
+one_core = { a = 20.0 }
+[[combination]]
+platform = "a"
+runtimes = { x = 15.0 }
+"#;
+        let p = RuntimeProfile::from_toml_str("p.toml", text).unwrap();
+        // {x, y} was never profiled: x falls back to its AllCore entry, y to OneCore.
+        assert_eq!(p.runtime_in(0, 0, &[0, 1], false), 15.0);
+        assert_eq!(p.runtime_in(1, 0, &[0, 1], false), 20.0);
+    }
+
+    #[test]
+    fn paper_profile_reproduces_tables_3_and_4() {
+        let p = RuntimeProfile::from_toml_str("profile.toml", PAPER_PROFILE).unwrap();
+        let t = AffinityTables::of(&p);
+        // Table 3 EPA and RPA, and Table 4 normalized difference, as printed in the paper.
+        let epa = [
+            [0.614, 1.532, 0.978, 1.214],
+            [0.640, 1.308, 1.009, 1.284],
+            [0.929, 1.080, 0.994, 1.006],
+            [0.431, 1.234, 1.326, 1.883],
+            [0.431, 1.822, 1.181, 1.428],
+        ];
+        let rpa = [
+            [0.966, 1.169, 0.918, 0.974],
+            [1.009, 0.997, 0.955, 1.042],
+            [1.473, 0.854, 0.988, 0.847],
+            [0.684, 0.892, 1.203, 1.484],
+            [0.678, 1.341, 1.060, 1.102],
+        ];
+        let thr = [
+            [7.49, 14.75, 10.37, 12.24],
+            [56.28, 94.97, 77.66, 93.58],
+            [9.57, 10.71, 10.06, 10.15],
+            [11.64, 23.88, 25.28, 33.76],
+            [17.98, 50.69, 35.62, 41.44],
+        ];
+        let norm = [
+            [5.57, 9.86, 10.04, 8.66],
+            [0.69, 33.76, 7.47, 12.01],
+            [12.65, 0.27, 3.72, 0.37],
+            [7.99, 70.78, 9.84, 12.73],
+            [4.70, 6.22, 6.38, 4.34],
+        ];
+        let r = |v: f64, d: i32| (v * 10f64.powi(d)).round() / 10f64.powi(d);
+        for a in 0..5 {
+            for p in 0..4 {
+                assert_eq!(r(t.egocentric[a][p], 3), epa[a][p], "EPA {a} {p}");
+                assert_eq!(r(t.reciprocal[a][p], 3), rpa[a][p], "RPA {a} {p}");
+                assert_eq!(r(t.throughput[a][p], 2), thr[a][p], "throughput {a} {p}");
+                assert_eq!(
+                    r(t.normalized_difference[a][p].unwrap(), 2),
+                    norm[a][p],
+                    "CA {a} {p}"
+                );
+            }
+        }
+    }
+}

@@ -200,3 +200,175 @@ fn first_level_input(snapshot: &Snapshot, settings: &SchedulerSettings) -> First
         previous,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::snapshot::{ApplicationState, PlatformState};
+    use crate::sched::test_profiles::synthetic_profile;
+    use proptest::prelude::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn all_settings() -> Vec<SchedulerSettings> {
+        let mut out = Vec::new();
+        for (first, _) in first_level::POLICIES {
+            for (second, _) in second_level::POLICIES {
+                out.push(SchedulerSettings {
+                    first_level: first.to_string(),
+                    second_level: second.to_string(),
+                    ..Default::default()
+                });
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn decisions_place_exactly_the_allocation(
+            tasks in proptest::collection::vec(0u64..200, 0..6),
+            nodes in proptest::collection::vec(0u32..12, 1..4),
+            seed in any::<u64>(),
+        ) {
+            let profile = synthetic_profile(6, 3, 4, 3, seed);
+            let applications: Vec<ApplicationState> = tasks.iter().enumerate().map(|(i, &t)| ApplicationState { profile_index: i, remaining_tasks: t, owner: i }).collect();
+            let platforms: Vec<PlatformState> = nodes.iter().enumerate().map(|(j, &n)| PlatformState { profile_index: j, nodes: n }).collect();
+            let snapshot = Snapshot { profile: &profile, applications: &applications, platforms: &platforms, user_weights: &[], previous: None };
+            for settings in all_settings() {
+                let label = settings.label();
+                let scheduler = Scheduler::new(settings).unwrap();
+                let d = scheduler.schedule(&snapshot, &mut ChaCha8Rng::seed_from_u64(seed)).unwrap();
+                for (j, groups) in d.placements.iter().enumerate() {
+                    let used: u32 = groups.iter().map(|g| g.nodes).sum();
+                    prop_assert!(used <= platforms[j].nodes, "{}: too many nodes", label);
+                    for (i, _) in applications.iter().enumerate() {
+                        let placed: u32 = groups.iter().map(|g| g.nodes * g.slots.iter().filter(|s| s.0 == i).map(|s| s.1).sum::<u32>()).sum();
+                        prop_assert_eq!(placed, d.allocation.shares[i][j], "{}: app {} platform {}", label, i, j);
+                    }
+                }
+                for (i, a) in applications.iter().enumerate() {
+                    prop_assert!(d.allocation.cores_of(i) <= a.remaining_tasks, "{}", label);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn degenerate_snapshots_give_empty_decisions() {
+        let profile = synthetic_profile(2, 2, 2, 1, 1);
+        let scheduler = Scheduler::new(SchedulerSettings::default()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let none = Snapshot {
+            profile: &profile,
+            applications: &[],
+            platforms: &[],
+            user_weights: &[],
+            previous: None,
+        };
+        let d = scheduler.schedule(&none, &mut rng).unwrap();
+        assert!(d.allocation.shares.is_empty() && d.placements.is_empty());
+        let apps = [ApplicationState {
+            profile_index: 0,
+            remaining_tasks: 5,
+            owner: 0,
+        }];
+        let empty_platform = [PlatformState {
+            profile_index: 1,
+            nodes: 0,
+        }];
+        let s = Snapshot {
+            profile: &profile,
+            applications: &apps,
+            platforms: &empty_platform,
+            user_weights: &[],
+            previous: None,
+        };
+        let d = scheduler.schedule(&s, &mut rng).unwrap();
+        assert_eq!(d.allocation.shares, vec![vec![0]]);
+        assert_eq!(d.placements, vec![Vec::new()]);
+    }
+
+    #[test]
+    fn invalid_snapshots_are_rejected() {
+        let profile = synthetic_profile(2, 2, 2, 1, 1);
+        let scheduler = Scheduler::new(SchedulerSettings::default()).unwrap();
+        let apps = [ApplicationState {
+            profile_index: 7,
+            remaining_tasks: 5,
+            owner: 0,
+        }];
+        let s = Snapshot {
+            profile: &profile,
+            applications: &apps,
+            platforms: &[],
+            user_weights: &[],
+            previous: None,
+        };
+        let e = scheduler
+            .schedule(&s, &mut ChaCha8Rng::seed_from_u64(1))
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("applications[0].profile_index"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn user_weights_scale_the_first_level() {
+        let profile = synthetic_profile(2, 1, 2, 1, 3);
+        let apps = [
+            ApplicationState {
+                profile_index: 0,
+                remaining_tasks: 10_000,
+                owner: 0,
+            },
+            ApplicationState {
+                profile_index: 1,
+                remaining_tasks: 10_000,
+                owner: 1,
+            },
+        ];
+        let platforms = [PlatformState {
+            profile_index: 0,
+            nodes: 150,
+        }];
+        let weights = [2.0, 1.0];
+        // PAF gives a lone platform to its top-k% applications, whatever their weights.
+        for first in ["fairness", "pa-rr", "water-fill", "aaf"] {
+            let scheduler = Scheduler::new(SchedulerSettings {
+                first_level: first.into(),
+                ..Default::default()
+            })
+            .unwrap();
+            let s = Snapshot {
+                profile: &profile,
+                applications: &apps,
+                platforms: &platforms,
+                user_weights: &weights,
+                previous: None,
+            };
+            let d = scheduler
+                .schedule(&s, &mut ChaCha8Rng::seed_from_u64(1))
+                .unwrap();
+            let (a, b) = (d.allocation.cores_of(0), d.allocation.cores_of(1));
+            assert_eq!(a + b, 300, "{first}");
+            if first != "water-fill" {
+                assert_eq!((a, b), (200, 100), "{first}");
+            } else {
+                assert!(a > b, "{first}: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_names_are_reported() {
+        let e = Scheduler::new(SchedulerSettings {
+            first_level: "magic".into(),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("pa-rr"), "{e}");
+    }
+}

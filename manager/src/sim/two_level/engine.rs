@@ -384,3 +384,213 @@ impl Engine<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::profile::{ApplicationProfile, CombinationSpec, PlatformProfile};
+    use crate::sched::settings::SchedulerSettings;
+    use crate::sched::test_profiles::synthetic_profile;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn one_core_profile() -> RuntimeProfile {
+        RuntimeProfile::new(
+            "<memory>",
+            vec![ApplicationProfile {
+                name: "x".into(),
+                distribution: RuntimeDistribution::Constant,
+            }],
+            vec![PlatformProfile {
+                name: "p".into(),
+                cores_per_node: 1,
+                max_nodes: None,
+            }],
+            vec![vec![100.0]],
+            vec![CombinationSpec {
+                platform: 0,
+                runtimes: vec![(0, 100.0)],
+            }],
+        )
+        .unwrap()
+    }
+
+    fn run(input: &SimulationInput, settings: SchedulerSettings, seed: u64) -> RunOutcome {
+        simulate(
+            input,
+            &Scheduler::new(settings).unwrap(),
+            &mut ChaCha8Rng::seed_from_u64(seed),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn one_application_on_one_core_takes_the_sum_of_its_runtimes() {
+        let profile = one_core_profile();
+        let input = SimulationInput {
+            profile: &profile,
+            platforms: vec![PlatformState {
+                profile_index: 0,
+                nodes: 1,
+            }],
+            applications: vec![SimApplication {
+                profile_index: 0,
+                tasks: 10,
+                owner: 0,
+            }],
+            user_weights: vec![1.0],
+            arrivals: Arrivals::AllAtOnce,
+        };
+        let out = run(&input, SchedulerSettings::default(), 1);
+        assert_eq!(out.makespan, 1000.0);
+        assert_eq!(out.apps[0].finish, Some(1000.0));
+        assert_eq!(out.apps[0].throughput_per_hour, Some(36.0));
+        // Fastest-OneCore with the whole single core: normalized throughput 1.
+        assert!((out.apps[0].normalized_throughput.unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(out.fairness, 1.0);
+    }
+
+    #[test]
+    fn degenerate_inputs_give_valid_outcomes() {
+        let profile = synthetic_profile(3, 2, 2, 2, 5);
+        let base = SimulationInput {
+            profile: &profile,
+            platforms: vec![
+                PlatformState {
+                    profile_index: 0,
+                    nodes: 4,
+                },
+                PlatformState {
+                    profile_index: 1,
+                    nodes: 0,
+                },
+            ],
+            applications: vec![
+                SimApplication {
+                    profile_index: 0,
+                    tasks: 50,
+                    owner: 0,
+                },
+                SimApplication {
+                    profile_index: 1,
+                    tasks: 0,
+                    owner: 1,
+                },
+            ],
+            user_weights: vec![1.0, 1.0],
+            arrivals: Arrivals::AllAtOnce,
+        };
+        let out = run(&base, SchedulerSettings::default(), 2);
+        assert!(out.apps[0].finish.is_some_and(|f| f > 0.0));
+        assert_eq!(out.apps[1].finish, Some(0.0));
+        assert_eq!(out.apps[1].throughput_per_hour, None);
+        assert_eq!(out.fairness, 1.0, "one application ran");
+
+        let no_apps = SimulationInput {
+            applications: vec![],
+            user_weights: vec![],
+            ..base.clone()
+        };
+        let out = run(&no_apps, SchedulerSettings::default(), 2);
+        assert!(out.apps.is_empty() && out.makespan == 0.0);
+
+        let no_cores = SimulationInput {
+            platforms: vec![PlatformState {
+                profile_index: 0,
+                nodes: 0,
+            }],
+            ..base.clone()
+        };
+        let out = run(&no_cores, SchedulerSettings::default(), 2);
+        assert_eq!(out.apps[0].finish, None);
+        assert_eq!(out.makespan, 0.0);
+    }
+
+    #[test]
+    fn every_policy_completes_all_applications_reproducibly() {
+        let profile = synthetic_profile(4, 3, 4, 3, 9);
+        let input = SimulationInput {
+            profile: &profile,
+            platforms: (0..3)
+                .map(|j| PlatformState {
+                    profile_index: j,
+                    nodes: 3,
+                })
+                .collect(),
+            applications: (0..4)
+                .map(|i| SimApplication {
+                    profile_index: i,
+                    tasks: 40 + 10 * i as u64,
+                    owner: i,
+                })
+                .collect(),
+            user_weights: vec![1.0; 4],
+            arrivals: Arrivals::AllAtOnce,
+        };
+        // Lower bound: all work on the fastest platforms, no slowdown, 36 cores.
+        let work: f64 = (0..4)
+            .map(|i| {
+                (40 + 10 * i) as f64
+                    * (0..3)
+                        .map(|j| profile.one_core(i, j))
+                        .fold(f64::INFINITY, f64::min)
+            })
+            .sum();
+        for first in ["fairness", "paf", "aaf", "pa-rr", "water-fill"] {
+            for second in ["all-core", "random", "maf", "ca-rr"] {
+                let settings = SchedulerSettings {
+                    first_level: first.into(),
+                    second_level: second.into(),
+                    ..Default::default()
+                };
+                let a = run(&input, settings.clone(), 4);
+                assert!(
+                    a.apps.iter().all(|x| x.finish.is_some()),
+                    "{first}+{second}"
+                );
+                assert!(a.makespan * 36.0 >= work * 0.5, "{first}+{second} too fast");
+                assert!(a.fairness <= 1.0 && a.rounds >= 1);
+                assert_eq!(
+                    a,
+                    run(&input, settings, 4),
+                    "{first}+{second} not reproducible"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn poisson_arrivals_spread_submissions() {
+        let profile = synthetic_profile(4, 2, 2, 2, 11);
+        let input = SimulationInput {
+            profile: &profile,
+            platforms: (0..2)
+                .map(|j| PlatformState {
+                    profile_index: j,
+                    nodes: 4,
+                })
+                .collect(),
+            applications: (0..4)
+                .map(|i| SimApplication {
+                    profile_index: i,
+                    tasks: 30,
+                    owner: i,
+                })
+                .collect(),
+            user_weights: vec![1.0; 4],
+            arrivals: Arrivals::Poisson {
+                mean_interarrival_s: 500.0,
+            },
+        };
+        let out = run(&input, SchedulerSettings::default(), 3);
+        let mut arrivals: Vec<f64> = out.apps.iter().map(|a| a.arrival).collect();
+        arrivals.sort_by(f64::total_cmp);
+        assert_eq!(arrivals[0], 0.0);
+        assert!(arrivals.windows(2).all(|w| w[0] < w[1]));
+        assert!(out
+            .apps
+            .iter()
+            .all(|a| a.finish.is_some_and(|f| f > a.arrival)));
+        assert!(out.rounds >= 4, "one round per arrival at least");
+    }
+}

@@ -252,3 +252,94 @@ impl Scenario {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROFILE: &str = r#"
+[[platform]]
+name = "a"
+cores_per_node = 2
+max_nodes = 10
+[[application]]
+name = "x"
+one_core = { a = 10.0 }
+"#;
+
+    const SCENARIO: &str = r#"
+name = "s"
+profile = "p.toml"
+[[platform]]
+name = "a"
+nodes = 4
+[[application]]
+name = "x"
+tasks = 100
+"#;
+
+    fn resolve(text: &str) -> Result<usize, String> {
+        let profile = RuntimeProfile::from_toml_str("p.toml", PROFILE).unwrap();
+        Scenario::from_toml_str("s.toml", text)
+            .and_then(|s| s.resolve(&profile).map(|i| i.platforms.len()))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_good_scenario_resolves() {
+        assert_eq!(resolve(SCENARIO), Ok(1));
+        assert_eq!(resolve(&SCENARIO.replace("nodes = 4", "cores = 8")), Ok(1));
+    }
+
+    #[test]
+    fn bad_scenarios_name_file_and_field() {
+        let cases = [
+            (
+                SCENARIO.replace("name = \"x\"", "name = \"z\""),
+                "application[0].name",
+            ),
+            (
+                SCENARIO.replace("name = \"a\"", "name = \"b\""),
+                "platform[0].name",
+            ),
+            (
+                SCENARIO.replace("tasks = 100", "tasks = -5"),
+                "application[0].tasks",
+            ),
+            (
+                SCENARIO.replace("nodes = 4", "nodes = -1"),
+                "platform[0].nodes",
+            ),
+            (
+                SCENARIO.replace("nodes = 4", "nodes = 11"),
+                "platform[0].nodes",
+            ),
+            (
+                SCENARIO.replace("nodes = 4", "cores = 7"),
+                "platform[0].cores",
+            ),
+            (
+                SCENARIO.replace("nodes = 4", "nodes = 4\ncores = 8"),
+                "platform[0]",
+            ),
+            (
+                format!("{SCENARIO}\n[users]\nnobody = 2.0\n"),
+                "users.nobody",
+            ),
+            (format!("{SCENARIO}\n[users]\nx = 0.0\n"), "users.x"),
+            (
+                format!("{SCENARIO}\n[arrivals]\npoisson_mean_interarrival_s = 0.0\n"),
+                "arrivals.poisson_mean_interarrival_s",
+            ),
+        ];
+        for (text, field) in cases {
+            let e = resolve(&text).unwrap_err();
+            assert!(
+                e.contains("s.toml") && e.contains(field),
+                "expected `{field}` in: {e}"
+            );
+        }
+        let e = resolve("name = 3").unwrap_err();
+        assert!(e.contains("s.toml") && e.contains("line 1"), "{e}");
+    }
+}
