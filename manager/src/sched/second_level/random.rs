@@ -21,8 +21,22 @@ impl SecondLevelPolicy for RandomMapping {
 
     fn place(&self, state: &mut MappingState, rng: &mut dyn RngCore) {
         let combos = state.profile.combinations(state.platform);
+        // Only combinations of applications that have a share here can ever be formed.
+        let mut candidates: Vec<usize> = (0..state.len())
+            .flat_map(|a| {
+                state
+                    .profile
+                    .combinations_with(state.platform, state.apps[a])
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        candidates.sort_unstable();
+        candidates.dedup();
         loop {
-            let feasible: Vec<usize> = (0..combos.len())
+            let feasible: Vec<usize> = candidates
+                .iter()
+                .copied()
                 .filter(|&c| state.capacity(&combos[c]) > 0)
                 .collect();
             let Some(&c) = feasible.choose(rng) else {
