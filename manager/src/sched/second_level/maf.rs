@@ -7,7 +7,7 @@
 use rand::RngCore;
 
 use super::{MappingState, SecondLevelPolicy};
-use crate::sched::affinity::{co_runner_affinity, CoRunnerAffinity};
+use crate::sched::affinity::CoRunnerAffinity;
 use crate::sched::settings::SchedulerSettings;
 
 #[derive(Debug)]
@@ -31,14 +31,9 @@ impl MostAffectedFirst {
                 if state.done[a] {
                     return f64::NEG_INFINITY;
                 }
-                co_runner_affinity(
-                    state.profile,
-                    state.apps[a],
-                    state.platform,
-                    self.metric,
-                    |c| state.eligible(c),
-                )
-                .unwrap_or(f64::NEG_INFINITY)
+                state
+                    .co_runner_affinity(a, self.metric)
+                    .unwrap_or(f64::NEG_INFINITY)
             })
             .collect()
     }

@@ -23,13 +23,7 @@ impl SecondLevelPolicy for RandomMapping {
         let combos = state.profile.combinations(state.platform);
         // Only combinations of applications that have a share here can ever be formed.
         let mut candidates: Vec<usize> = (0..state.len())
-            .flat_map(|a| {
-                state
-                    .profile
-                    .combinations_with(state.platform, state.apps[a])
-                    .iter()
-                    .copied()
-            })
+            .flat_map(|a| state.candidates(a).iter().copied())
             .collect();
         candidates.sort_unstable();
         candidates.dedup();

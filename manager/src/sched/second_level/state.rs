@@ -2,6 +2,7 @@
 //! set U_done, and which profiled combinations can still be formed.
 
 use super::PlatformMapping;
+use crate::sched::affinity::CoRunnerAffinity;
 use crate::sched::profile::{Combination, RuntimeProfile};
 use crate::sched::snapshot::NodeGroup;
 
@@ -22,6 +23,9 @@ pub struct MappingState<'a> {
     pub done: Vec<bool>,
     /// Profile application index → local index.
     local: Vec<Option<usize>>,
+    /// Per local application: the profiled combinations on this platform whose members
+    /// all have a share here (and have at most two members when pairwise).
+    candidates: Vec<Vec<usize>>,
     pairwise: bool,
     groups: Vec<NodeGroup>,
 }
@@ -32,6 +36,24 @@ impl<'a> MappingState<'a> {
         for (l, &a) in mapping.apps.iter().enumerate() {
             local[a] = Some(l);
         }
+        let all = mapping.profile.combinations(mapping.platform);
+        let candidates = mapping
+            .apps
+            .iter()
+            .map(|&app| {
+                mapping
+                    .profile
+                    .combinations_with(mapping.platform, app)
+                    .iter()
+                    .copied()
+                    .filter(|&c| {
+                        let members = &all[c].members;
+                        (!pairwise || members.len() <= 2)
+                            && members.iter().all(|&m| local[m].is_some())
+                    })
+                    .collect()
+            })
+            .collect();
         let mut state = Self {
             profile: mapping.profile,
             platform: mapping.platform,
@@ -41,6 +63,7 @@ impl<'a> MappingState<'a> {
             free_nodes: mapping.nodes,
             done: vec![false; mapping.apps.len()],
             local,
+            candidates,
             pairwise,
             groups: Vec::new(),
         };
@@ -92,14 +115,40 @@ impl<'a> MappingState<'a> {
             .min(self.free_nodes)
     }
 
+    /// Indices (into the platform's profiled combinations) of the combinations that
+    /// include local application `a` and whose members all have a share here.
+    pub fn candidates(&self, a: usize) -> &[usize] {
+        &self.candidates[a]
+    }
+
     /// Profiled combinations including local application `a` that could be placed now.
     pub fn feasible_with(&self, a: usize) -> impl Iterator<Item = &'a Combination> + '_ {
         let all = self.profile.combinations(self.platform);
-        self.profile
-            .combinations_with(self.platform, self.apps[a])
+        self.candidates[a]
             .iter()
             .map(move |&c| &all[c])
             .filter(move |combo| self.capacity(combo) > 0)
+    }
+
+    /// Co-runner affinity `U[i].CA[j]` of local application `a` over the combinations
+    /// whose members are all still open (Algorithm 3 line 8).
+    pub fn co_runner_affinity(&self, a: usize, metric: CoRunnerAffinity) -> Option<f64> {
+        let all = self.profile.combinations(self.platform);
+        let app = self.apps[a];
+        let solo = self.profile.one_core(app, self.platform);
+        let mut sum = 0.0;
+        let mut count = 0usize;
+        for &c in &self.candidates[a] {
+            let combo = &all[c];
+            if !self.eligible(combo) {
+                continue;
+            }
+            if let Some(with) = combo.runtime_of(app) {
+                sum += metric.difference(with, solo);
+                count += 1;
+            }
+        }
+        (count > 0).then(|| sum / count as f64)
     }
 
     /// Feasible combination with the smallest runtime for local application `a`
