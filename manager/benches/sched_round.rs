@@ -92,7 +92,7 @@ fn main() {
             user_weights: &[],
             previous: None,
         };
-        let reps = if n >= 1000 { 5 } else { 9 };
+        let reps = if n >= 1000 { 11 } else { 21 };
         let scheduler = Scheduler::new(headline.clone()).expect("valid settings");
         let round = median_ms(reps, || {
             let d = scheduler

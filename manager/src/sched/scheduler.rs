@@ -56,7 +56,7 @@ impl Scheduler {
         let n = snapshot.applications.len();
         let m = snapshot.platforms.len();
         let mut allocation = CoreAllocation::zeros(n, m);
-        let input = first_level_input(snapshot, &self.settings);
+        let input = first_level_input(snapshot, &self.settings, self.first.uses_speed());
         if input.apps.is_empty() || input.platforms.is_empty() {
             return allocation;
         }
@@ -111,7 +111,11 @@ impl Scheduler {
 
 /// Restrict a snapshot to active applications and platforms with cores, and compute the
 /// platform affinities (Algorithm 1/2 line 6), speeds and entitlements.
-fn first_level_input(snapshot: &Snapshot, settings: &SchedulerSettings) -> FirstLevelInput {
+fn first_level_input(
+    snapshot: &Snapshot,
+    settings: &SchedulerSettings,
+    with_speed: bool,
+) -> FirstLevelInput {
     let apps: Vec<usize> = (0..snapshot.applications.len())
         .filter(|&i| snapshot.applications[i].remaining_tasks > 0)
         .collect();
@@ -138,31 +142,33 @@ fn first_level_input(snapshot: &Snapshot, settings: &SchedulerSettings) -> First
     for &a in &profile_apps {
         active[a] = true;
     }
-    let speed = profile_apps
-        .iter()
-        .map(|&a| {
-            let solo: Vec<f64> = profile_platforms
-                .iter()
-                .map(|&p| snapshot.profile.one_core(a, p))
-                .collect();
-            let fastest = solo.iter().cloned().fold(f64::INFINITY, f64::min);
-            profile_platforms
-                .iter()
-                .zip(&solo)
-                .map(|(&p, &s)| {
-                    let slowdown = co_runner_affinity(
-                        snapshot.profile,
-                        a,
-                        p,
-                        CoRunnerAffinity::NormalizedDifference,
-                        |c| c.members.iter().all(|&m| active[m]),
-                    )
-                    .unwrap_or(0.0);
-                    fastest / (s * (1.0 + slowdown.max(0.0) / 100.0))
-                })
-                .collect()
-        })
-        .collect();
+    let speed_of = |a: usize| -> Vec<f64> {
+        let solo: Vec<f64> = profile_platforms
+            .iter()
+            .map(|&p| snapshot.profile.one_core(a, p))
+            .collect();
+        let fastest = solo.iter().cloned().fold(f64::INFINITY, f64::min);
+        profile_platforms
+            .iter()
+            .zip(&solo)
+            .map(|(&p, &s)| {
+                let slowdown = co_runner_affinity(
+                    snapshot.profile,
+                    a,
+                    p,
+                    CoRunnerAffinity::NormalizedDifference,
+                    |c| c.members.iter().all(|&m| active[m]),
+                )
+                .unwrap_or(0.0);
+                fastest / (s * (1.0 + slowdown.max(0.0) / 100.0))
+            })
+            .collect()
+    };
+    let speed = if with_speed {
+        profile_apps.iter().map(|&a| speed_of(a)).collect()
+    } else {
+        Vec::new()
+    };
     // A user's weight is split equally among its active applications.
     let mut per_owner = std::collections::HashMap::new();
     for &i in &apps {

@@ -33,6 +33,7 @@ pub struct FirstLevelInput {
     pub affinity: Vec<Vec<f64>>,
     /// Expected speed relative to Fastest-OneCore, `speed[a][p]` ∈ (0, 1]: fastest OneCore
     /// runtime over the OneCore runtime on `p` inflated by the mean co-runner slowdown there.
+    /// Computed only for policies whose [`FirstLevelPolicy::uses_speed`] is true (else empty).
     pub speed: Vec<Vec<f64>>,
     /// Relative entitlement of each application (user weight / the user's active applications).
     pub entitlement: Vec<f64>,
@@ -60,6 +61,10 @@ pub trait FirstLevelPolicy: std::fmt::Debug + Send + Sync {
     /// Cores per (active application, platform) as `result[a][p]`; never more than the
     /// platform's capacity in total nor more than an application's demand.
     fn allocate(&self, input: &FirstLevelInput, rng: &mut dyn RngCore) -> Vec<Vec<u64>>;
+    /// Whether the policy reads [`FirstLevelInput::speed`] (costly to compute at scale).
+    fn uses_speed(&self) -> bool {
+        false
+    }
 }
 
 /// A constructor of a policy from the settings.

@@ -51,6 +51,10 @@ impl FirstLevelPolicy for MaxMinWaterFill {
         "water-fill"
     }
 
+    fn uses_speed(&self) -> bool {
+        true
+    }
+
     fn allocate(&self, input: &FirstLevelInput, _: &mut dyn RngCore) -> Vec<Vec<u64>> {
         let n = input.apps.len();
         let m = input.platforms.len();
