@@ -41,27 +41,28 @@ pub struct Args {
     /// Directory of scenario TOMLs for `--suite`.
     #[arg(long, default_value = "profiles/two-level/scenarios")]
     pub scenarios: PathBuf,
-    /// First-level policy: fairness, paf, aaf, pa-rr, water-fill.
-    #[arg(long, default_value = "pa-rr")]
-    pub first: String,
-    /// Second-level policy: all-core, random, maf, ca-rr.
-    #[arg(long, default_value = "maf")]
-    pub second: String,
-    /// Platform-affinity metric: throughput, epa, rpa.
-    #[arg(long, default_value = "rpa")]
-    pub platform_affinity: String,
-    /// Co-runner-affinity metric for MAF: raw, normalized.
-    #[arg(long, default_value = "normalized")]
-    pub co_runner_affinity: String,
-    /// PAF/AAF top-k percent (1-50).
-    #[arg(long, default_value_t = 50)]
-    pub k: u32,
-    /// PA-based RR / water-fill allocation unit D_unit (cores).
-    #[arg(long, default_value_t = 1)]
-    pub d_unit: u32,
-    /// CA-based RR placement unit P_unit (nodes).
-    #[arg(long, default_value_t = 1)]
-    pub p_unit: u32,
+    /// First-level policy: fairness, paf, aaf, pa-rr, water-fill [default: the scenario's
+    /// `[scheduler]` table, else pa-rr]. The same precedence holds for every policy flag.
+    #[arg(long)]
+    pub first: Option<String>,
+    /// Second-level policy: all-core, random, maf, ca-rr [default: maf].
+    #[arg(long)]
+    pub second: Option<String>,
+    /// Platform-affinity metric: throughput, epa, rpa [default: rpa].
+    #[arg(long)]
+    pub platform_affinity: Option<String>,
+    /// Co-runner-affinity metric for MAF: raw, normalized [default: normalized].
+    #[arg(long)]
+    pub co_runner_affinity: Option<String>,
+    /// PAF/AAF top-k percent, 1-50 [default: 50].
+    #[arg(long)]
+    pub k: Option<u32>,
+    /// PA-based RR / water-fill allocation unit D_unit in cores [default: 1].
+    #[arg(long)]
+    pub d_unit: Option<u32>,
+    /// CA-based RR placement unit P_unit in nodes [default: 1].
+    #[arg(long)]
+    pub p_unit: Option<u32>,
     /// Only co-runner combinations of at most two applications.
     #[arg(long)]
     pub pairwise: bool,
@@ -71,7 +72,7 @@ pub struct Args {
     /// Poisson submissions with this mean gap in seconds (overrides the scenario).
     #[arg(long)]
     pub arrival_mean: Option<f64>,
-    /// Seeded runs per case [default: 10 for one scenario, 3 for a suite].
+    /// Seeded runs per case [default: 10 for one scenario, 5 for a suite].
     #[arg(long)]
     pub runs: Option<usize>,
     /// Seed of the first run (run r uses seed + r, the same for every case).
@@ -120,18 +121,34 @@ fn load_scenario(path: &Path) -> anyhow::Result<Loaded> {
     Ok(Loaded { scenario, profile })
 }
 
-fn settings(args: &Args) -> anyhow::Result<SchedulerSettings> {
-    let s = SchedulerSettings {
-        first_level: args.first.clone(),
-        second_level: args.second.clone(),
-        platform_affinity: args.platform_affinity.parse::<PlatformAffinity>()?,
-        co_runner_affinity: args.co_runner_affinity.parse::<CoRunnerAffinity>()?,
-        top_k_percent: args.k,
-        d_unit: args.d_unit,
-        p_unit: args.p_unit,
-        pairwise: args.pairwise,
-        recompute_co_runner_affinity: !args.affinity_once,
-    };
+/// Command-line flags over the scenario's `[scheduler]` table over the defaults.
+fn settings(args: &Args, scenario: &Scenario) -> anyhow::Result<SchedulerSettings> {
+    let mut s = scenario.scheduler_settings()?;
+    if let Some(v) = &args.first {
+        s.first_level = v.clone();
+    }
+    if let Some(v) = &args.second {
+        s.second_level = v.clone();
+    }
+    if let Some(v) = &args.platform_affinity {
+        s.platform_affinity = v.parse::<PlatformAffinity>()?;
+    }
+    if let Some(v) = &args.co_runner_affinity {
+        s.co_runner_affinity = v.parse::<CoRunnerAffinity>()?;
+    }
+    if let Some(v) = args.k {
+        s.top_k_percent = v;
+    }
+    if let Some(v) = args.d_unit {
+        s.d_unit = v;
+    }
+    if let Some(v) = args.p_unit {
+        s.p_unit = v;
+    }
+    s.pairwise |= args.pairwise;
+    if args.affinity_once {
+        s.recompute_co_runner_affinity = false;
+    }
     Scheduler::new(s.clone())?;
     Ok(s)
 }
@@ -175,7 +192,7 @@ fn progress(len: u64, what: &str) -> ProgressBar {
 fn run_single(args: &Args) -> anyhow::Result<()> {
     let loaded = load_scenario(&args.scenario)?;
     let input = with_arrivals(loaded.scenario.resolve(&loaded.profile)?, args.arrival_mean)?;
-    let settings = settings(args)?;
+    let settings = settings(args, &loaded.scenario)?;
     let runs = args.runs.unwrap_or(10).max(1);
     let baseline = SchedulerSettings {
         first_level: "fairness".into(),
@@ -316,14 +333,18 @@ fn run_suite(args: &Args) -> anyhow::Result<()> {
     };
     let inputs: Vec<SimulationInput> = loaded
         .iter()
-        .map(|l| l.scenario.resolve(&l.profile).map_err(anyhow::Error::from))
+        .map(|l| {
+            // The suite sets the policies itself, but a bad `[scheduler]` table is still an error.
+            l.scenario.scheduler_settings()?;
+            Ok(l.scenario.resolve(&l.profile)?)
+        })
         .collect::<anyhow::Result<_>>()?;
     let default = loaded.iter().position(|l| l.scenario.kind == "Default");
     let dynamic: Vec<usize> = (0..loaded.len())
         .filter(|&i| matches!(loaded[i].scenario.kind.as_str(), "Default" | "W/o App."))
         .collect();
     let cases = suite::cases(loaded.len(), default, &dynamic);
-    let runs = args.runs.unwrap_or(3).max(1);
+    let runs = args.runs.unwrap_or(5).max(1);
     let jobs: Vec<(usize, usize)> = (0..cases.len())
         .flat_map(|c| (0..runs).map(move |r| (c, r)))
         .collect();

@@ -8,7 +8,10 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use super::engine::{Arrivals, SimApplication, SimulationInput};
+use crate::sched::affinity::{CoRunnerAffinity, PlatformAffinity};
 use crate::sched::profile::RuntimeProfile;
+use crate::sched::scheduler::Scheduler;
+use crate::sched::settings::SchedulerSettings;
 use crate::sched::snapshot::PlatformState;
 
 /// A scenario file that cannot be used; always names the file and the field.
@@ -44,6 +47,9 @@ pub struct Scenario {
     /// Optional dynamic submission.
     #[serde(default)]
     pub arrivals: Option<ScenarioArrivals>,
+    /// Optional scheduler settings for single runs (command-line flags override them).
+    #[serde(default)]
+    pub scheduler: ScenarioScheduler,
     /// Where the text came from (set by [`Scenario::from_toml_str`]).
     #[serde(skip)]
     pub source: String,
@@ -77,7 +83,104 @@ pub struct ScenarioArrivals {
     pub poisson_mean_interarrival_s: f64,
 }
 
+/// The `[scheduler]` table: any subset of [`SchedulerSettings`], by the CLI's names.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioScheduler {
+    pub first_level: Option<String>,
+    pub second_level: Option<String>,
+    pub platform_affinity: Option<String>,
+    pub co_runner_affinity: Option<String>,
+    pub top_k_percent: Option<i64>,
+    pub d_unit: Option<i64>,
+    pub p_unit: Option<i64>,
+    pub pairwise: Option<bool>,
+    pub recompute_co_runner_affinity: Option<bool>,
+}
+
 impl Scenario {
+    /// The scenario's `[scheduler]` table applied over the defaults, checked; errors name
+    /// the file and the `scheduler.*` field.
+    pub fn scheduler_settings(&self) -> Result<SchedulerSettings, ScenarioError> {
+        let invalid = |field: &str, problem: String| ScenarioError::Invalid {
+            file: self.source.clone(),
+            field: format!("scheduler.{field}"),
+            problem,
+        };
+        let t = &self.scheduler;
+        let mut s = SchedulerSettings::default();
+        if let Some(v) = &t.first_level {
+            s.first_level = v.clone();
+        }
+        if let Some(v) = &t.second_level {
+            s.second_level = v.clone();
+        }
+        if let Some(v) = &t.platform_affinity {
+            s.platform_affinity = v
+                .parse::<PlatformAffinity>()
+                .map_err(|e| invalid("platform_affinity", e.to_string()))?;
+        }
+        if let Some(v) = &t.co_runner_affinity {
+            s.co_runner_affinity = v
+                .parse::<CoRunnerAffinity>()
+                .map_err(|e| invalid("co_runner_affinity", e.to_string()))?;
+        }
+        let unit = |field: &str,
+                    v: Option<i64>,
+                    lo: i64,
+                    hi: i64,
+                    what: &str|
+         -> Result<Option<u32>, ScenarioError> {
+            match v {
+                None => Ok(None),
+                Some(x) if (lo..=hi).contains(&x) => Ok(Some(x as u32)),
+                Some(x) => Err(invalid(field, format!("{what}, got {x}"))),
+            }
+        };
+        if let Some(k) = unit(
+            "top_k_percent",
+            t.top_k_percent,
+            1,
+            50,
+            "k must be an integer between 1 and 50 (Section 5.1.1)",
+        )? {
+            s.top_k_percent = k;
+        }
+        if let Some(d) = unit(
+            "d_unit",
+            t.d_unit,
+            1,
+            i64::from(u32::MAX),
+            "D_unit must be at least 1 core",
+        )? {
+            s.d_unit = d;
+        }
+        if let Some(p) = unit(
+            "p_unit",
+            t.p_unit,
+            1,
+            i64::from(u32::MAX),
+            "P_unit must be at least 1 node",
+        )? {
+            s.p_unit = p;
+        }
+        if let Some(v) = t.pairwise {
+            s.pairwise = v;
+        }
+        if let Some(v) = t.recompute_co_runner_affinity {
+            s.recompute_co_runner_affinity = v;
+        }
+        Scheduler::new(s.clone()).map_err(|e| {
+            let field = if e.to_string().contains("first-level") {
+                "first_level"
+            } else {
+                "second_level"
+            };
+            invalid(field, e.to_string())
+        })?;
+        Ok(s)
+    }
+
     /// Parse a scenario; `source` (the file path) is named in every error.
     pub fn from_toml_str(source: &str, text: &str) -> Result<Self, ScenarioError> {
         let mut s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Syntax {
@@ -339,6 +442,34 @@ tasks = 100
                 "expected `{field}` in: {e}"
             );
         }
+        for (table, field) in [
+            ("top_k_percent = 51", "scheduler.top_k_percent"),
+            ("d_unit = 0", "scheduler.d_unit"),
+            ("p_unit = -1", "scheduler.p_unit"),
+            ("first_level = \"best\"", "scheduler.first_level"),
+            ("second_level = \"best\"", "scheduler.second_level"),
+            (
+                "platform_affinity = \"speed\"",
+                "scheduler.platform_affinity",
+            ),
+        ] {
+            let text = format!("{SCENARIO}\n[scheduler]\n{table}\n");
+            let e = Scenario::from_toml_str("s.toml", &text)
+                .unwrap()
+                .scheduler_settings()
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("s.toml") && e.contains(field),
+                "expected `{field}` in: {e}"
+            );
+        }
+        let ok = format!("{SCENARIO}\n[scheduler]\nfirst_level = \"paf\"\ntop_k_percent = 20\n");
+        let s = Scenario::from_toml_str("s.toml", &ok)
+            .unwrap()
+            .scheduler_settings()
+            .unwrap();
+        assert_eq!((s.first_level.as_str(), s.top_k_percent), ("paf", 20));
         let e = resolve("name = 3").unwrap_err();
         assert!(e.contains("s.toml") && e.contains("line 1"), "{e}");
     }
