@@ -29,10 +29,14 @@ pub fn grouped_bars(title: &str, y_label: &str, groups: &[String], series: &[Ser
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     });
-    let (lo, hi) = if lo.is_finite() {
-        (lo.min(0.0), hi.max(lo + 1e-9))
-    } else {
+    // Non-negative data whose spread is small next to its level (fairness, normalized
+    // makespan) gets a zoomed axis so the differences stay visible; otherwise start at 0.
+    let (lo, hi) = if !lo.is_finite() {
         (0.0, 1.0)
+    } else if lo > 0.0 && hi - lo < lo {
+        ((lo - (hi - lo).max(hi * 0.02)).max(0.0), hi)
+    } else {
+        (lo.min(0.0), hi.max(lo + 1e-9))
     };
     let pad = (hi - lo) * 0.1;
     {
@@ -75,7 +79,7 @@ pub fn grouped_bars(title: &str, y_label: &str, groups: &[String], series: &[Ser
                 .filter(|(_, v)| v.is_finite())
                 .map(move |(g, &v)| {
                     let x0 = g as f64 + 0.1 + s as f64 * width;
-                    Rectangle::new([(x0, 0f64.max(lo)), (x0 + width * 0.9, v)], color.filled())
+                    Rectangle::new([(x0, lo.max(0.0)), (x0 + width * 0.9, v)], color.filled())
                 });
             if let Ok(ann) = chart.draw_series(bars) {
                 ann.label(ser.label.clone()).legend(move |(x, y)| {

@@ -207,7 +207,6 @@ pub fn build(
             || r.case.settings.platform_affinity == PlatformAffinity::Reciprocal
     };
     let level_table = |md: &mut String,
-                       title: &str,
                        names: &[&str],
                        select: &dyn Fn(&CaseResult, &str) -> bool|
      -> (Vec<Series>, Vec<Series>) {
@@ -270,12 +269,12 @@ pub fn build(
                 values: ev,
             });
         }
-        let _ = writeln!(md, "\n{title}\n");
+        let _ = writeln!(md);
         (fs, es)
     };
     let _ = writeln!(md, "## First-level policies (Fig. 5)\n");
     let _ = writeln!(md, "RPA and normalized difference; each policy averaged over the four second-level policies. `water-fill` is ours (not in the paper).\n");
-    let (f5, e5) = level_table(&mut md, "", &FIRST_LEVELS, &|r, n| {
+    let (f5, e5) = level_table(&mut md, &FIRST_LEVELS, &|r, n| {
         r.case.settings.first_level == n
     });
     plots.push((
@@ -299,7 +298,7 @@ pub fn build(
 
     let _ = writeln!(md, "## Second-level policies (Fig. 6)\n");
     let _ = writeln!(md, "RPA and normalized difference; each policy averaged over the paper's four first-level policies.\n");
-    let (f6, e6) = level_table(&mut md, "", &SECOND_LEVELS, &|r, n| {
+    let (f6, e6) = level_table(&mut md, &SECOND_LEVELS, &|r, n| {
         r.case.settings.second_level == n && r.case.settings.first_level != "water-fill"
     });
     plots.push((
