@@ -83,6 +83,8 @@ fn main() {
                 profile_index: i,
                 remaining_tasks: 1_000_000,
                 owner: i,
+                completed_tasks: 0,
+                age_s: 0.0,
             })
             .collect();
         let snapshot = Snapshot {

@@ -192,7 +192,25 @@ fn first_level_input(
                 .collect()
         })
         .collect();
+    let fastest_runtime = profile_apps
+        .iter()
+        .map(|&a| {
+            profile_platforms
+                .iter()
+                .map(|&p| snapshot.profile.one_core(a, p))
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect();
     FirstLevelInput {
+        completed_tasks: apps
+            .iter()
+            .map(|&i| snapshot.applications[i].completed_tasks)
+            .collect(),
+        age_s: apps
+            .iter()
+            .map(|&i| snapshot.applications[i].age_s)
+            .collect(),
+        fastest_runtime,
         demand: apps
             .iter()
             .map(|&i| snapshot.applications[i].remaining_tasks)
@@ -239,7 +257,7 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let profile = synthetic_profile(6, 3, 4, 3, seed);
-            let applications: Vec<ApplicationState> = tasks.iter().enumerate().map(|(i, &t)| ApplicationState { profile_index: i, remaining_tasks: t, owner: i }).collect();
+            let applications: Vec<ApplicationState> = tasks.iter().enumerate().map(|(i, &t)| ApplicationState { profile_index: i, remaining_tasks: t, owner: i, completed_tasks: 0, age_s: 0.0 }).collect();
             let platforms: Vec<PlatformState> = nodes.iter().enumerate().map(|(j, &n)| PlatformState { profile_index: j, nodes: n }).collect();
             let snapshot = Snapshot { profile: &profile, applications: &applications, platforms: &platforms, user_weights: &[], previous: None };
             for settings in all_settings() {
@@ -279,6 +297,8 @@ mod tests {
             profile_index: 0,
             remaining_tasks: 5,
             owner: 0,
+            completed_tasks: 0,
+            age_s: 0.0,
         }];
         let empty_platform = [PlatformState {
             profile_index: 1,
@@ -304,6 +324,8 @@ mod tests {
             profile_index: 7,
             remaining_tasks: 5,
             owner: 0,
+            completed_tasks: 0,
+            age_s: 0.0,
         }];
         let s = Snapshot {
             profile: &profile,
@@ -319,6 +341,24 @@ mod tests {
             e.to_string().contains("applications[0].profile_index"),
             "{e}"
         );
+        let apps = [ApplicationState {
+            profile_index: 0,
+            remaining_tasks: 5,
+            owner: 0,
+            completed_tasks: 0,
+            age_s: -1.0,
+        }];
+        let s = Snapshot {
+            profile: &profile,
+            applications: &apps,
+            platforms: &[],
+            user_weights: &[],
+            previous: None,
+        };
+        let e = scheduler
+            .schedule(&s, &mut ChaCha8Rng::seed_from_u64(1))
+            .unwrap_err();
+        assert!(e.to_string().contains("applications[0].age_s"), "{e}");
     }
 
     #[test]
@@ -329,11 +369,15 @@ mod tests {
                 profile_index: 0,
                 remaining_tasks: 10_000,
                 owner: 0,
+                completed_tasks: 0,
+                age_s: 0.0,
             },
             ApplicationState {
                 profile_index: 1,
                 remaining_tasks: 10_000,
                 owner: 1,
+                completed_tasks: 0,
+                age_s: 0.0,
             },
         ];
         let platforms = [PlatformState {

@@ -16,6 +16,10 @@ pub struct ApplicationState {
     pub remaining_tasks: u64,
     /// Index of the owning user in [`Snapshot::user_weights`].
     pub owner: usize,
+    /// Tasks already finished (0 for a fresh submission).
+    pub completed_tasks: u64,
+    /// Seconds since the application was submitted (0 for a fresh submission).
+    pub age_s: f64,
 }
 
 /// One platform as the scheduler sees it.
@@ -122,6 +126,12 @@ impl Snapshot<'_> {
                 return Err(invalid(
                     format!("applications[{i}].profile_index"),
                     "two applications share one profile row".into(),
+                ));
+            }
+            if !(a.age_s.is_finite() && a.age_s >= 0.0) {
+                return Err(invalid(
+                    format!("applications[{i}].age_s"),
+                    format!("must be a non-negative number of seconds, got {}", a.age_s),
                 ));
             }
             if !self.user_weights.is_empty() && a.owner >= self.user_weights.len() {

@@ -37,6 +37,12 @@ pub struct FirstLevelInput {
     pub speed: Vec<Vec<f64>>,
     /// Relative entitlement of each application (user weight / the user's active applications).
     pub entitlement: Vec<f64>,
+    /// Tasks each application has finished so far.
+    pub completed_tasks: Vec<u64>,
+    /// Seconds since each application was submitted.
+    pub age_s: Vec<f64>,
+    /// Each application's fastest OneCore runtime over the platforms with cores, seconds.
+    pub fastest_runtime: Vec<f64>,
     /// Cores each application held on each platform in the previous round.
     pub previous: Vec<Vec<u32>>,
 }
@@ -129,6 +135,9 @@ pub(crate) mod tests {
             affinity,
             speed,
             entitlement: vec![1.0; n],
+            completed_tasks: vec![0; n],
+            age_s: vec![0.0; n],
+            fastest_runtime: vec![100.0; n],
             previous: vec![vec![0; m]; n],
         }
     }

@@ -8,6 +8,13 @@
 //! platforms ends up behind; this policy equalizes the *speed-weighted* counts instead,
 //! which is what the fairness metric measures, and keeps PA-based RR's affinity ranking
 //! for where the cores come from, so efficiency stays about the same.
+//!
+//! The metric is over each application's whole life, so the level compared is the
+//! *projected* lifetime throughput: with `e` speed-weighted cores, an application that has
+//! finished `done` tasks in `age` seconds and has `rem` left ends at
+//! `(done + rem) · t_min / (age + rem · t_min / e)` (in Fastest-OneCore core units, `t_min`
+//! its fastest runtime). For a fresh submission this is just `e`; later it favours the
+//! applications that have fallen behind.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -64,6 +71,16 @@ impl FirstLevelPolicy for MaxMinWaterFill {
         let orders: Vec<Vec<usize>> = (0..n).map(|a| input.platforms_by_affinity(a)).collect();
         let mut cursor = vec![0usize; n];
         let mut effective = vec![0.0f64; n];
+        // Projected lifetime throughput with `e` speed-weighted cores, per entitlement.
+        let level = |a: usize, e: f64| -> f64 {
+            if e <= 0.0 {
+                return 0.0;
+            }
+            let t_min = input.fastest_runtime[a];
+            let rem = input.demand[a] as f64;
+            let total = input.completed_tasks[a] as f64 + rem;
+            total * t_min / (input.age_s[a] + rem * t_min / e) / input.entitlement[a]
+        };
         let mut heap: BinaryHeap<Reverse<Level>> = (0..n)
             .filter(|&a| missing[a] > 0)
             .map(|a| Reverse(Level(0.0, a)))
@@ -83,7 +100,7 @@ impl FirstLevelPolicy for MaxMinWaterFill {
             free[p] -= d;
             effective[a] += d as f64 * input.speed[a][p];
             if missing[a] > 0 {
-                heap.push(Reverse(Level(effective[a] / input.entitlement[a], a)));
+                heap.push(Reverse(Level(level(a, effective[a]), a)));
             }
         }
         alloc
@@ -108,5 +125,19 @@ mod tests {
             |a: usize| alloc[a][0] as f64 * inp.speed[a][0] + alloc[a][1] as f64 * inp.speed[a][1];
         assert_eq!(alloc.iter().flatten().sum::<u64>(), 200);
         assert!((eff(0) - eff(1)).abs() <= 2.0, "{alloc:?}");
+    }
+
+    #[test]
+    fn applications_that_fell_behind_catch_up() {
+        let mut inp = input(vec![1_000; 2], vec![100]);
+        inp.affinity = vec![vec![1.0], vec![1.0]];
+        inp.speed = vec![vec![1.0], vec![1.0]];
+        // Both have run for an hour; application 0 finished far fewer tasks.
+        inp.age_s = vec![3600.0, 3600.0];
+        inp.completed_tasks = vec![10, 500];
+        let alloc = build(&SchedulerSettings::default())
+            .allocate(&inp, &mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        assert_eq!(alloc[0][0] + alloc[1][0], 100);
+        assert!(alloc[0][0] > alloc[1][0], "{alloc:?}");
     }
 }

@@ -186,7 +186,7 @@ pub fn simulate(
     loop {
         if engine.reschedule {
             engine.reschedule = false;
-            let decision = engine.schedule(scheduler, previous.as_ref(), rng)?;
+            let decision = engine.schedule(now, scheduler, previous.as_ref(), rng)?;
             engine.apply(&decision, now, rng);
             previous = Some(decision.allocation);
             rounds += 1;
@@ -217,6 +217,7 @@ impl Engine<'_> {
 
     fn schedule(
         &self,
+        now: f64,
         scheduler: &Scheduler,
         previous: Option<&CoreAllocation>,
         rng: &mut dyn RngCore,
@@ -230,6 +231,12 @@ impl Engine<'_> {
                 profile_index: a.profile_index,
                 remaining_tasks: if self.arrived[i] { self.queue[i] } else { 0 },
                 owner: a.owner,
+                completed_tasks: a.tasks - self.queue[i] - self.running[i],
+                age_s: if self.arrived[i] {
+                    now - self.arrival[i]
+                } else {
+                    0.0
+                },
             })
             .collect();
         let snapshot = Snapshot {
