@@ -11,6 +11,7 @@ pub mod client;
 pub mod config;
 pub mod fairshare;
 pub mod queue;
+pub mod sched;
 pub mod server;
 pub mod service;
 pub mod sim;

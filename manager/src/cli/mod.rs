@@ -2,6 +2,7 @@
 //! `Args` struct and a `run` function; this file only lists them.
 
 mod admin;
+mod affinity;
 mod app_file;
 mod connect;
 mod demo;
@@ -57,8 +58,10 @@ pub enum Command {
     Agents(admin::AgentsArgs),
     /// Multi-resource fairshare: job penalties on a platform.
     Fairshare(fairshare::Args),
-    /// Trace-driven simulations.
-    Simulate(simulate::Args),
+    /// Print a runtime profile's platform- and co-runner-affinity tables (Tables 3 and 4).
+    Affinity(affinity::Args),
+    /// Run trace-driven simulations (two-level scheduling by default).
+    Simulate(Box<simulate::Args>),
 }
 
 impl Command {
@@ -77,7 +80,8 @@ impl Command {
             Command::Token(c) => block_on(admin::token(c)),
             Command::Agents(a) => block_on(admin::agents(a)),
             Command::Fairshare(args) => fairshare::run(args),
-            Command::Simulate(args) => simulate::run(args),
+            Command::Affinity(args) => affinity::run(args),
+            Command::Simulate(args) => simulate::run(*args),
         }
     }
 }

@@ -1,6 +1,9 @@
-//! Trace-driven simulators that drive the same pure policy code as the live manager.
+//! Discrete-event, trace-driven simulators that drive the same pure policy code as the live
+//! manager: one submodule per kind of experiment, plus the event queue they share.
 
 pub mod alloc;
 pub mod alloc_setup;
+pub mod event_queue;
 pub mod fairshare;
 pub mod fairshare_queue;
+pub mod two_level;

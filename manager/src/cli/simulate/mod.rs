@@ -1,18 +1,24 @@
-//! `hetpilot simulate <kind>`: trace-driven simulations. Each kind lives in its own file.
+//! `hetpilot simulate`: trace-driven simulations, one file per kind. Without a sub-kind it
+//! runs the two-level scheduling simulator (one scenario, or `--suite two-level`).
 
 mod alloc;
 mod fairshare;
+pub mod two_level;
 
-use clap::{Args as ClapArgs, Subcommand};
+use clap::Subcommand;
 
-#[derive(Debug, ClapArgs)]
+/// Run a trace-driven simulation.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
     #[command(subcommand)]
-    kind: Kind,
+    pub kind: Option<Kind>,
+    #[command(flatten)]
+    pub two_level: two_level::Args,
 }
 
 #[derive(Debug, Subcommand)]
-enum Kind {
+pub enum Kind {
     /// Rigid parallel jobs across heterogeneous clusters: FCFS/SJF with BF, FF or TLPA.
     Alloc(alloc::Args),
     /// Multi-resource fairshare on a MetaCentrum trace: penalties and a fairshare queue.
@@ -21,7 +27,18 @@ enum Kind {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.kind {
-        Kind::Alloc(a) => alloc::run(a),
-        Kind::Fairshare(a) => fairshare::run(a),
+        None => two_level::run(args.two_level),
+        Some(Kind::Alloc(a)) => alloc::run(a),
+        Some(Kind::Fairshare(a)) => fairshare::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        crate::cli::Cli::command().debug_assert();
     }
 }

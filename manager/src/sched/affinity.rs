@@ -1,0 +1,272 @@
+//! Platform affinity (Section 4.1: Throughput, EPA, RPA) and co-runner affinity
+//! (Section 4.2: raw and normalized difference) computed from a [`RuntimeProfile`].
+//!
+//! A higher platform affinity means running application K on platform P is more
+//! beneficial; a higher co-runner affinity means K suffers more from co-runners on P.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::error::SchedError;
+use super::profile::{Combination, RuntimeProfile};
+
+/// Which platform-affinity metric a first-level policy ranks platforms with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PlatformAffinity {
+    /// OneCore throughput in tasks per hour (3600 / runtime).
+    Throughput,
+    /// Egocentric platform affinity: mean OneCore runtime of K on the other platforms over
+    /// its runtime on P (Section 4.1, "suitability of P to K").
+    Egocentric,
+    /// Reciprocal platform affinity: the same ratio on runtimes first normalized by each
+    /// platform's mean runtime over all applications (Section 4.1).
+    Reciprocal,
+}
+
+impl PlatformAffinity {
+    pub const ALL: [Self; 3] = [Self::Throughput, Self::Egocentric, Self::Reciprocal];
+
+    /// Short name used on the command line and in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Throughput => "throughput",
+            Self::Egocentric => "epa",
+            Self::Reciprocal => "rpa",
+        }
+    }
+}
+
+impl fmt::Display for PlatformAffinity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for PlatformAffinity {
+    type Err = SchedError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| SchedError::UnknownMetric {
+                what: "platform affinity",
+                name: s.to_string(),
+                known: "throughput, epa, rpa".into(),
+            })
+    }
+}
+
+/// Which co-runner-affinity metric MAF ranks applications with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CoRunnerAffinity {
+    /// Mean of C − S in seconds (Table 4, left).
+    RawDifference,
+    /// Mean of (C − S) / S × 100, in percent (Table 4, right).
+    NormalizedDifference,
+}
+
+impl CoRunnerAffinity {
+    pub const ALL: [Self; 2] = [Self::RawDifference, Self::NormalizedDifference];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RawDifference => "raw",
+            Self::NormalizedDifference => "normalized",
+        }
+    }
+
+    /// The difference of one runtime `with` co-runners against the solo runtime `solo`.
+    pub fn difference(self, with: f64, solo: f64) -> f64 {
+        match self {
+            Self::RawDifference => with - solo,
+            Self::NormalizedDifference => (with - solo) / solo * 100.0,
+        }
+    }
+}
+
+impl fmt::Display for CoRunnerAffinity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CoRunnerAffinity {
+    type Err = SchedError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| SchedError::UnknownMetric {
+                what: "co-runner affinity",
+                name: s.to_string(),
+                known: "raw, normalized".into(),
+            })
+    }
+}
+
+/// Platform affinity of each of `apps` to each of `platforms` (indices into the
+/// profile), as `result[a][p]` in the order given. Only the given applications and
+/// platforms take part, as in Algorithm 1 line 6 (users with remaining tasks, platforms
+/// with available cores). With a single platform EPA and RPA are 1 (no alternative).
+pub fn platform_affinities(
+    profile: &RuntimeProfile,
+    apps: &[usize],
+    platforms: &[usize],
+    metric: PlatformAffinity,
+) -> Vec<Vec<f64>> {
+    let runtime = |a: usize, p: usize| profile.one_core(a, p);
+    match metric {
+        PlatformAffinity::Throughput => apps
+            .iter()
+            .map(|&a| platforms.iter().map(|&p| 3600.0 / runtime(a, p)).collect())
+            .collect(),
+        PlatformAffinity::Egocentric => apps
+            .iter()
+            .map(|&a| {
+                let row: Vec<f64> = platforms.iter().map(|&p| runtime(a, p)).collect();
+                leave_one_out_ratio(&row)
+            })
+            .collect(),
+        PlatformAffinity::Reciprocal => {
+            // Step 1: each platform's mean OneCore runtime over the applications.
+            let means: Vec<f64> = platforms
+                .iter()
+                .map(|&p| apps.iter().map(|&a| runtime(a, p)).sum::<f64>() / apps.len() as f64)
+                .collect();
+            apps.iter()
+                .map(|&a| {
+                    let row: Vec<f64> = platforms
+                        .iter()
+                        .zip(&means)
+                        .map(|(&p, mean)| runtime(a, p) / mean)
+                        .collect();
+                    leave_one_out_ratio(&row)
+                })
+                .collect()
+        }
+    }
+}
+
+/// For each position P: mean of the other entries over the entry at P (EPA's formula).
+fn leave_one_out_ratio(row: &[f64]) -> Vec<f64> {
+    if row.len() < 2 {
+        return vec![1.0; row.len()];
+    }
+    let total: f64 = row.iter().sum();
+    let others = (row.len() - 1) as f64;
+    row.iter().map(|&r| (total - r) / others / r).collect()
+}
+
+/// Co-runner affinity of `app` on `platform`: the mean difference (per `metric`) over the
+/// profiled combinations including `app` that `eligible` accepts; `None` when no
+/// combination qualifies. The solo runtime S is the OneCore mean.
+pub fn co_runner_affinity(
+    profile: &RuntimeProfile,
+    app: usize,
+    platform: usize,
+    metric: CoRunnerAffinity,
+    mut eligible: impl FnMut(&Combination) -> bool,
+) -> Option<f64> {
+    let solo = profile.one_core(app, platform);
+    let mut sum = 0.0;
+    let mut count = 0usize;
+    for &c in profile.combinations_with(platform, app) {
+        let combo = &profile.combinations(platform)[c];
+        if !eligible(combo) {
+            continue;
+        }
+        if let Some(with) = combo.runtime_of(app) {
+            sum += metric.difference(with, solo);
+            count += 1;
+        }
+    }
+    (count > 0).then(|| sum / count as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::profile::{
+        ApplicationProfile, CombinationSpec, PlatformProfile, RuntimeDistribution,
+    };
+
+    fn profile() -> RuntimeProfile {
+        // The AutoDock runtimes quoted in Section 4.1, and a second application.
+        let apps = ["AutoDock", "Other"]
+            .map(|n| ApplicationProfile {
+                name: n.into(),
+                distribution: RuntimeDistribution::Constant,
+            })
+            .to_vec();
+        let platforms = ["gene", "cheetah", "darth", "lcloud"]
+            .map(|n| PlatformProfile {
+                name: n.into(),
+                cores_per_node: 2,
+                max_nodes: None,
+            })
+            .to_vec();
+        let one_core = vec![
+            vec![480.42, 244.05, 347.11, 294.16],
+            vec![100.0, 100.0, 100.0, 100.0],
+        ];
+        let combos = vec![
+            CombinationSpec {
+                platform: 0,
+                runtimes: vec![(0, 500.0), (1, 150.0)],
+            },
+            CombinationSpec {
+                platform: 0,
+                runtimes: vec![(0, 490.0)],
+            },
+        ];
+        RuntimeProfile::new("<memory>", apps, platforms, one_core, combos).unwrap()
+    }
+
+    #[test]
+    fn egocentric_matches_the_papers_worked_example() {
+        let p = profile();
+        let epa = platform_affinities(&p, &[0, 1], &[0, 1, 2, 3], PlatformAffinity::Egocentric);
+        assert!((epa[0][1] - 1.532).abs() < 5e-4, "{}", epa[0][1]);
+        assert!((epa[1][0] - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn single_platform_affinity_is_neutral() {
+        let p = profile();
+        for m in PlatformAffinity::ALL {
+            let pa = platform_affinities(&p, &[0, 1], &[2], m);
+            assert!(pa
+                .iter()
+                .all(|r| r.len() == 1 && r[0].is_finite() && r[0] > 0.0));
+        }
+    }
+
+    #[test]
+    fn co_runner_affinity_averages_over_eligible_combinations() {
+        let p = profile();
+        let norm =
+            co_runner_affinity(&p, 0, 0, CoRunnerAffinity::NormalizedDifference, |_| true).unwrap();
+        let expect = ((500.0 - 480.42) / 480.42 + (490.0 - 480.42) / 480.42) / 2.0 * 100.0;
+        assert!((norm - expect).abs() < 1e-9);
+        let only_pairs = co_runner_affinity(&p, 0, 0, CoRunnerAffinity::RawDifference, |c| {
+            c.members.len() > 1
+        })
+        .unwrap();
+        assert!((only_pairs - (500.0 - 480.42)).abs() < 1e-9);
+        assert_eq!(
+            co_runner_affinity(&p, 0, 1, CoRunnerAffinity::RawDifference, |_| true),
+            None
+        );
+    }
+
+    #[test]
+    fn metric_names_round_trip() {
+        for m in PlatformAffinity::ALL {
+            assert_eq!(m.name().parse::<PlatformAffinity>().unwrap(), m);
+        }
+        for m in CoRunnerAffinity::ALL {
+            assert_eq!(m.name().parse::<CoRunnerAffinity>().unwrap(), m);
+        }
+        assert!("nope".parse::<PlatformAffinity>().is_err());
+    }
+}

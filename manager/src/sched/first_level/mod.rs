@@ -1,0 +1,175 @@
+//! First level (Section 5.1): how many cores of each platform each application gets.
+//!
+//! Every policy implements [`FirstLevelPolicy`] and is registered by name in
+//! [`POLICIES`]; the scheduler hands it a [`FirstLevelInput`] restricted to applications
+//! with remaining tasks and platforms with cores, with the platform affinities of
+//! Algorithm 1/2 line 6 already computed.
+
+mod aaf;
+mod affinity_first;
+mod fairness;
+mod pa_round_robin;
+mod paf;
+mod water_fill;
+
+use rand::RngCore;
+
+use super::error::SchedError;
+use super::settings::SchedulerSettings;
+
+/// The first level's view of a snapshot, in compact indices: `a` ranges over the active
+/// applications, `p` over the platforms with cores.
+#[derive(Debug, Clone)]
+pub struct FirstLevelInput {
+    /// Snapshot index of each active application.
+    pub apps: Vec<usize>,
+    /// Snapshot index of each platform with cores.
+    pub platforms: Vec<usize>,
+    /// Remaining tasks per application: no application needs more cores than that.
+    pub demand: Vec<u64>,
+    /// Cores per platform.
+    pub capacity: Vec<u64>,
+    /// Platform affinity `affinity[a][p]` (higher = more beneficial), per the settings' metric.
+    pub affinity: Vec<Vec<f64>>,
+    /// Expected speed relative to Fastest-OneCore, `speed[a][p]` ∈ (0, 1]: fastest OneCore
+    /// runtime over the OneCore runtime on `p` inflated by the mean co-runner slowdown there.
+    /// Computed only for policies whose [`FirstLevelPolicy::uses_speed`] is true (else empty).
+    pub speed: Vec<Vec<f64>>,
+    /// Relative entitlement of each application (user weight / the user's active applications).
+    pub entitlement: Vec<f64>,
+    /// Tasks each application has finished so far.
+    pub completed_tasks: Vec<u64>,
+    /// Seconds since each application was submitted.
+    pub age_s: Vec<f64>,
+    /// Each application's fastest OneCore runtime over the platforms with cores, seconds.
+    pub fastest_runtime: Vec<f64>,
+    /// Cores each application held on each platform in the previous round.
+    pub previous: Vec<Vec<u32>>,
+}
+
+impl FirstLevelInput {
+    /// Platforms in decreasing affinity for application `a` (ties to the lower index).
+    pub fn platforms_by_affinity(&self, a: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.platforms.len()).collect();
+        order.sort_by(|&x, &y| {
+            self.affinity[a][y]
+                .total_cmp(&self.affinity[a][x])
+                .then(x.cmp(&y))
+        });
+        order
+    }
+}
+
+/// A first-level resource allocation policy.
+pub trait FirstLevelPolicy: std::fmt::Debug + Send + Sync {
+    /// The registered name.
+    fn name(&self) -> &'static str;
+    /// Cores per (active application, platform) as `result[a][p]`; never more than the
+    /// platform's capacity in total nor more than an application's demand.
+    fn allocate(&self, input: &FirstLevelInput, rng: &mut dyn RngCore) -> Vec<Vec<u64>>;
+    /// Whether the policy reads [`FirstLevelInput::speed`] (costly to compute at scale).
+    fn uses_speed(&self) -> bool {
+        false
+    }
+}
+
+/// A constructor of a policy from the settings.
+pub type Constructor = fn(&SchedulerSettings) -> Box<dyn FirstLevelPolicy>;
+
+/// Every first-level policy, by name.
+pub const POLICIES: &[(&str, Constructor)] = &[
+    ("fairness", fairness::build),
+    ("paf", paf::build),
+    ("aaf", aaf::build),
+    ("pa-rr", pa_round_robin::build),
+    ("water-fill", water_fill::build),
+];
+
+/// Build the first-level policy the settings name.
+pub fn by_name(settings: &SchedulerSettings) -> Result<Box<dyn FirstLevelPolicy>, SchedError> {
+    POLICIES
+        .iter()
+        .find(|(name, _)| *name == settings.first_level)
+        .map(|(_, build)| build(settings))
+        .ok_or_else(|| SchedError::UnknownPolicy {
+            level: "first-level",
+            name: settings.first_level.clone(),
+            known: POLICIES
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// A small input: 3 applications × 2 platforms.
+    pub(crate) fn input(demand: Vec<u64>, capacity: Vec<u64>) -> FirstLevelInput {
+        let n = demand.len();
+        let m = capacity.len();
+        let affinity: Vec<Vec<f64>> = (0..n)
+            .map(|a| {
+                (0..m)
+                    .map(|p| 1.0 + ((a * 7 + p * 3) % 5) as f64 / 4.0)
+                    .collect()
+            })
+            .collect();
+        let speed = affinity
+            .iter()
+            .map(|row| {
+                let max = row.iter().cloned().fold(f64::MIN, f64::max);
+                row.iter().map(|v| v / max).collect()
+            })
+            .collect();
+        FirstLevelInput {
+            apps: (0..n).collect(),
+            platforms: (0..m).collect(),
+            demand,
+            capacity,
+            affinity,
+            speed,
+            entitlement: vec![1.0; n],
+            completed_tasks: vec![0; n],
+            age_s: vec![0.0; n],
+            fastest_runtime: vec![100.0; n],
+            previous: vec![vec![0; m]; n],
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_policy_respects_capacity_and_demand(
+            demand in proptest::collection::vec(0u64..400, 0..7),
+            capacity in proptest::collection::vec(0u64..300, 1..5),
+            seed in any::<u64>(),
+        ) {
+            let inp = input(demand.clone(), capacity.clone());
+            for (name, build) in POLICIES {
+                let settings = SchedulerSettings { d_unit: 3, ..Default::default() };
+                let policy = build(&settings);
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let alloc = policy.allocate(&inp, &mut rng);
+                prop_assert_eq!(alloc.len(), demand.len());
+                for (p, &cap) in capacity.iter().enumerate() {
+                    let used: u64 = alloc.iter().map(|r| r[p]).sum();
+                    prop_assert!(used <= cap, "{} over capacity on {}", name, p);
+                }
+                for (a, &d) in demand.iter().enumerate() {
+                    let got: u64 = alloc[a].iter().sum();
+                    prop_assert!(got <= d, "{} over demand for {}", name, a);
+                }
+                // Work conservation: cores stay idle only if every demand is met.
+                let total_used: u64 = alloc.iter().flatten().sum();
+                let total_cap: u64 = capacity.iter().sum();
+                let total_demand: u64 = demand.iter().sum();
+                prop_assert_eq!(total_used, total_cap.min(total_demand), "{} not work-conserving", name);
+            }
+        }
+    }
+}

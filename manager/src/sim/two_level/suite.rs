@@ -1,0 +1,224 @@
+//! The `two-level` experiment suite (Section 6): which policy combinations run on which
+//! scenarios, and the aggregation of seeded runs into the numbers behind Figs. 3-7 and
+//! the Section 6.5 discussion. Running the cases is the caller's job (the CLI runs them
+//! in parallel); everything here is pure.
+
+use crate::sched::affinity::{CoRunnerAffinity, PlatformAffinity};
+use crate::sched::settings::SchedulerSettings;
+
+use super::outcome::RunOutcome;
+
+/// The paper's four first-level policies plus ours.
+pub const FIRST_LEVELS: [&str; 5] = ["fairness", "paf", "aaf", "pa-rr", "water-fill"];
+/// The paper's four second-level policies.
+pub const SECOND_LEVELS: [&str; 4] = ["all-core", "random", "maf", "ca-rr"];
+/// Mean inter-arrival times (s) of the dynamic-submission runs (the paper does not give
+/// its four rates; these span a fraction of to about the default makespan).
+pub const ARRIVAL_MEANS_S: [f64; 4] = [900.0, 1800.0, 3600.0, 7200.0];
+
+/// What a case contributes to (one case can feed several tables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Study {
+    /// Figs. 3-7: every first × second level with a platform-affinity metric.
+    Policies,
+    /// Section 6.2: MAF with the raw-difference co-runner metric.
+    RawDifference,
+    /// Section 6.5: MAF pairwise / compute-once, D_unit = 200, P_unit = 20.
+    Variants,
+    /// Section 6.5: Poisson submissions.
+    Dynamic,
+}
+
+/// One policy combination on one scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// Index into the suite's scenario list.
+    pub scenario: usize,
+    pub settings: SchedulerSettings,
+    /// Poisson mean inter-arrival override (dynamic submission), seconds.
+    pub arrival_mean_s: Option<f64>,
+    pub study: Study,
+}
+
+/// The mean over seeded runs of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseResult {
+    pub case: Case,
+    pub runs: usize,
+    pub fairness: f64,
+    pub fairness_sd: f64,
+    pub makespan_s: f64,
+    /// Makespan over the same scenario's (and arrivals') Fairness + AllCore makespan.
+    pub efficiency: f64,
+    /// Mean normalized throughput per application (scenario order; NaN if it never ran).
+    pub normalized: Vec<f64>,
+}
+
+fn settings(first: &str, second: &str, metric: PlatformAffinity) -> SchedulerSettings {
+    SchedulerSettings {
+        first_level: first.into(),
+        second_level: second.into(),
+        platform_affinity: metric,
+        ..Default::default()
+    }
+}
+
+/// All cases for `scenarios` (their Table 8 kinds); `default_scenario` gets the
+/// D_unit/P_unit variants, `dynamic_scenarios` the Poisson runs.
+pub fn cases(
+    scenario_count: usize,
+    default_scenario: Option<usize>,
+    dynamic_scenarios: &[usize],
+) -> Vec<Case> {
+    let mut out = Vec::new();
+    for s in 0..scenario_count {
+        let mut push = |settings: SchedulerSettings, study| {
+            out.push(Case {
+                scenario: s,
+                settings,
+                arrival_mean_s: None,
+                study,
+            })
+        };
+        for second in SECOND_LEVELS {
+            push(
+                settings("fairness", second, PlatformAffinity::Reciprocal),
+                Study::Policies,
+            );
+            for metric in PlatformAffinity::ALL {
+                for first in ["paf", "aaf", "pa-rr"] {
+                    push(settings(first, second, metric), Study::Policies);
+                }
+            }
+            push(
+                settings("water-fill", second, PlatformAffinity::Reciprocal),
+                Study::Policies,
+            );
+        }
+        for first in FIRST_LEVELS {
+            let mut s = settings(first, "maf", PlatformAffinity::Reciprocal);
+            s.co_runner_affinity = CoRunnerAffinity::RawDifference;
+            push(s, Study::RawDifference);
+        }
+        for first in ["pa-rr", "water-fill"] {
+            let mut pairwise = settings(first, "maf", PlatformAffinity::Reciprocal);
+            pairwise.pairwise = true;
+            push(pairwise, Study::Variants);
+            let mut once = settings(first, "maf", PlatformAffinity::Reciprocal);
+            once.recompute_co_runner_affinity = false;
+            push(once, Study::Variants);
+        }
+        if Some(s) == default_scenario {
+            for first in ["pa-rr", "water-fill"] {
+                let mut d = settings(first, "maf", PlatformAffinity::Reciprocal);
+                d.d_unit = 200;
+                push(d, Study::Variants);
+            }
+            let mut p = settings("pa-rr", "ca-rr", PlatformAffinity::Reciprocal);
+            p.p_unit = 20;
+            push(p, Study::Variants);
+        }
+    }
+    for &s in dynamic_scenarios {
+        for mean in ARRIVAL_MEANS_S {
+            let mut push = |settings: SchedulerSettings| {
+                out.push(Case {
+                    scenario: s,
+                    settings,
+                    arrival_mean_s: Some(mean),
+                    study: Study::Dynamic,
+                })
+            };
+            push(settings(
+                "fairness",
+                "all-core",
+                PlatformAffinity::Reciprocal,
+            ));
+            for first in FIRST_LEVELS {
+                push(settings(first, "maf", PlatformAffinity::Reciprocal));
+            }
+        }
+    }
+    out
+}
+
+/// Average `runs` of each case and compute efficiency against the matching
+/// Fairness + AllCore case. `outcomes[c]` are the runs of `cases[c]`.
+pub fn aggregate(cases: &[Case], outcomes: &[Vec<RunOutcome>]) -> Vec<CaseResult> {
+    let mut results: Vec<CaseResult> = cases
+        .iter()
+        .zip(outcomes)
+        .map(|(case, runs)| {
+            let k = runs.len().max(1) as f64;
+            let fairness = runs.iter().map(|r| r.fairness).sum::<f64>() / k;
+            let var = runs
+                .iter()
+                .map(|r| (r.fairness - fairness).powi(2))
+                .sum::<f64>()
+                / k;
+            let apps = runs.first().map_or(0, |r| r.apps.len());
+            let normalized = (0..apps)
+                .map(|a| {
+                    let vals: Vec<f64> = runs
+                        .iter()
+                        .filter_map(|r| r.apps[a].normalized_throughput)
+                        .collect();
+                    if vals.is_empty() {
+                        f64::NAN
+                    } else {
+                        vals.iter().sum::<f64>() / vals.len() as f64
+                    }
+                })
+                .collect();
+            CaseResult {
+                case: case.clone(),
+                runs: runs.len(),
+                fairness,
+                fairness_sd: var.sqrt(),
+                makespan_s: runs.iter().map(|r| r.makespan).sum::<f64>() / k,
+                efficiency: f64::NAN,
+                normalized,
+            }
+        })
+        .collect();
+    let baseline: Vec<Option<f64>> = results
+        .iter()
+        .map(|r| {
+            results
+                .iter()
+                .find(|b| {
+                    b.case.scenario == r.case.scenario
+                        && b.case.arrival_mean_s == r.case.arrival_mean_s
+                        && b.case.settings.first_level == "fairness"
+                        && b.case.settings.second_level == "all-core"
+                })
+                .map(|b| b.makespan_s)
+        })
+        .collect();
+    for (r, b) in results.iter_mut().zip(baseline) {
+        r.efficiency = match b {
+            Some(b) if b > 0.0 => r.makespan_s / b,
+            _ => f64::NAN,
+        };
+    }
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_case_has_a_baseline_and_valid_settings() {
+        let cases = cases(3, Some(0), &[0]);
+        for c in &cases {
+            c.settings.validate().unwrap();
+            assert!(cases.iter().any(|b| b.scenario == c.scenario
+                && b.arrival_mean_s == c.arrival_mean_s
+                && b.settings.first_level == "fairness"
+                && b.settings.second_level == "all-core"));
+        }
+        // 53 static cases per scenario, 3 more on the default one, 24 dynamic.
+        assert_eq!(cases.len(), 3 * 53 + 3 + 24);
+    }
+}
