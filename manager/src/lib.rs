@@ -5,4 +5,5 @@
 //! an injected seeded RNG. The *I/O shell* (`store`, `server`, `provision`) turns events
 //! into calls of the core and the core's decisions into actions, so the live manager and the
 //! simulator run the very same policy code.
+pub mod sim;
 pub mod staging;

@@ -1,6 +1,10 @@
 //! Command-line interface of `hetpilot`: one file (or folder) per command, each with its own
 //! `Args` struct and a `run` function; this file only lists them.
 
+mod partition;
+mod simulate;
+mod staging_workload;
+
 use clap::{Parser, Subcommand};
 
 /// hetpilot: a pilot-job framework for many-task applications on heterogeneous clusters.
@@ -15,11 +19,22 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Partition an hMETIS hypergraph (km1 objective, balance bound epsilon).
+    Partition(partition::Args),
+    /// Generate an IMAGE or SAT staging workload (JSON and/or hMETIS).
+    StagingWorkload(staging_workload::Args),
+    /// Trace-driven simulations of the scheduling policies.
+    Simulate(simulate::Args),
+}
 
 impl Command {
     pub fn run(self) -> anyhow::Result<()> {
-        match self {}
+        match self {
+            Command::Partition(args) => partition::run(args),
+            Command::StagingWorkload(args) => staging_workload::run(args),
+            Command::Simulate(args) => simulate::run(args),
+        }
     }
 }
 

@@ -1,0 +1,4 @@
+//! Discrete-event, trace-driven simulators that drive the same policy code as the live
+//! manager.
+
+pub mod staging;
