@@ -1,6 +1,7 @@
 //! Initial bisection by a portfolio of flat algorithms on the coarsest hypergraph
-//! (partitioning.md items 7–9): greedy hypergraph growing by km1 gain, BFS growing and
-//! random assignment, each followed by rebalancing, label propagation and 2-way FM; the
+//! (partitioning.md items 7–9): greedy hypergraph growing by km1 gain, BFS growing,
+//! random assignment and bin packing of connected components (largest first, the rest
+//! split by BFS growing), each followed by rebalancing, label propagation and 2-way FM; the
 //! best result wins (feasible first, then km1, then balance). Runs are independent and
 //! seeded per run, so they execute in parallel with rayon and stay deterministic.
 
@@ -24,6 +25,7 @@ enum Flat {
     GreedyGrowing,
     BfsGrowing,
     Random,
+    ComponentPacking,
 }
 
 /// A result of one portfolio run, ordered by quality.
@@ -46,16 +48,18 @@ pub(crate) fn portfolio_bisection(
     let best = (0..runs.max(1))
         .into_par_iter()
         .map(|run| {
-            let algorithm = match run % 4 {
+            let algorithm = match run % 5 {
                 0 | 2 => Flat::GreedyGrowing,
                 1 => Flat::BfsGrowing,
-                _ => Flat::Random,
+                3 => Flat::Random,
+                _ => Flat::ComponentPacking,
             };
             let mut rng = ChaCha8Rng::seed_from_u64(seed_for(seed, run as u64));
             let parts = match algorithm {
                 Flat::GreedyGrowing => greedy_growing(hg, perfect[0], max_weights[0], &mut rng),
                 Flat::BfsGrowing => bfs_growing(hg, perfect[0], &mut rng),
                 Flat::Random => random_fill(hg, perfect[0], &mut rng),
+                Flat::ComponentPacking => component_packing(hg, perfect, max_weights, &mut rng),
             };
             let mut phg = PartitionedHypergraph::new(hg, 2, parts);
             rebalance(&mut phg, &max_weights);
@@ -70,8 +74,10 @@ pub(crate) fn portfolio_bisection(
                 },
             );
             let feasible = is_balanced(&phg, &max_weights);
+            // Excess of the heavier block over its target: among equal cuts, the most even
+            // bisection leaves the most slack to the bisections below it.
             let overload = (0..2)
-                .map(|b| phg.part_weight(b) - max_weights[b as usize])
+                .map(|b| phg.part_weight(b) - perfect[b as usize])
                 .max()
                 .unwrap_or(0);
             Candidate {
@@ -196,6 +202,89 @@ fn random_fill(hg: &Hypergraph, target0: i64, rng: &mut impl Rng) -> Vec<u32> {
         }
         parts[v as usize] = 0;
         weight0 += hg.vertex_weight(v);
+    }
+    parts
+}
+
+/// Connected components (via the nets) of `hg`: component id per vertex and the count.
+fn components(hg: &Hypergraph) -> (Vec<u32>, usize) {
+    let n = hg.num_vertices();
+    let mut comp = vec![u32::MAX; n];
+    let mut count = 0u32;
+    let mut stack = Vec::new();
+    for s in 0..n {
+        if comp[s] != u32::MAX {
+            continue;
+        }
+        comp[s] = count;
+        stack.push(s as VertexId);
+        while let Some(v) = stack.pop() {
+            for &e in hg.incident_nets(v) {
+                for &u in hg.pins(e) {
+                    if comp[u as usize] == u32::MAX {
+                        comp[u as usize] = count;
+                        stack.push(u);
+                    }
+                }
+            }
+        }
+        count += 1;
+    }
+    (comp, count as usize)
+}
+
+/// Packs whole components, heaviest first (random order among equals), into the block
+/// with the most room relative to its target; a component that fits neither block is split
+/// by BFS growing into the room left in block 0. Cuts nothing when the components allow a
+/// balanced split, which growing from seeds often misses.
+fn component_packing(
+    hg: &Hypergraph,
+    perfect: [i64; 2],
+    max_weights: [i64; 2],
+    rng: &mut impl Rng,
+) -> Vec<u32> {
+    let (comp, count) = components(hg);
+    let mut weight = vec![0i64; count];
+    for v in 0..hg.num_vertices() {
+        weight[comp[v] as usize] += hg.vertex_weight(v as VertexId);
+    }
+    let mut order: Vec<usize> = (0..count).collect();
+    order.shuffle(rng);
+    order.sort_by_key(|&c| std::cmp::Reverse(weight[c]));
+    let mut block_of = vec![u8::MAX; count];
+    let mut load = [0i64; 2];
+    let mut split = Vec::new();
+    for c in order {
+        let room = |b: usize| perfect[b] - load[b];
+        let first = if room(0) >= room(1) { 0 } else { 1 };
+        let fits = |b: usize| load[b] + weight[c] <= max_weights[b];
+        let chosen = if fits(first) {
+            Some(first)
+        } else if fits(1 - first) {
+            Some(1 - first)
+        } else {
+            None
+        };
+        match chosen {
+            Some(b) => {
+                block_of[c] = b as u8;
+                load[b] += weight[c];
+            }
+            None => split.push(c),
+        }
+    }
+    let mut parts: Vec<u32> = comp
+        .iter()
+        .map(|&c| u32::from(block_of[c as usize] == 1))
+        .collect();
+    if !split.is_empty() {
+        // Grow block 0 inside the unplaced components until it reaches its target.
+        let in_split: Vec<bool> = comp.iter().map(|&c| block_of[c as usize] == u8::MAX).collect();
+        let (sub, ids) = hg.induced(&in_split);
+        let sub_parts = bfs_growing(&sub, perfect[0] - load[0], rng);
+        for (i, &v) in ids.iter().enumerate() {
+            parts[v as usize] = sub_parts[i];
+        }
     }
     parts
 }
