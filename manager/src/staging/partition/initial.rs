@@ -207,7 +207,7 @@ fn random_fill(hg: &Hypergraph, target0: i64, rng: &mut impl Rng) -> Vec<u32> {
 }
 
 /// Connected components (via the nets) of `hg`: component id per vertex and the count.
-fn components(hg: &Hypergraph) -> (Vec<u32>, usize) {
+pub(crate) fn components(hg: &Hypergraph) -> (Vec<u32>, usize) {
     let n = hg.num_vertices();
     let mut comp = vec![u32::MAX; n];
     let mut count = 0u32;
