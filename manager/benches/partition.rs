@@ -38,7 +38,9 @@ fn main() {
         let weights = (0..w.tasks.len() as u32)
             .map(|t| (w.task_bytes(t).div_ceil(1 << 20)).max(1) as i64)
             .collect();
-        let hg = w.hypergraph(weights).expect("generated workloads are valid");
+        let hg = w
+            .hypergraph(weights)
+            .expect("generated workloads are valid");
         let (mut km1, mut secs, mut imb, mut feasible) = (Vec::new(), Vec::new(), 0f64, true);
         for seed in 1..=3 {
             let start = Instant::now();

@@ -27,7 +27,9 @@ fn main() {
                 let mut times: Vec<f64> = (0..runs)
                     .map(|seed| {
                         let start = Instant::now();
-                        let plan = policy.plan(&w, &platform, seed as u64).expect("valid input");
+                        let plan = policy
+                            .plan(&w, &platform, seed as u64)
+                            .expect("valid input");
                         let t = start.elapsed().as_secs_f64();
                         assert!(plan.is_complete(tasks));
                         t

@@ -22,6 +22,9 @@ pub struct Args {
     /// Random seed (results are deterministic for a seed).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Runs of the initial bisection portfolio (more: slower, often better km1).
+    #[arg(long, default_value_t = 20)]
+    pub initial_runs: usize,
     /// Write the partition here (one block id per line).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -45,7 +48,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "hypergraph loaded"
     );
     let start = Instant::now();
-    let p = partition(&hg, &PartitionConfig::new(args.k, args.epsilon, args.seed))
+    let mut config = PartitionConfig::new(args.k, args.epsilon, args.seed);
+    config.initial_runs = args.initial_runs;
+    let p = partition(&hg, &config)
         .with_context(|| format!("cannot partition {}", args.file.display()))?;
     let seconds = start.elapsed().as_secs_f64();
     if let Some(out) = &args.output {

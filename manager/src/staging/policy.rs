@@ -64,7 +64,15 @@ pub trait StagingPolicy: Send + Sync {
 }
 
 /// Names of all policies, in report order.
-pub const POLICY_NAMES: [&str; 6] = ["het-hps", "hps", "minmin", "maxmin", "sufferage", "sjf"];
+pub const POLICY_NAMES: [&str; 7] = [
+    "het-hps",
+    "het-hps-paper",
+    "hps",
+    "minmin",
+    "maxmin",
+    "sufferage",
+    "sjf",
+];
 
 /// The policy called `name`.
 pub fn policy_by_name(name: &str) -> Option<Box<dyn StagingPolicy>> {
@@ -72,6 +80,10 @@ pub fn policy_by_name(name: &str) -> Option<Box<dyn StagingPolicy>> {
     use crate::staging::het_hps::HetHps;
     Some(match name {
         "het-hps" => Box::new(HetHps::default()),
+        "het-hps-paper" => Box::new(HetHps {
+            capacity_aware_start: false,
+            ..HetHps::default()
+        }),
         "hps" => Box::new(Hps::default()),
         "minmin" => Box::new(Mct(MctSelection::MinMin)),
         "maxmin" => Box::new(Mct(MctSelection::MaxMin)),

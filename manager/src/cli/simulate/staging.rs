@@ -30,7 +30,8 @@ pub struct Args {
     /// Platform: `4-cluster` (Section 6.3) or `osc-dc` (Section 6.2).
     #[arg(long, value_enum, default_value = "4-cluster")]
     pub config: ConfigArg,
-    /// Comma-separated policies, or `all` (het-hps,hps,minmin,maxmin,sufferage,sjf).
+    /// Comma-separated policies, or `all` (het-hps, het-hps-paper, hps, minmin, maxmin,
+    /// sufferage, sjf).
     #[arg(long, default_value = "all")]
     pub algorithms: String,
     /// 4-cluster: compute nodes per cluster.

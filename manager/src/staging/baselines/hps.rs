@@ -33,7 +33,7 @@ impl StagingPolicy for Hps {
         seed: u64,
     ) -> Result<StagingPlan, StagingError> {
         validate(workload, platform)?;
-        let node_of = initial_mapping(workload, platform, self.epsilon, seed)?;
+        let node_of = initial_mapping(workload, platform, self.epsilon, seed, None)?;
         Ok(StagingPlan::PerNode(order_by_ect(
             workload, platform, &node_of,
         )))

@@ -279,7 +279,10 @@ fn component_packing(
         .collect();
     if !split.is_empty() {
         // Grow block 0 inside the unplaced components until it reaches its target.
-        let in_split: Vec<bool> = comp.iter().map(|&c| block_of[c as usize] == u8::MAX).collect();
+        let in_split: Vec<bool> = comp
+            .iter()
+            .map(|&c| block_of[c as usize] == u8::MAX)
+            .collect();
         let (sub, ids) = hg.induced(&in_split);
         let sub_parts = bfs_growing(&sub, perfect[0] - load[0], rng);
         for (i, &v) in ids.iter().enumerate() {
