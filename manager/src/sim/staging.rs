@@ -22,6 +22,8 @@ pub struct StagingSimResult {
     pub transfers: usize,
     /// Completion time of each node's last task.
     pub node_finish: Vec<f64>,
+    /// Tasks run to completion (all of the plan's tasks).
+    pub completed: usize,
 }
 
 /// A node's current activity.
@@ -85,7 +87,7 @@ pub fn simulate_staging(
     let mut phase = vec![Phase::Idle; k];
     let mut flows: Vec<Option<Flow>> = vec![None; k];
     let mut node_finish = vec![0.0f64; k];
-    let (mut bytes_transferred, mut transfers) = (0u64, 0usize);
+    let (mut bytes_transferred, mut transfers, mut completed) = (0u64, 0usize, 0usize);
     let mut now = 0.0f64;
 
     // Advances node i from its current phase to the next one that takes time.
@@ -98,7 +100,8 @@ pub fn simulate_staging(
                    shared: &mut std::collections::VecDeque<TaskId>,
                    node_finish: &mut [f64],
                    bytes_transferred: &mut u64,
-                   transfers: &mut usize| {
+                   transfers: &mut usize,
+                   completed: &mut usize| {
         loop {
             match phase[i] {
                 Phase::Idle => {
@@ -146,6 +149,7 @@ pub fn simulate_staging(
                     return;
                 }
                 Phase::Computing { .. } => {
+                    *completed += 1;
                     node_finish[i] = now;
                     phase[i] = Phase::Idle;
                 }
@@ -165,6 +169,7 @@ pub fn simulate_staging(
             &mut node_finish,
             &mut bytes_transferred,
             &mut transfers,
+            &mut completed,
         );
     }
     loop {
@@ -217,6 +222,7 @@ pub fn simulate_staging(
                 &mut node_finish,
                 &mut bytes_transferred,
                 &mut transfers,
+                &mut completed,
             );
         }
     }
@@ -231,6 +237,7 @@ pub fn simulate_staging(
         bytes_transferred,
         transfers,
         node_finish,
+        completed,
     }
 }
 
@@ -255,7 +262,8 @@ fn share_bandwidth(flows: &mut [Option<Flow>], capacity: &[f64]) {
             .iter()
             .enumerate()
             .filter(|(_, &u)| u > 0)
-            .map(|(r, &u)| (r, left[r] / u as f64))
+            // Clamped so rounding can never stall a flow (rates stay positive).
+            .map(|(r, &u)| (r, (left[r] / u as f64).max(1e-9)))
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
             .expect("active flows use resources");
         let mut still = Vec::with_capacity(active.len());
@@ -264,7 +272,7 @@ fn share_bandwidth(flows: &mut [Option<Flow>], capacity: &[f64]) {
             if f.resources.contains(&bottleneck) {
                 f.rate = share;
                 for &r in &f.resources {
-                    left[r] -= share;
+                    left[r] = (left[r] - share).max(0.0);
                 }
             } else {
                 still.push(i);
@@ -318,6 +326,7 @@ mod tests {
         let plan = StagingPlan::PerNode(vec![vec![0, 2], vec![1]]);
         let r = simulate_staging(&w, &platform(2), &plan);
         assert_eq!(r.transfers, 2);
+        assert_eq!(r.completed, 3);
         assert_eq!(r.bytes_transferred, 200);
         assert!((r.node_finish[1] - 2.2).abs() < 1e-6, "{:?}", r.node_finish);
         assert!((r.makespan - 2.4).abs() < 1e-6, "{}", r.makespan);

@@ -230,6 +230,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .with_context(|| format!("{name} failed to plan"))?;
                 let planning = start.elapsed().as_secs_f64();
                 let r = simulate_staging(w, &setting.platform, &plan);
+                if r.completed != w.tasks.len() {
+                    bail!(
+                        "{name}: simulation finished {} of {} tasks (plan incomplete)",
+                        r.completed,
+                        w.tasks.len()
+                    );
+                }
                 runs.push((
                     r.makespan,
                     r.throughput,
@@ -302,12 +309,12 @@ fn print_table(args: &Args, rows: &[Row]) {
             .unwrap_or_default()
     );
     println!(
-        "{:<10} {:<10} {:>12} {:>14} {:>10} {:>12}",
+        "{:<10} {:<14} {:>12} {:>14} {:>10} {:>12}",
         "setting", "algorithm", "batch (s)", "tasks/s", "GB moved", "planning (s)"
     );
     for r in rows {
         println!(
-            "{:<10} {:<10} {:>12.1} {:>14.3} {:>10.2} {:>12.3}",
+            "{:<10} {:<14} {:>12.1} {:>14.3} {:>10.2} {:>12.3}",
             r.setting, r.policy, r.makespan, r.throughput, r.gigabytes, r.planning_seconds
         );
     }
