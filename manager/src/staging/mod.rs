@@ -3,6 +3,14 @@
 //! our multilevel km1 partitioner, the Het-HPS mapping refinement and transfer ordering,
 //! the baselines (HPS, MinMin, MaxMin, Sufferage, SJF) and the IMAGE/SAT workload
 //! generators. Pure: data in, plans out.
+//!
+//! Planner API for the live manager: build a [`model::Workload`] (tasks with the files
+//! they read, each file with size and home storage node) and a [`model::Platform`]
+//! (clusters with node count, C_i, LBW_i, shared link bandwidth; storage nodes with
+//! IBW_p), then `policy_by_name("het-hps")?.plan(&workload, &platform, seed)` returns a
+//! [`StagingPlan`]: per-node ordered task lists (nodes in [`model::Platform::nodes`]
+//! order) or, for SJF, one shared queue. The simulator (`crate::sim::staging`) replays
+//! such plans; `partition` is usable on its own for any hypergraph.
 
 pub mod baselines;
 pub mod error;
