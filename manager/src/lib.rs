@@ -15,5 +15,6 @@ pub mod sched;
 pub mod server;
 pub mod service;
 pub mod sim;
+pub mod staging;
 pub mod store;
 pub mod trace;

@@ -8,8 +8,10 @@ mod connect;
 mod demo;
 mod fairshare;
 mod output;
+mod partition;
 mod serve;
 mod simulate;
+mod staging_workload;
 mod status;
 mod submit;
 mod tasks;
@@ -62,6 +64,10 @@ pub enum Command {
     Affinity(affinity::Args),
     /// Run trace-driven simulations (two-level scheduling by default).
     Simulate(Box<simulate::Args>),
+    /// Partition an hMETIS hypergraph (km1 objective, balance bound epsilon).
+    Partition(partition::Args),
+    /// Generate an IMAGE or SAT staging workload (JSON and/or hMETIS).
+    StagingWorkload(staging_workload::Args),
 }
 
 impl Command {
@@ -82,6 +88,8 @@ impl Command {
             Command::Fairshare(args) => fairshare::run(args),
             Command::Affinity(args) => affinity::run(args),
             Command::Simulate(args) => simulate::run(*args),
+            Command::Partition(args) => partition::run(args),
+            Command::StagingWorkload(args) => staging_workload::run(args),
         }
     }
 }

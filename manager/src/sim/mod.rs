@@ -6,4 +6,5 @@ pub mod alloc_setup;
 pub mod event_queue;
 pub mod fairshare;
 pub mod fairshare_queue;
+pub mod staging;
 pub mod two_level;

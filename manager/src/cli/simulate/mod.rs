@@ -3,6 +3,7 @@
 
 mod alloc;
 mod fairshare;
+mod staging;
 pub mod two_level;
 
 use clap::Subcommand;
@@ -23,6 +24,8 @@ pub enum Kind {
     Alloc(alloc::Args),
     /// Multi-resource fairshare on a MetaCentrum trace: penalties and a fairshare queue.
     Fairshare(fairshare::Args),
+    /// Batch-shared-I/O staging: Het-HPS vs HPS, MinMin, MaxMin, Sufferage, SJF.
+    Staging(staging::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -30,6 +33,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => two_level::run(args.two_level),
         Some(Kind::Alloc(a)) => alloc::run(a),
         Some(Kind::Fairshare(a)) => fairshare::run(a),
+        Some(Kind::Staging(a)) => staging::run(a),
     }
 }
 

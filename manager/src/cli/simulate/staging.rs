@@ -1,0 +1,393 @@
+//! `hetpilot simulate staging`: plans a generated IMAGE/SAT batch with every selected
+//! staging policy, simulates each plan with shared links/disks and node caches, and
+//! reports batch execution time, throughput, bytes moved and planning time (table, CSV,
+//! SVG plot). `--sweep` varies one parameter as in the paper's Figures 2, 3 and 5.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use hetpilot::sim::staging::simulate_staging;
+use hetpilot::staging::model::Platform;
+use hetpilot::staging::platforms::{four_cluster, osc_dc};
+use hetpilot::staging::workload::{Overlap, WorkloadKind};
+use hetpilot::staging::{policy_by_name, POLICY_NAMES};
+use indicatif::{ProgressBar, ProgressStyle};
+use plotters::prelude::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::cli::staging_workload::{OverlapArg, WorkloadArg};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[arg(long, value_enum, default_value = "image")]
+    pub workload: WorkloadArg,
+    #[arg(long, value_enum, default_value = "high")]
+    pub overlap: OverlapArg,
+    #[arg(long, default_value_t = 2000)]
+    pub tasks: usize,
+    /// Platform: `4-cluster` (Section 6.3) or `osc-dc` (Section 6.2).
+    #[arg(long, value_enum, default_value = "4-cluster")]
+    pub config: ConfigArg,
+    /// Comma-separated policies, or `all` (het-hps, het-hps-paper, hps, minmin, maxmin,
+    /// sufferage, sjf).
+    #[arg(long, default_value = "all")]
+    pub algorithms: String,
+    /// 4-cluster: compute nodes per cluster.
+    #[arg(long, default_value_t = 4)]
+    pub nodes_per_cluster: u32,
+    /// 4-cluster: storage nodes (osc-dc always has 6).
+    #[arg(long, default_value_t = 6)]
+    pub storage_nodes: u32,
+    /// osc-dc: OSC nodes.
+    #[arg(long, default_value_t = 8)]
+    pub osc_nodes: u32,
+    /// osc-dc: DC nodes.
+    #[arg(long, default_value_t = 4)]
+    pub dc_nodes: u32,
+    /// osc-dc: DC link bandwidth as a multiple of 100 Mbps.
+    #[arg(long, default_value_t = 1.0)]
+    pub dc_bandwidth_factor: f64,
+    /// Vary one parameter (values in --values): overlap, storage-nodes,
+    /// nodes-per-cluster, dc-bandwidth, osc-nodes.
+    #[arg(long, value_enum)]
+    pub sweep: Option<SweepArg>,
+    /// Values of the swept parameter, comma-separated (overlap: high,medium,low).
+    #[arg(long)]
+    pub values: Option<String>,
+    /// Workload seeds 1..=repeat; medians are reported.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u64,
+    /// Write an SVG plot here.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write the results as CSV here.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ConfigArg {
+    #[value(name = "4-cluster")]
+    FourCluster,
+    #[value(name = "osc-dc")]
+    OscDc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
+pub enum SweepArg {
+    Overlap,
+    StorageNodes,
+    NodesPerCluster,
+    DcBandwidth,
+    OscNodes,
+}
+
+/// One simulated setting.
+#[derive(Debug, Clone)]
+struct Setting {
+    label: String,
+    overlap: Overlap,
+    platform: Platform,
+    storage_nodes: u32,
+}
+
+/// Median outcome of one policy in one setting.
+#[derive(Debug, Clone)]
+struct Row {
+    setting: String,
+    policy: String,
+    makespan: f64,
+    throughput: f64,
+    gigabytes: f64,
+    planning_seconds: f64,
+}
+
+fn settings(args: &Args) -> anyhow::Result<Vec<Setting>> {
+    let base_overlap: Overlap = args.overlap.into();
+    let make = |npc: u32, storage: u32, osc: u32, dcf: f64| match args.config {
+        ConfigArg::FourCluster => (four_cluster(npc, storage), storage),
+        ConfigArg::OscDc => (osc_dc(osc, args.dc_nodes, dcf), 6),
+    };
+    let Some(sweep) = args.sweep else {
+        let (platform, storage_nodes) = make(
+            args.nodes_per_cluster,
+            args.storage_nodes,
+            args.osc_nodes,
+            args.dc_bandwidth_factor,
+        );
+        return Ok(vec![Setting {
+            label: "-".into(),
+            overlap: base_overlap,
+            platform,
+            storage_nodes,
+        }]);
+    };
+    let values = args
+        .values
+        .clone()
+        .context("--sweep needs --values, e.g. --values 2,4,6")?;
+    let mut out = Vec::new();
+    for v in values.split(',').map(str::trim) {
+        let num = || {
+            v.parse::<f64>()
+                .with_context(|| format!("sweep value `{v}` is not a number"))
+        };
+        let (overlap, npc, storage, osc, dcf) = match sweep {
+            SweepArg::Overlap => (
+                match v {
+                    "high" => Overlap::High,
+                    "medium" => Overlap::Medium,
+                    "low" => Overlap::Low,
+                    other => bail!("overlap `{other}` is not high, medium or low"),
+                },
+                args.nodes_per_cluster,
+                args.storage_nodes,
+                args.osc_nodes,
+                args.dc_bandwidth_factor,
+            ),
+            SweepArg::StorageNodes => (
+                base_overlap,
+                args.nodes_per_cluster,
+                num()? as u32,
+                args.osc_nodes,
+                args.dc_bandwidth_factor,
+            ),
+            SweepArg::NodesPerCluster => (
+                base_overlap,
+                num()? as u32,
+                args.storage_nodes,
+                args.osc_nodes,
+                args.dc_bandwidth_factor,
+            ),
+            SweepArg::DcBandwidth => (
+                base_overlap,
+                args.nodes_per_cluster,
+                args.storage_nodes,
+                args.osc_nodes,
+                num()?,
+            ),
+            SweepArg::OscNodes => (
+                base_overlap,
+                args.nodes_per_cluster,
+                args.storage_nodes,
+                num()? as u32,
+                args.dc_bandwidth_factor,
+            ),
+        };
+        let (platform, storage_nodes) = make(npc, storage, osc, dcf);
+        out.push(Setting {
+            label: v.to_string(),
+            overlap,
+            platform,
+            storage_nodes,
+        });
+    }
+    Ok(out)
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let names: Vec<String> = if args.algorithms == "all" {
+        POLICY_NAMES.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.algorithms
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect()
+    };
+    for n in &names {
+        if policy_by_name(n).is_none() {
+            bail!(
+                "unknown algorithm `{n}`; known: {}",
+                POLICY_NAMES.join(", ")
+            );
+        }
+    }
+    if args.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let kind: WorkloadKind = args.workload.into();
+    let settings = settings(&args)?;
+    let bar = ProgressBar::new((settings.len() * names.len()) as u64 * args.repeat);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
+    let mut rows = Vec::new();
+    for setting in &settings {
+        let workloads: Vec<_> = (1..=args.repeat)
+            .map(|seed| {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                kind.generate(setting.overlap, args.tasks, setting.storage_nodes, &mut rng)
+            })
+            .collect();
+        for name in &names {
+            let policy = policy_by_name(name).expect("checked above");
+            let mut runs = Vec::new();
+            for (i, w) in workloads.iter().enumerate() {
+                bar.set_message(format!("{} {name}", setting.label));
+                let start = Instant::now();
+                let plan = policy
+                    .plan(w, &setting.platform, i as u64 + 1)
+                    .with_context(|| format!("{name} failed to plan"))?;
+                let planning = start.elapsed().as_secs_f64();
+                let r = simulate_staging(w, &setting.platform, &plan);
+                if r.completed != w.tasks.len() {
+                    bail!(
+                        "{name}: simulation finished {} of {} tasks (plan incomplete)",
+                        r.completed,
+                        w.tasks.len()
+                    );
+                }
+                runs.push((
+                    r.makespan,
+                    r.throughput,
+                    r.bytes_transferred as f64 / 1e9,
+                    planning,
+                ));
+                bar.inc(1);
+            }
+            rows.push(Row {
+                setting: setting.label.clone(),
+                policy: name.clone(),
+                makespan: median(runs.iter().map(|r| r.0)),
+                throughput: median(runs.iter().map(|r| r.1)),
+                gigabytes: median(runs.iter().map(|r| r.2)),
+                planning_seconds: median(runs.iter().map(|r| r.3)),
+            });
+        }
+    }
+    bar.finish_and_clear();
+    print_table(&args, &rows);
+    if let Some(path) = &args.csv {
+        let mut w = csv::Writer::from_path(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        w.write_record([
+            "setting",
+            "algorithm",
+            "batch_seconds",
+            "throughput_tasks_per_s",
+            "gb_transferred",
+            "planning_seconds",
+        ])?;
+        for r in &rows {
+            w.write_record([
+                r.setting.clone(),
+                r.policy.clone(),
+                format!("{:.2}", r.makespan),
+                format!("{:.4}", r.throughput),
+                format!("{:.3}", r.gigabytes),
+                format!("{:.4}", r.planning_seconds),
+            ])?;
+        }
+        w.flush()?;
+    }
+    if let Some(path) = &args.plot {
+        plot(&args, &rows, &names, path)?;
+    }
+    Ok(())
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn print_table(args: &Args, rows: &[Row]) {
+    println!(
+        "{:?} workload, {:?} overlap, {} tasks, config {:?}{}",
+        args.workload,
+        args.overlap,
+        args.tasks,
+        args.config,
+        args.sweep
+            .map(|s| format!(", sweep {s:?}"))
+            .unwrap_or_default()
+    );
+    println!(
+        "{:<10} {:<14} {:>12} {:>14} {:>10} {:>12}",
+        "setting", "algorithm", "batch (s)", "tasks/s", "GB moved", "planning (s)"
+    );
+    for r in rows {
+        println!(
+            "{:<10} {:<14} {:>12.1} {:>14.3} {:>10.2} {:>12.3}",
+            r.setting, r.policy, r.makespan, r.throughput, r.gigabytes, r.planning_seconds
+        );
+    }
+}
+
+fn plot(args: &Args, rows: &[Row], names: &[String], path: &PathBuf) -> anyhow::Result<()> {
+    let settings: Vec<String> = {
+        let mut s: Vec<String> = rows.iter().map(|r| r.setting.clone()).collect();
+        s.dedup();
+        s
+    };
+    let max = rows.iter().map(|r| r.throughput).fold(0.0, f64::max) * 1.15;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let title = format!(
+        "{:?} {:?} overlap, {} tasks ({:?}){}",
+        args.workload,
+        args.overlap,
+        args.tasks,
+        args.config,
+        args.sweep.map(|s| format!(" vs {s:?}")).unwrap_or_default()
+    );
+    let groups = settings.len();
+    let per = names.len() + 1;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..(groups * per) as f64, 0f64..max.max(1e-9))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_desc("throughput (tasks/s)")
+        .draw()?;
+    for (g, s) in settings.iter().enumerate() {
+        chart.draw_series(std::iter::once(Text::new(
+            s.clone(),
+            (
+                (g * per) as f64 + names.len() as f64 / 2.0 - 0.3,
+                max * 0.02,
+            ),
+            ("sans-serif", 14),
+        )))?;
+    }
+    for (j, name) in names.iter().enumerate() {
+        let color = Palette99::pick(j).to_rgba();
+        let bars: Vec<Rectangle<(f64, f64)>> = rows
+            .iter()
+            .filter(|r| &r.policy == name)
+            .map(|r| {
+                let g = settings.iter().position(|s| *s == r.setting).unwrap_or(0);
+                let x = (g * per + j) as f64;
+                Rectangle::new(
+                    [
+                        (x + 0.1, max * 0.06),
+                        (x + 0.9, r.throughput.max(max * 0.06)),
+                    ],
+                    color.filled(),
+                )
+            })
+            .collect();
+        chart
+            .draw_series(bars)?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

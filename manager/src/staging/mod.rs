@@ -1,0 +1,32 @@
+//! Batch-shared-I/O staging (Vydyanathan et al., "Scheduling of Tasks with Batch-shared
+//! I/O on Heterogeneous Systems"): the hypergraph model of tasks and the files they share,
+//! our multilevel km1 partitioner, the Het-HPS mapping refinement and transfer ordering,
+//! the baselines (HPS, MinMin, MaxMin, Sufferage, SJF) and the IMAGE/SAT workload
+//! generators. Pure: data in, plans out.
+//!
+//! Planner API for the live manager: build a [`model::Workload`] (tasks with the files
+//! they read, each file with size and home storage node) and a [`model::Platform`]
+//! (clusters with node count, C_i, LBW_i, shared link bandwidth; storage nodes with
+//! IBW_p), then `policy_by_name("het-hps")?.plan(&workload, &platform, seed)` returns a
+//! [`StagingPlan`]: per-node ordered task lists (nodes in [`model::Platform::nodes`]
+//! order) or, for SJF, one shared queue. The simulator (`crate::sim::staging`) replays
+//! such plans; `partition` is usable on its own for any hypergraph.
+
+pub mod baselines;
+pub mod error;
+pub mod estimate;
+pub mod het_hps;
+pub mod hmetis;
+pub mod hypergraph;
+pub mod metrics;
+pub mod model;
+pub mod ordering;
+pub mod partition;
+pub mod platforms;
+pub mod policy;
+pub mod workload;
+
+pub use error::StagingError;
+pub use hypergraph::Hypergraph;
+pub use partition::{partition, Partition, PartitionConfig};
+pub use policy::{policy_by_name, StagingPlan, StagingPolicy, POLICY_NAMES};

@@ -1,0 +1,236 @@
+//! Multilevel coarsening by clustering (partitioning.md items 4–6): in a seeded random
+//! order every still-singleton vertex joins the neighbouring cluster with the highest
+//! heavy-edge rating r(u, C) = Σ_{e ∋ u, e ∩ C ≠ ∅} w(e)/(|e| − 1), preferring singleton
+//! clusters on ties, never exceeding the maximum cluster weight. A level shrinks the
+//! vertex count by at most 2.5; coarsening stops at the contraction limit or when a level
+//! shrinks by less than 1 %. Contraction drops single-pin nets and merges parallel nets
+//! (summing their weights), which also serves as preprocessing of the input.
+
+use std::collections::HashMap;
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rayon::prelude::*;
+
+use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
+
+/// Nets above this size are ignored when rating (they say little about locality).
+const MAX_RATED_NET: usize = 1000;
+/// Largest shrink factor of one level.
+const MAX_SHRINK: f64 = 2.5;
+
+/// One coarsening step: the coarse hypergraph and the fine → coarse vertex map.
+pub(crate) struct Level {
+    pub coarse: Hypergraph,
+    pub fine_to_coarse: Vec<VertexId>,
+}
+
+/// Coarsens until at most `limit` vertices remain (or coarsening stalls).
+pub(crate) fn coarsen(hg: &Hypergraph, limit: usize, rng: &mut impl Rng) -> Vec<Level> {
+    let max_cluster_weight = (hg.total_weight() as f64 / limit.max(1) as f64).ceil() as i64;
+    let mut levels: Vec<Level> = Vec::new();
+    loop {
+        let current = levels.last().map_or(hg, |l| &l.coarse);
+        let n = current.num_vertices();
+        if n <= limit {
+            break;
+        }
+        let target = ((n as f64 / MAX_SHRINK).ceil() as usize).max(limit);
+        let (cluster, clusters) = cluster_pass(current, max_cluster_weight, target, rng);
+        if clusters as f64 > n as f64 / 1.01 {
+            break;
+        }
+        let coarse = contract(current, &cluster, clusters);
+        levels.push(Level {
+            coarse,
+            fine_to_coarse: cluster,
+        });
+    }
+    levels
+}
+
+/// Computes a clustering; returns the cluster id (0..clusters) of every vertex.
+fn cluster_pass(
+    hg: &Hypergraph,
+    max_cluster_weight: i64,
+    target: usize,
+    rng: &mut impl Rng,
+) -> (Vec<VertexId>, usize) {
+    let n = hg.num_vertices();
+    let mut order: Vec<VertexId> = (0..n as VertexId).collect();
+    order.shuffle(rng);
+    let mut rep: Vec<VertexId> = (0..n as VertexId).collect();
+    let mut weight: Vec<i64> = hg.vertex_weights().to_vec();
+    let mut singleton = vec![true; n];
+    let mut score = vec![0f64; n];
+    let mut touched: Vec<VertexId> = Vec::new();
+    let mut clusters = n;
+    for &u in &order {
+        if clusters <= target {
+            break;
+        }
+        if !singleton[u as usize] {
+            continue;
+        }
+        let cu = hg.vertex_weight(u);
+        for &e in hg.incident_nets(u) {
+            let size = hg.net_size(e);
+            if !(2..=MAX_RATED_NET).contains(&size) {
+                continue;
+            }
+            let r = hg.net_weight(e) as f64 / (size - 1) as f64;
+            for &v in hg.pins(e) {
+                if v == u {
+                    continue;
+                }
+                let c = rep[v as usize];
+                if score[c as usize] == 0.0 {
+                    touched.push(c);
+                }
+                score[c as usize] += r;
+            }
+        }
+        let mut best: Option<(f64, bool, VertexId)> = None;
+        for &c in &touched {
+            if weight[c as usize] + cu > max_cluster_weight {
+                continue;
+            }
+            let key = (score[c as usize], singleton[c as usize]);
+            let better = match best {
+                None => true,
+                Some((s, single, id)) => {
+                    key.0 > s || (key.0 == s && ((key.1 && !single) || (key.1 == single && c < id)))
+                }
+            };
+            if better {
+                best = Some((key.0, key.1, c));
+            }
+        }
+        for &c in &touched {
+            score[c as usize] = 0.0;
+        }
+        touched.clear();
+        if let Some((_, _, c)) = best {
+            rep[u as usize] = c;
+            weight[c as usize] += cu;
+            singleton[u as usize] = false;
+            singleton[c as usize] = false;
+            clusters -= 1;
+        }
+    }
+    let mut id = vec![u32::MAX; n];
+    let mut next = 0u32;
+    let mut cluster = vec![0; n];
+    for v in 0..n {
+        let r = rep[v] as usize;
+        if id[r] == u32::MAX {
+            id[r] = next;
+            next += 1;
+        }
+        cluster[v] = id[r];
+    }
+    (cluster, next as usize)
+}
+
+/// Contracts clusters into vertices: pins are mapped and de-duplicated, single-pin nets
+/// dropped, identical nets merged with summed weights.
+pub(crate) fn contract(hg: &Hypergraph, cluster: &[VertexId], clusters: usize) -> Hypergraph {
+    let mut vertex_weights = vec![0i64; clusters];
+    for v in 0..hg.num_vertices() {
+        vertex_weights[cluster[v] as usize] += hg.vertex_weight(v as VertexId);
+    }
+    // Map every net in parallel (deterministic: results keep net order).
+    let mapped: Vec<Vec<VertexId>> = (0..hg.num_nets() as NetId)
+        .into_par_iter()
+        .map(|e| {
+            let mut pins: Vec<VertexId> = hg.pins(e).iter().map(|&p| cluster[p as usize]).collect();
+            pins.sort_unstable();
+            pins.dedup();
+            pins
+        })
+        .collect();
+    let mut net_weights: Vec<i64> = Vec::new();
+    let mut net_offsets = vec![0usize];
+    let mut pins: Vec<VertexId> = Vec::new();
+    let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
+    for (e, net) in mapped.iter().enumerate() {
+        if net.len() < 2 {
+            continue;
+        }
+        let h = fingerprint(net);
+        let candidates = by_hash.entry(h).or_default();
+        let existing = candidates.iter().copied().find(|&c| {
+            &pins[net_offsets[c as usize]..net_offsets[c as usize + 1]] == net.as_slice()
+        });
+        match existing {
+            Some(c) => net_weights[c as usize] += hg.net_weight(e as NetId),
+            None => {
+                candidates.push(net_weights.len() as u32);
+                net_weights.push(hg.net_weight(e as NetId));
+                pins.extend_from_slice(net);
+                net_offsets.push(pins.len());
+            }
+        }
+    }
+    Hypergraph::from_csr(vertex_weights, net_weights, net_offsets, pins)
+}
+
+/// A 64-bit fingerprint of a sorted pin list (FNV-1a over the ids, mixed with the length).
+fn fingerprint(pins: &[VertexId]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ pins.len() as u64;
+    for &p in pins {
+        h ^= p as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::staging::metrics;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn contraction_preserves_weight_and_km1_of_projected_partitions() {
+        let hg = Hypergraph::new(
+            vec![1; 6],
+            vec![1, 2, 3, 4],
+            vec![vec![0, 1], vec![0, 1], vec![1, 2, 3], vec![3, 4, 5]],
+        )
+        .unwrap();
+        let cluster = vec![0, 0, 1, 1, 2, 2];
+        let coarse = contract(&hg, &cluster, 3);
+        assert_eq!(coarse.total_weight(), 6);
+        // nets {0,1} collapse to one pin and vanish; the others stay.
+        assert_eq!(coarse.num_nets(), 2);
+        let coarse_parts = [0u32, 1, 1];
+        let fine_parts: Vec<u32> = cluster.iter().map(|&c| coarse_parts[c as usize]).collect();
+        assert_eq!(
+            metrics::km1(&coarse, &coarse_parts),
+            metrics::km1(&hg, &fine_parts)
+        );
+    }
+
+    #[test]
+    fn parallel_nets_are_merged() {
+        let hg = Hypergraph::new(vec![1; 3], vec![2, 5], vec![vec![0, 1], vec![1, 0]]).unwrap();
+        let c = contract(&hg, &[0, 1, 2], 3);
+        assert_eq!(c.num_nets(), 1);
+        assert_eq!(c.net_weights(), &[7]);
+    }
+
+    #[test]
+    fn coarsening_respects_limit_and_cluster_weight() {
+        let n = 400;
+        let nets: Vec<Vec<u32>> = (0..n - 1).map(|i| vec![i, i + 1]).collect();
+        let hg = Hypergraph::new(vec![1; n as usize], vec![1; nets.len()], nets).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let levels = coarsen(&hg, 40, &mut rng);
+        let last = &levels.last().unwrap().coarse;
+        assert!(last.num_vertices() < 400);
+        assert_eq!(last.total_weight(), 400);
+        assert!(last.vertex_weights().iter().all(|&w| w <= 10));
+    }
+}

@@ -1,0 +1,179 @@
+//! Localized k-way Fiduccia–Mattheyses refinement with rollback to the best prefix
+//! (partitioning.md item 11): vertices are taken from a max-gain priority queue, moved
+//! tentatively (negative gains allowed, to climb out of local optima), locked, and their
+//! neighbours' gains are refreshed; at the end of a pass the moves after the best
+//! cumulative gain are undone.
+//!
+//! Gains are recomputed lazily: a popped entry whose gain is stale is re-inserted with its
+//! current value, so the queue never acts on a wrong gain. Neighbour updates follow the
+//! km1 delta rule (only nets whose Φ(e,from) fell to 0/1 or Φ(e,to) rose to 1/2 change
+//! any gain); nets above `LARGE_NET` pins are not scanned.
+
+use std::collections::BinaryHeap;
+
+use crate::staging::hypergraph::{NetId, VertexId};
+use crate::staging::partition::phg::{GainScratch, Move, PartitionedHypergraph};
+
+/// Nets larger than this are skipped when refreshing neighbour gains.
+const LARGE_NET: usize = 1000;
+
+/// FM knobs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FmConfig {
+    /// Maximum number of passes.
+    pub passes: usize,
+    /// A pass stops after this many moves without a new best prefix.
+    pub max_fruitless_moves: usize,
+    /// Passes stop once a pass improves km1 by less than this fraction.
+    pub min_relative_improvement: f64,
+}
+
+/// Runs FM passes; returns the total km1 improvement.
+pub(crate) fn fm_refine(
+    phg: &mut PartitionedHypergraph<'_>,
+    max_weights: &[i64],
+    config: FmConfig,
+) -> i64 {
+    let mut total = 0;
+    let mut state = FmState::new(phg.hg.num_vertices(), phg.k);
+    for _ in 0..config.passes {
+        let before = phg.km1();
+        let gain = state.pass(phg, max_weights, config.max_fruitless_moves);
+        total += gain;
+        if gain <= 0 || (gain as f64) < config.min_relative_improvement * before as f64 {
+            break;
+        }
+    }
+    total
+}
+
+struct FmState {
+    locked: Vec<bool>,
+    /// The move each vertex is queued with (stale heap entries are skipped).
+    queued: Vec<Option<Move>>,
+    dirty: Vec<bool>,
+    dirty_list: Vec<VertexId>,
+    scratch: GainScratch,
+}
+
+impl FmState {
+    fn new(n: usize, k: usize) -> Self {
+        Self {
+            locked: vec![false; n],
+            queued: vec![None; n],
+            dirty: vec![false; n],
+            dirty_list: Vec::new(),
+            scratch: GainScratch::new(k),
+        }
+    }
+
+    fn enqueue(
+        &mut self,
+        heap: &mut BinaryHeap<(i64, u32, u32)>,
+        phg: &PartitionedHypergraph<'_>,
+        v: VertexId,
+        max_weights: &[i64],
+    ) {
+        let m = phg.best_adjacent_move(v, max_weights, &mut self.scratch);
+        self.queued[v as usize] = m;
+        if let Some(m) = m {
+            heap.push((m.gain, u32::MAX - v, m.to));
+        }
+    }
+
+    /// One FM pass; returns the km1 improvement kept after rollback.
+    fn pass(
+        &mut self,
+        phg: &mut PartitionedHypergraph<'_>,
+        max_weights: &[i64],
+        max_fruitless: usize,
+    ) -> i64 {
+        let n = phg.hg.num_vertices();
+        self.locked.iter_mut().for_each(|l| *l = false);
+        self.queued.iter_mut().for_each(|q| *q = None);
+        let mut heap = BinaryHeap::new();
+        for v in 0..n as VertexId {
+            if phg.is_boundary(v) {
+                self.enqueue(&mut heap, phg, v, max_weights);
+            }
+        }
+        let mut moves: Vec<(VertexId, u32)> = Vec::new();
+        let (mut cumulative, mut best, mut best_len, mut fruitless) = (0i64, 0i64, 0usize, 0);
+        let mut best_balance = max_overload(phg, max_weights);
+        while let Some((gain, rv, to)) = heap.pop() {
+            let v = u32::MAX - rv;
+            if self.locked[v as usize] || self.queued[v as usize] != Some(Move { to, gain }) {
+                continue;
+            }
+            // Lazy check: the queued gain may be stale.
+            let current = phg.best_adjacent_move(v, max_weights, &mut self.scratch);
+            match current {
+                None => {
+                    self.queued[v as usize] = None;
+                    continue;
+                }
+                Some(m) if m != (Move { to, gain }) => {
+                    self.queued[v as usize] = Some(m);
+                    heap.push((m.gain, rv, m.to));
+                    continue;
+                }
+                Some(_) => {}
+            }
+            let from = phg.part(v);
+            self.locked[v as usize] = true;
+            let dirty = &mut self.dirty;
+            let dirty_list = &mut self.dirty_list;
+            let hg = phg.hg;
+            let locked = &self.locked;
+            let real = phg.move_vertex(v, to, |e: NetId, pc_from, pc_to| {
+                if pc_from <= 1 || pc_to <= 2 {
+                    if hg.net_size(e) > LARGE_NET {
+                        return;
+                    }
+                    for &u in hg.pins(e) {
+                        if !locked[u as usize] && !dirty[u as usize] {
+                            dirty[u as usize] = true;
+                            dirty_list.push(u);
+                        }
+                    }
+                }
+            });
+            debug_assert_eq!(real, gain);
+            moves.push((v, from));
+            cumulative += real;
+            let balance = max_overload(phg, max_weights);
+            if cumulative > best || (cumulative == best && balance < best_balance) {
+                best = cumulative;
+                best_len = moves.len();
+                best_balance = balance;
+                fruitless = 0;
+            } else {
+                fruitless += 1;
+                if fruitless > max_fruitless {
+                    break;
+                }
+            }
+            let dirty_now = std::mem::take(&mut self.dirty_list);
+            for &u in &dirty_now {
+                self.dirty[u as usize] = false;
+                self.enqueue(&mut heap, phg, u, max_weights);
+            }
+            self.dirty_list = dirty_now;
+            self.dirty_list.clear();
+        }
+        for &(v, from) in moves[best_len..].iter().rev() {
+            phg.move_vertex(v, from, |_, _, _| {});
+        }
+        best
+    }
+}
+
+/// Largest relative use of a block's capacity (a tie-breaker between equal-gain prefixes).
+fn max_overload(phg: &PartitionedHypergraph<'_>, max_weights: &[i64]) -> i64 {
+    phg.part_weights()
+        .iter()
+        .zip(max_weights)
+        .map(|(w, m)| w - m)
+        .max()
+        .unwrap_or(0)
+}

@@ -1,0 +1,293 @@
+//! Initial bisection by a portfolio of flat algorithms on the coarsest hypergraph
+//! (partitioning.md items 7–9): greedy hypergraph growing by km1 gain, BFS growing,
+//! random assignment and bin packing of connected components (largest first, the rest
+//! split by BFS growing), each followed by rebalancing, label propagation and 2-way FM; the
+//! best result wins (feasible first, then km1, then balance). Runs are independent and
+//! seeded per run, so they execute in parallel with rayon and stay deterministic.
+
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use crate::staging::hypergraph::{Hypergraph, VertexId};
+use crate::staging::partition::fm::{fm_refine, FmConfig};
+use crate::staging::partition::label_propagation::label_propagation;
+use crate::staging::partition::phg::PartitionedHypergraph;
+use crate::staging::partition::rebalance::{is_balanced, rebalance};
+use crate::staging::partition::seed_for;
+
+/// The flat bisection algorithms of the portfolio.
+#[derive(Debug, Clone, Copy)]
+enum Flat {
+    GreedyGrowing,
+    BfsGrowing,
+    Random,
+    ComponentPacking,
+}
+
+/// A result of one portfolio run, ordered by quality.
+struct Candidate {
+    feasible: bool,
+    km1: i64,
+    overload: i64,
+    run: usize,
+    parts: Vec<u32>,
+}
+
+/// Bisects `hg` with block 0 targeting `perfect[0]` and both blocks within `max_weights`.
+pub(crate) fn portfolio_bisection(
+    hg: &Hypergraph,
+    perfect: [i64; 2],
+    max_weights: [i64; 2],
+    runs: usize,
+    seed: u64,
+) -> Vec<u32> {
+    let best = (0..runs.max(1))
+        .into_par_iter()
+        .map(|run| {
+            let algorithm = match run % 5 {
+                0 | 2 => Flat::GreedyGrowing,
+                1 => Flat::BfsGrowing,
+                3 => Flat::Random,
+                _ => Flat::ComponentPacking,
+            };
+            let mut rng = ChaCha8Rng::seed_from_u64(seed_for(seed, run as u64));
+            let parts = match algorithm {
+                Flat::GreedyGrowing => greedy_growing(hg, perfect[0], max_weights[0], &mut rng),
+                Flat::BfsGrowing => bfs_growing(hg, perfect[0], &mut rng),
+                Flat::Random => random_fill(hg, perfect[0], &mut rng),
+                Flat::ComponentPacking => component_packing(hg, perfect, max_weights, &mut rng),
+            };
+            let mut phg = PartitionedHypergraph::new(hg, 2, parts);
+            rebalance(&mut phg, &max_weights);
+            label_propagation(&mut phg, &max_weights, 3, &mut rng);
+            fm_refine(
+                &mut phg,
+                &max_weights,
+                FmConfig {
+                    passes: 5,
+                    max_fruitless_moves: 100,
+                    min_relative_improvement: 0.0,
+                },
+            );
+            let feasible = is_balanced(&phg, &max_weights);
+            // Excess of the heavier block over its target: among equal cuts, the most even
+            // bisection leaves the most slack to the bisections below it.
+            let overload = (0..2)
+                .map(|b| phg.part_weight(b) - perfect[b as usize])
+                .max()
+                .unwrap_or(0);
+            Candidate {
+                feasible,
+                km1: phg.km1(),
+                overload,
+                run,
+                parts: phg.into_parts(),
+            }
+        })
+        .min_by_key(|c| (!c.feasible, c.km1, c.overload, c.run))
+        .expect("at least one run");
+    best.parts
+}
+
+/// Greedy hypergraph growing: all vertices start in block 1; block 0 grows from a random
+/// seed by always taking the vertex with the best km1 gain, until it reaches its target.
+fn greedy_growing(hg: &Hypergraph, target0: i64, max0: i64, rng: &mut impl Rng) -> Vec<u32> {
+    let n = hg.num_vertices();
+    let mut phg = PartitionedHypergraph::new(hg, 2, vec![1; n]);
+    let mut in_heap_gain: Vec<Option<i64>> = vec![None; n];
+    let mut heap: BinaryHeap<(i64, u32)> = BinaryHeap::new();
+    let mut order: Vec<VertexId> = (0..n as VertexId).collect();
+    order.shuffle(rng);
+    let mut next_seed = 0;
+    while phg.part_weight(0) < target0 {
+        let v = loop {
+            match heap.pop() {
+                Some((gain, rv)) => {
+                    let v = u32::MAX - rv;
+                    if phg.part(v) == 0 || in_heap_gain[v as usize] != Some(gain) {
+                        continue;
+                    }
+                    let current = phg.gain_to(v, 0);
+                    if current != gain {
+                        in_heap_gain[v as usize] = Some(current);
+                        heap.push((current, rv));
+                        continue;
+                    }
+                    break Some(v);
+                }
+                None => {
+                    while next_seed < n && phg.part(order[next_seed]) == 0 {
+                        next_seed += 1;
+                    }
+                    break order.get(next_seed).copied();
+                }
+            }
+        };
+        let Some(v) = v else { break };
+        if phg.part_weight(0) + hg.vertex_weight(v) > max0 {
+            in_heap_gain[v as usize] = None;
+            if heap.is_empty() && next_seed >= n {
+                break;
+            }
+            if heap.is_empty() {
+                next_seed += 1;
+            }
+            continue;
+        }
+        phg.move_vertex(v, 0, |_, _, _| {});
+        for &e in hg.incident_nets(v) {
+            for &u in hg.pins(e) {
+                if phg.part(u) == 1 {
+                    let g = phg.gain_to(u, 0);
+                    if in_heap_gain[u as usize] != Some(g) {
+                        in_heap_gain[u as usize] = Some(g);
+                        heap.push((g, u32::MAX - u));
+                    }
+                }
+            }
+        }
+    }
+    phg.into_parts()
+}
+
+/// Breadth-first growing of block 0 from a random seed.
+fn bfs_growing(hg: &Hypergraph, target0: i64, rng: &mut impl Rng) -> Vec<u32> {
+    let n = hg.num_vertices();
+    let mut parts = vec![1u32; n];
+    let mut visited = vec![false; n];
+    let mut order: Vec<VertexId> = (0..n as VertexId).collect();
+    order.shuffle(rng);
+    let mut weight0 = 0;
+    let mut queue = VecDeque::new();
+    let mut seeds = order.into_iter();
+    while weight0 < target0 {
+        let v = match queue.pop_front() {
+            Some(v) => v,
+            None => match seeds.find(|&s| !visited[s as usize]) {
+                Some(s) => {
+                    visited[s as usize] = true;
+                    s
+                }
+                None => break,
+            },
+        };
+        parts[v as usize] = 0;
+        weight0 += hg.vertex_weight(v);
+        for &e in hg.incident_nets(v) {
+            for &u in hg.pins(e) {
+                if !visited[u as usize] {
+                    visited[u as usize] = true;
+                    queue.push_back(u);
+                }
+            }
+        }
+    }
+    parts
+}
+
+/// Random assignment: a random prefix of the vertices fills block 0.
+fn random_fill(hg: &Hypergraph, target0: i64, rng: &mut impl Rng) -> Vec<u32> {
+    let n = hg.num_vertices();
+    let mut order: Vec<VertexId> = (0..n as VertexId).collect();
+    order.shuffle(rng);
+    let mut parts = vec![1u32; n];
+    let mut weight0 = 0;
+    for v in order {
+        if weight0 >= target0 {
+            break;
+        }
+        parts[v as usize] = 0;
+        weight0 += hg.vertex_weight(v);
+    }
+    parts
+}
+
+/// Connected components (via the nets) of `hg`: component id per vertex and the count.
+pub(crate) fn components(hg: &Hypergraph) -> (Vec<u32>, usize) {
+    let n = hg.num_vertices();
+    let mut comp = vec![u32::MAX; n];
+    let mut count = 0u32;
+    let mut stack = Vec::new();
+    for s in 0..n {
+        if comp[s] != u32::MAX {
+            continue;
+        }
+        comp[s] = count;
+        stack.push(s as VertexId);
+        while let Some(v) = stack.pop() {
+            for &e in hg.incident_nets(v) {
+                for &u in hg.pins(e) {
+                    if comp[u as usize] == u32::MAX {
+                        comp[u as usize] = count;
+                        stack.push(u);
+                    }
+                }
+            }
+        }
+        count += 1;
+    }
+    (comp, count as usize)
+}
+
+/// Packs whole components, heaviest first (random order among equals), into the block
+/// with the most room relative to its target; a component that fits neither block is split
+/// by BFS growing into the room left in block 0. Cuts nothing when the components allow a
+/// balanced split, which growing from seeds often misses.
+fn component_packing(
+    hg: &Hypergraph,
+    perfect: [i64; 2],
+    max_weights: [i64; 2],
+    rng: &mut impl Rng,
+) -> Vec<u32> {
+    let (comp, count) = components(hg);
+    let mut weight = vec![0i64; count];
+    for v in 0..hg.num_vertices() {
+        weight[comp[v] as usize] += hg.vertex_weight(v as VertexId);
+    }
+    let mut order: Vec<usize> = (0..count).collect();
+    order.shuffle(rng);
+    order.sort_by_key(|&c| std::cmp::Reverse(weight[c]));
+    let mut block_of = vec![u8::MAX; count];
+    let mut load = [0i64; 2];
+    let mut split = Vec::new();
+    for c in order {
+        let room = |b: usize| perfect[b] - load[b];
+        let first = if room(0) >= room(1) { 0 } else { 1 };
+        let fits = |b: usize| load[b] + weight[c] <= max_weights[b];
+        let chosen = if fits(first) {
+            Some(first)
+        } else if fits(1 - first) {
+            Some(1 - first)
+        } else {
+            None
+        };
+        match chosen {
+            Some(b) => {
+                block_of[c] = b as u8;
+                load[b] += weight[c];
+            }
+            None => split.push(c),
+        }
+    }
+    let mut parts: Vec<u32> = comp
+        .iter()
+        .map(|&c| u32::from(block_of[c as usize] == 1))
+        .collect();
+    if !split.is_empty() {
+        // Grow block 0 inside the unplaced components until it reaches its target.
+        let in_split: Vec<bool> = comp
+            .iter()
+            .map(|&c| block_of[c as usize] == u8::MAX)
+            .collect();
+        let (sub, ids) = hg.induced(&in_split);
+        let sub_parts = bfs_growing(&sub, perfect[0] - load[0], rng);
+        for (i, &v) in ids.iter().enumerate() {
+            parts[v as usize] = sub_parts[i];
+        }
+    }
+    parts
+}

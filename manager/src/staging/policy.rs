@@ -1,0 +1,100 @@
+//! The planner interface shared by Het-HPS and every baseline: a policy takes a batch of
+//! tasks (with the files they read) and a platform (nodes with speeds and bandwidths,
+//! storage nodes) and returns which node runs which task in which order. The live manager
+//! and the simulator call the same policies; adding one touches one file plus one line in
+//! [`policy_by_name`].
+
+use crate::staging::error::StagingError;
+use crate::staging::model::{NodeId, Platform, TaskId, Workload};
+
+/// How the tasks reach the nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StagingPlan {
+    /// `lists[i]` is the ordered task list of node i (nodes in [`Platform::nodes`] order).
+    PerNode(Vec<Vec<TaskId>>),
+    /// One queue; each node takes the next task when it becomes idle (SJF).
+    SharedQueue(Vec<TaskId>),
+}
+
+impl StagingPlan {
+    /// The node each task is planned on, if the plan is static.
+    pub fn node_of_tasks(&self, tasks: usize) -> Option<Vec<NodeId>> {
+        match self {
+            StagingPlan::PerNode(lists) => {
+                let mut node = vec![0; tasks];
+                for (i, list) in lists.iter().enumerate() {
+                    for &t in list {
+                        node[t as usize] = i as NodeId;
+                    }
+                }
+                Some(node)
+            }
+            StagingPlan::SharedQueue(_) => None,
+        }
+    }
+
+    /// Every task appears exactly once.
+    pub fn is_complete(&self, tasks: usize) -> bool {
+        let mut seen = vec![false; tasks];
+        let all: Box<dyn Iterator<Item = &TaskId>> = match self {
+            StagingPlan::PerNode(lists) => Box::new(lists.iter().flatten()),
+            StagingPlan::SharedQueue(q) => Box::new(q.iter()),
+        };
+        for &t in all {
+            if t as usize >= tasks || seen[t as usize] {
+                return false;
+            }
+            seen[t as usize] = true;
+        }
+        seen.into_iter().all(|s| s)
+    }
+}
+
+/// A staging planner.
+pub trait StagingPolicy: Send + Sync {
+    /// Short name used on the command line and in reports.
+    fn name(&self) -> &'static str;
+    /// Plans the batch. `seed` drives every random choice.
+    fn plan(
+        &self,
+        workload: &Workload,
+        platform: &Platform,
+        seed: u64,
+    ) -> Result<StagingPlan, StagingError>;
+}
+
+/// Names of all policies, in report order.
+pub const POLICY_NAMES: [&str; 7] = [
+    "het-hps",
+    "het-hps-paper",
+    "hps",
+    "minmin",
+    "maxmin",
+    "sufferage",
+    "sjf",
+];
+
+/// The policy called `name`.
+pub fn policy_by_name(name: &str) -> Option<Box<dyn StagingPolicy>> {
+    use crate::staging::baselines::{Hps, Mct, MctSelection, Sjf};
+    use crate::staging::het_hps::HetHps;
+    Some(match name {
+        "het-hps" => Box::new(HetHps::default()),
+        "het-hps-paper" => Box::new(HetHps {
+            capacity_aware_start: false,
+            ..HetHps::default()
+        }),
+        "hps" => Box::new(Hps::default()),
+        "minmin" => Box::new(Mct(MctSelection::MinMin)),
+        "maxmin" => Box::new(Mct(MctSelection::MaxMin)),
+        "sufferage" => Box::new(Mct(MctSelection::Sufferage)),
+        "sjf" => Box::new(Sjf),
+        _ => return None,
+    })
+}
+
+/// Checks the inputs every policy needs.
+pub(crate) fn validate(workload: &Workload, platform: &Platform) -> Result<(), StagingError> {
+    platform.validate()?;
+    workload.validate(platform.storage.len())
+}
