@@ -37,7 +37,7 @@ pub enum Command {
     /// Run the manager (HTTP API, SQLite store) until SIGINT/SIGTERM.
     Serve(serve::Args),
     /// Submit an application: an application file, or --each-line/--array and a command.
-    Submit(submit::Args),
+    Submit(Box<submit::Args>),
     /// Show applications and their task counts.
     Status(status::StatusArgs),
     /// Wait for an application to finish, with a progress bar.
@@ -75,7 +75,7 @@ impl Command {
         match self {
             Command::Demo(a) => block_on(demo::run(a)),
             Command::Serve(a) => block_on(serve::run(a)),
-            Command::Submit(a) => block_on(submit::run(a)),
+            Command::Submit(a) => block_on(submit::run(*a)),
             Command::Status(a) => block_on(status::status(a)),
             Command::Wait(a) => block_on(status::wait(a)),
             Command::Report(a) => block_on(status::report(a)),
