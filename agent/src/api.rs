@@ -1,7 +1,7 @@
 //! The agent's side of the `/v1` API: typed calls with timeouts; connection failures are
 //! reported as retryable so a manager restart never loses an agent's results.
 
-use hetpilot_shared::protocol::ErrorBody;
+use hetpilot_shared::http::{self, CallError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
@@ -71,31 +71,22 @@ impl Api {
         timeout: Duration,
     ) -> Result<T, ApiError> {
         let url = format!("{}{}", self.base, path);
-        let unreachable = |e: reqwest::Error| ApiError::Unreachable {
-            url: url.clone(),
-            message: e.to_string(),
-        };
-        let resp = self
+        let req = self
             .http
             .post(&url)
             .bearer_auth(&self.token)
             .timeout(timeout)
-            .json(body)
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let status = resp.status();
-        if status.is_success() {
-            return resp.json().await.map_err(unreachable);
-        }
-        let message = match resp.json::<ErrorBody>().await {
-            Ok(b) => b.error,
-            Err(_) => status.canonical_reason().unwrap_or("error").to_string(),
-        };
-        Err(ApiError::Refused {
-            path: path.to_string(),
-            status: status.as_u16(),
-            message,
+            .json(body);
+        http::call(req).await.map_err(|e| match e {
+            CallError::Unreachable(e) => ApiError::Unreachable {
+                url,
+                message: e.to_string(),
+            },
+            CallError::Refused { status, message } => ApiError::Refused {
+                path: path.to_string(),
+                status,
+                message,
+            },
         })
     }
 }

@@ -1,8 +1,9 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
+use hetpilot_shared::http::{self, CallError};
 use hetpilot_shared::protocol::{
-    AgentInfo, AppReport, AppSummary, AttemptRecord, ErrorBody, NewAgentToken, NewUser,
-    SubmitResponse, TaskInfo, TokenResponse,
+    AgentInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
+    TaskInfo, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AppId, TaskRef};
@@ -65,27 +66,15 @@ impl Client {
         &self,
         req: reqwest::RequestBuilder,
     ) -> Result<T, ClientError> {
-        let unreachable = |e: reqwest::Error| ClientError::Unreachable {
-            url: self.base.clone(),
-            message: e.to_string(),
-        };
-        let resp = req
-            .bearer_auth(&self.token)
-            .send()
+        http::call(req.bearer_auth(&self.token))
             .await
-            .map_err(unreachable)?;
-        let status = resp.status();
-        if status.is_success() {
-            return resp.json().await.map_err(unreachable);
-        }
-        let message = match resp.json::<ErrorBody>().await {
-            Ok(b) => b.error,
-            Err(_) => status.canonical_reason().unwrap_or("error").to_string(),
-        };
-        Err(ClientError::Refused {
-            status: status.as_u16(),
-            message,
-        })
+            .map_err(|e| match e {
+                CallError::Unreachable(e) => ClientError::Unreachable {
+                    url: self.base.clone(),
+                    message: e.to_string(),
+                },
+                CallError::Refused { status, message } => ClientError::Refused { status, message },
+            })
     }
 
     fn get(&self, path: &str) -> reqwest::RequestBuilder {

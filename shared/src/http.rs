@@ -1,0 +1,31 @@
+//! Sending a request to the manager and decoding its answer: the JSON body on success, the
+//! `{"error": ...}` body (or the status's reason) when refused. Shared by the agent and the
+//! CLI's client so both report refusals the same way.
+
+use crate::protocol::ErrorBody;
+use serde::de::DeserializeOwned;
+
+#[derive(Debug)]
+pub enum CallError {
+    /// No usable answer: connection refused, timed out, or an unreadable body.
+    Unreachable(reqwest::Error),
+    /// An error status, with the manager's message.
+    Refused { status: u16, message: String },
+}
+
+/// Sends `req` and decodes the answer.
+pub async fn call<T: DeserializeOwned>(req: reqwest::RequestBuilder) -> Result<T, CallError> {
+    let resp = req.send().await.map_err(CallError::Unreachable)?;
+    let status = resp.status();
+    if status.is_success() {
+        return resp.json().await.map_err(CallError::Unreachable);
+    }
+    let message = match resp.json::<ErrorBody>().await {
+        Ok(b) => b.error,
+        Err(_) => status.canonical_reason().unwrap_or("error").to_string(),
+    };
+    Err(CallError::Refused {
+        status: status.as_u16(),
+        message,
+    })
+}
