@@ -132,15 +132,21 @@ impl Queues {
         self.apps.insert(app.id, app);
     }
 
-    /// Adds an agent; tasks already recorded as held by it (after a restart) are re-attached.
-    pub fn insert_agent(&mut self, mut agent: AgentEntry) {
+    pub fn insert_agent(&mut self, agent: AgentEntry) {
+        self.agents.insert(agent.id, agent);
+    }
+
+    /// After loading: gives every agent back the tasks recorded as leased to it, in one
+    /// pass over all tasks. Such leases count as older than any the agent can confirm.
+    pub fn reattach_leases(&mut self) {
         for app in self.apps.values() {
             for (i, slot) in app.tasks.iter().enumerate() {
-                if slot.agent == Some(agent.id)
-                    && !slot.state.is_final()
-                    && slot.state != TaskState::Waiting
+                let held = !slot.state.is_final() && slot.state != TaskState::Waiting;
+                if let Some(agent) = slot
+                    .agent
+                    .filter(|_| held)
+                    .and_then(|a| self.agents.get_mut(&a))
                 {
-                    // Leased before the restart: older than any lease the agent can confirm.
                     agent.held.insert(
                         TaskRef {
                             app: app.id,
@@ -151,7 +157,6 @@ impl Queues {
                 }
             }
         }
-        self.agents.insert(agent.id, agent);
     }
 
     pub fn app(&self, id: AppId) -> Option<&AppEntry> {

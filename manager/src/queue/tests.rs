@@ -236,6 +236,7 @@ fn restart_reattaches_held_tasks_to_their_agent() {
         4,
         0,
     ));
+    q.reattach_leases();
     assert_eq!(q.agent(AgentId(1)).unwrap().held.len(), 2);
     assert_eq!(q.app(AppId(1)).unwrap().counts.running, 2);
     assert_eq!(q.app(AppId(1)).unwrap().counts.waiting, 1);

@@ -45,15 +45,25 @@ impl fmt::Display for PlatformAffinity {
 impl FromStr for PlatformAffinity {
     type Err = SchedError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| SchedError::UnknownMetric {
-                what: "platform affinity",
-                name: s.to_string(),
-                known: "throughput, epa, rpa".into(),
-            })
+        by_name(&Self::ALL, Self::name, s, "platform affinity")
     }
+}
+
+/// The metric called `s` among `all`; the error lists every known name.
+fn by_name<T: Copy>(
+    all: &[T],
+    name: fn(T) -> &'static str,
+    s: &str,
+    what: &'static str,
+) -> Result<T, SchedError> {
+    all.iter()
+        .copied()
+        .find(|m| name(*m) == s)
+        .ok_or_else(|| SchedError::UnknownMetric {
+            what,
+            name: s.to_string(),
+            known: all.iter().map(|m| name(*m)).collect::<Vec<_>>().join(", "),
+        })
 }
 
 /// Which co-runner-affinity metric MAF ranks applications with.
@@ -93,14 +103,7 @@ impl fmt::Display for CoRunnerAffinity {
 impl FromStr for CoRunnerAffinity {
     type Err = SchedError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| SchedError::UnknownMetric {
-                what: "co-runner affinity",
-                name: s.to_string(),
-                known: "raw, normalized".into(),
-            })
+        by_name(&Self::ALL, Self::name, s, "co-runner affinity")
     }
 }
 

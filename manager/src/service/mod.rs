@@ -116,6 +116,7 @@ impl Manager {
             }
             queues.insert_agent(a.entry);
         }
+        queues.reattach_leases();
         if first_start {
             let token = auth::new_token("hpu_");
             let path = admin_token_path(&dir);
