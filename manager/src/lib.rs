@@ -10,6 +10,7 @@ pub mod alloc;
 pub mod client;
 pub mod config;
 pub mod fairshare;
+pub mod provision;
 pub mod queue;
 pub mod sched;
 pub mod server;

@@ -1,0 +1,19 @@
+//! Provisioning: getting agents (pilot jobs) onto platforms.
+//!
+//! - [`profile`]: platform profiles (`profiles/*.toml`): batch system, login, queue, node
+//!   shape, caps, agent binary, environment setup.
+//! - [`runner`]: where batch commands run: locally, or over one reused SSH session per
+//!   login host ([`CommandRunner`]).
+//! - [`adapter`]: one small module per batch system behind [`BatchAdapter`]: render a job
+//!   script, submit it, poll many jobs in one call, cancel.
+//!
+//! Everything here does I/O only through a [`CommandRunner`], so adapters are tested on
+//! exact rendered scripts and recorded command outputs as well as against the real lab.
+
+pub mod adapter;
+pub mod profile;
+pub mod runner;
+
+pub use adapter::{AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec};
+pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
+pub use runner::{CommandOutput, CommandRunner, RunnerError};

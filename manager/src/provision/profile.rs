@@ -1,0 +1,314 @@
+//! Platform profiles: what a site admin writes in `profiles/<name>.toml` to describe one
+//! platform (a cluster partition, a queue, or a set of hosts reached over SSH).
+//!
+//! ```toml
+//! name = "darth"
+//! adapter = "pbs"                 # slurm | pbs | torque | loadleveler | ssh | local
+//! login = "ssh://alice@login.darth.example:22"   # or "local"
+//! key_file = "~/.ssh/id_ed25519"  # for ssh:// logins
+//! queue = "batch"                 # partition (Slurm), queue (PBS), class (LoadLeveler)
+//! nodes = 16                      # nodes on the platform
+//! cores_per_node = 8
+//! memory_per_node = "16GB"
+//! max_walltime = "24h"
+//! pilot_walltime = "2h"           # what each pilot asks for (<= max_walltime)
+//! max_queued = 4                  # pilots waiting in the batch queue at once
+//! max_running = 16                # pilots running at once
+//! agent_binary = "/opt/hetpilot/bin/hetpilot-agent"
+//! setup = ["module load gcc/12"]  # lines run before the agent starts
+//! work_dir = "/scratch/hetpilot"  # pilots' scripts, credentials and task output
+//! relative_speed = 1.0
+//! hosts = ["node1", "node2"]      # ssh adapter only: the hosts agents start on
+//! account = "proj42"              # optional, passed to the batch system
+//! ```
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which batch system (or none) starts the pilots of a platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdapterKind {
+    Slurm,
+    /// PBS Professional: `qsub -l select=N:ncpus=K`.
+    Pbs,
+    /// TORQUE: `qsub -l nodes=N:ppn=K`.
+    Torque,
+    LoadLeveler,
+    /// Agents started directly on named hosts over SSH.
+    Ssh,
+    /// Agents forked on the manager's machine.
+    Local,
+}
+
+impl AdapterKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AdapterKind::Slurm => "slurm",
+            AdapterKind::Pbs => "pbs",
+            AdapterKind::Torque => "torque",
+            AdapterKind::LoadLeveler => "loadleveler",
+            AdapterKind::Ssh => "ssh",
+            AdapterKind::Local => "local",
+        }
+    }
+}
+
+/// Where the platform's commands run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Login {
+    Local,
+    Ssh {
+        user: String,
+        host: String,
+        port: u16,
+        key_file: PathBuf,
+    },
+}
+
+/// A validated platform profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlatformProfile {
+    pub name: String,
+    pub adapter: AdapterKind,
+    pub login: Login,
+    pub queue: Option<String>,
+    pub account: Option<String>,
+    pub nodes: u32,
+    pub cores_per_node: u32,
+    pub memory_per_node_mb: u64,
+    pub max_walltime: Duration,
+    pub pilot_walltime: Duration,
+    pub max_queued: u32,
+    pub max_running: u32,
+    pub agent_binary: String,
+    pub setup: Vec<String>,
+    pub work_dir: String,
+    pub relative_speed: f64,
+    pub hosts: Vec<String>,
+}
+
+/// A profile that cannot be used; the message names the file and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read platform profile {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Toml { path: PathBuf, message: String },
+    #[error("{path}: field `{field}`: {problem}")]
+    Invalid {
+        path: PathBuf,
+        field: &'static str,
+        problem: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: String,
+    adapter: AdapterKind,
+    #[serde(default = "local_login")]
+    login: String,
+    key_file: Option<String>,
+    queue: Option<String>,
+    account: Option<String>,
+    #[serde(default = "one")]
+    nodes: u32,
+    cores_per_node: u32,
+    memory_per_node: String,
+    max_walltime: String,
+    pilot_walltime: Option<String>,
+    #[serde(default = "one")]
+    max_queued: u32,
+    #[serde(default = "one")]
+    max_running: u32,
+    agent_binary: String,
+    #[serde(default)]
+    setup: Vec<String>,
+    work_dir: String,
+    #[serde(default = "unit")]
+    relative_speed: f64,
+    #[serde(default)]
+    hosts: Vec<String>,
+}
+
+fn local_login() -> String {
+    "local".into()
+}
+fn one() -> u32 {
+    1
+}
+fn unit() -> f64 {
+    1.0
+}
+
+/// Platform and queue names go into job scripts and command lines: keep them to a safe
+/// alphabet so no quoting mistake anywhere can turn them into shell syntax.
+pub fn is_safe_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && !s.starts_with(['-', '.'])
+}
+
+impl PlatformProfile {
+    /// Reads and validates one profile file.
+    pub fn load(path: &Path) -> Result<PlatformProfile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates a profile's text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<PlatformProfile, ProfileError> {
+        let file: ProfileFile = toml::from_str(text).map_err(|e| ProfileError::Toml {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let invalid = |field: &'static str, problem: String| ProfileError::Invalid {
+            path: path.to_path_buf(),
+            field,
+            problem,
+        };
+        if !is_safe_name(&file.name) {
+            return Err(invalid(
+                "name",
+                format!(
+                    "{:?}: use letters, digits, `-`, `_` and `.` (at most 64)",
+                    file.name
+                ),
+            ));
+        }
+        for (field, value) in [("queue", &file.queue), ("account", &file.account)] {
+            if let Some(v) = value {
+                if !is_safe_name(v) {
+                    return Err(invalid(
+                        field,
+                        format!("{v:?}: use letters, digits, `-`, `_` and `.`"),
+                    ));
+                }
+            }
+        }
+        let login = parse_login(&file.login, file.key_file.as_deref())
+            .map_err(|problem| invalid("login", problem))?;
+        if file.cores_per_node == 0 {
+            return Err(invalid("cores_per_node", "must be at least 1".into()));
+        }
+        if file.nodes == 0 {
+            return Err(invalid("nodes", "must be at least 1".into()));
+        }
+        let memory_per_node_mb = crate::trace::size::parse_size(&file.memory_per_node)
+            .map_err(|e| invalid("memory_per_node", e.to_string()))?
+            / (1024 * 1024);
+        if memory_per_node_mb == 0 {
+            return Err(invalid("memory_per_node", "must be at least 1 MiB".into()));
+        }
+        let duration = |field: &'static str, v: &str| {
+            humantime::parse_duration(v)
+                .map_err(|e| invalid(field, format!("{v:?}: {e} (e.g. \"2h\", \"90m\")")))
+        };
+        let max_walltime = duration("max_walltime", &file.max_walltime)?;
+        let pilot_walltime = match &file.pilot_walltime {
+            Some(v) => duration("pilot_walltime", v)?,
+            None => max_walltime,
+        };
+        if pilot_walltime > max_walltime || pilot_walltime < Duration::from_secs(60) {
+            return Err(invalid(
+                "pilot_walltime",
+                "must be between 1 minute and max_walltime".into(),
+            ));
+        }
+        if file.max_running == 0 {
+            return Err(invalid("max_running", "must be at least 1".into()));
+        }
+        if !(file.relative_speed.is_finite() && file.relative_speed > 0.0) {
+            return Err(invalid(
+                "relative_speed",
+                "must be a positive number".into(),
+            ));
+        }
+        if file.agent_binary.is_empty() || file.agent_binary.contains(['\n', '\0']) {
+            return Err(invalid("agent_binary", "must be a path".into()));
+        }
+        if file.work_dir.is_empty() || file.work_dir.contains(['\n', '\0']) {
+            return Err(invalid("work_dir", "must be a path".into()));
+        }
+        if file.setup.iter().any(|l| l.contains(['\n', '\0'])) {
+            return Err(invalid("setup", "each entry must be one line".into()));
+        }
+        if file.adapter == AdapterKind::Ssh && file.hosts.is_empty() {
+            return Err(invalid(
+                "hosts",
+                "the ssh adapter needs at least one host".into(),
+            ));
+        }
+        if let Some(h) = file.hosts.iter().find(|h| !is_safe_name(h)) {
+            return Err(invalid("hosts", format!("{h:?} is not a host name")));
+        }
+        Ok(PlatformProfile {
+            name: file.name,
+            adapter: file.adapter,
+            login,
+            queue: file.queue,
+            account: file.account,
+            nodes: file.nodes,
+            cores_per_node: file.cores_per_node,
+            memory_per_node_mb,
+            max_walltime,
+            pilot_walltime,
+            max_queued: file.max_queued,
+            max_running: file.max_running,
+            agent_binary: file.agent_binary,
+            setup: file.setup,
+            work_dir: file.work_dir,
+            relative_speed: file.relative_speed,
+            hosts: file.hosts,
+        })
+    }
+}
+
+/// `local`, or `ssh://user@host[:port]` (port 22 by default) with a key file.
+fn parse_login(login: &str, key_file: Option<&str>) -> Result<Login, String> {
+    if login == "local" {
+        return Ok(Login::Local);
+    }
+    let rest = login
+        .strip_prefix("ssh://")
+        .ok_or_else(|| format!("{login:?}: expected \"local\" or \"ssh://user@host:port\""))?;
+    let (user, host_port) = rest
+        .split_once('@')
+        .ok_or_else(|| format!("{login:?}: the user is missing (ssh://user@host)"))?;
+    let (host, port) = match host_port.rsplit_once(':') {
+        Some((h, p)) => (
+            h,
+            p.parse::<u16>()
+                .map_err(|_| format!("{login:?}: bad port {p:?}"))?,
+        ),
+        None => (host_port, 22),
+    };
+    if !is_safe_name(user) || !is_safe_name(host) {
+        return Err(format!("{login:?}: bad user or host name"));
+    }
+    let key_file = key_file.ok_or_else(|| "an ssh:// login needs `key_file`".to_string())?;
+    Ok(Login::Ssh {
+        user: user.into(),
+        host: host.into(),
+        port,
+        key_file: expand_home(key_file),
+    })
+}
+
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
