@@ -37,6 +37,8 @@ pub struct PilotSpec {
     pub credential_path: String,
     /// Directory for the pilot's batch output and the agent's work directory.
     pub work_dir: String,
+    /// The ssh adapter's target host (one of the profile's `hosts`); `None` for the others.
+    pub host: Option<String>,
 }
 
 /// A rendered job script and where it goes.
