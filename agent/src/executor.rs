@@ -7,6 +7,7 @@ use crate::corunners::CoRunners;
 use crate::held::Held;
 use crate::output::{self, Captured};
 use crate::runner::{self, Finished};
+use crate::spawn::{self, Prepared};
 use hetpilot_shared::protocol::{
     AppRuntime, Assignment, Measurements, Outcome, TaskAttempt, TaskResult,
 };
@@ -14,8 +15,8 @@ use hetpilot_shared::AppId;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_util::sync::CancellationToken;
 
 pub enum Event {
     /// New tasks (and the runtime of applications not seen before); acknowledged once queued.
@@ -74,7 +75,8 @@ pub struct Executor {
 
 struct State {
     free: u32,
-    apps: HashMap<AppId, AppRuntime>,
+    /// Each application's runtime, prepared once for all its tasks.
+    apps: HashMap<AppId, Arc<Prepared>>,
     queue: VecDeque<Assignment>,
     running: HashMap<TaskAttempt, RunningTask>,
     corunners: CoRunners,
@@ -103,7 +105,13 @@ impl Executor {
         while let Some(event) = events.recv().await {
             match event {
                 Event::Assign { apps, tasks, ack } => {
-                    st.apps.extend(apps.into_iter().map(|a| (a.app, a)));
+                    st.apps.extend(apps.into_iter().map(|a| {
+                        let app = a.app;
+                        (
+                            app,
+                            Arc::new(Prepared::new(a, &self.work_dir, &self.output_dir)),
+                        )
+                    }));
                     st.queue.extend(tasks);
                     // Acknowledged once started, so the puller's next call reports the starts.
                     assigned = Some(ack);
@@ -174,7 +182,7 @@ impl Executor {
     fn cores_of(&self, st: &State, a: &Assignment) -> u32 {
         st.apps
             .get(&a.task.app)
-            .map_or(1, |r| r.cores)
+            .map_or(1, |p| p.runtime.cores)
             .clamp(1, self.slots)
     }
 
@@ -201,9 +209,11 @@ impl Executor {
                 );
                 continue;
             };
-            match runner::start(&a, &app, &self.work_dir) {
+            let started_at_ms = runner::unix_ms();
+            let started = Instant::now();
+            match spawn::start(&a, &app) {
                 Err(reason) => self.finish(st, at, None, Some(reason)),
-                Ok(r) => {
+                Ok(child) => {
                     st.free -= cores;
                     st.started += 1;
                     st.corunners.start(at);
@@ -214,54 +224,46 @@ impl Executor {
                     st.running.insert(
                         at,
                         RunningTask {
-                            pid: r.pid,
+                            pid: child.pid,
                             cores,
-                            started_at_ms: r.started_at_ms,
+                            started_at_ms,
                             cancelled: false,
                         },
                     );
-                    let paths = runner::output_paths(&self.output_base(&app), &a);
-                    self.watch(at, r, paths, runner::timeout_of(&app));
+                    self.watch(a, child, started, app);
                 }
             }
         }
     }
 
-    fn output_base(&self, app: &AppRuntime) -> PathBuf {
-        match &app.output_dir {
-            Some(dir) => self.work_dir.join(dir),
-            None => self.output_dir.clone(),
-        }
-    }
-
-    /// Drains the task's output and waits for its process (no thread per task), killing
-    /// it at its timeout.
-    fn watch(
-        &self,
-        at: TaskAttempt,
-        r: runner::Running,
-        paths: (PathBuf, PathBuf),
-        timeout: Option<std::time::Duration>,
-    ) {
+    /// Drains the task's output and waits for its process, all in one tokio task (no
+    /// thread per task), killing it at its timeout.
+    fn watch(&self, a: Assignment, child: spawn::Child, started: Instant, app: Arc<Prepared>) {
         let events = self.events.clone();
         tokio::spawn(async move {
-            let stop = CancellationToken::new();
-            let stdout = tokio::spawn(output::capture(r.stdout, paths.0, stop.clone()));
-            let stderr = tokio::spawn(output::capture(r.stderr, paths.1, stop.clone()));
-            let finished = runner::wait_exit(r.pid, r.started, timeout).await;
-            let drained = async {
-                (
-                    stdout.await.unwrap_or_default(),
-                    stderr.await.unwrap_or_default(),
-                )
-            };
-            tokio::pin!(drained);
-            let (stdout, stderr) = match tokio::time::timeout(OUTPUT_GRACE, &mut drained).await {
-                Ok(both) => both,
-                Err(_) => {
-                    stop.cancel();
-                    drained.await
+            let (mut stdout, mut stderr) = (Captured::default(), Captured::default());
+            let finished = {
+                let out = output::capture(child.stdout, || app.output_path(&a, "out"), &mut stdout);
+                let err = output::capture(child.stderr, || app.output_path(&a, "err"), &mut stderr);
+                let drain = async { tokio::join!(out, err) };
+                let exit = runner::wait_exit(child.pid, started, runner::timeout_of(&app.runtime));
+                tokio::pin!(drain, exit);
+                let mut drained = false;
+                let finished = loop {
+                    tokio::select! {
+                        f = &mut exit => break f,
+                        _ = &mut drain, if !drained => drained = true,
+                    }
+                };
+                if !drained {
+                    // Something the task started may hold the pipes: keep what came in time.
+                    let _ = tokio::time::timeout(OUTPUT_GRACE, drain).await;
                 }
+                finished
+            };
+            let at = TaskAttempt {
+                task: a.task,
+                attempt: a.attempt,
             };
             let _ = events.send(Event::Done(
                 at,

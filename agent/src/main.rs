@@ -13,6 +13,7 @@ mod held;
 mod output;
 mod reporter;
 mod runner;
+mod spawn;
 
 use anyhow::{bail, Context};
 use clap::Parser;

@@ -7,7 +7,6 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use tokio_util::sync::CancellationToken;
 
 /// Bytes of output kept for the report.
 pub const TAIL_BYTES: usize = 4096;
@@ -24,57 +23,68 @@ pub struct Captured {
     pub error: Option<String>,
 }
 
-/// Drains `fd` into `path` (created on the first byte) until end of file, or until `stop`
-/// is cancelled (the task ended but something it started still holds the pipe open).
-pub async fn capture(fd: OwnedFd, path: PathBuf, stop: CancellationToken) -> Captured {
-    let mut out = Captured::default();
-    let mut rx = match pipe::Receiver::from_owned_fd(fd) {
+/// Drains `fd` (a non-blocking pipe) into `out` and the file `path()` names, created on
+/// the first byte, until end of file. Dropping the future stops it (the task ended but
+/// something it started still holds the pipe open); `out` keeps what was read.
+pub async fn capture(fd: OwnedFd, path: impl FnOnce() -> PathBuf, out: &mut Captured) {
+    let mut rx = match pipe::Receiver::from_owned_fd_unchecked(fd) {
         Ok(rx) => rx,
         Err(e) => {
             out.error = Some(format!("cannot read the task's output: {e}"));
-            return out;
+            return;
         }
     };
+    let mut path = Some(path);
     let mut file: Option<std::fs::File> = None;
-    let mut buf = vec![0u8; 64 * 1024];
+    // Most tasks print nothing or little: the large buffer comes with the first byte.
+    let mut small = [0u8; 512];
+    let mut big = Vec::new();
     loop {
-        let n = tokio::select! {
-            r = rx.read(&mut buf) => match r {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) => {
-                    out.error = Some(format!("reading the task's output: {e}"));
-                    break;
-                }
-            },
-            _ = stop.cancelled() => break,
+        let buf = if big.is_empty() {
+            &mut small[..]
+        } else {
+            &mut big[..]
         };
-        let chunk = &buf[..n];
+        let n = match rx.read(buf).await {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => {
+                out.error = Some(format!("reading the task's output: {e}"));
+                break;
+            }
+        };
+        let chunk = if big.is_empty() {
+            &small[..n]
+        } else {
+            &big[..n]
+        };
         out.bytes += n as u64;
         keep_tail(&mut out.tail, chunk);
-        if out.error.is_some() {
-            continue;
-        }
-        if file.is_none() {
-            let created = path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|_| std::fs::File::create(&path));
-            match created {
-                Ok(f) => {
-                    file = Some(f);
-                    out.path = Some(path.clone());
+        if out.error.is_none() {
+            if let Some(path) = path.take().map(|p| p()) {
+                let created = path
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|_| std::fs::File::create(&path));
+                match created {
+                    Ok(f) => {
+                        file = Some(f);
+                        out.path = Some(path);
+                    }
+                    Err(e) => out.error = Some(format!("cannot create {}: {e}", path.display())),
                 }
-                Err(e) => out.error = Some(format!("cannot create {}: {e}", path.display())),
             }
         }
-        if let Some(f) = &mut file {
+        if let (Some(f), Some(path)) = (&mut file, &out.path) {
             if let Err(e) = f.write_all(chunk) {
                 out.error = Some(format!("writing {}: {e}", path.display()));
+                file = None;
             }
         }
+        if big.is_empty() {
+            big = vec![0u8; 64 * 1024];
+        }
     }
-    out
 }
 
 fn keep_tail(tail: &mut Vec<u8>, chunk: &[u8]) {
@@ -98,34 +108,61 @@ mod tests {
         assert!(tail.ends_with(b"xend"));
     }
 
-    #[tokio::test]
-    async fn files_appear_only_for_streams_that_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let (quiet_r, quiet_w) = std::io::pipe().unwrap();
-        let (loud_r, mut loud_w) = std::io::pipe().unwrap();
-        loud_w.write_all(b"hello\n").unwrap();
-        drop((quiet_w, loud_w));
-        let stop = CancellationToken::new();
-        let quiet = capture(quiet_r.into(), dir.path().join("q/out"), stop.clone()).await;
-        let loud = capture(loud_r.into(), dir.path().join("l/out"), stop).await;
-        assert!(quiet.path.is_none() && !dir.path().join("q").exists());
-        assert_eq!(loud.bytes, 6);
-        assert_eq!(
-            std::fs::read_to_string(loud.path.unwrap()).unwrap(),
-            "hello\n"
-        );
+    fn pipe() -> (OwnedFd, std::fs::File) {
+        let (r, w) = crate::spawn::pipe().unwrap();
+        (r, w.into())
     }
 
     #[tokio::test]
-    async fn a_pipe_held_open_elsewhere_stops_on_cancel() {
+    async fn files_appear_only_for_streams_that_write() {
         let dir = tempfile::tempdir().unwrap();
-        let (r, mut w) = std::io::pipe().unwrap();
+        let (quiet_r, quiet_w) = pipe();
+        let (loud_r, mut loud_w) = pipe();
+        // More than the pipe holds, from another thread: read in several chunks.
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let expected = big.clone();
+        let writer = std::thread::spawn(move || loud_w.write_all(&big).unwrap());
+        drop(quiet_w);
+        let (mut quiet, mut loud) = (Captured::default(), Captured::default());
+        tokio::join!(
+            capture(quiet_r, || dir.path().join("q/out"), &mut quiet),
+            capture(loud_r, || dir.path().join("l/out"), &mut loud),
+        );
+        writer.join().unwrap();
+        assert!(quiet.path.is_none() && !dir.path().join("q").exists());
+        assert_eq!(loud.bytes, expected.len() as u64);
+        assert_eq!(loud.tail, expected[expected.len() - TAIL_BYTES..]);
+        assert_eq!(std::fs::read(loud.path.unwrap()).unwrap(), expected);
+        assert!(loud.error.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_pipe_held_open_elsewhere_keeps_what_was_read_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, mut w) = pipe();
         w.write_all(b"partial").unwrap();
-        let stop = CancellationToken::new();
-        let reading = tokio::spawn(capture(r.into(), dir.path().join("out"), stop.clone()));
-        stop.cancel();
-        let got = reading.await.unwrap();
-        assert!(got.bytes <= 7);
+        let mut got = Captured::default();
+        let path = dir.path().join("out");
+        let reading = capture(r, || path.clone(), &mut got);
+        // The writer stays open: capture never ends by itself.
+        let ended = tokio::time::timeout(std::time::Duration::from_millis(200), reading).await;
+        assert!(ended.is_err());
+        assert_eq!(got.bytes, 7);
+        assert_eq!(std::fs::read(&path).unwrap(), b"partial");
         drop(w);
+    }
+
+    #[tokio::test]
+    async fn an_uncreatable_file_is_an_error_and_the_tail_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let (r, mut w) = pipe();
+        w.write_all(b"oops").unwrap();
+        drop(w);
+        let mut got = Captured::default();
+        capture(r, || dir.path().join("file/sub/out"), &mut got).await;
+        assert!(got.path.is_none());
+        assert!(got.error.unwrap().starts_with("cannot create"));
+        assert_eq!(got.tail, b"oops");
     }
 }

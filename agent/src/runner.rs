@@ -1,12 +1,10 @@
-//! Runs one task as a real child process in its own process group, with stdout and stderr
-//! in files, and measures it with `wait4`: wall time, user and system CPU, peak RSS, and
-//! how it ended. A timeout or a kill order kills the whole process group.
+//! Waits for a started task's process (on a pidfd, no thread per task) and measures it
+//! with `wait4`: wall time, user and system CPU, peak RSS, and how it ended. A timeout or
+//! a kill order kills the whole process group.
 
-use hetpilot_shared::protocol::{AppRuntime, Assignment, Outcome};
+use hetpilot_shared::protocol::{AppRuntime, Outcome};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
@@ -16,16 +14,6 @@ pub fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// A started task.
-pub struct Running {
-    pub pid: i32,
-    pub started_at_ms: u64,
-    pub started: Instant,
-    /// The read ends of the task's stdout and stderr.
-    pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
 }
 
 /// How a task's process ended, as measured.
@@ -39,56 +27,6 @@ pub struct Finished {
     pub sys_cpu_ms: f64,
     pub max_rss_kb: u64,
     pub ended_at_ms: u64,
-}
-
-/// Where a task's output goes: `OUTPUT_DIR/app-APP/task-INDEX.ATTEMPT.{out,err}`.
-pub fn output_paths(base: &Path, a: &Assignment) -> (PathBuf, PathBuf) {
-    let dir = base.join(format!("app-{}", a.task.app));
-    let stem = format!("task-{}.{}", a.task.index, a.attempt);
-    (
-        dir.join(format!("{stem}.out")),
-        dir.join(format!("{stem}.err")),
-    )
-}
-
-/// Starts the task; errors are "could not start" reasons.
-pub fn start(a: &Assignment, app: &AppRuntime, work_dir: &Path) -> Result<Running, String> {
-    let program = a.argv.first().ok_or("empty command")?;
-    let cwd = match &app.workdir {
-        Some(dir) => work_dir.join(dir),
-        None => work_dir.to_path_buf(),
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(&a.argv[1..])
-        .current_dir(&cwd)
-        .envs(&app.env)
-        .env("HETPILOT_TASK", a.task.to_string())
-        .env("HETPILOT_APP", a.task.app.to_string())
-        .env("HETPILOT_INDEX", a.task.index.to_string())
-        .env("HETPILOT_ATTEMPT", a.attempt.to_string())
-        .env("HETPILOT_INPUT", &a.input)
-        .env_remove("HETPILOT_AGENT_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let started_at_ms = unix_ms();
-    let started = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start `{program}` in {}: {e}", cwd.display()))?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        kill_group(child.id() as i32);
-        return Err("the task's output pipes were not created".into());
-    };
-    // The `Child` is dropped without waiting: `wait_exit` reaps it with wait4.
-    Ok(Running {
-        pid: child.id() as i32,
-        started_at_ms,
-        started,
-        stdout: stdout.into(),
-        stderr: stderr.into(),
-    })
 }
 
 /// Reaps the task's (exited or exiting) process with wait4 and returns its measurements.

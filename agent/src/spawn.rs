@@ -1,0 +1,369 @@
+//! Starting a task's process cheaply: `posix_spawn` (a vfork-style clone, no copy of the
+//! agent's page tables) into its own process group, with an environment prepared once per
+//! application instead of rebuilt from the agent's environment for every task, and output
+//! pipes whose read ends are made non-blocking with one `fcntl` each.
+
+use hetpilot_shared::protocol::{AppRuntime, Assignment};
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString, OsString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Variables set per task; they override the application's environment.
+const PER_TASK: [&str; 5] = [
+    "HETPILOT_TASK",
+    "HETPILOT_APP",
+    "HETPILOT_INDEX",
+    "HETPILOT_ATTEMPT",
+    "HETPILOT_INPUT",
+];
+
+/// An application's runtime with what every one of its tasks shares, built once.
+pub struct Prepared {
+    pub runtime: AppRuntime,
+    /// `KEY=VALUE` entries: the agent's environment without its token, plus the app's.
+    env: Vec<CString>,
+    cwd: PathBuf,
+    cwd_c: CString,
+    /// The application's own `PATH`, if it sets one (bare command names search it).
+    path: Option<OsString>,
+    /// Where the tasks' output files go.
+    pub output_base: PathBuf,
+    /// Why no task of this application can start (a NUL byte in its settings).
+    problem: Option<String>,
+}
+
+fn cstring(bytes: Vec<u8>, what: &str) -> Result<CString, String> {
+    CString::new(bytes).map_err(|_| format!("{what} contains a NUL byte"))
+}
+
+impl Prepared {
+    pub fn new(runtime: AppRuntime, work_dir: &Path, output_dir: &Path) -> Prepared {
+        let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
+            .filter(|(k, _)| k != "HETPILOT_AGENT_TOKEN" && !PER_TASK.iter().any(|p| k == p))
+            .collect();
+        for (k, v) in &runtime.env {
+            if !PER_TASK.contains(&k.as_str()) {
+                vars.insert(k.into(), v.into());
+            }
+        }
+        let path = runtime.env.get("PATH").map(OsString::from);
+        let env: Result<Vec<CString>, String> = vars
+            .into_iter()
+            .map(|(k, v)| {
+                let mut kv = k.into_vec();
+                kv.push(b'=');
+                kv.extend(v.into_vec());
+                cstring(kv, "an environment variable")
+            })
+            .collect();
+        let cwd = match &runtime.workdir {
+            Some(dir) => work_dir.join(dir),
+            None => work_dir.to_path_buf(),
+        };
+        let cwd_c = cstring(cwd.as_os_str().as_bytes().to_vec(), "the working directory");
+        let output_base = match &runtime.output_dir {
+            Some(dir) => work_dir.join(dir),
+            None => output_dir.to_path_buf(),
+        };
+        let (env, cwd_c, problem) = match (env, cwd_c) {
+            (Ok(env), Ok(cwd_c)) => (env, cwd_c, None),
+            (Err(e), _) | (_, Err(e)) => (Vec::new(), CString::default(), Some(e)),
+        };
+        Prepared {
+            runtime,
+            env,
+            cwd,
+            cwd_c,
+            path,
+            output_base,
+            problem,
+        }
+    }
+
+    /// Where a task's stdout (`ext` = "out") or stderr ("err") goes:
+    /// `OUTPUT_BASE/app-APP/task-INDEX.ATTEMPT.EXT`.
+    pub fn output_path(&self, a: &Assignment, ext: &str) -> PathBuf {
+        self.output_base
+            .join(format!("app-{}", a.task.app))
+            .join(format!("task-{}.{}.{ext}", a.task.index, a.attempt))
+    }
+}
+
+/// A started process: its pid and the read ends of its stdout and stderr (non-blocking).
+pub struct Child {
+    pub pid: i32,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+fn last_error() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// A pipe whose read end is non-blocking and whose write end stays blocking (the task
+/// writes to it); both are closed on exec.
+pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(last_error());
+    }
+    // SAFETY: the kernel just returned these descriptors; nothing else owns them.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: r is an open descriptor we own.
+    if unsafe { libc::fcntl(r.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+        return Err(last_error());
+    }
+    Ok((r, w))
+}
+
+/// /dev/null, opened once, for every task's stdin.
+fn dev_null() -> std::io::Result<i32> {
+    static NULL: OnceLock<std::io::Result<OwnedFd>> = OnceLock::new();
+    match NULL.get_or_init(|| std::fs::File::open("/dev/null").map(OwnedFd::from)) {
+        Ok(fd) => Ok(fd.as_raw_fd()),
+        Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+    }
+}
+
+/// The executable a bare command name means when the application sets its own `PATH`
+/// (`posix_spawnp` would search the agent's).
+fn search(program: &str, path: &OsString, cwd: &Path) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|dir| cwd.join(dir).join(program))
+        .find(|p| {
+            CString::new(p.as_os_str().as_bytes())
+                // SAFETY: p is a NUL-terminated path.
+                .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)
+                && p.is_file()
+        })
+}
+
+/// Starts task `a` of application `app`; errors are "could not start" reasons.
+pub fn start(a: &Assignment, app: &Prepared) -> Result<Child, String> {
+    if let Some(problem) = &app.problem {
+        return Err(problem.clone());
+    }
+    let program = a.argv.first().ok_or("empty command")?;
+    let fail =
+        |e: std::io::Error| format!("cannot start `{program}` in {}: {e}", app.cwd.display());
+    let argv = a
+        .argv
+        .iter()
+        .map(|s| cstring(s.clone().into_bytes(), "the command"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let task_env = [
+        format!("HETPILOT_TASK={}", a.task),
+        format!("HETPILOT_APP={}", a.task.app),
+        format!("HETPILOT_INDEX={}", a.task.index),
+        format!("HETPILOT_ATTEMPT={}", a.attempt),
+        format!("HETPILOT_INPUT={}", a.input),
+    ]
+    .map(|kv| cstring(kv.into_bytes(), "the task's input"));
+    let mut envp: Vec<*const libc::c_char> = Vec::with_capacity(app.env.len() + 6);
+    envp.extend(app.env.iter().map(|c| c.as_ptr()));
+    for kv in &task_env {
+        envp.push(kv.as_ref().map_err(Clone::clone)?.as_ptr());
+    }
+    envp.push(std::ptr::null());
+    let mut argp: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
+    argp.push(std::ptr::null());
+    let searched = match (&app.path, program.contains('/')) {
+        (Some(path), false) => Some(
+            search(program, path, &app.cwd)
+                .ok_or_else(|| fail(std::io::ErrorKind::NotFound.into()))?,
+        ),
+        _ => None,
+    };
+    let searched_c = searched
+        .map(|p| cstring(p.into_os_string().into_vec(), "the command"))
+        .transpose()?;
+    let (out_r, out_w) = pipe().map_err(fail)?;
+    let (err_r, err_w) = pipe().map_err(fail)?;
+    let null = dev_null().map_err(fail)?;
+    let pid = spawn(
+        searched_c.as_deref().unwrap_or(&argv[0]),
+        searched_c.is_none(),
+        &argp,
+        &envp,
+        [null, out_w.as_raw_fd(), err_w.as_raw_fd()],
+        &app.cwd_c,
+    )
+    .map_err(fail)?;
+    Ok(Child {
+        pid,
+        stdout: out_r,
+        stderr: err_r,
+    })
+}
+
+/// posix_spawn(p) with `stdio` as fds 0–2, in `cwd`, in a new process group, with the
+/// default signal mask and SIGPIPE disposition.
+fn spawn(
+    program: &CStr,
+    search_path: bool,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    stdio: [i32; 3],
+    cwd: &CStr,
+) -> std::io::Result<i32> {
+    let check = |r: libc::c_int| match r {
+        0 => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e)),
+    };
+    // SAFETY: the attribute and file-action objects are initialised before use and
+    // destroyed after; every pointer passed (program, argv, envp, cwd) is NUL-terminated
+    // and outlives the call; the pid is written into a live local.
+    unsafe {
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        check(libc::posix_spawnattr_init(&mut attr))?;
+        if let Err(e) = check(libc::posix_spawn_file_actions_init(&mut actions)) {
+            libc::posix_spawnattr_destroy(&mut attr);
+            return Err(e);
+        }
+        let result = (|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            check(libc::posix_spawnattr_setsigmask(&mut attr, &set))?;
+            libc::sigaddset(&mut set, libc::SIGPIPE);
+            check(libc::posix_spawnattr_setsigdefault(&mut attr, &set))?;
+            check(libc::posix_spawnattr_setpgroup(&mut attr, 0))?;
+            let flags = libc::POSIX_SPAWN_SETPGROUP
+                | libc::POSIX_SPAWN_SETSIGMASK
+                | libc::POSIX_SPAWN_SETSIGDEF;
+            check(libc::posix_spawnattr_setflags(
+                &mut attr,
+                flags as libc::c_short,
+            ))?;
+            for (fd, target) in stdio.into_iter().zip(0..) {
+                check(libc::posix_spawn_file_actions_adddup2(
+                    &mut actions,
+                    fd,
+                    target,
+                ))?;
+            }
+            check(libc::posix_spawn_file_actions_addchdir_np(
+                &mut actions,
+                cwd.as_ptr(),
+            ))?;
+            let mut pid: libc::pid_t = 0;
+            let run = if search_path {
+                libc::posix_spawnp
+            } else {
+                libc::posix_spawn
+            };
+            check(run(
+                &mut pid,
+                program.as_ptr(),
+                &actions,
+                &attr,
+                argv.as_ptr() as *const *mut libc::c_char,
+                envp.as_ptr() as *const *mut libc::c_char,
+            ))?;
+            Ok(pid)
+        })();
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        libc::posix_spawnattr_destroy(&mut attr);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetpilot_shared::{AppId, TaskRef};
+    use std::io::Read;
+
+    fn app(env: &[(&str, &str)]) -> AppRuntime {
+        AppRuntime {
+            app: AppId(7),
+            name: "t".into(),
+            cores: 1,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            workdir: None,
+            output_dir: None,
+            timeout_secs: None,
+        }
+    }
+
+    fn task(argv: &[&str]) -> Assignment {
+        Assignment {
+            task: TaskRef {
+                app: AppId(7),
+                index: 3,
+            },
+            attempt: 2,
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            input: "in put".into(),
+        }
+    }
+
+    fn run(a: &Assignment, p: &Prepared) -> (String, i32) {
+        let c = start(a, p).unwrap();
+        let mut status = 0;
+        // SAFETY: c.pid is our child; status is a live local.
+        assert_eq!(unsafe { libc::waitpid(c.pid, &mut status, 0) }, c.pid);
+        let mut out = String::new();
+        let mut f = std::fs::File::from(c.stdout);
+        // The child is gone, so the pipe holds all its output; a non-blocking read is fine.
+        f.read_to_string(&mut out).unwrap();
+        (out, status)
+    }
+
+    #[test]
+    fn tasks_see_their_variables_and_the_apps_in_their_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("w")).unwrap();
+        let mut rt = app(&[("GREETING", "hi"), ("HETPILOT_INDEX", "ignored")]);
+        rt.workdir = Some("w".into());
+        let p = Prepared::new(rt, dir.path(), dir.path());
+        let script = "echo $GREETING $HETPILOT_TASK $HETPILOT_INDEX $HETPILOT_ATTEMPT \
+                      \"$HETPILOT_INPUT\" ${HETPILOT_AGENT_TOKEN-none} $(pwd -P); \
+                      read x; echo \"stdin:$x\"; kill -0 -$$ && echo own-group";
+        let (out, status) = run(&task(&["/bin/sh", "-c", script]), &p);
+        let cwd = dir.path().join("w").canonicalize().unwrap();
+        assert_eq!(
+            out,
+            format!(
+                "hi 7.3 3 2 in put none {}\nstdin:\nown-group\n",
+                cwd.display()
+            )
+        );
+        assert_eq!(status, 0);
+    }
+
+    #[test]
+    fn bare_names_search_the_apps_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let tool = bin.join("mytool");
+        std::fs::write(&tool, "#!/bin/sh\necho from-mytool\n").unwrap();
+        std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let with_path = Prepared::new(
+            app(&[("PATH", &format!("/usr/bin:/bin:{}", bin.display()))]),
+            dir.path(),
+            dir.path(),
+        );
+        assert_eq!(run(&task(&["mytool"]), &with_path).0, "from-mytool\n");
+        let without = Prepared::new(app(&[]), dir.path(), dir.path());
+        let err = start(&task(&["mytool"]), &without).err().unwrap();
+        assert!(err.contains("cannot start `mytool`"), "{err}");
+    }
+
+    #[test]
+    fn a_nul_byte_is_a_start_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Prepared::new(app(&[("BAD", "a\0b")]), dir.path(), dir.path());
+        let err = start(&task(&["/bin/true"]), &p).err().unwrap();
+        assert!(err.contains("NUL"), "{err}");
+    }
+}
