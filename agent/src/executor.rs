@@ -59,6 +59,14 @@ pub struct Ended {
 /// process it started may hold them); then what was read is reported.
 const OUTPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// A task whose output closes within this long and that has then exited is reaped
+/// without a pidfd: opening, registering and closing one costs more than the rest of such
+/// a task's dispatch. Later, a pidfd tells when it ends (its output may stay open: a
+/// background process it started can hold it). A task that exits sooner while such a
+/// process holds its output is reaped at this mark, so its wall time can be up to this
+/// much too long.
+const PIDFD_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
+
 pub struct Executor {
     pub slots: u32,
     /// Tasks fetched ahead; `None`: adapt to the tasks' run time (see [`prefetch`]).
@@ -246,20 +254,36 @@ impl Executor {
                 let out = output::capture(child.stdout, || app.output_path(&a, "out"), &mut stdout);
                 let err = output::capture(child.stderr, || app.output_path(&a, "err"), &mut stderr);
                 let drain = async { tokio::join!(out, err) };
-                let exit = runner::wait_exit(child.pid, started, runner::timeout_of(&app.runtime));
-                tokio::pin!(drain, exit);
+                tokio::pin!(drain);
                 let mut drained = false;
-                let finished = loop {
-                    tokio::select! {
-                        f = &mut exit => break f,
-                        _ = &mut drain, if !drained => drained = true,
+                // Short tasks are reaped when their output closes, without a pidfd.
+                let early = tokio::select! {
+                    _ = &mut drain => {
+                        drained = true;
+                        runner::try_reap(child.pid, started)
                     }
+                    _ = tokio::time::sleep(PIDFD_AFTER) => None,
                 };
-                if !drained {
-                    // Something the task started may hold the pipes: keep what came in time.
-                    let _ = tokio::time::timeout(OUTPUT_GRACE, drain).await;
+                match early {
+                    Some(finished) => finished,
+                    None => {
+                        let timeout = runner::timeout_of(&app.runtime);
+                        let exit = runner::wait_exit(child.pid, started, timeout);
+                        tokio::pin!(exit);
+                        let finished = loop {
+                            tokio::select! {
+                                f = &mut exit => break f,
+                                _ = &mut drain, if !drained => drained = true,
+                            }
+                        };
+                        if !drained {
+                            // Something the task started may hold the pipes: keep what
+                            // came in time.
+                            let _ = tokio::time::timeout(OUTPUT_GRACE, drain).await;
+                        }
+                        finished
+                    }
                 }
-                finished
             };
             let at = TaskAttempt {
                 task: a.task,
@@ -361,10 +385,11 @@ impl Executor {
 
 /// How many tasks to fetch ahead: a slot's worth while tasks are long (so other agents
 /// get them), more while they are so short that a round trip to the manager would idle
-/// the slots.
+/// the slots. At least 64 short tasks (under 6.4 s of work in all): each pull costs the
+/// manager a transaction, and with few slots they came every 8 tasks.
 pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
     match mean_wall_ms {
-        Some(ms) if ms < 100.0 => (slots * 4).clamp(16, 1024),
+        Some(ms) if ms < 100.0 => (slots * 4).clamp(64, 1024),
         _ => slots,
     }
 }
@@ -377,7 +402,7 @@ mod tests {
     fn prefetch_grows_only_for_short_tasks() {
         assert_eq!(prefetch(4, None), 4);
         assert_eq!(prefetch(4, Some(5_000.0)), 4);
-        assert_eq!(prefetch(2, Some(3.0)), 16);
+        assert_eq!(prefetch(2, Some(3.0)), 64);
         assert_eq!(prefetch(64, Some(3.0)), 256);
     }
 }

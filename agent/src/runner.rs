@@ -31,21 +31,45 @@ pub struct Finished {
 
 /// Reaps the task's (exited or exiting) process with wait4 and returns its measurements.
 fn reap(pid: i32, started: Instant, timed_out: bool) -> Finished {
+    loop {
+        match wait4(pid, 0) {
+            Some(Ok((status, usage))) => return measured(status, &usage, started, timed_out),
+            Some(Err(e)) if e.raw_os_error() == Some(libc::EINTR) => {}
+            // Nothing to wait for (should not happen): report what is known.
+            // SAFETY: an all-zero rusage is a valid value.
+            _ => return measured(0x7f00, &unsafe { std::mem::zeroed() }, started, timed_out),
+        }
+    }
+}
+
+/// Reaps the task's process if it has exited; `None` while it runs.
+pub fn try_reap(pid: i32, started: Instant) -> Option<Finished> {
+    match wait4(pid, libc::WNOHANG) {
+        Some(Ok((status, usage))) => Some(measured(status, &usage, started, false)),
+        Some(Err(_)) => Some(reap(pid, started, false)),
+        None => None,
+    }
+}
+
+/// wait4 on `pid`: its status and rusage, `None` if `WNOHANG` and it has not exited.
+fn wait4(pid: i32, flags: libc::c_int) -> Option<std::io::Result<(libc::c_int, libc::rusage)>> {
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: pid is our own child; status and usage point to live locals.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            // Nothing to wait for (should not happen): report what is known.
-            status = 0x7f00;
-            break;
-        }
+    // SAFETY: pid is our own child; status and usage point to live locals.
+    match unsafe { libc::wait4(pid, &mut status, flags, &mut usage) } {
+        0 => None,
+        r if r == pid => Some(Ok((status, usage))),
+        _ => Some(Err(std::io::Error::last_os_error())),
     }
+}
+
+fn measured(
+    status: libc::c_int,
+    usage: &libc::rusage,
+    started: Instant,
+    timed_out: bool,
+) -> Finished {
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     let tv_ms = |tv: libc::timeval| tv.tv_sec as f64 * 1000.0 + tv.tv_usec as f64 / 1000.0;
     let exit = std::process::ExitStatus::from_raw(status);
@@ -80,11 +104,12 @@ fn pidfd(pid: i32) -> Option<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
 }
 
-/// Waits for the task's process to end, killing its process group at `timeout`.
+/// Waits for the task's process to end, killing its process group `timeout` after it
+/// started.
 pub async fn wait_exit(pid: i32, started: Instant, timeout: Option<Duration>) -> Finished {
     let limit = async {
         match timeout {
-            Some(t) => tokio::time::sleep(t).await,
+            Some(t) => tokio::time::sleep_until((started + t).into()).await,
             None => std::future::pending().await,
         }
     };
