@@ -63,6 +63,34 @@ fn applications_run_to_completion_with_measurements_and_co_runners() {
 }
 
 #[test]
+fn a_background_process_holding_the_output_does_not_stretch_the_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let _agent = m.agent("local", 1, &[]);
+    // The shell exits at once; the background `sleep` keeps its stdout open for 5 s.
+    let spec = json!({"name": "bg", "command": "sh -c 'sleep 5 & echo started'",
+                      "tasks": {"array": {"start": 0, "end": 0}}});
+    let app = m.submit(spec);
+    m.wait_finished(app, LONG);
+    let (s, detail) = m.http().get(&format!("/v1/tasks/{app}.0"), &m.admin);
+    assert_eq!(s, 200, "{detail}");
+    let wall: f64 = m
+        .db()
+        .query_row(
+            "SELECT wall_ms FROM attempts WHERE app_id = ?1 AND outcome = 'success'",
+            [app as i64],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        wall < 2500.0,
+        "measured the shell, not the sleep: {wall} ms"
+    );
+    let out = std::fs::read_to_string(detail["last"]["stdout_path"].as_str().unwrap()).unwrap();
+    assert_eq!(out, "started\n");
+}
+
+#[test]
 fn failures_retry_up_to_max_attempts_and_timeouts_kill_the_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
