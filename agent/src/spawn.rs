@@ -41,11 +41,12 @@ fn cstring(bytes: Vec<u8>, what: &str) -> Result<CString, String> {
 
 impl Prepared {
     pub fn new(runtime: AppRuntime, work_dir: &Path, output_dir: &Path) -> Prepared {
+        let kept = |k: &str| k != "HETPILOT_AGENT_TOKEN" && !PER_TASK.contains(&k);
         let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| k != "HETPILOT_AGENT_TOKEN" && !PER_TASK.iter().any(|p| k == p))
+            .filter(|(k, _)| k.to_str().is_none_or(kept))
             .collect();
         for (k, v) in &runtime.env {
-            if !PER_TASK.contains(&k.as_str()) {
+            if kept(k) {
                 vars.insert(k.into(), v.into());
             }
         }
@@ -321,7 +322,11 @@ mod tests {
     fn tasks_see_their_variables_and_the_apps_in_their_directory() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("w")).unwrap();
-        let mut rt = app(&[("GREETING", "hi"), ("HETPILOT_INDEX", "ignored")]);
+        let mut rt = app(&[
+            ("GREETING", "hi"),
+            ("HETPILOT_INDEX", "ignored"),
+            ("HETPILOT_AGENT_TOKEN", "never passed on"),
+        ]);
         rt.workdir = Some("w".into());
         let p = Prepared::new(rt, dir.path(), dir.path());
         let script = "echo $GREETING $HETPILOT_TASK $HETPILOT_INDEX $HETPILOT_ATTEMPT \
