@@ -24,7 +24,7 @@ TOK=$(post /v1/agent-tokens '{"platform":"local"}' | jq -r .token)
 HETPILOT_AGENT_TOKEN=$TOK "$BIN/hetpilot-agent" --manager "$URL" --platform local \
   --slots "$S" --work-dir "$D/agent" 2>"$D/agent.log" &
 APID=$!
-while ! grep -q registered "$D/agent.log"; do sleep 0.05; done
+while ! grep -qs registered "$D/agent.log"; do sleep 0.05; done
 STATS=()
 if [ -n "${PERFSTAT:-}" ]; then
   EV=raw_syscalls:sys_enter,context-switches,task-clock

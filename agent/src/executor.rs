@@ -383,13 +383,23 @@ impl Executor {
     }
 }
 
+/// Slot time (ms) of short tasks to keep fetched ahead per slot: enough that pulls, each
+/// a transaction on the manager (about 1 ms of its CPU), are shared by hundreds of
+/// sub-millisecond tasks, and little enough that no more than a quarter of a second of
+/// work per slot is kept from other agents.
+const AHEAD_MS_PER_SLOT: f64 = 250.0;
+
 /// How many tasks to fetch ahead: a slot's worth while tasks are long (so other agents
 /// get them), more while they are so short that a round trip to the manager would idle
-/// the slots. At least 64 short tasks (under 6.4 s of work in all): each pull costs the
-/// manager a transaction, and with few slots they came every 8 tasks.
+/// the slots: [`AHEAD_MS_PER_SLOT`] of work per slot, at least 4 tasks per slot and 64
+/// in all (each pull costs the manager a transaction), at most 1024.
 pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
     match mean_wall_ms {
-        Some(ms) if ms < 100.0 => (slots * 4).clamp(64, 1024),
+        Some(ms) if ms < 100.0 => {
+            // Saturating float-to-int cast: a zero mean gives u32::MAX, then the clamp.
+            let by_work = (f64::from(slots) * AHEAD_MS_PER_SLOT / ms) as u32;
+            by_work.max(slots * 4).clamp(64, 1024)
+        }
         _ => slots,
     }
 }
@@ -402,7 +412,19 @@ mod tests {
     fn prefetch_grows_only_for_short_tasks() {
         assert_eq!(prefetch(4, None), 4);
         assert_eq!(prefetch(4, Some(5_000.0)), 4);
-        assert_eq!(prefetch(2, Some(3.0)), 64);
-        assert_eq!(prefetch(64, Some(3.0)), 256);
+        assert_eq!(prefetch(4, Some(100.0)), 4);
+        assert_eq!(prefetch(2, Some(30.0)), 64);
+        assert_eq!(prefetch(64, Some(30.0)), 533);
+    }
+
+    #[test]
+    fn prefetch_holds_a_quarter_second_of_sub_millisecond_work_per_slot() {
+        assert_eq!(prefetch(2, Some(1.0)), 500);
+        assert_eq!(prefetch(2, Some(0.5)), 1000);
+        assert_eq!(prefetch(16, Some(1.0)), 1024);
+        assert_eq!(prefetch(2, Some(0.0)), 1024);
+        // Shrinks again as the tasks get longer.
+        assert_eq!(prefetch(2, Some(5.0)), 100);
+        assert_eq!(prefetch(2, Some(20.0)), 64);
     }
 }
