@@ -85,7 +85,11 @@ struct State {
     free: u32,
     /// Each application's runtime, prepared once for all its tasks.
     apps: HashMap<AppId, Arc<Prepared>>,
-    queue: VecDeque<Assignment>,
+    /// Tasks fetched and not started, each with the cores it needs.
+    queue: VecDeque<(Assignment, u32)>,
+    /// Their sum, kept as the queue changes (it can hold 1024 tasks, and the demand is
+    /// published after every event).
+    queued_cores: u32,
     running: HashMap<TaskAttempt, RunningTask>,
     corunners: CoRunners,
     draining: bool,
@@ -101,6 +105,7 @@ impl Executor {
             free: self.slots,
             apps: HashMap::new(),
             queue: VecDeque::new(),
+            queued_cores: 0,
             running: HashMap::new(),
             corunners: CoRunners::default(),
             draining: false,
@@ -120,16 +125,22 @@ impl Executor {
                             Arc::new(Prepared::new(a, &self.work_dir, &self.output_dir)),
                         )
                     }));
-                    st.queue.extend(tasks);
+                    for a in tasks {
+                        let cores = self.cores_of(&st, &a);
+                        st.queued_cores += cores;
+                        st.queue.push_back((a, cores));
+                    }
                     // Acknowledged once started, so the puller's next call reports the starts.
                     assigned = Some(ack);
                 }
                 Event::Kill(runs) => {
                     for at in runs {
-                        let queued = st.queue.len();
-                        st.queue
-                            .retain(|a| !(a.task == at.task && a.attempt == at.attempt));
-                        if st.queue.len() < queued {
+                        let queued = st
+                            .queue
+                            .iter()
+                            .position(|(a, _)| a.task == at.task && a.attempt == at.attempt);
+                        if let Some((_, cores)) = queued.and_then(|i| st.queue.remove(i)) {
+                            st.queued_cores -= cores;
                             self.held.release([at]);
                         }
                         if let Some(r) = st.running.get_mut(&at) {
@@ -167,7 +178,7 @@ impl Executor {
     }
 
     fn publish(&self, st: &State) {
-        let queued: u32 = st.queue.iter().map(|a| self.cores_of(st, a)).sum();
+        let queued = st.queued_cores;
         let ahead = self
             .prefetch
             .unwrap_or_else(|| prefetch(self.slots, st.mean_wall_ms));
@@ -195,12 +206,12 @@ impl Executor {
     }
 
     fn start_queued(&self, st: &mut State) {
-        while let Some(next) = st.queue.front() {
-            let cores = self.cores_of(st, next);
+        while let Some(&(_, cores)) = st.queue.front() {
             if cores > st.free {
                 break;
             }
-            let a = st.queue.pop_front().expect("front exists");
+            let (a, _) = st.queue.pop_front().expect("front exists");
+            st.queued_cores -= cores;
             let at = TaskAttempt {
                 task: a.task,
                 attempt: a.attempt,
