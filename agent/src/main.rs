@@ -41,7 +41,8 @@ struct Args {
     /// Task slots (default: the cores this agent may use).
     #[arg(long)]
     slots: Option<u32>,
-    /// Extra tasks fetched ahead so slots never wait on the manager (default: slots).
+    /// Extra tasks fetched ahead so slots never wait on the manager (default: adaptive, a
+    /// slot's worth for long tasks, up to 1024 for sub-millisecond ones).
     #[arg(long)]
     prefetch: Option<u32>,
     /// CPUs this agent and its tasks are pinned to, e.g. `0` or `0-3,8`.
