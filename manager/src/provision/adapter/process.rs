@@ -296,7 +296,9 @@ mod tests {
         let unused = FakeRunner::new(&[]);
         let id = adapter.submit(&unused, &p, &script).unwrap();
         assert_eq!(id.0, "node1:4711");
-        let states = adapter.poll(&unused, &p, &[id.clone()]).unwrap();
+        let states = adapter
+            .poll(&unused, &p, std::slice::from_ref(&id))
+            .unwrap();
         assert_eq!(states[&id], JobState::Running);
         assert_eq!(
             *connected.lock().unwrap(),
