@@ -201,9 +201,19 @@ fn round_trip(
         "{out}"
     );
     adapter.cancel(runner, &profile, &job).unwrap();
-    let end = wait_until(adapter.as_ref(), runner, &profile, &job, "ended", |s| {
-        matches!(s, JobState::Ended { .. } | JobState::Vanished)
-    });
+    let end = wait_until(
+        adapter.as_ref(),
+        runner,
+        &profile,
+        &job,
+        "ended",
+        |s| match s {
+            // Slurm's COMPLETING is "ending": wait for the final state.
+            JobState::Ended { reason, .. } => reason != "COMPLETING",
+            JobState::Vanished => true,
+            _ => false,
+        },
+    );
     // Cancelling again (the job is gone) is not an error.
     adapter.cancel(runner, &profile, &job).unwrap();
     eprintln!(

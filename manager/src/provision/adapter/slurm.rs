@@ -145,8 +145,13 @@ fn job_state(
         "PENDING" | "REQUEUED" | "REQUEUE_FED" | "CONFIGURING" => JobState::Queued,
         "REQUEUE_HOLD" | "SUSPENDED" | "STOPPED" => JobState::Held,
         "RUNNING" | "RESIZING" | "SIGNALING" | "STAGE_OUT" => JobState::Running,
-        "COMPLETING" | "COMPLETED" | "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL"
-        | "PREEMPTED" | "BOOT_FAIL" | "DEADLINE" | "OUT_OF_MEMORY" | "SPECIAL_EXIT" | "REVOKED" => {
+        // Still cleaning up: the exit code shown is not final yet.
+        "COMPLETING" => JobState::Ended {
+            exit_code: None,
+            reason: state.to_string(),
+        },
+        "COMPLETED" | "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL" | "PREEMPTED"
+        | "BOOT_FAIL" | "DEADLINE" | "OUT_OF_MEMORY" | "SPECIAL_EXIT" | "REVOKED" => {
             JobState::Ended {
                 exit_code,
                 reason: if reason.is_empty() || reason == "None" {
