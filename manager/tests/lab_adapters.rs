@@ -326,6 +326,24 @@ fn one_squeue_answers_for_many_jobs() {
         "{states:?}"
     );
     assert_eq!(states[&BatchJobId("9000000".into())], JobState::Vanished);
+    // The same poll on the login host over SSH: the second one reuses the session.
+    let login = ssh_login(&lab());
+    let ssh = for_login(&login).unwrap();
+    let profile_ssh = sandbox.profile(AdapterKind::Slurm, Some("big"), login);
+    let first = Instant::now();
+    let over_ssh = adapter.poll(ssh.as_ref(), &profile_ssh, &all).unwrap();
+    let first = first.elapsed();
+    let second = Instant::now();
+    adapter.poll(ssh.as_ref(), &profile_ssh, &all).unwrap();
+    eprintln!(
+        "the same poll over SSH: {first:?} (with connect), {:?} (session reused)",
+        second.elapsed()
+    );
+    assert_eq!(over_ssh.len(), all.len());
+    assert!(
+        jobs.iter().all(|j| over_ssh[j] != JobState::Vanished),
+        "{over_ssh:?}"
+    );
     for job in &jobs {
         adapter.cancel(&LocalRunner, &profile, job).unwrap();
     }
