@@ -3,9 +3,10 @@
 //! - [`profile`]: platform profiles (`profiles/*.toml`): batch system, login, queue, node
 //!   shape, caps, agent binary, environment setup.
 //! - [`runner`]: where batch commands run: locally, or over one reused SSH session per
-//!   login host ([`CommandRunner`]).
+//!   login host ([`CommandRunner`], [`for_login`]).
 //! - [`adapter`]: one small module per batch system behind [`BatchAdapter`]: render a job
-//!   script, submit it, poll many jobs in one call, cancel.
+//!   script, submit it, poll many jobs in one call, cancel ([`adapter_for`]). Job scripts
+//!   come from `deploy/templates/`.
 //!
 //! Everything here does I/O only through a [`CommandRunner`], so adapters are tested on
 //! exact rendered scripts and recorded command outputs as well as against the real lab.
@@ -14,6 +15,8 @@ pub mod adapter;
 pub mod profile;
 pub mod runner;
 
-pub use adapter::{AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec};
+pub use adapter::{
+    adapter_for, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
+};
 pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
-pub use runner::{CommandOutput, CommandRunner, RunnerError};
+pub use runner::{for_login, CommandOutput, CommandRunner, LocalRunner, RunnerError, SshRunner};
