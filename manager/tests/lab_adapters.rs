@@ -76,6 +76,7 @@ impl Sandbox {
         std::fs::write(
             &agent,
             "#!/bin/sh\necho \"agent $HETPILOT_PILOT on $HETPILOT_PLATFORM\"\n\
+             echo \"nodes=$(sort -u \"${PBS_NODEFILE:-/dev/null}\" | wc -l)\"\n\
              test -r \"$HETPILOT_AGENT_TOKEN_FILE\" && echo token-file-readable\n\
              exec sleep 300\n",
         )
@@ -170,6 +171,13 @@ fn wait_for_output(path: &str, needle: &str) -> String {
     }
 }
 
+/// What a round trip saw: the job id, its end state, the fake agent's output.
+struct Trip {
+    job: String,
+    end: JobState,
+    output: String,
+}
+
 /// Submit, see it run (and the fake agent report), cancel, see it end.
 fn round_trip(
     kind: AdapterKind,
@@ -177,7 +185,7 @@ fn round_trip(
     runner: &dyn CommandRunner,
     login: Login,
     pilot: impl Fn(&Sandbox) -> PilotSpec,
-) -> Vec<String> {
+) -> Trip {
     let sandbox = Sandbox::new();
     let adapter = adapter_for(kind);
     let profile = sandbox.profile(kind, queue, login);
@@ -220,31 +228,37 @@ fn round_trip(
         "{}: job {job}: submit {submit_ms} ms, running after {running_ms} ms, end {end:?}",
         kind.name()
     );
-    vec![job.0, format!("{end:?}")]
+    Trip {
+        job: job.0,
+        end,
+        output: out,
+    }
 }
 
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn slurm_sbatch_squeue_scancel() {
     lab();
-    let [job, end] = &round_trip(
+    let trip = round_trip(
         AdapterKind::Slurm,
         Some("debug"),
         &LocalRunner,
         Login::Local,
         |s| s.pilot("lab-slurm", 1, 2),
-    )[..] else {
-        unreachable!()
-    };
-    assert!(job.bytes().all(|b| b.is_ascii_digit()), "{job}");
-    assert!(end.contains("CANCELLED"), "{end}");
+    );
+    assert!(trip.job.bytes().all(|b| b.is_ascii_digit()), "{}", trip.job);
+    assert!(
+        matches!(&trip.end, JobState::Ended { reason, .. } if reason == "CANCELLED"),
+        "{:?}",
+        trip.end
+    );
 }
 
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn torque_qsub_nodes_ppn_on_two_nodes() {
     lab();
-    let ended = round_trip(
+    let trip = round_trip(
         AdapterKind::Torque,
         Some("small"),
         &LocalRunner,
@@ -252,8 +266,15 @@ fn torque_qsub_nodes_ppn_on_two_nodes() {
         |s| s.pilot("lab-torque", 2, 2),
     );
     assert!(
-        ended[1].contains("finished (C)") || ended[1] == "Vanished",
-        "{ended:?}"
+        trip.output.contains("nodes=2\n"),
+        "two nodes: {}",
+        trip.output
+    );
+    assert!(
+        matches!(&trip.end, JobState::Ended { reason, .. } if reason == "finished (C)")
+            || trip.end == JobState::Vanished,
+        "{:?}",
+        trip.end
     );
 }
 
@@ -261,9 +282,10 @@ fn torque_qsub_nodes_ppn_on_two_nodes() {
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn pbs_pro_qsub_select() {
     lab();
-    round_trip(AdapterKind::Pbs, None, &LocalRunner, Login::Local, |s| {
+    let trip = round_trip(AdapterKind::Pbs, None, &LocalRunner, Login::Local, |s| {
         s.pilot("lab-pbspro", 1, 2)
     });
+    assert!(trip.output.contains("nodes=1\n"), "{}", trip.output);
 }
 
 #[test]
@@ -287,12 +309,13 @@ fn ssh_adapter_starts_and_stops_an_agent_by_pid() {
     let lab = lab();
     let login = ssh_login(&lab);
     // The login runner is not used: the ssh adapter opens its own session per host.
-    let ended = round_trip(AdapterKind::Ssh, None, &LocalRunner, login, |s| {
+    let trip = round_trip(AdapterKind::Ssh, None, &LocalRunner, login, |s| {
         let mut p = s.pilot("lab-ssh-agent", 1, 1);
         p.host = Some("127.0.0.1".into());
         p
     });
-    assert!(ended[0].starts_with("127.0.0.1:"), "{ended:?}");
+    assert!(trip.job.starts_with("127.0.0.1:"), "{}", trip.job);
+    assert!(matches!(trip.end, JobState::Ended { .. }), "{:?}", trip.end);
 }
 
 #[test]
