@@ -33,6 +33,9 @@ pub struct Settings {
     /// Largest request body accepted (bigger ones get 413).
     pub max_request_mib: u64,
     pub platforms: Vec<PlatformConfig>,
+    /// Live two-level scheduling (`[scheduler]`).
+    #[serde(default)]
+    pub scheduler: crate::service::scheduling::SchedulerConfig,
 }
 
 #[derive(Debug, Error)]
@@ -99,6 +102,12 @@ impl Settings {
                 problem: "at least one platform is needed".into(),
             });
         }
+        self.scheduler
+            .settings()
+            .map_err(|e| ConfigError::Invalid {
+                field: "scheduler",
+                problem: e.to_string(),
+            })?;
         if self.max_request_mib == 0 {
             return Err(ConfigError::Invalid {
                 field: "max_request_mib",

@@ -79,6 +79,7 @@ impl Manager {
         let entry = AppEntry::new(app, owner.to_string(), spec, template, now);
         self.queues().insert_app(entry);
         self.work.notify_waiters();
+        self.replan();
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })
     }
@@ -148,6 +149,7 @@ impl Manager {
         let changes = self.queues().cancel(app);
         if !changes.is_empty() {
             self.writer.commit(Write::Changes(changes)).await?;
+            self.replan();
         }
         self.visible(who, app)
     }

@@ -1,0 +1,15 @@
+//! Live scheduling routes: the current allocation.
+
+use super::error::ApiError;
+use super::extract::{Caller, Json};
+use crate::service::Manager;
+use axum::extract::State;
+use hetpilot_shared::live::ScheduleView;
+use std::sync::Arc;
+
+pub async fn schedule(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+) -> Result<Json<ScheduleView>, ApiError> {
+    Ok(Json(m.schedule(&who)?))
+}
