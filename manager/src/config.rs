@@ -36,6 +36,9 @@ pub struct Settings {
     /// Live two-level scheduling (`[scheduler]`).
     #[serde(default)]
     pub scheduler: crate::service::scheduling::SchedulerConfig,
+    /// Live fairshare (`[fairshare]`).
+    #[serde(default)]
+    pub fairshare: crate::service::usage::FairshareConfig,
 }
 
 #[derive(Debug, Error)]
@@ -108,6 +111,12 @@ impl Settings {
                 field: "scheduler",
                 problem: e.to_string(),
             })?;
+        if let Some(problem) = self.fairshare.problem() {
+            return Err(ConfigError::Invalid {
+                field: "fairshare",
+                problem,
+            });
+        }
         if self.max_request_mib == 0 {
             return Err(ConfigError::Invalid {
                 field: "max_request_mib",

@@ -16,6 +16,7 @@ mod staging_workload;
 mod status;
 mod submit;
 mod tasks;
+mod usage;
 
 use clap::{Parser, Subcommand};
 use std::future::Future;
@@ -53,6 +54,8 @@ pub enum Command {
     Cancel(status::AppArgs),
     /// The live scheduler's current allocation: cores per application per platform.
     Schedule(schedule::Args),
+    /// Fairshare usage (core-seconds, speed- and penalty-weighted) and priority per user.
+    Usage(usage::Args),
     /// Manage users (admin).
     #[command(subcommand)]
     User(admin::UserCommand),
@@ -86,6 +89,7 @@ impl Command {
             Command::Logs(a) => block_on(tasks::logs(a)),
             Command::Cancel(a) => block_on(status::cancel(a)),
             Command::Schedule(a) => block_on(schedule::run(a)),
+            Command::Usage(a) => block_on(usage::run(a)),
             Command::User(c) => block_on(admin::user(c)),
             Command::Token(c) => block_on(admin::token(c)),
             Command::Agents(a) => block_on(admin::agents(a)),

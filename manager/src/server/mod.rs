@@ -37,6 +37,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
         .route("/v1/agents/{agent}/drain", post(agents::drain))
         .route("/v1/schedule", get(live::schedule))
+        .route("/v1/usage", get(live::usage))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(manager)
 }

@@ -5,12 +5,13 @@
 
 use super::profiling::RunStats;
 use super::scheduling::{LiveAgent, LiveApp, Planner};
+use super::usage::Usage;
 use super::{now_ms, Manager, Principal, ServiceError};
 use crate::config::Settings;
 use crate::queue::{AgentState, Queues};
 use crate::sched::SchedError;
-use crate::store::{AgentResources, Measured, Run};
-use hetpilot_shared::live::ScheduleView;
+use crate::store::{AgentResources, AppResources, Measured, Run};
+use hetpilot_shared::live::{ScheduleView, UserUsage};
 use hetpilot_shared::protocol::{Outcome, TaskResult};
 use hetpilot_shared::AgentId;
 use std::collections::HashMap;
@@ -21,6 +22,9 @@ use std::time::Duration;
 pub(super) struct Live {
     planner: Option<Planner>,
     stats: RunStats,
+    /// Relative platform speeds as of the last round (fairshare normalizes by them).
+    speeds: HashMap<String, f64>,
+    usage: Usage,
     agents: HashMap<AgentId, AgentResources>,
     view: ScheduleView,
 }
@@ -32,25 +36,41 @@ impl Live {
             Some(s) => Some(Planner::new(s, &settings.scheduler)?),
             None => None,
         };
+        let mut usage = Usage::new(&settings.fairshare);
+        for app in measured.apps {
+            usage.app(app);
+        }
+        for agent in &measured.agents {
+            usage.agent(agent);
+        }
         let mut live = Live {
             planner,
             stats: RunStats::default(),
+            speeds: HashMap::new(),
+            usage,
             agents: measured.agents.into_iter().map(|a| (a.agent, a)).collect(),
             view: ScheduleView {
                 policy: settings.scheduler.policy.clone(),
                 ..ScheduleView::default()
             },
         };
-        let runs = measured.runs.len();
-        for run in measured.runs {
-            live.ingest(&run);
+        // Profile first, so that every charge uses the speeds measured over all runs.
+        for run in &measured.runs {
+            live.profile_run(run);
         }
-        tracing::info!(runs, "online profile rebuilt from the store");
+        live.speeds = live.stats.speeds();
+        for run in &measured.runs {
+            live.charge(run);
+        }
+        tracing::info!(
+            runs = measured.runs.len(),
+            "online profile and fairshare usage rebuilt from the store"
+        );
         Ok(live)
     }
 
-    /// One recorded run: successful ones feed the profile.
-    fn ingest(&mut self, run: &Run) {
+    /// A successful run feeds the profile.
+    fn profile_run(&mut self, run: &Run) {
         let Some(agent) = self.agents.get(&run.agent) else {
             return;
         };
@@ -62,6 +82,17 @@ impl Live {
                 run.wall_ms / 1000.0,
             );
         }
+    }
+
+    /// Any run is charged to its application's owner.
+    fn charge(&mut self, run: &Run) {
+        let speed = self
+            .agents
+            .get(&run.agent)
+            .and_then(|a| self.speeds.get(&a.platform))
+            .copied()
+            .unwrap_or(1.0);
+        self.usage.charge(run, speed);
     }
 }
 
@@ -122,16 +153,25 @@ impl Manager {
         self.replan.notify_one();
     }
 
-    pub(super) fn agent_registered(&self, agent: AgentResources) {
-        self.live().agents.insert(agent.agent, agent);
+    pub(super) fn app_submitted(&self, app: AppResources) {
+        self.live().usage.app(app);
         self.replan();
     }
 
-    /// Recorded runs update the profile.
+    pub(super) fn agent_registered(&self, agent: AgentResources) {
+        let mut live = self.live();
+        live.usage.agent(&agent);
+        live.agents.insert(agent.agent, agent);
+        drop(live);
+        self.replan();
+    }
+
+    /// Recorded runs update the profile and the owners' usage.
     pub(super) fn runs_recorded(&self, runs: &[Run]) {
         let mut live = self.live();
         for run in runs {
-            live.ingest(run);
+            live.profile_run(run);
+            live.charge(run);
         }
     }
 
@@ -162,7 +202,11 @@ impl Manager {
         let Some(planner) = live.planner.as_mut() else {
             return;
         };
-        match planner.round(&live.stats, &apps, &agents, &HashMap::new(), now) {
+        live.speeds = live.stats.speeds();
+        let weights = live
+            .usage
+            .weights(apps.iter().map(|a| a.owner.as_str()), now);
+        match planner.round(&live.stats, &apps, &agents, &weights, now) {
             Ok(round) => {
                 live.view = round.view;
                 drop(guard);
@@ -186,5 +230,22 @@ impl Manager {
             view.apps.retain(|a| a.owner == *name);
         }
         Ok(view)
+    }
+
+    /// Fairshare usage per user; a user sees only their own row.
+    pub fn usage(&self, who: &Principal) -> Result<Vec<UserUsage>, ServiceError> {
+        let Principal::User { name, admin } = who else {
+            return Err(ServiceError::Forbidden(
+                "this call needs a user token, not an agent credential".into(),
+            ));
+        };
+        let live = self.live();
+        let mut table = live
+            .usage
+            .table(live.usage.owners().chain([name.as_str()]), now_ms());
+        if !admin {
+            table.retain(|u| u.user == *name);
+        }
+        Ok(table)
     }
 }

@@ -7,6 +7,7 @@ mod error;
 mod live;
 pub mod profiling;
 pub mod scheduling;
+pub mod usage;
 mod users;
 
 pub use auth::Principal;

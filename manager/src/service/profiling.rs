@@ -225,9 +225,12 @@ impl RunStats {
         })
     }
 
-    /// Relative speed of `platform` (1 / slowness; 1 when nothing was measured there).
-    pub fn speed(&self, platform: &str) -> f64 {
-        1.0 / self.slowness().get(platform).copied().unwrap_or(1.0)
+    /// Relative speed (1 / slowness) of every platform measured so far.
+    pub fn speeds(&self) -> HashMap<String, f64> {
+        self.slowness()
+            .into_iter()
+            .map(|(p, s)| (p.to_string(), 1.0 / s))
+            .collect()
     }
 }
 
