@@ -39,6 +39,9 @@ pub struct AppAllocation {
     pub runtime_s: Vec<f64>,
     /// Successful runs measured on each platform.
     pub samples: Vec<u64>,
+    /// For a multi-core application: the platform TLPA chose for its next tasks.
+    #[serde(default)]
+    pub placed_on: Option<String>,
 }
 
 /// One user's fairshare standing.

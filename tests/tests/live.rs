@@ -164,3 +164,35 @@ fn usage_is_accounted_per_user_private_and_rebuilt_after_a_restart() {
         "{h2} vs {h}"
     );
 }
+
+#[test]
+fn multi_core_tasks_run_only_where_their_cores_are_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = start(dir.path(), free_port());
+    let _small = m.agent("slow", 1, &[]);
+    let _big = m.agent("fast", 4, &[]);
+    let mut wide = array_app("wide", "sleep 0.2", 6);
+    wide["cores"] = json!(2);
+    let wide = m.submit(wide);
+    let narrow = m.submit(array_app("narrow", "sleep 0.05", 20));
+    m.wait_finished(wide, LONG);
+    m.wait_finished(narrow, LONG);
+    let runs = wait_until("every run recorded", LONG, || {
+        let n = ran_on(&m, wide, "fast");
+        (n == 6).then_some(n)
+    });
+    // The 1-slot agent asks for 2 tasks (slot + prefetch) but has 1 free slot.
+    assert_eq!(runs, 6, "a 2-core task never goes to the 1-slot agent");
+    // At most two 2-core tasks at once on the 4-slot agent.
+    let most: i64 = m
+        .db()
+        .query_row(
+            "SELECT MAX((SELECT COUNT(*) FROM attempts b WHERE b.app_id = a.app_id
+                 AND b.started_ms <= a.started_ms AND b.ended_ms > a.started_ms))
+             FROM attempts a WHERE a.app_id = ?1",
+            [wide as i64],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(most <= 2, "{most} concurrent 2-core runs on 4 slots");
+}

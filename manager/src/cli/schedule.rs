@@ -51,6 +51,10 @@ pub fn print_schedule(view: &ScheduleView) {
         "WEIGHT".into(),
     ];
     header.extend(view.platforms.iter().map(|p| format!("CORES {}", p.name)));
+    let tlpa = view.apps.iter().any(|a| a.placed_on.is_some());
+    if tlpa {
+        header.push("TLPA PLATFORM".into());
+    }
     let rows: Vec<Vec<String>> = view
         .apps
         .iter()
@@ -68,6 +72,9 @@ pub fn print_schedule(view: &ScheduleView) {
                     .zip(&a.samples)
                     .map(|((c, r), n)| format!("{c} ({r:.2} s, {n} runs)")),
             );
+            if tlpa {
+                row.push(a.placed_on.clone().unwrap_or_else(|| "-".into()));
+            }
             row
         })
         .collect();

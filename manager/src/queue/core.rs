@@ -115,6 +115,8 @@ pub struct Queues {
     plan: LeasePlan,
     /// Exploration tasks sent per (application, platform) since the plan was set.
     explored: HashMap<(AppId, String), u32>,
+    /// The plan's platform for each multi-core application (TLPA).
+    parallel: HashMap<AppId, String>,
 }
 
 impl Queues {
@@ -127,6 +129,7 @@ impl Queues {
             last_lease_ms: 0,
             plan: LeasePlan::default(),
             explored: HashMap::new(),
+            parallel: HashMap::new(),
         }
     }
 
@@ -225,15 +228,18 @@ impl Queues {
     }
 
     /// Replaces the lease plan (the last scheduling round's decision).
-    pub fn set_plan(&mut self, plan: LeasePlan) {
+    pub fn set_plan(&mut self, mut plan: LeasePlan) {
+        self.parallel = std::mem::take(&mut plan.parallel);
         self.plan = plan;
         self.explored.clear();
     }
 
     /// Leases up to `max_slots` worth of tasks to `agent`. The lease plan goes first:
-    /// exploration tasks for this platform, then the agent's planned slots in proportion,
-    /// then the applications with cores on its platform; whatever is left goes round-robin
-    /// across every application with waiting tasks, so no slot idles while a task waits.
+    /// multi-core applications TLPA placed on this platform, exploration tasks for this
+    /// platform, then the agent's planned slots in proportion, then the applications with
+    /// cores on its platform; whatever is left goes round-robin across every application
+    /// with waiting tasks, so no slot idles while a task it may run waits. A multi-core
+    /// task goes only to an agent with enough free slots, on its TLPA platform if it has one.
     pub fn lease(
         &mut self,
         id: AgentId,
@@ -268,14 +274,25 @@ impl Queues {
         now_ms: u64,
         batch: &mut LeaseBatch,
     ) {
-        let name = &self.agents[&id].platform;
-        let platform = plan.platforms.get(name);
+        let name = self.agents[&id].platform.clone();
+        if !self.parallel.is_empty() {
+            let mut parallel: Vec<AppId> = self
+                .parallel
+                .iter()
+                .filter(|(_, p)| **p == name)
+                .map(|(app, _)| *app)
+                .collect();
+            parallel.sort();
+            for app in parallel {
+                while self.lease_one(id, app, remaining, now_ms, batch) > 0 {}
+            }
+        }
+        let platform = plan.platforms.get(&name);
         let targets = plan.agents.get(&id);
         if platform.is_none() && targets.is_none() {
             return;
         }
         if let Some(p) = platform.filter(|p| !p.explore.is_empty()) {
-            let name = name.clone();
             for &(app, budget) in &p.explore {
                 let sent = self
                     .explored
@@ -356,6 +373,26 @@ impl Queues {
         }
     }
 
+    /// Whether a task of multi-core `app` may go to agent `id`: the agent is on the
+    /// application's TLPA platform (if it has one) and has enough free slots now.
+    fn parallel_fits(&self, id: AgentId, app: AppId) -> bool {
+        let agent = &self.agents[&id];
+        if self
+            .parallel
+            .get(&app)
+            .is_some_and(|p| *p != agent.platform)
+        {
+            return false;
+        }
+        let held: u32 = agent
+            .held
+            .keys()
+            .map(|t| self.apps.get(&t.app).map_or(1, |a| a.runtime.cores))
+            .sum();
+        let cores = self.apps[&app].runtime.cores;
+        held + cores <= agent.slots
+    }
+
     /// Leases one waiting task of `app_id` to `id` if it fits in `remaining` slots;
     /// returns the slots it takes (0: nothing leased).
     fn lease_one(
@@ -372,6 +409,10 @@ impl Queues {
         if app.cancelled || app.runtime.cores > *remaining {
             return 0;
         }
+        if app.runtime.cores > 1 && !self.parallel_fits(id, app_id) {
+            return 0;
+        }
+        let app = self.apps.get_mut(&app_id).expect("looked up above");
         let Some(index) = pop_waiting(app) else {
             return 0;
         };

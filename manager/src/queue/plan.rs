@@ -14,6 +14,8 @@ pub struct LeasePlan {
     pub agents: HashMap<AgentId, Vec<(AppId, u32)>>,
     /// First level, per platform name.
     pub platforms: HashMap<String, PlatformPlan>,
+    /// The platform TLPA chose for each multi-core application: its tasks go nowhere else.
+    pub parallel: HashMap<AppId, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

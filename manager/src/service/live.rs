@@ -136,7 +136,11 @@ fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
             id: a.id,
             platform: a.platform.clone(),
             slots: a.slots,
-            held: a.held.keys().map(|t| t.app).collect(),
+            held: a
+                .held
+                .keys()
+                .map(|t| (t.app, queues.app(t.app).map_or(1, |x| x.runtime.cores)))
+                .collect(),
         })
         .collect();
     agents.sort_by_key(|a| a.id);

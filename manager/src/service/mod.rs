@@ -5,6 +5,7 @@ mod agents;
 pub mod auth;
 mod error;
 mod live;
+pub mod placement;
 pub mod profiling;
 pub mod scheduling;
 pub mod usage;

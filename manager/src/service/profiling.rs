@@ -110,7 +110,8 @@ impl RunStats {
             .map_or(0, |m| m.n)
     }
 
-    fn mean(&self, app: AppId, platform: &str) -> Option<f64> {
+    /// Mean runtime of `app`'s successful runs on `platform`, seconds.
+    pub fn mean(&self, app: AppId, platform: &str) -> Option<f64> {
         self.platforms.get(platform)?.apps.get(&app)?.get()
     }
 

@@ -5,6 +5,7 @@
 //! the [`Decision`](crate::sched::Decision) into the queues' [`LeasePlan`] plus a view for
 //! `hetpilot schedule`. No I/O: the clock and the state come in as data.
 
+use super::placement::{place, Node, ParallelApp};
 use super::profiling::{RoundPlatform, RunStats};
 use crate::queue::{LeasePlan, PlatformPlan};
 use crate::sched::{
@@ -35,6 +36,8 @@ pub struct SchedulerConfig {
     pub explore_samples: u32,
     /// Seed of the rounds' random generator.
     pub seed: u64,
+    /// TLPA look-ahead depth d for multi-core applications (waiting tasks simulated).
+    pub tlpa_depth: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -46,6 +49,7 @@ impl Default for SchedulerConfig {
             interval_ms: 1000,
             explore_samples: 2,
             seed: 1,
+            tlpa_depth: 8,
         }
     }
 }
@@ -94,8 +98,8 @@ pub struct LiveAgent {
     pub id: AgentId,
     pub platform: String,
     pub slots: u32,
-    /// The application of each task it holds.
-    pub held: Vec<AppId>,
+    /// The application of each task it holds, and the slots the task takes.
+    pub held: Vec<(AppId, u32)>,
 }
 
 /// Why a round produced no decision.
@@ -118,6 +122,7 @@ pub struct Round {
 pub struct Planner {
     scheduler: Scheduler,
     explore_samples: u32,
+    tlpa_depth: usize,
     rng: ChaCha8Rng,
     /// The previous round's applications, platforms and allocation (PAF keeps users on
     /// platforms they had).
@@ -129,6 +134,7 @@ impl Planner {
         Ok(Planner {
             scheduler: Scheduler::new(settings)?,
             explore_samples: config.explore_samples,
+            tlpa_depth: config.tlpa_depth,
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             previous: None,
         })
@@ -226,7 +232,7 @@ impl Planner {
             order.sort_by_key(|&(c, id)| (std::cmp::Reverse(c), id));
             let mut in_flight: HashMap<AppId, u64> = HashMap::new();
             for a in agents {
-                for app in &a.held {
+                for (app, _) in &a.held {
                     *in_flight.entry(*app).or_insert(0) += 1;
                 }
             }
@@ -262,6 +268,56 @@ impl Planner {
                 plan.agents.insert(agent.id, scaled);
             }
         }
+        // TLPA places the multi-core applications' next tasks (the TLPA paper, Fig. 1).
+        let mut parallel: Vec<usize> = (0..apps.len()).filter(|&i| apps[i].cores > 1).collect();
+        if !parallel.is_empty() && !names.is_empty() {
+            parallel.sort_by_key(|&i| (apps[i].submitted_ms, apps[i].id));
+            let index: HashMap<AppId, usize> =
+                ids.iter().enumerate().map(|(i, a)| (*a, i)).collect();
+            let runtime = |app: AppId, j: usize| match index.get(&app) {
+                Some(&i) => live.profile.one_core(i, j),
+                None => stats.mean(app, &names[j]).unwrap_or(0.0),
+            };
+            let nodes: Vec<Node> = by_platform
+                .values()
+                .enumerate()
+                .flat_map(|(j, agents)| {
+                    agents.iter().map(move |a| Node {
+                        platform: j,
+                        slots: a.slots,
+                        busy: a
+                            .held
+                            .iter()
+                            .map(|&(app, c)| (c, runtime(app, j)))
+                            .collect(),
+                    })
+                })
+                .collect();
+            let jobs: Vec<ParallelApp> = parallel
+                .iter()
+                .map(|&i| ParallelApp {
+                    app: ids[i],
+                    cores: apps[i].cores,
+                    waiting: apps[i].waiting,
+                    submitted_s: apps[i].submitted_ms as f64 / 1000.0,
+                    // Work at reference speed: runtime × speed, averaged geometrically.
+                    work_s: ((0..names.len())
+                        .map(|j| (live.profile.one_core(i, j) * live.speed[j]).ln())
+                        .sum::<f64>()
+                        / names.len() as f64)
+                        .exp(),
+                })
+                .collect();
+            for (app, j) in place(
+                &nodes,
+                &live.speed,
+                &jobs,
+                self.tlpa_depth,
+                now_ms as f64 / 1000.0,
+            ) {
+                plan.parallel.insert(app, names[j].clone());
+            }
+        }
         let view = ScheduleView {
             policy: self.scheduler.settings().label(),
             at_ms: now_ms,
@@ -289,6 +345,7 @@ impl Planner {
                         .map(|j| live.profile.one_core(i, j))
                         .collect(),
                     samples: live.samples[i].clone(),
+                    placed_on: plan.parallel.get(&a.id).cloned(),
                 })
                 .collect(),
         };
@@ -345,12 +402,12 @@ mod tests {
         stats
     }
 
-    fn queue_app(id: u64, n: u64) -> AppEntry {
+    fn queue_app(id: u64, n: u64, cores: u32) -> AppEntry {
         let spec = AppSpec {
             name: format!("app{id}"),
             command: "run {}".into(),
             tasks: TaskSource::Array { start: 1, end: n },
-            cores: 1,
+            cores,
             memory_mb: 0,
             env: Default::default(),
             workdir: None,
@@ -388,8 +445,8 @@ mod tests {
         // The queues follow the plan: each agent gets its application's tasks only, and
         // when those run out the other application fills the slots (work conservation).
         let mut q = Queues::new(1_000);
-        q.insert_app(queue_app(1, 6));
-        q.insert_app(queue_app(2, 100));
+        q.insert_app(queue_app(1, 6, 1));
+        q.insert_app(queue_app(2, 100, 1));
         q.insert_agent(AgentEntry::new(
             AgentId(10),
             "fast".into(),
@@ -423,7 +480,7 @@ mod tests {
         stats.add(AppId(1), "fast", &[], 10.0);
         let apps = [live_app(1, "alice", 100), live_app(2, "bob", 100)];
         let mut agents = [agent(10, "fast", 4), agent(20, "slow", 4)];
-        agents[1].held = vec![AppId(1)];
+        agents[1].held = vec![(AppId(1), 1)];
         let round = planner("pa-rr")
             .round(&stats, &apps, &agents, &HashMap::new(), 0)
             .unwrap();
@@ -444,6 +501,54 @@ mod tests {
         let cores: Vec<u32> = round.view.apps.iter().map(|a| a.cores[0]).collect();
         assert_eq!(cores, vec![3, 1]);
         assert_eq!(round.view.apps[0].weight, 3.0);
+    }
+
+    #[test]
+    fn tlpa_places_multi_core_tasks_and_leases_keep_to_its_choice() {
+        let mut stats = RunStats::default();
+        for p in ["small", "big"] {
+            stats.add(AppId(1), p, &[], 10.0);
+            stats.add(AppId(2), p, &[], 1000.0);
+        }
+        // One 4-core task of app 1 in the round's view (more arrive in the queue below).
+        let mut apps = [live_app(1, "alice", 1), live_app(2, "bob", 1)];
+        apps[0].cores = 4;
+        apps[1].cores = 8;
+        let agents = [agent(10, "big", 8), agent(20, "small", 4)];
+        let round = planner("pa-rr")
+            .round(&stats, &apps, &agents, &HashMap::new(), 0)
+            .unwrap();
+        // The short 4-core tasks could start on either node, but the look-ahead sees the
+        // 8-core task that only `big` can hold.
+        assert_eq!(round.plan.parallel[&AppId(1)], "small");
+        assert_eq!(round.plan.parallel[&AppId(2)], "big");
+
+        let mut q = Queues::new(1_000);
+        q.insert_app(queue_app(1, 3, 4));
+        q.insert_app(queue_app(2, 1, 8));
+        q.insert_agent(AgentEntry::new(AgentId(10), "big".into(), "a".into(), 8, 0));
+        q.insert_agent(AgentEntry::new(
+            AgentId(20),
+            "small".into(),
+            "b".into(),
+            4,
+            0,
+        ));
+        q.set_plan(round.plan);
+        let apps_of = |b: &crate::queue::LeaseBatch| -> Vec<u64> {
+            b.tasks.iter().map(|t| t.task.app.0).collect()
+        };
+        // Asked for 16 (slots + prefetch), each agent gets what fits its free slots.
+        assert_eq!(apps_of(&q.lease(AgentId(10), 16, 1).unwrap()), vec![2]);
+        assert_eq!(apps_of(&q.lease(AgentId(20), 16, 2).unwrap()), vec![1]);
+        assert!(
+            q.lease(AgentId(20), 16, 3).unwrap().tasks.is_empty(),
+            "no free slot"
+        );
+        assert!(
+            q.lease(AgentId(10), 16, 4).unwrap().tasks.is_empty(),
+            "app 1 stays on its TLPA platform"
+        );
     }
 
     #[test]
