@@ -87,7 +87,7 @@ fn node(agent: &AgentResources) -> Platform {
 
 impl Usage {
     pub fn new(config: &FairshareConfig) -> Usage {
-        let half_life = (config.half_life_hours > 0.0).then(|| config.half_life_hours * 3600.0);
+        let half_life = (config.half_life_hours > 0.0).then_some(config.half_life_hours * 3600.0);
         Usage {
             enabled: config.enabled,
             ledger: UsageLedger::new(half_life),
