@@ -7,12 +7,14 @@
 
 use super::app_file;
 use super::output::{millis, print_table};
+use super::schedule::print_schedule;
 use super::status::print_report;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::client::Client;
 use hetpilot::config::{PlatformConfig, Settings};
 use hetpilot::service::{admin_token_path, now_ms, Manager};
+use hetpilot_shared::live::ScheduleView;
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::AppId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -210,8 +212,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         );
         apps.push((answer.app, name));
     }
-    follow_all(&client, &apps).await?;
+    let allocation = follow_all(&client, &apps).await?;
     agents.stop();
+    if let Some(view) = allocation {
+        println!("\nthe live scheduler's last allocation while applications competed:");
+        print_schedule(&view);
+    }
 
     println!();
     let mut rows = Vec::new();
@@ -272,8 +278,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Progress bars per application (plain lines when not on a terminal) until all finish.
-async fn follow_all(client: &Client, apps: &[(AppId, String)]) -> anyhow::Result<()> {
+/// Progress bars per application (plain lines when not on a terminal) until all finish;
+/// returns the last scheduling round in which applications still competed.
+async fn follow_all(
+    client: &Client,
+    apps: &[(AppId, String)],
+) -> anyhow::Result<Option<ScheduleView>> {
+    let mut allocation = None;
     let terminal = std::io::stderr().is_terminal();
     let multi = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>12} [{bar:40}] {pos}/{len} {msg}")
@@ -308,11 +319,16 @@ async fn follow_all(client: &Client, apps: &[(AppId, String)]) -> anyhow::Result
             println!("  progress: {}", line.join(", "));
             last_line = Instant::now();
         }
+        let view = client.schedule().await?;
+        // The latest round in which applications still competed for the platforms.
+        if view.apps.len() >= 2 || (allocation.is_none() && !view.apps.is_empty()) {
+            allocation = Some(view);
+        }
         if all_done {
             for bar in &bars {
                 bar.finish();
             }
-            return Ok(());
+            return Ok(allocation);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
