@@ -33,6 +33,12 @@ pub struct Settings {
     /// Largest request body accepted (bigger ones get 413).
     pub max_request_mib: u64,
     pub platforms: Vec<PlatformConfig>,
+    /// Live two-level scheduling (`[scheduler]`).
+    #[serde(default)]
+    pub scheduler: crate::service::scheduling::SchedulerConfig,
+    /// Live fairshare (`[fairshare]`).
+    #[serde(default)]
+    pub fairshare: crate::service::usage::FairshareConfig,
 }
 
 #[derive(Debug, Error)]
@@ -97,6 +103,18 @@ impl Settings {
             return Err(ConfigError::Invalid {
                 field: "platforms",
                 problem: "at least one platform is needed".into(),
+            });
+        }
+        self.scheduler
+            .settings()
+            .map_err(|e| ConfigError::Invalid {
+                field: "scheduler",
+                problem: e.to_string(),
+            })?;
+        if let Some(problem) = self.fairshare.problem() {
+            return Err(ConfigError::Invalid {
+                field: "fairshare",
+                problem,
             });
         }
         if self.max_request_mib == 0 {

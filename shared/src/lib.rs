@@ -3,6 +3,7 @@
 
 pub mod http;
 pub mod ids;
+pub mod live;
 pub mod protocol;
 pub mod spec;
 pub mod template;

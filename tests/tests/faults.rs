@@ -51,14 +51,20 @@ fn a_manager_killed_mid_run_and_restarted_completes_every_task_exactly_once() {
     let m = Manager::start_on(dir.path(), port, 10.0, &[]);
     let summary = m.wait_finished(app, Duration::from_secs(600));
     assert_eq!(summary["counts"]["done"], N, "{summary}");
-    assert_eq!(
-        count(
-            &m,
-            "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state = 3",
-            app
-        ),
-        N as i64
+    // The queues count a report just before the store commits it: wait for the store.
+    let stored = wait_until(
+        "the last results to be committed",
+        Duration::from_secs(60),
+        || {
+            let n = count(
+                &m,
+                "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state = 3",
+                app,
+            );
+            (n >= N as i64).then_some(n)
+        },
     );
+    assert_eq!(stored, N as i64);
     assert_eq!(
         count(
             &m,

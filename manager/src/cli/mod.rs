@@ -9,12 +9,14 @@ mod demo;
 mod fairshare;
 mod output;
 mod partition;
+mod schedule;
 mod serve;
 mod simulate;
 mod staging_workload;
 mod status;
 mod submit;
 mod tasks;
+mod usage;
 
 use clap::{Parser, Subcommand};
 use std::future::Future;
@@ -50,6 +52,10 @@ pub enum Command {
     Logs(tasks::LogsArgs),
     /// Cancel an application: waiting tasks end, running ones are killed.
     Cancel(status::AppArgs),
+    /// The live scheduler's current allocation: cores per application per platform.
+    Schedule(schedule::Args),
+    /// Fairshare usage (core-seconds, speed- and penalty-weighted) and priority per user.
+    Usage(usage::Args),
     /// Manage users (admin).
     #[command(subcommand)]
     User(admin::UserCommand),
@@ -82,6 +88,8 @@ impl Command {
             Command::Tasks(a) => block_on(tasks::tasks(a)),
             Command::Logs(a) => block_on(tasks::logs(a)),
             Command::Cancel(a) => block_on(status::cancel(a)),
+            Command::Schedule(a) => block_on(schedule::run(a)),
+            Command::Usage(a) => block_on(usage::run(a)),
             Command::User(c) => block_on(admin::user(c)),
             Command::Token(c) => block_on(admin::token(c)),
             Command::Agents(a) => block_on(admin::agents(a)),

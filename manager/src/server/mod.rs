@@ -4,6 +4,7 @@
 mod agents;
 mod error;
 mod extract;
+mod live;
 mod users;
 
 pub use error::ApiError;
@@ -35,6 +36,8 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/agents/{agent}/heartbeat", post(agents::heartbeat))
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
         .route("/v1/agents/{agent}/drain", post(agents::drain))
+        .route("/v1/schedule", get(live::schedule))
+        .route("/v1/usage", get(live::usage))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(manager)
 }
@@ -46,6 +49,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     manager.spawn_sweeper();
+    manager.spawn_scheduler();
     axum::serve(listener, router(manager))
         .with_graceful_shutdown(shutdown)
         .await

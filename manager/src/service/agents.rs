@@ -3,7 +3,7 @@
 
 use super::{auth, next, now_ms, Manager, Principal, ServiceError};
 use crate::queue::{AgentEntry, ReportCheck};
-use crate::store::Write;
+use crate::store::{AgentResources, Write};
 use hetpilot_shared::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
@@ -72,6 +72,12 @@ impl Manager {
         entry.batch_job_id = req.batch_job_id.clone();
         self.queues().insert_agent(entry);
         self.tokens.insert(hash, Principal::Agent(id));
+        self.agent_registered(AgentResources {
+            agent: id,
+            platform: req.platform.clone(),
+            slots,
+            memory_mb: req.memory_mb,
+        });
         tracing::info!(agent = %id, platform = %req.platform, host = %req.hostname, slots, "agent registered");
         let lease = self.settings.lease_timeout_ms();
         Ok(RegisterResponse {
@@ -188,6 +194,7 @@ impl Manager {
         }
         let duplicates = duplicate.iter().filter(|d| **d).count() as u32;
         let recorded = req.results.len() as u32 - duplicates;
+        let runs = super::live::runs(id, &req.results, &duplicate);
         let changes = {
             let mut queues = self.queues();
             let mut changes = Vec::new();
@@ -202,6 +209,7 @@ impl Manager {
             self.writer.commit(Write::Changes(changes)).await?;
             self.work.notify_waiters();
         }
+        self.runs_recorded(&runs);
         Ok(ReportResponse {
             recorded,
             duplicates,
@@ -235,6 +243,7 @@ impl Manager {
         let changes = self.queues().deregister(id, now_ms())?;
         self.writer.commit(Write::Changes(changes)).await?;
         self.work.notify_waiters();
+        self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())
     }

@@ -4,6 +4,11 @@
 mod agents;
 pub mod auth;
 mod error;
+mod live;
+pub mod placement;
+pub mod profiling;
+pub mod scheduling;
+pub mod usage;
 mod users;
 
 pub use auth::Principal;
@@ -37,6 +42,10 @@ pub struct Manager {
     work: Notify,
     next_app: AtomicU64,
     next_agent: AtomicU64,
+    /// Online profile and scheduling rounds (see `live`).
+    live: Mutex<live::Live>,
+    /// Woken when something that matters to scheduling changes.
+    replan: Arc<Notify>,
 }
 
 /// Where the admin token of a data directory is kept (mode 0600).
@@ -65,6 +74,8 @@ pub enum OpenError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("configuration `[scheduler]`: {0}")]
+    Scheduler(#[from] crate::sched::SchedError),
 }
 
 impl Manager {
@@ -84,6 +95,7 @@ impl Manager {
         let conn = store::open(&db).map_err(db_err)?;
         let now = now_ms();
         let loaded = store::load(&conn, now).map_err(db_err)?;
+        let live = live::Live::new(&settings, store::measured(&conn).map_err(db_err)?)?;
         let reader = Arc::new(Reader::open(&db).map_err(db_err)?);
         let tokens = Tokens::default();
         let first_start = loaded.users.is_empty();
@@ -153,6 +165,8 @@ impl Manager {
             work: Notify::new(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
+            live: Mutex::new(live),
+            replan: Arc::new(Notify::new()),
             settings,
         }))
     }
@@ -203,6 +217,7 @@ impl Manager {
             );
             self.writer.send(Write::Changes(changes));
             self.work.notify_waiters();
+            self.replan();
         }
     }
 }
