@@ -6,12 +6,17 @@
 //!   login host ([`CommandRunner`]).
 //! - [`adapter`]: one small module per batch system behind [`BatchAdapter`]: render a job
 //!   script, submit it, poll many jobs in one call, cancel.
+//! - [`pilot`]: a pilot's record and states.
+//! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,
+//!   drain or mark failed.
 //!
 //! Everything here does I/O only through a [`CommandRunner`], so adapters are tested on
 //! exact rendered scripts and recorded command outputs as well as against the real lab.
 
 pub mod adapter;
+pub mod pilot;
 pub mod profile;
+pub mod reconcile;
 pub mod runner;
 
 pub use adapter::{AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec};
