@@ -6,6 +6,8 @@
 //!   login host ([`CommandRunner`]).
 //! - [`adapter`]: one small module per batch system behind [`BatchAdapter`]: render a job
 //!   script, submit it, poll many jobs in one call, cancel.
+//! - [`catalog`]: the configured platforms' profiles, with `${VAR}` substitution.
+//! - [`settings`]: the provisioner's knobs (`[provision]`).
 //! - [`pilot`]: a pilot's record and states.
 //! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,
 //!   drain or mark failed.
@@ -14,11 +16,14 @@
 //! exact rendered scripts and recorded command outputs as well as against the real lab.
 
 pub mod adapter;
+pub mod catalog;
 pub mod pilot;
 pub mod profile;
 pub mod reconcile;
 pub mod runner;
+pub mod settings;
 
 pub use adapter::{AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec};
 pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
 pub use runner::{CommandOutput, CommandRunner, RunnerError};
+pub use settings::ProvisionSettings;

@@ -4,10 +4,12 @@
 mod agents;
 pub mod auth;
 mod error;
+mod pilots;
 mod users;
 
 pub use auth::Principal;
 pub use error::ServiceError;
+pub use pilots::{AgentActivity, PlatformStatus};
 
 use crate::config::Settings;
 use crate::queue::Queues;
@@ -37,6 +39,7 @@ pub struct Manager {
     work: Notify,
     next_app: AtomicU64,
     next_agent: AtomicU64,
+    pilots: Mutex<pilots::PilotBook>,
 }
 
 /// Where the admin token of a data directory is kept (mode 0600).
@@ -117,6 +120,10 @@ impl Manager {
             queues.insert_agent(a.entry);
         }
         queues.reattach_leases();
+        let (pilot_book, pilot_credentials) = pilots::PilotBook::restore(loaded.pilots, now);
+        for (hash, who) in pilot_credentials {
+            tokens.insert(hash, who);
+        }
         if first_start {
             let token = auth::new_token("hpu_");
             let path = admin_token_path(&dir);
@@ -153,6 +160,7 @@ impl Manager {
             work: Notify::new(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
+            pilots: Mutex::new(pilot_book),
             settings,
         }))
     }

@@ -2,12 +2,14 @@
 //! changes into batched transactions, recovery of the live state at start, and queries.
 
 mod load;
+mod pilots;
 mod read;
 mod schema;
 mod write;
 mod writer;
 
 pub use load::{load, Loaded, StoredAgent};
+pub use pilots::{PilotCredential, StoredPilot};
 pub use read::Reader;
 pub use schema::open;
 pub use write::Write;

@@ -1,0 +1,256 @@
+//! The manager's side of pilots: their records (persisted through the writer), each
+//! pilot's own single-use registration credential, the link between a pilot and the agent
+//! it brought up, the platforms' provisioning status, and what the provisioner reads
+//! (demand, agents' idleness). Listing pilots and platforms is for admins only.
+
+use super::users::admin;
+use super::{auth, now_ms, Manager, Principal, ServiceError};
+use crate::provision::pilot::{PilotRecord, PilotState};
+use crate::queue::AgentState;
+use crate::store::{PilotCredential, StoredPilot, Write};
+use hetpilot_shared::AgentId;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// A platform's provisioning status, as `hetpilot platforms` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformStatus {
+    pub name: String,
+    pub adapter: String,
+    /// False while its login host or batch system fails.
+    pub available: bool,
+    /// Why it is unavailable, or the last failure.
+    pub reason: String,
+    /// Consecutive failures, and when the next attempt may run (unix ms).
+    pub failures: u32,
+    pub retry_at_ms: u64,
+    pub checked_at_ms: u64,
+}
+
+/// Pilots and platform statuses held by the manager.
+#[derive(Default)]
+pub struct PilotBook {
+    records: BTreeMap<String, PilotRecord>,
+    /// Registration credential hash of each queued pilot, until its agent registers.
+    credentials: HashMap<String, String>,
+    platforms: BTreeMap<String, PlatformStatus>,
+    next: u64,
+}
+
+impl PilotBook {
+    /// The book recovered from the store; returns the usable credentials to re-arm.
+    pub fn restore(stored: Vec<StoredPilot>, now_ms: u64) -> (PilotBook, Vec<(String, Principal)>) {
+        let mut book = PilotBook {
+            next: stored.len() as u64 + 1,
+            ..PilotBook::default()
+        };
+        let mut principals = Vec::new();
+        for s in stored {
+            let r = s.record;
+            if let Some(c) = s.credential.filter(|c| c.expires_ms > now_ms) {
+                if r.state == PilotState::Queued {
+                    principals.push((
+                        c.hash.clone(),
+                        Principal::PilotRegistration {
+                            platform: r.platform.clone(),
+                            pilot: r.name.clone(),
+                            expires_ms: c.expires_ms,
+                        },
+                    ));
+                    book.credentials.insert(r.name.clone(), c.hash);
+                }
+            }
+            book.records.insert(r.name.clone(), r);
+        }
+        (book, principals)
+    }
+}
+
+/// What the provisioner needs to know about one tracked pilot's agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentActivity {
+    pub idle: bool,
+    pub draining: bool,
+}
+
+impl Manager {
+    fn book(&self) -> std::sync::MutexGuard<'_, PilotBook> {
+        self.pilots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Creates a pilot on `platform` with its own registration credential, valid for
+    /// `ttl_ms` and only for this pilot; the record is committed before this returns.
+    /// Returns the record and the credential (to be written on the platform, mode 0600).
+    pub async fn new_pilot(
+        &self,
+        platform: &str,
+        ttl_ms: u64,
+    ) -> Result<(PilotRecord, String), ServiceError> {
+        let now = now_ms();
+        let name = {
+            let mut book = self.book();
+            let n = book.next;
+            book.next += 1;
+            format!("{platform}-p{n}")
+        };
+        if !crate::provision::profile::is_safe_name(&name) {
+            return Err(ServiceError::BadRequest(format!(
+                "pilot name `{name}` is too long: use a platform name of at most 50 characters"
+            )));
+        }
+        let token = auth::new_token("hpr_");
+        let hash = auth::hash(&token);
+        let expires_ms = now.saturating_add(ttl_ms);
+        let record = PilotRecord {
+            name: name.clone(),
+            platform: platform.to_string(),
+            batch_job_id: None,
+            state: PilotState::Queued,
+            reason: "submitting".into(),
+            submitted_ms: now,
+            job_started_ms: None,
+            registered_ms: None,
+            ended_ms: None,
+            agent: None,
+            walltime_end_ms: None,
+        };
+        self.writer
+            .commit(Write::Pilot {
+                record: record.clone(),
+                credential: Some(PilotCredential {
+                    hash: hash.clone(),
+                    expires_ms,
+                }),
+            })
+            .await?;
+        {
+            let mut book = self.book();
+            book.records.insert(name.clone(), record.clone());
+            book.credentials.insert(name.clone(), hash.clone());
+        }
+        self.tokens.insert(
+            hash,
+            Principal::PilotRegistration {
+                platform: platform.to_string(),
+                pilot: name,
+                expires_ms,
+            },
+        );
+        Ok((record, token))
+    }
+
+    /// Changes a pilot's record and persists it (without waiting for the commit). A pilot
+    /// that leaves `queued` loses its registration credential.
+    pub fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) {
+        let (record, revoked) = {
+            let mut book = self.book();
+            let Some(r) = book.records.get_mut(name) else {
+                return;
+            };
+            change(r);
+            if r.state.is_final() && r.ended_ms.is_none() {
+                r.ended_ms = Some(now_ms());
+            }
+            let record = r.clone();
+            let revoked = if record.state == PilotState::Queued {
+                None
+            } else {
+                book.credentials.remove(name)
+            };
+            (record, revoked)
+        };
+        if let Some(hash) = revoked {
+            self.tokens.remove(&hash);
+        }
+        self.writer.send(Write::Pilot {
+            record,
+            credential: None,
+        });
+    }
+
+    /// Called when an agent registered with pilot `name`'s credential.
+    pub(super) fn pilot_registered(&self, name: &str, agent: AgentId, walltime_end_s: Option<u64>) {
+        let now = now_ms();
+        self.update_pilot(name, |r| {
+            r.state = PilotState::Running;
+            r.reason = String::new();
+            r.registered_ms = Some(now);
+            r.job_started_ms.get_or_insert(now);
+            r.agent = Some(agent.0);
+            if let Some(end) = walltime_end_s {
+                r.walltime_end_ms = Some(end.saturating_mul(1000));
+            }
+        });
+    }
+
+    /// Whether pilot `name` may still register an agent.
+    pub(super) fn pilot_may_register(&self, name: &str) -> bool {
+        self.book()
+            .records
+            .get(name)
+            .is_some_and(|r| r.state == PilotState::Queued)
+    }
+
+    /// The non-final pilots of `platform`.
+    pub fn tracked_pilots(&self, platform: &str) -> Vec<PilotRecord> {
+        self.book()
+            .records
+            .values()
+            .filter(|r| r.platform == platform && !r.state.is_final())
+            .cloned()
+            .collect()
+    }
+
+    /// Cores' worth of waiting tasks (every application's waiting tasks × its cores).
+    pub fn demand_cores(&self) -> u64 {
+        self.queues()
+            .apps()
+            .filter(|a| !a.cancelled)
+            .map(|a| a.counts.waiting * u64::from(a.runtime.cores.max(1)))
+            .sum()
+    }
+
+    /// Whether each of `agents` holds no tasks, and whether it is draining.
+    pub fn agent_activity(&self, agents: &[u64]) -> HashMap<u64, AgentActivity> {
+        let queues = self.queues();
+        agents
+            .iter()
+            .filter_map(|&id| {
+                let a = queues.agent(AgentId(id))?;
+                Some((
+                    id,
+                    AgentActivity {
+                        idle: a.held.is_empty(),
+                        draining: a.state != AgentState::Active,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Asks a pilot's agent to finish its tasks and leave.
+    pub fn drain_agent(&self, agent: u64) {
+        self.queues().drain(AgentId(agent));
+    }
+
+    pub fn set_platform_status(&self, status: PlatformStatus) {
+        self.book().platforms.insert(status.name.clone(), status);
+    }
+
+    /// Every pilot, oldest first (admin).
+    pub fn list_pilots(&self, who: &Principal) -> Result<Vec<PilotRecord>, ServiceError> {
+        admin(who)?;
+        let mut pilots: Vec<PilotRecord> = self.book().records.values().cloned().collect();
+        pilots.sort_by(|a, b| (a.submitted_ms, &a.name).cmp(&(b.submitted_ms, &b.name)));
+        Ok(pilots)
+    }
+
+    /// The provisioning status of every platform with a profile (admin).
+    pub fn list_platform_status(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<PlatformStatus>, ServiceError> {
+        admin(who)?;
+        Ok(self.book().platforms.values().cloned().collect())
+    }
+}
