@@ -151,4 +151,14 @@ impl Client {
     pub async fn agents(&self) -> Result<Vec<AgentInfo>, ClientError> {
         self.call(self.get("/v1/agents")).await
     }
+
+    pub async fn pilots(&self) -> Result<Vec<crate::provision::pilot::PilotRecord>, ClientError> {
+        self.call(self.get("/v1/pilots")).await
+    }
+
+    pub async fn platform_status(
+        &self,
+    ) -> Result<Vec<crate::service::PlatformStatus>, ClientError> {
+        self.call(self.get("/v1/platforms")).await
+    }
 }

@@ -9,6 +9,7 @@
 //! - [`catalog`]: the configured platforms' profiles, with `${VAR}` substitution.
 //! - [`settings`]: the provisioner's knobs (`[provision]`).
 //! - [`pilot`]: a pilot's record and states.
+//! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
 //! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,
 //!   drain or mark failed.
 //!
@@ -19,6 +20,7 @@ pub mod adapter;
 pub mod catalog;
 pub mod pilot;
 pub mod profile;
+pub mod provisioner;
 pub mod reconcile;
 pub mod runner;
 pub mod settings;

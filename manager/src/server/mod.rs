@@ -4,6 +4,7 @@
 mod agents;
 mod error;
 mod extract;
+mod pilots;
 mod users;
 
 pub use error::ApiError;
@@ -35,6 +36,8 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/agents/{agent}/heartbeat", post(agents::heartbeat))
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
         .route("/v1/agents/{agent}/drain", post(agents::drain))
+        .route("/v1/pilots", get(pilots::list))
+        .route("/v1/platforms", get(pilots::platforms))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(manager)
 }
