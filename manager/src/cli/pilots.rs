@@ -57,7 +57,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         &rows,
     );
     if pilots.is_empty() {
-        eprintln!("no pilots{}", if args.all { "" } else { " (--all shows ended ones)" });
+        eprintln!(
+            "no pilots{}",
+            if args.all {
+                ""
+            } else {
+                " (--all shows ended ones)"
+            }
+        );
     }
     Ok(())
 }

@@ -59,7 +59,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             vec![
                 p.name.clone(),
                 p.adapter.clone(),
-                if p.available { "available" } else { "unavailable" }.into(),
+                if p.available {
+                    "available"
+                } else {
+                    "unavailable"
+                }
+                .into(),
                 p.failures.to_string(),
                 retry,
                 age(now, p.checked_at_ms),
@@ -68,7 +73,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         })
         .collect();
     print_table(
-        &["PLATFORM", "ADAPTER", "STATUS", "FAILURES", "RETRY", "CHECKED", "REASON"],
+        &[
+            "PLATFORM", "ADAPTER", "STATUS", "FAILURES", "RETRY", "CHECKED", "REASON",
+        ],
         &rows,
     );
     if platforms.is_empty() {
@@ -108,7 +115,11 @@ fn run_check(args: CheckArgs) -> anyhow::Result<()> {
                 continue;
             }
         };
-        println!("  ok   profile: {} adapter, {} cores per node", profile.adapter.name(), profile.cores_per_node);
+        println!(
+            "  ok   profile: {} adapter, {} cores per node",
+            profile.adapter.name(),
+            profile.cores_per_node
+        );
         let url = settings
             .advertise_url
             .clone()
@@ -117,7 +128,9 @@ fn run_check(args: CheckArgs) -> anyhow::Result<()> {
         failed += usize::from(problems > 0);
     }
     if checked == 0 {
-        anyhow::bail!("no configured platform names a profile (`profile = \"...\"` in [[platforms]])");
+        anyhow::bail!(
+            "no configured platform names a profile (`profile = \"...\"` in [[platforms]])"
+        );
     }
     if failed > 0 {
         anyhow::bail!("{failed} of {checked} platforms failed their checks");
@@ -133,7 +146,11 @@ fn check_one(profile: &PlatformProfile, url: &str, dry_run: bool) -> usize {
     let spec = pilot_spec(profile, url, "check-p0");
     match adapter.render(profile, &spec) {
         Ok(script) => {
-            println!("  ok   job script renders ({} bytes, {})", script.text.len(), script.path);
+            println!(
+                "  ok   job script renders ({} bytes, {})",
+                script.text.len(),
+                script.path
+            );
             if dry_run {
                 println!("  ---- {} ----", script.path);
                 for line in script.text.lines() {
@@ -159,7 +176,12 @@ fn check_one(profile: &PlatformProfile, url: &str, dry_run: bool) -> usize {
     match runner.run(&["true"], None) {
         Ok(out) if out.status == 0 => println!("  ok   login reachable ({})", runner.place()),
         Ok(out) => {
-            println!("  FAIL login {}: `true` exited {}: {}", runner.place(), out.status, out.stderr.trim());
+            println!(
+                "  FAIL login {}: `true` exited {}: {}",
+                runner.place(),
+                out.status,
+                out.stderr.trim()
+            );
             return failures + 1;
         }
         Err(e) => {

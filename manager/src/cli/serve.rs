@@ -51,7 +51,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             )
         })?;
     let url = format!("http://{}", listener.local_addr()?);
-    let advertise = settings.advertise_url.clone().unwrap_or_else(|| url.clone());
+    let advertise = settings
+        .advertise_url
+        .clone()
+        .unwrap_or_else(|| url.clone());
     let profiles = hetpilot::provision::catalog::load_all(&settings)?;
     let provision = settings.provision.clone();
     let manager = Manager::open(settings)?;

@@ -122,8 +122,7 @@ mod tests {
                 _ => None,
             })
             .unwrap_or_else(|e| panic!("{e}"));
-            let profile =
-                PlatformProfile::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"));
+            let profile = PlatformProfile::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(
                 path.file_stem().unwrap().to_str().unwrap(),
                 profile.name,
@@ -133,7 +132,10 @@ mod tests {
         }
         names.sort();
         for expected in ["cheetah", "darth", "gene", "lcloud", "lab-debug", "lab-big"] {
-            assert!(names.iter().any(|n| n == expected), "{expected} missing: {names:?}");
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} missing: {names:?}"
+            );
         }
     }
 }

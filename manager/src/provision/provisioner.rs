@@ -178,7 +178,13 @@ async fn cycle(
             }
             Err(e) => {
                 tracing::warn!(platform = %profile.name, error = %e, "polling failed; backing off");
-                fail(track, now_ms(), settings, format!("polling failed: {e}"), true);
+                fail(
+                    track,
+                    now_ms(),
+                    settings,
+                    format!("polling failed: {e}"),
+                    true,
+                );
                 return;
             }
         }
@@ -200,9 +206,7 @@ async fn cycle(
                     .and_then(|id| jobs.get(&BatchJobId(id.clone()))),
                 submitted_ms: p.submitted_ms,
                 job_started_ms: p.job_started_ms,
-                walltime_end_ms: p
-                    .walltime_end_ms
-                    .or(p.job_started_ms.map(|s| s + walltime)),
+                walltime_end_ms: p.walltime_end_ms.or(p.job_started_ms.map(|s| s + walltime)),
                 agent_idle: act.is_some_and(|a| a.idle),
                 draining: act.is_some_and(|a| a.draining),
             }
@@ -221,7 +225,8 @@ async fn cycle(
         pilots: &views,
     };
     let d = reconcile::decide(&input);
-    let by_name: HashMap<&str, &PilotRecord> = pilots.iter().map(|p| (p.name.as_str(), p)).collect();
+    let by_name: HashMap<&str, &PilotRecord> =
+        pilots.iter().map(|p| (p.name.as_str(), p)).collect();
     for name in &d.job_started {
         m.update_pilot(name, |r| {
             r.job_started_ms = Some(now);
@@ -236,7 +241,10 @@ async fn cycle(
         });
     }
     for name in &d.cancel {
-        let Some(id) = by_name.get(name.as_str()).and_then(|p| p.batch_job_id.clone()) else {
+        let Some(id) = by_name
+            .get(name.as_str())
+            .and_then(|p| p.batch_job_id.clone())
+        else {
             continue;
         };
         let job = BatchJobId(id);
@@ -311,8 +319,11 @@ async fn submit(
         spec.host = Some(profile.hosts[track.next_host].clone());
     }
     let result = blocking(platform, move |p| {
-        p.runner
-            .write_file(&spec.credential_path, format!("{token}\n").as_bytes(), 0o600)?;
+        p.runner.write_file(
+            &spec.credential_path,
+            format!("{token}\n").as_bytes(),
+            0o600,
+        )?;
         let script = p.adapter.render(&p.profile, &spec)?;
         p.adapter.submit(p.runner.as_ref(), &p.profile, &script)
     })

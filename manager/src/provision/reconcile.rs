@@ -148,7 +148,11 @@ pub fn decide(input: &Input<'_>) -> Decisions {
                     );
                     d.back_off = true;
                 } else if registered {
-                    ended(&mut d, PilotState::Ended, format!("batch job ended ({how})"));
+                    ended(
+                        &mut d,
+                        PilotState::Ended,
+                        format!("batch job ended ({how})"),
+                    );
                 } else {
                     ended(
                         &mut d,

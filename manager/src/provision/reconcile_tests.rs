@@ -102,10 +102,15 @@ fn a_job_running_before_its_agent_registers_is_noted_then_timed_out() {
 
     let d = decide(&input(12 * MIN, 4, std::slice::from_ref(&p)));
     assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
-    assert!(d.transitions[0].reason.contains("without its agent registering"));
+    assert!(d.transitions[0]
+        .reason
+        .contains("without its agent registering"));
     assert_eq!(d.cancel, vec!["a".to_string()]);
     assert!(d.back_off);
-    assert_eq!(d.submit, 0, "a failure backs off instead of resubmitting at once");
+    assert_eq!(
+        d.submit, 0,
+        "a failure backs off instead of resubmitting at once"
+    );
 }
 
 #[test]
@@ -149,7 +154,9 @@ fn endings_depend_on_whether_the_agent_registered() {
             ("unreg-gone", PilotState::Failed),
         ]
     );
-    assert!(d.transitions[1].reason.contains("before its agent registered"));
+    assert!(d.transitions[1]
+        .reason
+        .contains("before its agent registered"));
     assert!(d.transitions[3].reason.contains("vanished"));
     assert!(d.back_off);
     assert!(d.cancel.is_empty(), "ended jobs need no cancel");
@@ -190,7 +197,12 @@ fn no_demand_cancels_queued_pilots_and_drains_idle_agents() {
     let mut drained = pilot("drained", PilotState::Running, Some(&r));
     drained.agent_idle = true;
     drained.draining = true;
-    let pilots = [pilot("waiting", PilotState::Queued, Some(&q)), idle, busy, drained];
+    let pilots = [
+        pilot("waiting", PilotState::Queued, Some(&q)),
+        idle,
+        busy,
+        drained,
+    ];
     let d = decide(&input(MIN, 0, &pilots));
     assert_eq!(states(&d), vec![("waiting", PilotState::Cancelled)]);
     assert_eq!(d.cancel, vec!["waiting".to_string()]);

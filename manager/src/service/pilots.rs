@@ -254,3 +254,88 @@ impl Manager {
         Ok(self.book().platforms.values().cloned().collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use hetpilot_shared::protocol::{NewAgentToken, RegisterRequest};
+
+    fn request(pilot: Option<&str>) -> RegisterRequest {
+        RegisterRequest {
+            platform: "local".into(),
+            hostname: "node1".into(),
+            cores: 2,
+            memory_mb: 1024,
+            slots: None,
+            batch_job_id: Some("42".into()),
+            walltime_end: Some(5000),
+            pilot: pilot.map(String::from),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pilot_credential_registers_only_its_own_pilot_once_and_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+        let m = Manager::open(settings.clone()).unwrap();
+        let admin_token =
+            std::fs::read_to_string(super::super::admin_token_path(dir.path())).unwrap();
+        let admin = m.authenticate(Some(admin_token.trim())).unwrap();
+        let (p1, t1) = m.new_pilot("local", 60_000).await.unwrap();
+        let (p2, _t2) = m.new_pilot("local", 60_000).await.unwrap();
+        assert_eq!(
+            (p1.name.as_str(), p2.name.as_str()),
+            ("local-p1", "local-p2")
+        );
+        let who = m.authenticate(Some(&t1)).unwrap();
+
+        let refuse = |r: Result<_, ServiceError>| match r {
+            Err(ServiceError::Forbidden(msg)) => msg,
+            other => panic!("expected 403, got {other:?}"),
+        };
+        let msg = refuse(m.register(&who, request(None)).await);
+        assert!(msg.contains("for pilot `local-p1` only"), "{msg}");
+        let msg = refuse(m.register(&who, request(Some("local-p2"))).await);
+        assert!(msg.contains("local-p1"), "{msg}");
+        let platform_token = m
+            .create_agent_token(
+                &admin,
+                NewAgentToken {
+                    platform: "local".into(),
+                    ttl_secs: None,
+                },
+            )
+            .await
+            .unwrap()
+            .token;
+        let plain = m.authenticate(Some(&platform_token)).unwrap();
+        let msg = refuse(m.register(&plain, request(Some("local-p1"))).await);
+        assert!(msg.contains("needs that pilot's own token"), "{msg}");
+
+        let r = m.register(&who, request(Some("local-p1"))).await.unwrap();
+        let listed = m.list_pilots(&admin).unwrap();
+        let p = listed.iter().find(|p| p.name == "local-p1").unwrap();
+        assert_eq!(p.state, PilotState::Running);
+        assert_eq!(p.agent, Some(r.agent.0));
+        assert_eq!(p.walltime_end_ms, Some(5_000_000));
+        assert!(m.authenticate(Some(&t1)).is_err(), "single use");
+        assert!(m.list_pilots(&who).is_err(), "admin only");
+
+        // A commit after the pilot's update flushes it; then a restart recovers both.
+        m.new_pilot("local", 60_000).await.unwrap();
+        drop(m);
+        let m = Manager::open(settings).unwrap();
+        let listed = m.list_pilots(&admin).unwrap();
+        assert_eq!(listed.len(), 3);
+        assert_eq!(listed[0].state, PilotState::Running);
+        assert_eq!(listed[1].state, PilotState::Queued);
+        assert!(
+            m.authenticate(Some(&t1)).is_err(),
+            "still used up after a restart"
+        );
+        let (p4, _) = m.new_pilot("local", 60_000).await.unwrap();
+        assert_eq!(p4.name, "local-p4", "names are not reused");
+    }
+}
