@@ -160,3 +160,34 @@ fn a_missing_agent_binary_fails_the_pilot_fast_with_a_clear_reason() {
     );
     cancel_jobs(&m);
 }
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn a_restarted_manager_keeps_following_its_pilots() {
+    lab::require();
+    let dir = tempfile::tempdir().unwrap();
+    let debug = lab::shipped_profile("lab-debug");
+    let env = configure(dir.path(), &[("lab-debug", &debug)], FAST);
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut m = start_manager(dir.path(), &env);
+    let port = m.port;
+    let app = m.submit(array_app("restart", "sleep 1", 20));
+    let running = wait_pilot(&m, "a registered pilot", Duration::from_secs(60), |p| {
+        p["state"] == "running"
+    });
+    m.kill();
+    let m = hetpilot_e2e::Manager::start_on(dir.path(), port, 10.0, &env_refs);
+    let again = pilots(&m)
+        .into_iter()
+        .find(|p| p["name"] == running["name"])
+        .expect("the pilot was recovered");
+    assert_eq!(again["batch_job_id"], running["batch_job_id"], "{again}");
+    assert_eq!(again["state"], "running", "{again}");
+    let summary = m.wait_finished(app, Duration::from_secs(180));
+    assert_eq!(summary["counts"]["done"], 20, "{summary}");
+    // The recovered pilot is followed to its end after the work is done.
+    wait_pilot(&m, "the recovered pilot to end", Duration::from_secs(120), |p| {
+        p["name"] == running["name"] && p["state"] == "ended"
+    });
+    cancel_jobs(&m);
+}
