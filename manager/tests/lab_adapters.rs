@@ -30,7 +30,10 @@ fn lab() -> PathBuf {
     });
     let ping = LocalRunner.run(&["scontrol", "ping"], None);
     let up = matches!(&ping, Ok(out) if out.stdout.contains("is UP"));
-    assert!(up, "the lab's slurmctld is not answering ({ping:?}): run deploy/lab/start.sh");
+    assert!(
+        up,
+        "the lab's slurmctld is not answering ({ping:?}): run deploy/lab/start.sh"
+    );
     dir
 }
 
@@ -136,12 +139,17 @@ fn wait_until(
 ) -> JobState {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let states = adapter.poll(runner, profile, std::slice::from_ref(job)).unwrap();
+        let states = adapter
+            .poll(runner, profile, std::slice::from_ref(job))
+            .unwrap();
         let state = states[job].clone();
         if done(&state) {
             return state;
         }
-        assert!(Instant::now() < deadline, "job {job} never became {what}: last {state:?}");
+        assert!(
+            Instant::now() < deadline,
+            "job {job} never became {what}: last {state:?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -154,7 +162,10 @@ fn wait_for_output(path: &str, needle: &str) -> String {
         if text.contains(needle) {
             return text;
         }
-        assert!(Instant::now() < deadline, "{path} never showed {needle:?}: {text:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{path} never showed {needle:?}: {text:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -177,13 +188,18 @@ fn round_trip(
     let job = adapter.submit(runner, &profile, &script).unwrap();
     let submit_ms = started.elapsed().as_millis();
     assert_eq!(mode(&script.path), 0o700, "job scripts are private");
-    assert!(!std::fs::read_to_string(&script.path).unwrap().contains("secret"));
+    assert!(!std::fs::read_to_string(&script.path)
+        .unwrap()
+        .contains("secret"));
     wait_until(adapter.as_ref(), runner, &profile, &job, "Running", |s| {
         *s == JobState::Running
     });
     let running_ms = started.elapsed().as_millis();
     let out = wait_for_output(&script.stdout_path, "token-file-readable");
-    assert!(out.contains(&format!("agent {} on lab", spec.name)), "{out}");
+    assert!(
+        out.contains(&format!("agent {} on lab", spec.name)),
+        "{out}"
+    );
     adapter.cancel(runner, &profile, &job).unwrap();
     let end = wait_until(adapter.as_ref(), runner, &profile, &job, "ended", |s| {
         matches!(s, JobState::Ended { .. } | JobState::Vanished)
@@ -201,9 +217,13 @@ fn round_trip(
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn slurm_sbatch_squeue_scancel() {
     lab();
-    let [job, end] = &round_trip(AdapterKind::Slurm, Some("debug"), &LocalRunner, Login::Local, |s| {
-        s.pilot("lab-slurm", 1, 2)
-    })[..] else {
+    let [job, end] = &round_trip(
+        AdapterKind::Slurm,
+        Some("debug"),
+        &LocalRunner,
+        Login::Local,
+        |s| s.pilot("lab-slurm", 1, 2),
+    )[..] else {
         unreachable!()
     };
     assert!(job.bytes().all(|b| b.is_ascii_digit()), "{job}");
@@ -214,10 +234,17 @@ fn slurm_sbatch_squeue_scancel() {
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn torque_qsub_nodes_ppn_on_two_nodes() {
     lab();
-    let ended = round_trip(AdapterKind::Torque, Some("small"), &LocalRunner, Login::Local, |s| {
-        s.pilot("lab-torque", 2, 2)
-    });
-    assert!(ended[1].contains("finished (C)") || ended[1] == "Vanished", "{ended:?}");
+    let ended = round_trip(
+        AdapterKind::Torque,
+        Some("small"),
+        &LocalRunner,
+        Login::Local,
+        |s| s.pilot("lab-torque", 2, 2),
+    );
+    assert!(
+        ended[1].contains("finished (C)") || ended[1] == "Vanished",
+        "{ended:?}"
+    );
 }
 
 #[test]
@@ -235,9 +262,13 @@ fn qsub_on_the_login_host_over_ssh() {
     let lab = lab();
     let login = ssh_login(&lab);
     let runner = for_login(&login).unwrap();
-    round_trip(AdapterKind::Torque, Some("debug"), runner.as_ref(), login, |s| {
-        s.pilot("lab-ssh-qsub", 1, 1)
-    });
+    round_trip(
+        AdapterKind::Torque,
+        Some("debug"),
+        runner.as_ref(),
+        login,
+        |s| s.pilot("lab-ssh-qsub", 1, 1),
+    );
 }
 
 #[test]
@@ -274,9 +305,16 @@ fn one_squeue_answers_for_many_jobs() {
     all.extend((0..200).map(|i| BatchJobId(format!("{}", 9_000_000 + i))));
     let started = Instant::now();
     let states = adapter.poll(&LocalRunner, &profile, &all).unwrap();
-    eprintln!("one Slurm poll of {} ids: {:?}", all.len(), started.elapsed());
+    eprintln!(
+        "one Slurm poll of {} ids: {:?}",
+        all.len(),
+        started.elapsed()
+    );
     assert_eq!(states.len(), all.len());
-    assert!(jobs.iter().all(|j| states[j] != JobState::Vanished), "{states:?}");
+    assert!(
+        jobs.iter().all(|j| states[j] != JobState::Vanished),
+        "{states:?}"
+    );
     assert_eq!(states[&BatchJobId("9000000".into())], JobState::Vanished);
     for job in &jobs {
         adapter.cancel(&LocalRunner, &profile, job).unwrap();
@@ -287,7 +325,13 @@ fn one_squeue_answers_for_many_jobs() {
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn ssh_runner_reuses_one_session_writes_private_files_and_reconnects() {
     let lab = lab();
-    let Login::Ssh { user, host, port, key_file } = ssh_login(&lab) else {
+    let Login::Ssh {
+        user,
+        host,
+        port,
+        key_file,
+    } = ssh_login(&lab)
+    else {
         unreachable!()
     };
     let runner = SshRunner::new(&user, &host, port, &key_file).unwrap();
@@ -295,19 +339,29 @@ fn ssh_runner_reuses_one_session_writes_private_files_and_reconnects() {
     let session_pid = |r: &SshRunner| r.run(&["sh", "-c", "echo $PPID"], None).unwrap().stdout;
     let first = session_pid(&runner);
     assert_eq!(session_pid(&runner), first, "a second session was opened");
-    let out = runner.run(&["printf", "%s|", "a b", "$(id)", "it's"], None).unwrap();
-    assert_eq!(out.stdout, "a b|$(id)|it's|", "argv words must arrive unchanged");
+    let out = runner
+        .run(&["printf", "%s|", "a b", "$(id)", "it's"], None)
+        .unwrap();
+    assert_eq!(
+        out.stdout, "a b|$(id)|it's|",
+        "argv words must arrive unchanged"
+    );
     let out = runner.run(&["cat"], Some(b"from stdin")).unwrap();
     assert_eq!(out.stdout, "from stdin");
     assert_eq!(runner.run(&["sh", "-c", "exit 7"], None).unwrap().status, 7);
 
     let sandbox = Sandbox::new();
     let file = sandbox.path("new/dirs/script.sh");
-    runner.write_file(&file, b"#!/bin/sh\necho hi\n", 0o700).unwrap();
+    runner
+        .write_file(&file, b"#!/bin/sh\necho hi\n", 0o700)
+        .unwrap();
     let mode = |p: &str| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&file), 0o700);
     assert_eq!(mode(&sandbox.path("new")), 0o700);
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "#!/bin/sh\necho hi\n");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "#!/bin/sh\necho hi\n"
+    );
 
     // Break the session from the server side (the sshd process serving this test's own
     // connection, by pid); the next call reconnects once and works.

@@ -66,15 +66,24 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(out.starts_with("setup-ran\npilot=here-p1 token="), "{out}");
-    assert_eq!(unsafe { libc::getsid(pid) }, pid, "the agent leads its own session");
+    assert_eq!(
+        unsafe { libc::getsid(pid) },
+        pid,
+        "the agent leads its own session"
+    );
     let child: i32 = out.rsplit("child=").next().unwrap().trim().parse().unwrap();
-    let states = adapter.poll(&LocalRunner, &profile, &[job.clone()]).unwrap();
+    let states = adapter
+        .poll(&LocalRunner, &profile, &[job.clone()])
+        .unwrap();
     assert_eq!(states[&job], JobState::Running);
 
     adapter.cancel(&LocalRunner, &profile, &job).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let state = adapter.poll(&LocalRunner, &profile, &[job.clone()]).unwrap()[&job].clone();
+        let state = adapter
+            .poll(&LocalRunner, &profile, &[job.clone()])
+            .unwrap()[&job]
+            .clone();
         if matches!(state, JobState::Ended { .. }) {
             break;
         }
@@ -83,5 +92,8 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
     }
     // The child of the agent went with its group (gone, or a zombie awaiting its reaper).
     let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-    assert!(stat.is_empty() || stat.contains(") Z "), "child {child} survived: {stat}");
+    assert!(
+        stat.is_empty() || stat.contains(") Z "),
+        "child {child} survived: {stat}"
+    );
 }

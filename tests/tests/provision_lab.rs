@@ -186,8 +186,11 @@ fn a_restarted_manager_keeps_following_its_pilots() {
     let summary = m.wait_finished(app, Duration::from_secs(180));
     assert_eq!(summary["counts"]["done"], 20, "{summary}");
     // The recovered pilot is followed to its end after the work is done.
-    wait_pilot(&m, "the recovered pilot to end", Duration::from_secs(120), |p| {
-        p["name"] == running["name"] && p["state"] == "ended"
-    });
+    wait_pilot(
+        &m,
+        "the recovered pilot to end",
+        Duration::from_secs(120),
+        |p| p["name"] == running["name"] && p["state"] == "ended",
+    );
     cancel_jobs(&m);
 }

@@ -229,18 +229,21 @@ async fn cycle(
         pilots.iter().map(|p| (p.name.as_str(), p)).collect();
     for name in &d.job_started {
         m.update_pilot(name, |r| {
-            r.job_started_ms = Some(now);
-            r.reason = "batch job running; waiting for its agent to register".into();
+            r.job_started_ms.get_or_insert(now);
+            if r.state == PilotState::Queued {
+                r.reason = "batch job running; waiting for its agent to register".into();
+            }
         });
     }
+    let mut moved = std::collections::HashSet::new();
     for t in &d.transitions {
-        tracing::info!(platform = %profile.name, pilot = %t.pilot, state = t.state.as_str(), reason = %t.reason, "pilot");
-        m.update_pilot(&t.pilot, |r| {
-            r.state = t.state;
-            r.reason = t.reason.clone();
-        });
+        let from = by_name[t.pilot.as_str()].state;
+        if m.transition_pilot(&t.pilot, from, t.state, &t.reason) {
+            tracing::info!(platform = %profile.name, pilot = %t.pilot, state = t.state.as_str(), reason = %t.reason, "pilot");
+            moved.insert(t.pilot.as_str());
+        }
     }
-    for name in &d.cancel {
+    for name in d.cancel.iter().filter(|n| moved.contains(n.as_str())) {
         let Some(id) = by_name
             .get(name.as_str())
             .and_then(|p| p.batch_job_id.clone())

@@ -168,6 +168,27 @@ impl Manager {
         });
     }
 
+    /// Moves pilot `name` from `from` to `to` with `reason`, unless its state changed in
+    /// the meantime (e.g. its agent registered while the provisioner was deciding).
+    /// Returns whether it moved.
+    pub fn transition_pilot(
+        &self,
+        name: &str,
+        from: PilotState,
+        to: PilotState,
+        reason: &str,
+    ) -> bool {
+        let current = self.book().records.get(name).map(|r| r.state);
+        if current != Some(from) {
+            return false;
+        }
+        self.update_pilot(name, |r| {
+            r.state = to;
+            r.reason = reason.to_string();
+        });
+        true
+    }
+
     /// Called when an agent registered with pilot `name`'s credential.
     pub(super) fn pilot_registered(&self, name: &str, agent: AgentId, walltime_end_s: Option<u64>) {
         let now = now_ms();
