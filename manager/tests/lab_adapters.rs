@@ -76,6 +76,7 @@ impl Sandbox {
         std::fs::write(
             &agent,
             "#!/bin/sh\necho \"agent $HETPILOT_PILOT on $HETPILOT_PLATFORM\"\n\
+             echo \"nodes=$(sort -u \"${PBS_NODEFILE:-/dev/null}\" | wc -l)\"\n\
              test -r \"$HETPILOT_AGENT_TOKEN_FILE\" && echo token-file-readable\n\
              exec sleep 300\n",
         )
@@ -170,6 +171,13 @@ fn wait_for_output(path: &str, needle: &str) -> String {
     }
 }
 
+/// What a round trip saw: the job id, its end state, the fake agent's output.
+struct Trip {
+    job: String,
+    end: JobState,
+    output: String,
+}
+
 /// Submit, see it run (and the fake agent report), cancel, see it end.
 fn round_trip(
     kind: AdapterKind,
@@ -177,7 +185,7 @@ fn round_trip(
     runner: &dyn CommandRunner,
     login: Login,
     pilot: impl Fn(&Sandbox) -> PilotSpec,
-) -> Vec<String> {
+) -> Trip {
     let sandbox = Sandbox::new();
     let adapter = adapter_for(kind);
     let profile = sandbox.profile(kind, queue, login);
@@ -201,40 +209,56 @@ fn round_trip(
         "{out}"
     );
     adapter.cancel(runner, &profile, &job).unwrap();
-    let end = wait_until(adapter.as_ref(), runner, &profile, &job, "ended", |s| {
-        matches!(s, JobState::Ended { .. } | JobState::Vanished)
-    });
+    let end = wait_until(
+        adapter.as_ref(),
+        runner,
+        &profile,
+        &job,
+        "ended",
+        |s| match s {
+            // Slurm's COMPLETING is "ending": wait for the final state.
+            JobState::Ended { reason, .. } => reason != "COMPLETING",
+            JobState::Vanished => true,
+            _ => false,
+        },
+    );
     // Cancelling again (the job is gone) is not an error.
     adapter.cancel(runner, &profile, &job).unwrap();
     eprintln!(
         "{}: job {job}: submit {submit_ms} ms, running after {running_ms} ms, end {end:?}",
         kind.name()
     );
-    vec![job.0, format!("{end:?}")]
+    Trip {
+        job: job.0,
+        end,
+        output: out,
+    }
 }
 
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn slurm_sbatch_squeue_scancel() {
     lab();
-    let [job, end] = &round_trip(
+    let trip = round_trip(
         AdapterKind::Slurm,
         Some("debug"),
         &LocalRunner,
         Login::Local,
         |s| s.pilot("lab-slurm", 1, 2),
-    )[..] else {
-        unreachable!()
-    };
-    assert!(job.bytes().all(|b| b.is_ascii_digit()), "{job}");
-    assert!(end.contains("CANCELLED"), "{end}");
+    );
+    assert!(trip.job.bytes().all(|b| b.is_ascii_digit()), "{}", trip.job);
+    assert!(
+        matches!(&trip.end, JobState::Ended { reason, .. } if reason == "CANCELLED"),
+        "{:?}",
+        trip.end
+    );
 }
 
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn torque_qsub_nodes_ppn_on_two_nodes() {
     lab();
-    let ended = round_trip(
+    let trip = round_trip(
         AdapterKind::Torque,
         Some("small"),
         &LocalRunner,
@@ -242,8 +266,15 @@ fn torque_qsub_nodes_ppn_on_two_nodes() {
         |s| s.pilot("lab-torque", 2, 2),
     );
     assert!(
-        ended[1].contains("finished (C)") || ended[1] == "Vanished",
-        "{ended:?}"
+        trip.output.contains("nodes=2\n"),
+        "two nodes: {}",
+        trip.output
+    );
+    assert!(
+        matches!(&trip.end, JobState::Ended { reason, .. } if reason == "finished (C)")
+            || trip.end == JobState::Vanished,
+        "{:?}",
+        trip.end
     );
 }
 
@@ -251,9 +282,10 @@ fn torque_qsub_nodes_ppn_on_two_nodes() {
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn pbs_pro_qsub_select() {
     lab();
-    round_trip(AdapterKind::Pbs, None, &LocalRunner, Login::Local, |s| {
+    let trip = round_trip(AdapterKind::Pbs, None, &LocalRunner, Login::Local, |s| {
         s.pilot("lab-pbspro", 1, 2)
     });
+    assert!(trip.output.contains("nodes=1\n"), "{}", trip.output);
 }
 
 #[test]
@@ -277,12 +309,13 @@ fn ssh_adapter_starts_and_stops_an_agent_by_pid() {
     let lab = lab();
     let login = ssh_login(&lab);
     // The login runner is not used: the ssh adapter opens its own session per host.
-    let ended = round_trip(AdapterKind::Ssh, None, &LocalRunner, login, |s| {
+    let trip = round_trip(AdapterKind::Ssh, None, &LocalRunner, login, |s| {
         let mut p = s.pilot("lab-ssh-agent", 1, 1);
         p.host = Some("127.0.0.1".into());
         p
     });
-    assert!(ended[0].starts_with("127.0.0.1:"), "{ended:?}");
+    assert!(trip.job.starts_with("127.0.0.1:"), "{}", trip.job);
+    assert!(matches!(trip.end, JobState::Ended { .. }), "{:?}", trip.end);
 }
 
 #[test]
@@ -316,6 +349,24 @@ fn one_squeue_answers_for_many_jobs() {
         "{states:?}"
     );
     assert_eq!(states[&BatchJobId("9000000".into())], JobState::Vanished);
+    // The same poll on the login host over SSH: the second one reuses the session.
+    let login = ssh_login(&lab());
+    let ssh = for_login(&login).unwrap();
+    let profile_ssh = sandbox.profile(AdapterKind::Slurm, Some("big"), login);
+    let first = Instant::now();
+    let over_ssh = adapter.poll(ssh.as_ref(), &profile_ssh, &all).unwrap();
+    let first = first.elapsed();
+    let second = Instant::now();
+    adapter.poll(ssh.as_ref(), &profile_ssh, &all).unwrap();
+    eprintln!(
+        "the same poll over SSH: {first:?} (with connect), {:?} (session reused)",
+        second.elapsed()
+    );
+    assert_eq!(over_ssh.len(), all.len());
+    assert!(
+        jobs.iter().all(|j| over_ssh[j] != JobState::Vanished),
+        "{over_ssh:?}"
+    );
     for job in &jobs {
         adapter.cancel(&LocalRunner, &profile, job).unwrap();
     }
@@ -382,4 +433,39 @@ fn the_lab_tests_say_what_to_do_when_the_lab_is_down() {
     let missing = std::panic::catch_unwind(|| lab_config(Path::new("/nonexistent/lab")));
     let message = *missing.unwrap_err().downcast::<String>().unwrap();
     assert!(message.contains("run deploy/lab/start.sh"), "{message}");
+}
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn ssh_runner_refuses_a_host_whose_key_changed() {
+    let lab = lab();
+    let Login::Ssh {
+        user,
+        host,
+        port,
+        key_file,
+    } = ssh_login(&lab)
+    else {
+        unreachable!()
+    };
+    let host_key = std::fs::read_to_string(lab.join("ssh/ssh_host_ed25519_key.pub")).unwrap();
+    let mut fields = host_key.split_whitespace();
+    let (kind, key) = (fields.next().unwrap(), fields.next().unwrap());
+    let sandbox = Sandbox::new();
+    let known = sandbox.path("known_hosts");
+    std::fs::write(&known, format!("[127.0.0.1]:{port} {kind} {key}\n")).unwrap();
+    let runner = SshRunner::new(&user, &host, port, &key_file)
+        .unwrap()
+        .with_known_hosts(Path::new(&known));
+    assert_eq!(runner.run(&["echo", "ok"], None).unwrap().stdout, "ok\n");
+
+    // Another ed25519 key (the lab's client key) in place of the host's.
+    let other = std::fs::read_to_string(lab.join("ssh/id_ed25519.pub")).unwrap();
+    let other_key = other.split_whitespace().nth(1).unwrap();
+    std::fs::write(&known, format!("[127.0.0.1]:{port} {kind} {other_key}\n")).unwrap();
+    let runner = SshRunner::new(&user, &host, port, &key_file)
+        .unwrap()
+        .with_known_hosts(Path::new(&known));
+    let err = runner.run(&["echo", "ok"], None).unwrap_err().to_string();
+    assert!(err.contains("host key differs"), "{err}");
 }

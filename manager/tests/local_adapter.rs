@@ -73,7 +73,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
     );
     let child: i32 = out.rsplit("child=").next().unwrap().trim().parse().unwrap();
     let states = adapter
-        .poll(&LocalRunner, &profile, &[job.clone()])
+        .poll(&LocalRunner, &profile, std::slice::from_ref(&job))
         .unwrap();
     assert_eq!(states[&job], JobState::Running);
 
@@ -81,7 +81,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let state = adapter
-            .poll(&LocalRunner, &profile, &[job.clone()])
+            .poll(&LocalRunner, &profile, std::slice::from_ref(&job))
             .unwrap()[&job]
             .clone();
         if matches!(state, JobState::Ended { .. }) {

@@ -3,9 +3,10 @@
 //! - [`profile`]: platform profiles (`profiles/*.toml`): batch system, login, queue, node
 //!   shape, caps, agent binary, environment setup.
 //! - [`runner`]: where batch commands run: locally, or over one reused SSH session per
-//!   login host ([`CommandRunner`]).
+//!   login host ([`CommandRunner`], [`for_login`]).
 //! - [`adapter`]: one small module per batch system behind [`BatchAdapter`]: render a job
-//!   script, submit it, poll many jobs in one call, cancel.
+//!   script, submit it, poll many jobs in one call, cancel ([`adapter_for`]). Job scripts
+//!   come from `deploy/templates/`.
 //! - [`catalog`]: the configured platforms' profiles, with `${VAR}` substitution.
 //! - [`settings`]: the provisioner's knobs (`[provision]`).
 //! - [`pilot`]: a pilot's record and states.
@@ -25,7 +26,9 @@ pub mod reconcile;
 pub mod runner;
 pub mod settings;
 
-pub use adapter::{AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec};
+pub use adapter::{
+    adapter_for, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
+};
 pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
-pub use runner::{CommandOutput, CommandRunner, RunnerError};
+pub use runner::{for_login, CommandOutput, CommandRunner, LocalRunner, RunnerError, SshRunner};
 pub use settings::ProvisionSettings;

@@ -17,12 +17,13 @@ use std::sync::{Arc, Mutex};
 /// process-group leader, so the pid printed is the session's).
 const LAUNCH: &str = r#"setsid nohup /bin/sh "$1" </dev/null >>"$2" 2>>"$3" & echo $!"#;
 
-/// SIGTERM to process group $1, up to 5 s for it to go, then SIGKILL.
-const STOP: &str = r#"kill -TERM -- -"$1" 2>/dev/null || exit 0
+/// SIGTERM to process group $1, up to 5 s for it to go, then SIGKILL. (`kill -SIG -PGID`
+/// without `--`: dash's kill does not take `--`.)
+const STOP: &str = r#"kill -TERM -"$1" 2>/dev/null || exit 0
 i=0
-while kill -0 -- -"$1" 2>/dev/null; do
+while kill -0 -"$1" 2>/dev/null; do
     i=$((i + 1))
-    if [ "$i" -gt 50 ]; then kill -KILL -- -"$1" 2>/dev/null; exit 0; fi
+    if [ "$i" -gt 50 ]; then kill -KILL -"$1" 2>/dev/null; exit 0; fi
     sleep 0.1
 done"#;
 
@@ -296,7 +297,9 @@ mod tests {
         let unused = FakeRunner::new(&[]);
         let id = adapter.submit(&unused, &p, &script).unwrap();
         assert_eq!(id.0, "node1:4711");
-        let states = adapter.poll(&unused, &p, &[id.clone()]).unwrap();
+        let states = adapter
+            .poll(&unused, &p, std::slice::from_ref(&id))
+            .unwrap();
         assert_eq!(states[&id], JobState::Running);
         assert_eq!(
             *connected.lock().unwrap(),

@@ -37,27 +37,44 @@ pub fn hms(d: Duration) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
-/// Replaces each `{{name}}` by its value; a line holding a placeholder whose value is
-/// `None` is dropped, and so is a line holding only a placeholder whose value is empty.
+/// Replaces each `{{name}}` by its value, in one pass (a value that itself holds `{{...}}`
+/// stays as it is); a line holding a placeholder whose value is `None` is dropped, and so
+/// is a line holding only a placeholder whose value is empty.
 fn fill(template: &str, values: &[(&str, Option<String>)]) -> String {
     let mut out = String::new();
-    'lines: for line in template.lines() {
-        let mut line = line.to_string();
-        for (name, value) in values {
-            let key = format!("{{{{{name}}}}}");
-            if !line.contains(&key) {
-                continue;
-            }
-            match value {
-                None => continue 'lines,
-                Some(v) if v.is_empty() && line.trim() == key => continue 'lines,
-                Some(v) => line = line.replace(&key, v),
-            }
+    for line in template.lines() {
+        if let Some(filled) = fill_line(line, values) {
+            out.push_str(&filled);
+            out.push('\n');
         }
-        out.push_str(&line);
-        out.push('\n');
     }
     out
+}
+
+fn fill_line(line: &str, values: &[(&str, Option<String>)]) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start + 2..].find("}}") else {
+            break;
+        };
+        let name = &rest[start + 2..start + 2 + len];
+        let value = values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("template placeholder {{{{{name}}}}} has no value"));
+        match &value.1 {
+            None => return None,
+            Some(v) if v.is_empty() && line.trim() == format!("{{{{{name}}}}}") => return None,
+            Some(v) => {
+                out.push_str(&rest[..start]);
+                out.push_str(v);
+            }
+        }
+        rest = &rest[start + 2 + len + 2..];
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 /// The files a pilot's batch output goes to: `<work_dir>/<pilot>.out` and `.err`.
@@ -226,7 +243,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("PWNED");
         let hostile = format!(
-            "x$(touch {m})`touch {m}`'\"\n; touch {m} #",
+            "x$(touch {m})`touch {m}`'\"\n; touch {m} # {{{{agent_binary}}}}",
             m = marker.display()
         );
         let agent = dir.path().join("agent with space");
@@ -298,6 +315,29 @@ mod tests {
             !script.text.contains("TOKEN="),
             "only the file's path is passed"
         );
+    }
+
+    #[test]
+    fn every_template_is_filled_completely() {
+        let p = profile(AdapterKind::Slurm);
+        for template in [SLURM, PBS_PRO, TORQUE, LOADLEVELER] {
+            let text = render_batch(template, &p, &pilot()).unwrap().text;
+            assert!(!text.contains("{{"), "{text}");
+        }
+        assert!(!render_launch(&p, &pilot()).unwrap().text.contains("{{"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        #[test]
+        fn any_string_survives_quoting(s in "[^\\x00]{0,40}") {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_quote(&s)))
+                .output()
+                .unwrap();
+            proptest::prop_assert_eq!(String::from_utf8(out.stdout).unwrap(), s);
+        }
     }
 
     #[test]

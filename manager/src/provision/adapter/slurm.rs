@@ -55,8 +55,10 @@ impl BatchAdapter for Slurm {
         let mut states = if out.status == 0 {
             parse_squeue(&out.stdout)?
         } else if out.stderr.contains("Invalid job id") {
-            // Some Slurm versions refuse the whole list when no id is known any more.
-            HashMap::new()
+            // Some Slurm versions refuse the whole list when one id is unknown: list every
+            // job squeue shows instead, and pick ours.
+            let argv = ["squeue", "-h", "-t", "all", "-O", SQUEUE_FORMAT];
+            parse_squeue(&run_ok(runner, &argv, None)?.stdout)?
         } else {
             return Err(command_failed(&argv, &out));
         };
@@ -145,8 +147,13 @@ fn job_state(
         "PENDING" | "REQUEUED" | "REQUEUE_FED" | "CONFIGURING" => JobState::Queued,
         "REQUEUE_HOLD" | "SUSPENDED" | "STOPPED" => JobState::Held,
         "RUNNING" | "RESIZING" | "SIGNALING" | "STAGE_OUT" => JobState::Running,
-        "COMPLETING" | "COMPLETED" | "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL"
-        | "PREEMPTED" | "BOOT_FAIL" | "DEADLINE" | "OUT_OF_MEMORY" | "SPECIAL_EXIT" | "REVOKED" => {
+        // Still cleaning up: the exit code shown is not final yet.
+        "COMPLETING" => JobState::Ended {
+            exit_code: None,
+            reason: state.to_string(),
+        },
+        "COMPLETED" | "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL" | "PREEMPTED"
+        | "BOOT_FAIL" | "DEADLINE" | "OUT_OF_MEMORY" | "SPECIAL_EXIT" | "REVOKED" => {
             JobState::Ended {
                 exit_code,
                 reason: if reason.is_empty() || reason == "None" {
@@ -348,20 +355,26 @@ exec "$agent"
     }
 
     #[test]
-    fn squeue_refusing_unknown_ids_and_no_accounting_mean_vanished() {
+    fn squeue_refusing_unknown_ids_falls_back_to_listing_all_jobs() {
         let runner = FakeRunner::new(&[
             (1, "", "slurm_load_jobs error: Invalid job id specified\n"),
+            (0, "7|RUNNING|None|0\n8|PENDING|Priority|0\n", ""),
             (
                 1,
                 "",
                 "sacct: error: Slurm accounting storage is disabled\n",
             ),
         ]);
-        let jobs = [BatchJobId("99".into())];
+        let jobs = [BatchJobId("7".into()), BatchJobId("99".into())];
         let states = Slurm
             .poll(&runner, &profile(AdapterKind::Slurm), &jobs)
             .unwrap();
-        assert_eq!(states[&jobs[0]], JobState::Vanished);
+        assert_eq!(states.len(), 2);
+        assert_eq!(states[&jobs[0]], JobState::Running);
+        assert_eq!(states[&jobs[1]], JobState::Vanished);
+        let calls = runner.calls();
+        assert!(!calls[1].contains(&"-j".to_string()), "{calls:?}");
+        assert_eq!(calls[2].last().unwrap(), "99");
     }
 
     #[test]

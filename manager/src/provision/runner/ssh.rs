@@ -1,9 +1,11 @@
 //! [`SshRunner`]: runs batch commands on a login host over one SSH session (ssh2 crate),
 //! opened on first use, reused by every later call, and reopened once when it broke.
-//! Files go over SFTP with the requested permission bits.
+//! Files go over SFTP with the requested permission bits. The host key is checked against
+//! an OpenSSH known_hosts file (default `~/.ssh/known_hosts`): a host listed there with
+//! another key is refused; an unlisted host is accepted with a warning.
 
 use super::{CommandOutput, CommandRunner, RunnerError};
-use ssh2::{FileStat, OpenFlags, OpenType, Session};
+use ssh2::{CheckResult, FileStat, KnownHostFileKind, OpenFlags, OpenType, Session};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ pub struct SshRunner {
     host: String,
     port: u16,
     key_file: PathBuf,
+    known_hosts: Option<PathBuf>,
     session: Mutex<Option<Session>>,
 }
 
@@ -44,8 +47,45 @@ impl SshRunner {
             host: host.into(),
             port,
             key_file: key_file.to_path_buf(),
+            known_hosts: std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".ssh/known_hosts")),
             session: Mutex::new(None),
         })
+    }
+
+    /// Checks host keys against `path` (an OpenSSH known_hosts file) instead.
+    pub fn with_known_hosts(mut self, path: &Path) -> Self {
+        self.known_hosts = Some(path.to_path_buf());
+        self
+    }
+
+    /// Refuses a host whose key differs from the one known_hosts lists for it.
+    fn check_host_key(&self, session: &Session) -> Result<(), RunnerError> {
+        let Some(path) = self.known_hosts.as_ref().filter(|p| p.exists()) else {
+            tracing::warn!(place = %self.place(), "no known_hosts file: host key not checked");
+            return Ok(());
+        };
+        let (key, _) = session
+            .host_key()
+            .ok_or_else(|| self.unreachable("the server sent no host key".into()))?;
+        let mut known = session
+            .known_hosts()
+            .map_err(|e| self.unreachable(format!("known_hosts: {e}")))?;
+        known
+            .read_file(path, KnownHostFileKind::OpenSSH)
+            .map_err(|e| self.unreachable(format!("reading {}: {e}", path.display())))?;
+        match known.check_port(&self.host, self.port, key) {
+            CheckResult::Match => Ok(()),
+            CheckResult::Mismatch => Err(self.unreachable(format!(
+                "its host key differs from the one in {} (a different machine, or a \
+                 reinstalled one: check, then update that file)",
+                path.display()
+            ))),
+            CheckResult::NotFound | CheckResult::Failure => {
+                tracing::warn!(place = %self.place(), file = %path.display(), "host not in known_hosts: host key not checked");
+                Ok(())
+            }
+        }
     }
 
     fn unreachable(&self, problem: String) -> RunnerError {
@@ -78,6 +118,7 @@ impl SshRunner {
         session
             .handshake()
             .map_err(|e| self.unreachable(format!("SSH handshake: {e}")))?;
+        self.check_host_key(&session)?;
         session
             .userauth_pubkey_file(&self.user, None, &self.key_file, None)
             .map_err(|e| {
