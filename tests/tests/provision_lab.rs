@@ -194,3 +194,58 @@ fn a_restarted_manager_keeps_following_its_pilots() {
     );
     cancel_jobs(&m);
 }
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn a_job_whose_agent_never_registers_is_cancelled_with_a_reason() {
+    use std::os::unix::fs::PermissionsExt;
+    lab::require();
+    let dir = tempfile::tempdir().unwrap();
+    let silent = dir.path().join("silent-agent");
+    std::fs::write(&silent, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let profile = dir.path().join("lab-silent.toml");
+    let text = std::fs::read_to_string(lab::shipped_profile("lab-debug"))
+        .unwrap()
+        .replace("lab-debug", "lab-silent")
+        .replace("${HETPILOT_AGENT_BINARY}", silent.to_str().unwrap());
+    std::fs::write(&profile, text).unwrap();
+    let env = configure(
+        dir.path(),
+        &[("lab-silent", &profile)],
+        "interval_secs = 0.5\nregister_timeout_secs = 3\nbackoff_base_secs = 30",
+    );
+    let m = start_manager(dir.path(), &env);
+    m.submit(array_app("silent", "true", 1));
+    let failed = wait_pilot(
+        &m,
+        "the silent pilot to fail",
+        Duration::from_secs(60),
+        |p| p["state"] == "failed",
+    );
+    let reason = failed["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("without its agent registering; cancelled"),
+        "{failed}"
+    );
+    // Its batch job was cancelled: Slurm no longer runs it.
+    let id = failed["batch_job_id"].as_str().unwrap().to_string();
+    wait_until(
+        "the job to leave the running state",
+        Duration::from_secs(30),
+        || {
+            let out = std::process::Command::new("squeue")
+                .args(["-h", "-t", "running,pending", "-j", &id])
+                .env("SLURM_CONF", lab::slurm_conf())
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .is_empty()
+                .then_some(())
+        },
+    );
+    // Backing off: no second pilot right away.
+    assert_eq!(pilots(&m).len(), 1, "{:?}", pilots(&m));
+    cancel_jobs(&m);
+}
