@@ -165,6 +165,15 @@ async fn cycle(
         .filter_map(|p| p.batch_job_id.clone().map(BatchJobId))
         .collect();
     let jobs: HashMap<BatchJobId, JobState> = if ids.is_empty() {
+        // Nothing to poll: while unavailable, probe the login side before creating pilots.
+        if track.down.is_some() {
+            let probe = blocking(platform, |p| Ok(p.runner.run(&["true"], None)?)).await;
+            if let Err(e) = probe {
+                fail(track, now_ms(), settings, e, true);
+                return;
+            }
+            track.down = None;
+        }
         HashMap::new()
     } else {
         match blocking(platform, move |p| {
