@@ -249,3 +249,47 @@ fn a_job_whose_agent_never_registers_is_cancelled_with_a_reason() {
     assert_eq!(pilots(&m).len(), 1, "{:?}", pilots(&m));
     cancel_jobs(&m);
 }
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn pbs_torque_ssh_and_ssh_login_profiles_provision_working_agents() {
+    lab::require();
+    // Groups that do not compete for the same Slurm partition.
+    for group in [
+        &["lab-pbs", "lab-ssh-slurm", "lab-ssh"][..],
+        &["lab-torque"][..],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let profiles: Vec<_> = group
+            .iter()
+            .map(|n| (*n, lab::shipped_profile(n)))
+            .collect();
+        let platforms: Vec<(&str, &std::path::Path)> =
+            profiles.iter().map(|(n, p)| (*n, p.as_path())).collect();
+        let env = configure(dir.path(), &platforms, FAST);
+        let m = start_manager(dir.path(), &env);
+        let app = m.submit(array_app("paths", "sleep 1", 40));
+        let want: BTreeSet<String> = group.iter().map(|n| n.to_string()).collect();
+        wait_until(
+            &format!("agents registered on {want:?}"),
+            Duration::from_secs(120),
+            || (platforms_of(&m, "registered") == want).then_some(()),
+        );
+        let summary = m.wait_finished(app, Duration::from_secs(300));
+        assert_eq!(summary["counts"]["done"], 40, "{summary}");
+        let all = wait_until("every pilot to end", Duration::from_secs(120), || {
+            let ps = pilots(&m);
+            ps.iter()
+                .all(|p| ["ended", "cancelled"].contains(&p["state"].as_str().unwrap()))
+                .then_some(ps)
+        });
+        for name in group {
+            assert!(
+                all.iter()
+                    .any(|p| p["platform"] == *name && p["state"] == "ended"),
+                "{name}: {all:?}"
+            );
+        }
+        cancel_jobs(&m);
+    }
+}
