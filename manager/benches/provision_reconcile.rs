@@ -55,6 +55,7 @@ fn reconcile_once(states: &[(String, JobState)]) -> f64 {
             walltime_end_ms: Some(3_600_000 + i as u64 * 1000),
             agent_idle: i % 3 == 0,
             draining: false,
+            agent_lost: false,
         })
         .collect();
     let d = decide(&Input {

@@ -72,6 +72,16 @@ fn local_pilots_run_an_application_and_end_when_work_is_done() {
         "the credential is not in the script"
     );
     assert!(text.contains("HETPILOT_AGENT_TOKEN_FILE"), "{text}");
+    // Only the admin sees pilots and platforms.
+    let (_, user) = m
+        .http()
+        .post("/v1/users", &m.admin, &serde_json::json!({"name": "alice"}));
+    let alice = user["token"].as_str().unwrap();
+    for path in ["/v1/pilots", "/v1/platforms"] {
+        assert_eq!(m.http().get(path, alice).0, 403, "{path}");
+        assert_eq!(m.http().get(path, "").0, 401, "{path}");
+        assert_eq!(m.http().get(path, &m.admin).0, 200, "{path}");
+    }
     // `hetpilot pilots --all --json` lists them for the admin.
     let out = m.cli(&["pilots", "--all", "--json"]);
     assert!(out.status.success(), "{out:?}");

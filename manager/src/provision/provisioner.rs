@@ -218,6 +218,7 @@ async fn cycle(
                 walltime_end_ms: p.walltime_end_ms.or(p.job_started_ms.map(|s| s + walltime)),
                 agent_idle: act.is_some_and(|a| a.idle),
                 draining: act.is_some_and(|a| a.draining),
+                agent_lost: act.is_some_and(|a| a.lost),
             }
         })
         .collect();

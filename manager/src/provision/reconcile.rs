@@ -73,6 +73,8 @@ pub struct PilotView<'a> {
     pub agent_idle: bool,
     /// Its agent was already asked to drain.
     pub draining: bool,
+    /// Its agent was declared lost (missed heartbeats) while its job may still run.
+    pub agent_lost: bool,
 }
 
 /// One platform's situation at `now_ms`.
@@ -177,6 +179,16 @@ pub fn decide(input: &Input<'_>) -> Decisions {
                     );
                     d.back_off = true;
                 }
+            }
+            Some(JobState::Running | JobState::Held | JobState::Queued)
+                if registered && p.agent_lost =>
+            {
+                ended(
+                    &mut d,
+                    PilotState::Ended,
+                    "its agent stopped answering while the batch job still ran; cancelled".into(),
+                );
+                d.cancel.push(p.name.to_string());
             }
             Some(JobState::Running) if !registered => {
                 let since = p.job_started_ms.unwrap_or(now);

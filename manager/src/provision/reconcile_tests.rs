@@ -31,6 +31,7 @@ fn pilot<'a>(name: &'a str, state: PilotState, job: Option<&'a JobState>) -> Pil
         walltime_end_ms: None,
         agent_idle: false,
         draining: false,
+        agent_lost: false,
     }
 }
 
@@ -284,4 +285,17 @@ fn a_held_or_unpolled_pilot_still_counts_as_capacity() {
     let d = decide(&input(MIN, 8, &pilots));
     assert_eq!(d.submit, 0);
     assert!(d.transitions.is_empty());
+}
+
+#[test]
+fn a_lost_agent_gets_its_still_running_job_cancelled_and_replaced() {
+    let r = JobState::Running;
+    let mut lost = pilot("lost", PilotState::Running, Some(&r));
+    lost.agent_lost = true;
+    let d = decide(&input(MIN, 4, std::slice::from_ref(&lost)));
+    assert_eq!(states(&d), vec![("lost", PilotState::Ended)]);
+    assert!(d.transitions[0].reason.contains("stopped answering"));
+    assert_eq!(d.cancel, vec!["lost".to_string()]);
+    assert_eq!(d.submit, 1, "its capacity is replaced");
+    assert!(!d.back_off);
 }

@@ -71,6 +71,8 @@ impl PilotBook {
 pub struct AgentActivity {
     pub idle: bool,
     pub draining: bool,
+    /// Declared lost after missing heartbeats.
+    pub lost: bool,
 }
 
 impl Manager {
@@ -231,7 +233,7 @@ impl Manager {
             .sum()
     }
 
-    /// Whether each of `agents` holds no tasks, and whether it is draining.
+    /// Whether each of `agents` holds no tasks, is draining, or was lost.
     pub fn agent_activity(&self, agents: &[u64]) -> HashMap<u64, AgentActivity> {
         let queues = self.queues();
         agents
@@ -243,6 +245,7 @@ impl Manager {
                     AgentActivity {
                         idle: a.held.is_empty(),
                         draining: a.state != AgentState::Active,
+                        lost: a.state == AgentState::Lost,
                     },
                 ))
             })
