@@ -55,7 +55,7 @@ fn first_start(m: &Manager, app: u64) -> bool {
 }
 
 fn main() {
-    lab::require();
+    let _lab = lab::require();
     let mut listening = Vec::new();
     let mut total = Vec::new();
     for i in 0..RUNS {

@@ -19,8 +19,12 @@ pub fn slurm_conf() -> PathBuf {
     lab_dir().join("etc/slurm.conf")
 }
 
-/// Panics with what to do unless the lab's Slurm answers.
-pub fn require() {
+/// The lab's nodes are few: tests in one binary that use them run one at a time.
+static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Panics with what to do unless the lab's Slurm answers; hold the guard for the test.
+pub fn require() -> std::sync::MutexGuard<'static, ()> {
+    let guard = LAB.lock().unwrap_or_else(|p| p.into_inner());
     let conf = slurm_conf();
     let ok = conf.exists()
         && Command::new("sinfo")
@@ -33,6 +37,7 @@ pub fn require() {
         "the local lab is not up ({} missing or `sinfo` fails): run deploy/lab/start.sh as root",
         conf.display()
     );
+    guard
 }
 
 /// The shipped profile `name` (`profiles/platforms/<name>.toml`).

@@ -23,7 +23,7 @@ fn platforms_of(m: &hetpilot_e2e::Manager, state: &str) -> BTreeSet<String> {
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn slurm_pilots_on_two_partitions_run_an_application_to_completion_and_end() {
-    lab::require();
+    let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let (debug, small) = (
         lab::shipped_profile("lab-debug"),
@@ -80,7 +80,7 @@ fn slurm_pilots_on_two_partitions_run_an_application_to_completion_and_end() {
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn a_login_host_refusing_connections_marks_only_its_platform_unavailable() {
-    lab::require();
+    let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let refused = dir.path().join("lab-refused.toml");
     let text = std::fs::read_to_string(lab::shipped_profile("lab-ssh-slurm"))
@@ -126,7 +126,7 @@ fn a_login_host_refusing_connections_marks_only_its_platform_unavailable() {
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn a_missing_agent_binary_fails_the_pilot_fast_with_a_clear_reason() {
-    lab::require();
+    let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let broken = dir.path().join("lab-nobinary.toml");
     let text = std::fs::read_to_string(lab::shipped_profile("lab-debug"))
@@ -164,7 +164,7 @@ fn a_missing_agent_binary_fails_the_pilot_fast_with_a_clear_reason() {
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn a_restarted_manager_keeps_following_its_pilots() {
-    lab::require();
+    let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let debug = lab::shipped_profile("lab-debug");
     let env = configure(dir.path(), &[("lab-debug", &debug)], FAST);
@@ -199,7 +199,7 @@ fn a_restarted_manager_keeps_following_its_pilots() {
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn a_job_whose_agent_never_registers_is_cancelled_with_a_reason() {
     use std::os::unix::fs::PermissionsExt;
-    lab::require();
+    let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let silent = dir.path().join("silent-agent");
     std::fs::write(&silent, "#!/bin/sh\nexec sleep 600\n").unwrap();
@@ -253,7 +253,7 @@ fn a_job_whose_agent_never_registers_is_cancelled_with_a_reason() {
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn pbs_torque_ssh_and_ssh_login_profiles_provision_working_agents() {
-    lab::require();
+    let _lab = lab::require();
     // Groups that do not compete for the same Slurm partition.
     for group in [
         &["lab-pbs", "lab-ssh-slurm", "lab-ssh"][..],
