@@ -56,6 +56,7 @@ fn reconcile_once(states: &[(String, JobState)]) -> f64 {
             agent_idle: i % 3 == 0,
             draining: false,
             agent_lost: false,
+            exit_awaited: false,
         })
         .collect();
     let d = decide(&Input {

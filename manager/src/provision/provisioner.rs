@@ -13,7 +13,7 @@ use super::reconcile::{self, Backoff, Caps, Input, PilotView};
 use super::runner::{self, CommandRunner, RunnerError};
 use super::settings::ProvisionSettings;
 use crate::service::{now_ms, Manager, PlatformStatus};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
 /// One platform the provisioner manages: its profile, batch system and login side.
@@ -43,6 +43,8 @@ struct Track {
     last_failure: String,
     /// Round-robin position over the ssh adapter's hosts.
     next_host: usize,
+    /// Pilots whose jobs were seen ending without an exit status last cycle.
+    awaiting_exit: HashSet<String>,
 }
 
 /// Starts one provisioning loop per profile; they stop when the manager is dropped. A
@@ -93,6 +95,7 @@ async fn run(
         down: None,
         last_failure: String::new(),
         next_host: 0,
+        awaiting_exit: HashSet::new(),
     };
     loop {
         tick.tick().await;
@@ -219,6 +222,7 @@ async fn cycle(
                 agent_idle: act.is_some_and(|a| a.idle),
                 draining: act.is_some_and(|a| a.draining),
                 agent_lost: act.is_some_and(|a| a.lost),
+                exit_awaited: track.awaiting_exit.contains(&p.name),
             }
         })
         .collect();
@@ -235,6 +239,7 @@ async fn cycle(
         pilots: &views,
     };
     let d = reconcile::decide(&input);
+    track.awaiting_exit = d.await_exit.iter().cloned().collect();
     let by_name: HashMap<&str, &PilotRecord> =
         pilots.iter().map(|p| (p.name.as_str(), p)).collect();
     for name in &d.job_started {
@@ -245,7 +250,7 @@ async fn cycle(
             }
         });
     }
-    let mut moved = std::collections::HashSet::new();
+    let mut moved = HashSet::new();
     for t in &d.transitions {
         let from = by_name[t.pilot.as_str()].state;
         if m.transition_pilot(&t.pilot, from, t.state, &t.reason) {

@@ -75,6 +75,9 @@ pub struct PilotView<'a> {
     pub draining: bool,
     /// Its agent was declared lost (missed heartbeats) while its job may still run.
     pub agent_lost: bool,
+    /// Its job was already seen ending without an exit status last cycle (see
+    /// [`Decisions::await_exit`]).
+    pub exit_awaited: bool,
 }
 
 /// One platform's situation at `now_ms`.
@@ -107,6 +110,9 @@ pub struct Decisions {
     pub cancel: Vec<String>,
     /// Registered pilots whose agents should finish their tasks and leave.
     pub drain: Vec<String>,
+    /// Unregistered pilots whose jobs are ending without an exit status yet (Slurm
+    /// COMPLETING): decided next cycle, when the status may say why (e.g. 127).
+    pub await_exit: Vec<String>,
     /// New pilots to submit.
     pub submit: u32,
     /// A pilot failed in a way that says the platform is broken: back off.
@@ -140,6 +146,12 @@ pub fn decide(input: &Input<'_>) -> Decisions {
             });
         };
         match p.job {
+            Some(JobState::Ended {
+                exit_code: None, ..
+            }) if !registered && !p.exit_awaited => {
+                d.await_exit.push(p.name.to_string());
+                live.push(p);
+            }
             Some(JobState::Ended { exit_code, reason }) => {
                 let how = describe_end(*exit_code, reason);
                 if *exit_code == Some(EXIT_AGENT_MISSING) && !registered {

@@ -32,6 +32,7 @@ fn pilot<'a>(name: &'a str, state: PilotState, job: Option<&'a JobState>) -> Pil
         agent_idle: false,
         draining: false,
         agent_lost: false,
+        exit_awaited: false,
     }
 }
 
@@ -298,4 +299,22 @@ fn a_lost_agent_gets_its_still_running_job_cancelled_and_replaced() {
     assert_eq!(d.cancel, vec!["lost".to_string()]);
     assert_eq!(d.submit, 1, "its capacity is replaced");
     assert!(!d.back_off);
+}
+
+#[test]
+fn an_unregistered_job_ending_without_a_status_is_decided_one_cycle_later() {
+    let completing = JobState::Ended {
+        exit_code: None,
+        reason: "COMPLETING".into(),
+    };
+    let mut p = pilot("a", PilotState::Queued, Some(&completing));
+    let d = decide(&input(MIN, 4, std::slice::from_ref(&p)));
+    assert!(d.transitions.is_empty());
+    assert_eq!(d.await_exit, vec!["a".to_string()]);
+    assert_eq!(d.submit, 0, "still counted until decided");
+    p.exit_awaited = true;
+    let d = decide(&input(MIN, 4, std::slice::from_ref(&p)));
+    assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
+    assert!(d.transitions[0].reason.contains("COMPLETING"));
+    assert!(d.await_exit.is_empty());
 }
