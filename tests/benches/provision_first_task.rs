@@ -7,7 +7,7 @@
 //! partition `debug`, default `[provision]` settings), and the clock runs from spawning
 //! `hetpilot serve` until the task's attempt has a start time in the database. Medians of 5.
 
-use hetpilot_e2e::lab::{self, cancel_jobs, configure, start_manager};
+use hetpilot_e2e::lab::{self, configure, start_manager};
 use hetpilot_e2e::{array_app, wait_until, Manager};
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn one_run() -> (f64, f64) {
     let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
     let profile = lab::shipped_profile("lab-debug");
     // First: queue the application on a manager that provisions nothing.
     let env = configure(dir.path(), &[("lab-debug", &profile)], "");
@@ -36,7 +37,6 @@ fn one_run() -> (f64, f64) {
     let started = first_start(&m, app);
     let total = t0.elapsed().as_secs_f64();
     assert!(started, "the task started");
-    cancel_jobs(&m);
     (listening, total)
 }
 

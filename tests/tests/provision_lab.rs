@@ -3,9 +3,7 @@
 //! that refuses connections marks only its platform unavailable; a missing agent binary
 //! fails its pilot fast with a clear reason.
 
-use hetpilot_e2e::lab::{
-    self, cancel_jobs, configure, pilots, platform_status, start_manager, wait_pilot,
-};
+use hetpilot_e2e::lab::{self, configure, pilots, platform_status, start_manager, wait_pilot};
 use hetpilot_e2e::{array_app, wait_until};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -25,6 +23,7 @@ fn platforms_of(m: &hetpilot_e2e::Manager, state: &str) -> BTreeSet<String> {
 fn slurm_pilots_on_two_partitions_run_an_application_to_completion_and_end() {
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
     let (debug, small) = (
         lab::shipped_profile("lab-debug"),
         lab::shipped_profile("lab-small"),
@@ -74,7 +73,6 @@ fn slurm_pilots_on_two_partitions_run_an_application_to_completion_and_end() {
         text.contains("lab-small-p") && text.contains("ended"),
         "{text}"
     );
-    cancel_jobs(&m);
 }
 
 #[test]
@@ -82,6 +80,7 @@ fn slurm_pilots_on_two_partitions_run_an_application_to_completion_and_end() {
 fn a_login_host_refusing_connections_marks_only_its_platform_unavailable() {
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
     let refused = dir.path().join("lab-refused.toml");
     let text = std::fs::read_to_string(lab::shipped_profile("lab-ssh-slurm"))
         .unwrap()
@@ -120,7 +119,6 @@ fn a_login_host_refusing_connections_marks_only_its_platform_unavailable() {
         .find(|l| l.starts_with("lab-refused"))
         .unwrap_or_default();
     assert!(line.contains("unavailable"), "{text}");
-    cancel_jobs(&m);
 }
 
 #[test]
@@ -128,6 +126,7 @@ fn a_login_host_refusing_connections_marks_only_its_platform_unavailable() {
 fn a_missing_agent_binary_fails_the_pilot_fast_with_a_clear_reason() {
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
     let broken = dir.path().join("lab-nobinary.toml");
     let text = std::fs::read_to_string(lab::shipped_profile("lab-debug"))
         .unwrap()
@@ -158,7 +157,6 @@ fn a_missing_agent_binary_fails_the_pilot_fast_with_a_clear_reason() {
             .contains("agent binary is missing"),
         "{status}"
     );
-    cancel_jobs(&m);
 }
 
 #[test]
@@ -166,6 +164,7 @@ fn a_missing_agent_binary_fails_the_pilot_fast_with_a_clear_reason() {
 fn a_restarted_manager_keeps_following_its_pilots() {
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
     let debug = lab::shipped_profile("lab-debug");
     let env = configure(dir.path(), &[("lab-debug", &debug)], FAST);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -192,7 +191,6 @@ fn a_restarted_manager_keeps_following_its_pilots() {
         Duration::from_secs(120),
         |p| p["name"] == running["name"] && p["state"] == "ended",
     );
-    cancel_jobs(&m);
 }
 
 #[test]
@@ -201,6 +199,7 @@ fn a_job_whose_agent_never_registers_is_cancelled_with_a_reason() {
     use std::os::unix::fs::PermissionsExt;
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
     let silent = dir.path().join("silent-agent");
     std::fs::write(&silent, "#!/bin/sh\nexec sleep 600\n").unwrap();
     std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -247,7 +246,6 @@ fn a_job_whose_agent_never_registers_is_cancelled_with_a_reason() {
     );
     // Backing off: no second pilot right away.
     assert_eq!(pilots(&m).len(), 1, "{:?}", pilots(&m));
-    cancel_jobs(&m);
 }
 
 #[test]
@@ -260,6 +258,7 @@ fn pbs_torque_ssh_and_ssh_login_profiles_provision_working_agents() {
         &["lab-torque"][..],
     ] {
         let dir = tempfile::tempdir().unwrap();
+        let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
         let profiles: Vec<_> = group
             .iter()
             .map(|n| (*n, lab::shipped_profile(n)))
@@ -290,6 +289,5 @@ fn pbs_torque_ssh_and_ssh_login_profiles_provision_working_agents() {
                 "{name}: {all:?}"
             );
         }
-        cancel_jobs(&m);
     }
 }

@@ -99,7 +99,7 @@ impl Manager {
         self.queues().insert_agent(entry);
         self.tokens.insert(hash, Principal::Agent(id));
         if let Some(p) = pilot {
-            self.pilot_registered(p, id, req.walltime_end);
+            self.pilot_registered(p, id, req.walltime_end).await?;
         }
         tracing::info!(agent = %id, platform = %req.platform, host = %req.hostname, slots, "agent registered");
         let lease = self.settings.lease_timeout_ms();

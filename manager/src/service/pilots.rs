@@ -144,11 +144,16 @@ impl Manager {
     /// Changes a pilot's record and persists it (without waiting for the commit). A pilot
     /// that leaves `queued` loses its registration credential.
     pub fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) {
+        if let Some(write) = self.change_pilot(name, change) {
+            self.writer.send(write);
+        }
+    }
+
+    /// Changes a pilot's record in memory; returns the write that persists it.
+    fn change_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) -> Option<Write> {
         let (record, revoked) = {
             let mut book = self.book();
-            let Some(r) = book.records.get_mut(name) else {
-                return;
-            };
+            let r = book.records.get_mut(name)?;
             change(r);
             if r.state.is_final() && r.ended_ms.is_none() {
                 r.ended_ms = Some(now_ms());
@@ -164,10 +169,10 @@ impl Manager {
         if let Some(hash) = revoked {
             self.tokens.remove(&hash);
         }
-        self.writer.send(Write::Pilot {
+        Some(Write::Pilot {
             record,
             credential: None,
-        });
+        })
     }
 
     /// Moves pilot `name` from `from` to `to` with `reason`, unless its state changed in
@@ -191,10 +196,16 @@ impl Manager {
         true
     }
 
-    /// Called when an agent registered with pilot `name`'s credential.
-    pub(super) fn pilot_registered(&self, name: &str, agent: AgentId, walltime_end_s: Option<u64>) {
+    /// Called when an agent registered with pilot `name`'s credential; the link is
+    /// committed before the agent is answered, so a restart keeps it.
+    pub(super) async fn pilot_registered(
+        &self,
+        name: &str,
+        agent: AgentId,
+        walltime_end_s: Option<u64>,
+    ) -> Result<(), ServiceError> {
         let now = now_ms();
-        self.update_pilot(name, |r| {
+        let write = self.change_pilot(name, |r| {
             r.state = PilotState::Running;
             r.reason = String::new();
             r.registered_ms = Some(now);
@@ -204,6 +215,10 @@ impl Manager {
                 r.walltime_end_ms = Some(end.saturating_mul(1000));
             }
         });
+        if let Some(write) = write {
+            self.writer.commit(write).await?;
+        }
+        Ok(())
     }
 
     /// Whether pilot `name` may still register an agent.
