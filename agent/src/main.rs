@@ -52,6 +52,9 @@ struct Args {
     /// Batch job id (default: from SLURM_JOB_ID, PBS_JOBID or LOADL_STEP_ID).
     #[arg(long, env = "HETPILOT_BATCH_JOB_ID")]
     batch_job_id: Option<String>,
+    /// The pilot this agent belongs to (set by the provisioner's job script).
+    #[arg(long, env = "HETPILOT_PILOT")]
+    pilot: Option<String>,
     /// When the batch job's walltime ends (unix seconds).
     #[arg(long, env = "HETPILOT_WALLTIME_END")]
     walltime_end: Option<u64>,
@@ -154,6 +157,7 @@ fn main() -> anyhow::Result<()> {
             slots: args.slots,
             batch_job_id,
             walltime_end: args.walltime_end,
+            pilot: args.pilot.clone(),
         },
         prefetch: args.prefetch,
         work_dir,

@@ -160,4 +160,14 @@ impl Client {
     pub async fn usage(&self) -> Result<Vec<UserUsage>, ClientError> {
         self.call(self.get("/v1/usage")).await
     }
+
+    pub async fn pilots(&self) -> Result<Vec<crate::provision::pilot::PilotRecord>, ClientError> {
+        self.call(self.get("/v1/pilots")).await
+    }
+
+    pub async fn platform_status(
+        &self,
+    ) -> Result<Vec<crate::service::PlatformStatus>, ClientError> {
+        self.call(self.get("/v1/platforms")).await
+    }
 }

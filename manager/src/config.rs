@@ -20,6 +20,10 @@ pub struct PlatformConfig {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The platform profile its pilots are provisioned with (relative paths are taken from
+    /// the current directory). Without one, agents are started by hand.
+    #[serde(default)]
+    pub profile: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -39,6 +43,12 @@ pub struct Settings {
     /// Live fairshare (`[fairshare]`).
     #[serde(default)]
     pub fairshare: crate::service::usage::FairshareConfig,
+    /// The URL pilots' agents reach the manager at (default: `http://` + the listen address).
+    #[serde(default)]
+    pub advertise_url: Option<String>,
+    /// How the provisioner runs pilots on platforms that name a profile.
+    #[serde(default)]
+    pub provision: crate::provision::ProvisionSettings,
 }
 
 #[derive(Debug, Error)]

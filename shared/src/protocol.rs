@@ -66,6 +66,9 @@ pub struct RegisterRequest {
     pub batch_job_id: Option<String>,
     /// When the pilot's batch job ends (unix seconds), if known.
     pub walltime_end: Option<u64>,
+    /// The pilot that started this agent (`HETPILOT_PILOT`); needs that pilot's own token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pilot: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

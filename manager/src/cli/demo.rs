@@ -155,6 +155,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .map(|p| PlatformConfig {
             name: p.name.into(),
             description: p.description.into(),
+            profile: None,
         })
         .collect();
     let listener = tokio::net::TcpListener::bind(&settings.listen).await?;

@@ -10,6 +10,8 @@ mod fairshare;
 mod output;
 mod partition;
 mod schedule;
+mod pilots;
+mod platforms;
 mod serve;
 mod simulate;
 mod staging_workload;
@@ -64,6 +66,10 @@ pub enum Command {
     Token(admin::TokenCommand),
     /// List agents (admin).
     Agents(admin::AgentsArgs),
+    /// List pilots: batch jobs, states, reasons (admin).
+    Pilots(pilots::Args),
+    /// Platforms' provisioning status (admin); `platforms check` validates the profiles.
+    Platforms(platforms::Args),
     /// Multi-resource fairshare: job penalties on a platform.
     Fairshare(fairshare::Args),
     /// Print a runtime profile's platform- and co-runner-affinity tables (Tables 3 and 4).
@@ -93,6 +99,8 @@ impl Command {
             Command::User(c) => block_on(admin::user(c)),
             Command::Token(c) => block_on(admin::token(c)),
             Command::Agents(a) => block_on(admin::agents(a)),
+            Command::Pilots(a) => block_on(pilots::run(a)),
+            Command::Platforms(a) => block_on(platforms::run(a)),
             Command::Fairshare(args) => fairshare::run(args),
             Command::Affinity(args) => affinity::run(args),
             Command::Simulate(args) => simulate::run(*args),

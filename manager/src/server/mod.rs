@@ -5,6 +5,7 @@ mod agents;
 mod error;
 mod extract;
 mod live;
+mod pilots;
 mod users;
 
 pub use error::ApiError;
@@ -38,6 +39,8 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/agents/{agent}/drain", post(agents::drain))
         .route("/v1/schedule", get(live::schedule))
         .route("/v1/usage", get(live::usage))
+        .route("/v1/pilots", get(pilots::list))
+        .route("/v1/platforms", get(pilots::platforms))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(manager)
 }

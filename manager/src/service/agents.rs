@@ -35,11 +35,37 @@ impl Manager {
         who: &Principal,
         req: RegisterRequest,
     ) -> Result<RegisterResponse, ServiceError> {
-        let Principal::AgentRegistration { platform, .. } = who else {
-            return Err(ServiceError::Forbidden(
-                "registering an agent needs an agent registration token".into(),
-            ));
+        let (platform, pilot) = match who {
+            Principal::AgentRegistration { platform, .. } => (platform, None),
+            Principal::PilotRegistration {
+                platform, pilot, ..
+            } => (platform, Some(pilot)),
+            _ => {
+                return Err(ServiceError::Forbidden(
+                    "registering an agent needs an agent registration token".into(),
+                ))
+            }
         };
+        match (pilot, &req.pilot) {
+            (Some(p), named) if named.as_ref() != Some(p) => {
+                return Err(ServiceError::Forbidden(format!(
+                    "this registration token is for pilot `{p}` only"
+                )))
+            }
+            (None, Some(p)) => {
+                return Err(ServiceError::Forbidden(format!(
+                    "registering as pilot `{p}` needs that pilot's own token"
+                )))
+            }
+            _ => {}
+        }
+        if let Some(p) = pilot {
+            if !self.pilot_may_register(p) {
+                return Err(ServiceError::Forbidden(format!(
+                    "pilot `{p}` is no longer waiting for its agent"
+                )));
+            }
+        }
         if self.settings.platform(&req.platform).is_none() {
             return Err(self.unknown_platform(&req.platform));
         }
@@ -78,6 +104,9 @@ impl Manager {
             slots,
             memory_mb: req.memory_mb,
         });
+        if let Some(p) = pilot {
+            self.pilot_registered(p, id, req.walltime_end).await?;
+        }
         tracing::info!(agent = %id, platform = %req.platform, host = %req.hostname, slots, "agent registered");
         let lease = self.settings.lease_timeout_ms();
         Ok(RegisterResponse {

@@ -9,10 +9,12 @@ pub mod placement;
 pub mod profiling;
 pub mod scheduling;
 pub mod usage;
+mod pilots;
 mod users;
 
 pub use auth::Principal;
 pub use error::ServiceError;
+pub use pilots::{AgentActivity, PlatformStatus};
 
 use crate::config::Settings;
 use crate::queue::Queues;
@@ -46,6 +48,7 @@ pub struct Manager {
     live: Mutex<live::Live>,
     /// Woken when something that matters to scheduling changes.
     replan: Arc<Notify>,
+    pilots: Mutex<pilots::PilotBook>,
 }
 
 /// Where the admin token of a data directory is kept (mode 0600).
@@ -129,6 +132,10 @@ impl Manager {
             queues.insert_agent(a.entry);
         }
         queues.reattach_leases();
+        let (pilot_book, pilot_credentials) = pilots::PilotBook::restore(loaded.pilots, now);
+        for (hash, who) in pilot_credentials {
+            tokens.insert(hash, who);
+        }
         if first_start {
             let token = auth::new_token("hpu_");
             let path = admin_token_path(&dir);
@@ -167,6 +174,7 @@ impl Manager {
             next_agent: AtomicU64::new(loaded.next_agent),
             live: Mutex::new(live),
             replan: Arc::new(Notify::new()),
+            pilots: Mutex::new(pilot_book),
             settings,
         }))
     }

@@ -22,7 +22,7 @@ fn user(who: &Principal) -> Result<(&str, bool), ServiceError> {
     }
 }
 
-fn admin(who: &Principal) -> Result<&str, ServiceError> {
+pub(super) fn admin(who: &Principal) -> Result<&str, ServiceError> {
     match user(who)? {
         (name, true) => Ok(name),
         _ => Err(ServiceError::Forbidden(

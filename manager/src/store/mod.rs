@@ -3,6 +3,7 @@
 
 mod load;
 mod measured;
+mod pilots;
 mod read;
 mod schema;
 mod write;
@@ -10,6 +11,7 @@ mod writer;
 
 pub use load::{load, Loaded, StoredAgent};
 pub use measured::{measured, AgentResources, AppResources, Measured, Run};
+pub use pilots::{PilotCredential, StoredPilot};
 pub use read::Reader;
 pub use schema::open;
 pub use write::Write;
