@@ -334,6 +334,7 @@ impl Executor {
                     stderr_path: path(stderr.path),
                     output_tail: tail,
                     error: (!problems.is_empty()).then(|| problems.join("; ")),
+                    staging: None,
                 }
             }
             _ => TaskResult {
@@ -351,6 +352,7 @@ impl Executor {
                 stderr_path: None,
                 output_tail: String::new(),
                 error: spawn_error.or(Some("the run ended without a status".into())),
+                staging: None,
             },
         };
         let _ = self.results.send(result);

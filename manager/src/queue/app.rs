@@ -167,5 +167,6 @@ fn runtime_of(id: AppId, spec: &AppSpec) -> AppRuntime {
         workdir: spec.workdir.clone(),
         output_dir: spec.output_dir.clone(),
         timeout_secs: spec.timeout_secs,
+        files: spec.file_templates(),
     }
 }

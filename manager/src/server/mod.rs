@@ -4,6 +4,7 @@
 mod agents;
 mod error;
 mod extract;
+mod files;
 mod users;
 
 pub use error::ApiError;
@@ -36,7 +37,9 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
         .route("/v1/agents/{agent}/drain", post(agents::drain))
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(manager)
+        .with_state(manager.clone())
+        // Staging: the file service streams bodies of any size (no request limit).
+        .merge(files::router(manager))
 }
 
 /// Serves the API on `listener` until `shutdown` resolves.

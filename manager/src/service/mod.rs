@@ -4,6 +4,7 @@
 mod agents;
 pub mod auth;
 mod error;
+mod files;
 mod users;
 
 pub use auth::Principal;

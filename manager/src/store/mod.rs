@@ -4,6 +4,7 @@
 mod load;
 mod read;
 mod schema;
+mod staging;
 mod write;
 mod writer;
 
