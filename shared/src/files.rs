@@ -268,6 +268,10 @@ pub enum InputKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileTemplates {
     pub kind: InputKind,
+    /// The application's owner, whose files in the manager's file service relative names
+    /// refer to (set by the manager).
+    #[serde(default)]
+    pub owner: String,
     #[serde(default)]
     pub inputs: Vec<FileDecl>,
     #[serde(default)]
@@ -299,6 +303,13 @@ pub struct Compiled {
 impl FileTemplates {
     pub fn is_empty(&self) -> bool {
         self.inputs.is_empty() && self.outputs.is_empty()
+    }
+
+    pub fn owned_by(self, owner: &str) -> FileTemplates {
+        FileTemplates {
+            owner: owner.to_string(),
+            ..self
+        }
     }
 
     /// Parses every template against what the tasks provide.
@@ -430,6 +441,7 @@ mod tests {
     fn templates(inputs: &[&str], outputs: &[&str], kind: InputKind) -> FileTemplates {
         FileTemplates {
             kind,
+            owner: "alice".into(),
             inputs: inputs.iter().map(|s| FileDecl::from(*s)).collect(),
             outputs: outputs.iter().map(|s| FileDecl::from(*s)).collect(),
         }
@@ -524,6 +536,7 @@ mod tests {
         assert_eq!(d[1].size, Some(3));
         let t = FileTemplates {
             kind: InputKind::Lines,
+            owner: String::new(),
             inputs: d,
             outputs: vec![],
         };

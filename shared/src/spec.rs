@@ -195,6 +195,7 @@ impl AppSpec {
         };
         let t = FileTemplates {
             kind,
+            owner: String::new(),
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
         };

@@ -17,8 +17,9 @@ use cache::{Cache, CacheError, Fetched, Pin};
 use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
 use hetpilot_shared::AppId;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// How the agent reaches file sources.
@@ -36,6 +37,8 @@ pub struct Stager {
     manager: String,
     credential: String,
     sftp_key: Option<PathBuf>,
+    /// Sources whose content was verified against a declared SHA-256: their cache key.
+    aliases: Mutex<HashMap<String, String>>,
     /// Where run directories are made.
     runs_dir: PathBuf,
 }
@@ -69,6 +72,7 @@ impl Stager {
             manager: manager.trim_end_matches('/').to_string(),
             credential,
             sftp_key: settings.sftp_key.clone(),
+            aliases: Mutex::new(HashMap::new()),
             runs_dir: work_dir.join("runs"),
         })
     }
@@ -96,6 +100,12 @@ impl Stager {
         }
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        for out in &files.outputs {
+            if let Some(parent) = dir.join(&out.name).parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+        }
         let mut stats = StagingStats::default();
         let mut pins = Vec::new();
         for input in &files.inputs {
@@ -111,7 +121,7 @@ impl Stager {
                 continue;
             }
             let (pin, fetched) = self
-                .cached(a.task.app, input)
+                .cached(a.task.app, &templates.owner, input)
                 .await
                 .map_err(|e| format!("input `{}`: {e}", input.source))?;
             match fetched {
@@ -139,22 +149,38 @@ impl Stager {
         })
     }
 
-    /// The file from the node cache, fetching (and verifying) it on a miss.
+    /// The file from the node cache, fetching (and verifying) it on a miss. A file is
+    /// keyed by its declared SHA-256; without one, by the content a verified fetch of the
+    /// same source had, else by its source.
     async fn cached(
         &self,
         app: AppId,
+        owner: &str,
         file: &TaskFile,
     ) -> Result<(Pin, Option<Fetched>), CacheError> {
+        let source = source_key(owner, &file.source);
+        let known = |sha: &str| format!("sha256-{sha}");
         let key = match &file.sha256 {
-            Some(sha) => format!("sha256-{sha}"),
-            None => format!(
-                "src-{}",
-                digest::sha256_hex(source_key(app, &file.source).as_bytes())
-            ),
+            Some(sha) => known(sha),
+            None => self
+                .aliases
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&source)
+                .cloned()
+                .unwrap_or_else(|| format!("src-{}", digest::sha256_hex(source.as_bytes()))),
         };
-        self.cache
+        let got = self
+            .cache
             .get(&key, file.size, |dest| self.fetch_verified(app, file, dest))
-            .await
+            .await?;
+        if let Some(sha) = &file.sha256 {
+            self.aliases
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(source, known(sha));
+        }
+        Ok(got)
     }
 
     /// Fetches into `dest` and checks the declared size and SHA-256; a mismatch is fetched
@@ -249,10 +275,10 @@ impl Prepared {
 }
 
 /// What identifies a source's content when no checksum is declared.
-fn source_key(app: AppId, source: &Source) -> String {
+fn source_key(owner: &str, source: &Source) -> String {
     match source {
-        // A file-service name is per owner: the application stands for its owner here.
-        Source::Service(name) => format!("service:{app}:{name}"),
+        // A file-service name is per owner.
+        Source::Service(name) => format!("service:{owner}:{name}"),
         other => other.to_string(),
     }
 }
