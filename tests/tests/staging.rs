@@ -166,6 +166,45 @@ fn tasks_sharing_inputs_fetch_each_file_once_per_node_and_store_outputs() {
 }
 
 #[test]
+fn a_cache_smaller_than_the_working_set_evicts_and_every_task_still_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let alice = user(&m, "alice");
+    let common = pattern(100 * 1024, 1);
+    put(&m, &alice, "common.bin", &common);
+    let parts: Vec<Vec<u8>> = (0..6).map(|i| pattern(100 * 1024, 10 + i)).collect();
+    for (i, p) in parts.iter().enumerate() {
+        put(&m, &alice, &format!("part{i}.bin"), p);
+    }
+    // Room for two runs' worth of files at most: runs must wait for each other's files.
+    let agent = m.agent("local", 3, &["--cache-max", "250K"]);
+    let app = submit(
+        &m,
+        &alice,
+        json!({"name": "pressure", "command": "sh -c 'cat common.bin part{}.bin > r{}.out'",
+               "tasks": {"array": {"start": 0, "end": 5}},
+               "inputs": [{"uri": "common.bin", "size": common.len()},
+                          {"uri": "part{}.bin", "size": parts[0].len()}],
+               "outputs": ["r{}.out"], "max_attempts": 1}),
+    );
+    let summary = m.wait_finished(app, LONG);
+    let runs: Vec<Value> = (0..6).map(|i| task(&m, app, i)["last"].clone()).collect();
+    assert_eq!(summary["counts"]["done"], 6, "{runs:?}");
+    for (i, p) in parts.iter().enumerate() {
+        let (s, out) = get(&m, &alice, &format!("/v1/files/r{i}.out"), None);
+        assert_eq!(s, 200);
+        assert!(out == [common.as_slice(), p].concat(), "output of task {i}");
+    }
+    let (fetched, _, _) = staged(&m, app, 6);
+    assert!(
+        fetched as usize >= common.len() + 6 * parts[0].len(),
+        "every part fetched: {fetched}"
+    );
+    let waits = agent.log().matches("node cache full").count();
+    eprintln!("runs that released their files to wait for room: {waits}");
+}
+
+#[test]
 fn a_checksum_mismatch_or_a_missing_file_fails_only_that_task() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);

@@ -3,7 +3,9 @@
 //! that no running task holds. A file is fetched once per node however many tasks want it
 //! at the same time (single flight: later callers wait for the first fetch). When every
 //! cached byte is held by running tasks, a fetch that needs room waits until a task
-//! releases its files instead of evicting them.
+//! releases its files instead of evicting them. A caller says whether it may wait: one
+//! that holds files is told [`CacheError::Full`] instead, so it can release them rather
+//! than wait on another task that waits on it.
 //!
 //! Files enter the cache read-only (mode 0444) and are linked into task directories. A
 //! hard link keeps an evicted file's data alive until the task that linked it is gone.
@@ -22,6 +24,10 @@ pub enum CacheError {
     TooBig { size: u64, max: u64 },
     #[error("{0}")]
     Fetch(String),
+    /// No room without evicting held files, and the caller may not wait (it holds files
+    /// itself: waiting while holding could deadlock with another task doing the same).
+    #[error("the node cache is full of files held by running tasks")]
+    Full,
     #[error("node cache {dir}: {problem}")]
     Io { dir: String, problem: String },
 }
@@ -187,6 +193,11 @@ impl Cache {
         })
     }
 
+    /// The most bytes the cache may hold.
+    pub fn max(&self) -> u64 {
+        self.inner.max
+    }
+
     /// Bytes held by cached files (and reserved by fetches in flight).
     pub fn used(&self) -> u64 {
         lock(&self.inner).used
@@ -194,11 +205,13 @@ impl Cache {
 
     /// The file under `key`, pinned: from the cache, or fetched by `fetch` (which writes
     /// it to the path it is given). `expected` is its size when known, reserved before
-    /// the fetch. The `Fetched` is `Some` when this call did the fetch.
+    /// the fetch. The `Fetched` is `Some` when this call did the fetch. When there is no
+    /// room, waits for some if `may_wait`, else fails with [`CacheError::Full`].
     pub async fn get<F, Fut>(
         &self,
         key: &str,
         expected: Option<u64>,
+        may_wait: bool,
         fetch: F,
     ) -> Result<(Pin, Option<Fetched>), CacheError>
     where
@@ -232,6 +245,9 @@ impl Cache {
                                 .insert(key.to_string(), Entry::Fetching { reserved });
                             break;
                         }
+                        if !may_wait {
+                            return Err(CacheError::Full);
+                        }
                     }
                 }
             }
@@ -252,7 +268,7 @@ impl Cache {
             }
         };
         if fetched.size > leader.reserved {
-            if let Err(e) = self.grow(key, &mut leader, fetched.size).await {
+            if let Err(e) = self.grow(key, &mut leader, fetched.size, may_wait).await {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(e);
             }
@@ -284,7 +300,13 @@ impl Cache {
 
     /// Extends a fetch's reservation to `size` (its size was unknown or understated),
     /// waiting for running tasks to release files if the cache is full of held ones.
-    async fn grow(&self, key: &str, leader: &mut Leader<'_>, size: u64) -> Result<(), CacheError> {
+    async fn grow(
+        &self,
+        key: &str,
+        leader: &mut Leader<'_>,
+        size: u64,
+        may_wait: bool,
+    ) -> Result<(), CacheError> {
         if size > self.inner.max {
             return Err(CacheError::TooBig {
                 size,
@@ -311,6 +333,9 @@ impl Cache {
                         size,
                         max: self.inner.max,
                     });
+                }
+                if !may_wait {
+                    return Err(CacheError::Full);
                 }
             }
             changed.await;
@@ -345,7 +370,7 @@ mod tests {
     }
 
     async fn get(c: &Cache, key: &str, size: u64) -> (Pin, bool) {
-        let (pin, f) = c.get(key, Some(size), write(size, 1)).await.unwrap();
+        let (pin, f) = c.get(key, Some(size), true, write(size, 1)).await.unwrap();
         (pin, f.is_some())
     }
 
@@ -399,6 +424,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_caller_holding_files_is_told_the_cache_is_full_instead_of_waiting() {
+        let d = tempfile::tempdir().unwrap();
+        let c = Cache::open(d.path(), 100).unwrap();
+        let (_a, _) = get(&c, "a", 100).await;
+        let err = c
+            .get("b", Some(50), false, write(50, 2))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(err, CacheError::Full);
+        // Size unknown up front: the room is missing only once fetched.
+        let err = c.get("b", None, false, write(50, 2)).await.err().unwrap();
+        assert_eq!(err, CacheError::Full);
+        assert_eq!(c.used(), 100, "nothing of b is kept");
+        assert!(!d.path().join("tmp/b").exists());
+    }
+
+    #[tokio::test]
     async fn concurrent_requests_fetch_once() {
         let d = tempfile::tempdir().unwrap();
         let c = Cache::open(d.path(), 1000).unwrap();
@@ -410,7 +453,7 @@ mod tests {
             let (c, calls, gate) = (c.clone(), calls.clone(), gate.clone());
             handles.push(tokio::spawn(async move {
                 let (pin, f) = c
-                    .get("k", None, |path| async move {
+                    .get("k", None, true, |path| async move {
                         calls.fetch_add(1, Ordering::SeqCst);
                         let g = gate.lock().unwrap().take().expect("fetched once");
                         g.await.unwrap();
@@ -440,7 +483,11 @@ mod tests {
     async fn the_bound_holds_and_failures_release_their_reservation() {
         let d = tempfile::tempdir().unwrap();
         let c = Cache::open(d.path(), 150).unwrap();
-        let err = c.get("big", Some(151), write(151, 0)).await.err().unwrap();
+        let err = c
+            .get("big", Some(151), true, write(151, 0))
+            .await
+            .err()
+            .unwrap();
         assert_eq!(
             err,
             CacheError::TooBig {
@@ -449,11 +496,13 @@ mod tests {
             }
         );
         // Size unknown up front, too big once fetched: refused, nothing kept.
-        let err = c.get("big", None, write(200, 0)).await.err().unwrap();
+        let err = c.get("big", None, true, write(200, 0)).await.err().unwrap();
         assert!(matches!(err, CacheError::TooBig { size: 200, .. }));
         assert_eq!(c.used(), 0);
         let err = c
-            .get("x", Some(10), |_| async { Err("no such file".to_string()) })
+            .get("x", Some(10), true, |_| async {
+                Err("no such file".to_string())
+            })
             .await
             .err()
             .unwrap();

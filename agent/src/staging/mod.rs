@@ -17,7 +17,7 @@ use cache::{Cache, CacheError, Fetched, Pin};
 use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
 use hetpilot_shared::AppId;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -39,6 +39,8 @@ pub struct Stager {
     sftp_key: Option<PathBuf>,
     /// Sources whose content was verified against a declared SHA-256: their cache key.
     aliases: Mutex<HashMap<String, String>>,
+    /// Held by the one run allowed to wait for room while it holds cached files.
+    room: tokio::sync::Mutex<()>,
     /// Where run directories are made.
     runs_dir: PathBuf,
 }
@@ -73,6 +75,7 @@ impl Stager {
             credential,
             sftp_key: settings.sftp_key.clone(),
             aliases: Mutex::new(HashMap::new()),
+            room: tokio::sync::Mutex::new(()),
             runs_dir: work_dir.join("runs"),
         })
     }
@@ -106,37 +109,9 @@ impl Stager {
                     .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
         }
-        let mut stats = StagingStats::default();
-        let mut pins = Vec::new();
-        for input in &files.inputs {
-            let link = dir.join(&input.name);
-            if let Source::Shared(path) = &input.source {
-                if !Path::new(path).exists() {
-                    return Err(format!(
-                        "input `{path}`: not found on this node's shared filesystem"
-                    ));
-                }
-                std::os::unix::fs::symlink(path, &link)
-                    .map_err(|e| format!("input `{path}`: cannot link it: {e}"))?;
-                continue;
-            }
-            let (pin, fetched) = self
-                .cached(a.task.app, &templates.owner, input)
-                .await
-                .map_err(|e| format!("input `{}`: {e}", input.source))?;
-            match fetched {
-                Some(f) => {
-                    stats.bytes_fetched += f.size;
-                    add_transfer(&mut stats, endpoint(&input.source), f.size, f.ms);
-                }
-                None => stats.bytes_cached += pin.size,
-            }
-            if std::fs::hard_link(&pin.path, &link).is_err() {
-                std::os::unix::fs::symlink(&pin.path, &link)
-                    .map_err(|e| format!("input `{}`: cannot link it: {e}", input.source))?;
-            }
-            pins.push(pin);
-        }
+        let (pins, stats) = self
+            .link_inputs(a.task.app, &templates.owner, &files.inputs, &dir)
+            .await?;
         tracing::debug!(task = %a.task, fetched = stats.bytes_fetched,
             cache_used = self.cache.used(), cached = stats.bytes_cached, "inputs staged");
         Ok(Prepared {
@@ -149,6 +124,76 @@ impl Stager {
         })
     }
 
+    /// Links every input into the run directory `dir`. When the cache is full of held
+    /// files, this run releases what it holds, queues for the right to wait while holding
+    /// files (one run at a time has it, so no two runs wait on each other's files), then
+    /// starts over: what it had is likely still cached.
+    async fn link_inputs(
+        &self,
+        app: AppId,
+        owner: &str,
+        inputs: &[TaskFile],
+        dir: &Path,
+    ) -> Result<(Vec<Pin>, StagingStats), String> {
+        let mut stats = StagingStats::default();
+        // Inputs this run fetched (a later pass finds them in the cache).
+        let mut fetched_here = HashSet::new();
+        let declared: u64 = inputs.iter().filter_map(|f| f.size).sum();
+        if declared > self.cache.max() {
+            return Err(format!(
+                "the task's inputs total {declared} bytes, more than the node cache holds ({} \
+                 bytes: raise --cache-max)",
+                self.cache.max()
+            ));
+        }
+        let mut exclusive = None;
+        'pass: loop {
+            let mut pins = Vec::new();
+            let mut cached_sizes = Vec::new();
+            for (i, input) in inputs.iter().enumerate() {
+                let link = dir.join(&input.name);
+                let _ = std::fs::remove_file(&link);
+                if let Source::Shared(path) = &input.source {
+                    if !Path::new(path).exists() {
+                        return Err(format!(
+                            "input `{path}`: not found on this node's shared filesystem"
+                        ));
+                    }
+                    std::os::unix::fs::symlink(path, &link)
+                        .map_err(|e| format!("input `{path}`: cannot link it: {e}"))?;
+                    continue;
+                }
+                let may_wait = pins.is_empty() || exclusive.is_some();
+                let (pin, fetched) = match self.cached(app, owner, input, may_wait).await {
+                    Err(CacheError::Full) => {
+                        tracing::info!(file = %input.source, "node cache full of held files: releasing this run's files to wait for room");
+                        drop(pins);
+                        exclusive = Some(self.room.lock().await);
+                        continue 'pass;
+                    }
+                    Err(e) => return Err(format!("input `{}`: {e}", input.source)),
+                    Ok(got) => got,
+                };
+                match fetched {
+                    Some(f) => {
+                        fetched_here.insert(i);
+                        stats.bytes_fetched += f.size;
+                        add_transfer(&mut stats, endpoint(&input.source), f.size, f.ms);
+                    }
+                    None if !fetched_here.contains(&i) => cached_sizes.push(pin.size),
+                    None => {}
+                }
+                if std::fs::hard_link(&pin.path, &link).is_err() {
+                    std::os::unix::fs::symlink(&pin.path, &link)
+                        .map_err(|e| format!("input `{}`: cannot link it: {e}", input.source))?;
+                }
+                pins.push(pin);
+            }
+            stats.bytes_cached = cached_sizes.iter().sum();
+            return Ok((pins, stats));
+        }
+    }
+
     /// The file from the node cache, fetching (and verifying) it on a miss. A file is
     /// keyed by its declared SHA-256; without one, by the content a verified fetch of the
     /// same source had, else by its source.
@@ -157,6 +202,7 @@ impl Stager {
         app: AppId,
         owner: &str,
         file: &TaskFile,
+        may_wait: bool,
     ) -> Result<(Pin, Option<Fetched>), CacheError> {
         let source = source_key(owner, &file.source);
         let known = |sha: &str| format!("sha256-{sha}");
@@ -172,7 +218,9 @@ impl Stager {
         };
         let got = self
             .cache
-            .get(&key, file.size, |dest| self.fetch_verified(app, file, dest))
+            .get(&key, file.size, may_wait, |dest| {
+                self.fetch_verified(app, file, dest)
+            })
             .await?;
         if let Some(sha) = &file.sha256 {
             self.aliases
