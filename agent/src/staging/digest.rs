@@ -5,8 +5,11 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 use tokio::io::AsyncWriteExt;
 
+/// Bytes buffered before a write reaches the file (few large writes).
+const WRITE_BUFFER: usize = 1 << 20;
+
 pub struct Digesting {
-    file: tokio::fs::File,
+    file: tokio::io::BufWriter<tokio::fs::File>,
     hash: Sha256,
     len: u64,
 }
@@ -14,7 +17,10 @@ pub struct Digesting {
 impl Digesting {
     pub async fn create(path: &Path) -> std::io::Result<Digesting> {
         Ok(Digesting {
-            file: tokio::fs::File::create(path).await?,
+            file: tokio::io::BufWriter::with_capacity(
+                WRITE_BUFFER,
+                tokio::fs::File::create(path).await?,
+            ),
             hash: Sha256::new(),
             len: 0,
         })
@@ -29,7 +35,7 @@ impl Digesting {
     /// Flushes to disk; returns the size and the lowercase hex SHA-256.
     pub async fn finish(mut self) -> std::io::Result<(u64, String)> {
         self.file.flush().await?;
-        self.file.sync_all().await?;
+        self.file.get_ref().sync_all().await?;
         Ok((self.len, hex::encode(self.hash.finalize())))
     }
 }

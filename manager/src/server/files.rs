@@ -30,6 +30,9 @@ pub struct FileStats {
     pub bytes_received: AtomicU64,
 }
 
+/// Bytes read from disk per chunk sent (few large reads, not many 4 KiB ones).
+const READ_CHUNK: usize = 256 * 1024;
+
 struct Files {
     manager: Arc<Manager>,
     stats: FileStats,
@@ -190,7 +193,10 @@ async fn send(
         .await
         .map_err(|e| io_error(&format!("file `{name}`"), e))?;
     f.stats.bytes_sent.fetch_add(count, Ordering::Relaxed);
-    let body = Body::from_stream(tokio_util::io::ReaderStream::new(file.take(count)));
+    let body = Body::from_stream(tokio_util::io::ReaderStream::with_capacity(
+        file.take(count),
+        READ_CHUNK,
+    ));
     let mut resp = (status, body).into_response();
     let h = resp.headers_mut();
     h.insert(CONTENT_LENGTH, count.into());
@@ -228,9 +234,10 @@ async fn receive(f: &Files, path: PathBuf, body: Body) -> Result<StatusCode, Api
 }
 
 async fn write_body(tmp: &std::path::Path, body: Body) -> Result<u64, ApiError> {
-    let mut out = tokio::fs::File::create(tmp)
+    let file = tokio::fs::File::create(tmp)
         .await
         .map_err(|e| io_error("creating the upload", e))?;
+    let mut out = tokio::io::BufWriter::with_capacity(READ_CHUNK, file);
     let mut stream = body.into_data_stream();
     let mut n = 0u64;
     while let Some(chunk) = stream.try_next().await.map_err(|e| ApiError {
