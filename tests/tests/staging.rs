@@ -98,7 +98,7 @@ fn tasks_sharing_inputs_fetch_each_file_once_per_node_and_store_outputs() {
         put(&m, &alice, &format!("q/q{i}.fa"), q);
     }
     let sha = hex::encode(Sha256::digest(&db));
-    let _agent = m.agent("local", 2, &["--cache-max", "10M"]);
+    let agent = m.agent("local", 2, &["--cache-max", "10M"]);
     let before = file_gets(&m);
     let app = submit(
         &m,
@@ -149,6 +149,11 @@ fn tasks_sharing_inputs_fetch_each_file_once_per_node_and_store_outputs() {
         assert_eq!(s, 200);
         assert_eq!(out, [db.as_slice(), q].concat(), "output of q{i}");
     }
+    let runs_dir = agent.work_dir.join(format!("runs/app-{app}"));
+    let left: Vec<_> = std::fs::read_dir(&runs_dir)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "run directories are removed: {left:?}");
 
     // Another application of the same owner reuses the node's cache.
     let before = file_gets(&m);

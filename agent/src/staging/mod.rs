@@ -3,9 +3,9 @@
 //! symlinked (read in place), anything else comes from the node cache (fetched once per
 //! node, verified against its declared size and SHA-256, a mismatch fetched once more)
 //! and is hard-linked (or symlinked across filesystems). The task runs in that directory.
-//! After it ends, [`Prepared::finish`] stores the declared outputs back and releases the
-//! cached files. A problem with a file fails that task only, with a message saying which
-//! file and why.
+//! After it ends, [`Prepared::finish`] stores the declared outputs back, releases the
+//! cached files and removes the run directory (its stdout and stderr are kept elsewhere).
+//! A problem with a file fails that task only, with a message saying which file and why.
 
 mod cache;
 mod digest;
@@ -302,8 +302,8 @@ impl Stager {
 }
 
 impl Prepared {
-    /// Stores the declared outputs back (when the task succeeded) and releases the run's
-    /// cached files. Returns the run's staging figures and what went wrong, if anything.
+    /// Stores the declared outputs back (when the task succeeded), releases the run's
+    /// cached files and removes its directory. Returns the run's staging figures and what went wrong, if anything.
     pub async fn finish(self, succeeded: bool) -> (StagingStats, Option<String>) {
         let Prepared {
             dir,
@@ -314,10 +314,14 @@ impl Prepared {
             stager,
         } = self;
         drop(_pins);
-        if !succeeded {
-            return (stats, None);
+        let problem = match succeeded {
+            true => outputs::store(&stager, app, &dir, &outputs, &mut stats).await,
+            false => None,
+        };
+        // The run's links would keep evicted cache files on disk: the directory goes.
+        if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a run directory");
         }
-        let problem = outputs::store(&stager, app, &dir, &outputs, &mut stats).await;
         (stats, problem)
     }
 }
