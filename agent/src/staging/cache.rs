@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CacheError {
-    #[error("{size} bytes cannot fit in the node cache of {max} bytes (raise --cache-max)")]
+    #[error("{size} bytes of the task's files cannot fit in the node cache of {max} bytes (raise --cache-max)")]
     TooBig { size: u64, max: u64 },
     #[error("{0}")]
     Fetch(String),
@@ -30,6 +30,25 @@ pub enum CacheError {
     Full,
     #[error("node cache {dir}: {problem}")]
     Io { dir: String, problem: String },
+}
+
+/// Whether a caller may wait for room when the cache is full of held files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Fail with [`CacheError::Full`] instead.
+    No,
+    /// Wait; the caller itself holds this many bytes of cached files meanwhile (room it
+    /// can never get back while it waits).
+    Holding(u64),
+}
+
+impl Wait {
+    fn held(self) -> u64 {
+        match self {
+            Wait::No => 0,
+            Wait::Holding(bytes) => bytes,
+        }
+    }
 }
 
 /// What a fetch brought in.
@@ -135,13 +154,6 @@ impl State {
         }
         true
     }
-
-    /// Whether some file is held or being fetched, so waiting can free room.
-    fn busy(&self, except: &str) -> bool {
-        self.entries.iter().any(|(k, e)| {
-            k != except && matches!(e, Entry::Fetching { .. } | Entry::Ready { pins: 1.., .. })
-        })
-    }
 }
 
 fn object_path(dir: &Path, key: &str) -> PathBuf {
@@ -206,12 +218,12 @@ impl Cache {
     /// The file under `key`, pinned: from the cache, or fetched by `fetch` (which writes
     /// it to the path it is given). `expected` is its size when known, reserved before
     /// the fetch. The `Fetched` is `Some` when this call did the fetch. When there is no
-    /// room, waits for some if `may_wait`, else fails with [`CacheError::Full`].
+    /// room, waits for some or fails with [`CacheError::Full`], as `wait` says.
     pub async fn get<F, Fut>(
         &self,
         key: &str,
         expected: Option<u64>,
-        may_wait: bool,
+        wait: Wait,
         fetch: F,
     ) -> Result<(Pin, Option<Fetched>), CacheError>
     where
@@ -233,9 +245,9 @@ impl Cache {
                     }
                     Some(Entry::Fetching { .. }) => {}
                     None => {
-                        if reserved > self.inner.max {
+                        if reserved + wait.held() > self.inner.max {
                             return Err(CacheError::TooBig {
-                                size: reserved,
+                                size: reserved + wait.held(),
                                 max: self.inner.max,
                             });
                         }
@@ -245,7 +257,7 @@ impl Cache {
                                 .insert(key.to_string(), Entry::Fetching { reserved });
                             break;
                         }
-                        if !may_wait {
+                        if wait == Wait::No {
                             return Err(CacheError::Full);
                         }
                     }
@@ -268,7 +280,7 @@ impl Cache {
             }
         };
         if fetched.size > leader.reserved {
-            if let Err(e) = self.grow(key, &mut leader, fetched.size, may_wait).await {
+            if let Err(e) = self.grow(key, &mut leader, fetched.size, wait).await {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(e);
             }
@@ -305,11 +317,11 @@ impl Cache {
         key: &str,
         leader: &mut Leader<'_>,
         size: u64,
-        may_wait: bool,
+        wait: Wait,
     ) -> Result<(), CacheError> {
-        if size > self.inner.max {
+        if size + wait.held() > self.inner.max {
             return Err(CacheError::TooBig {
-                size,
+                size: size + wait.held(),
                 max: self.inner.max,
             });
         }
@@ -328,13 +340,7 @@ impl Cache {
                     }
                     return Ok(());
                 }
-                if !st.busy(key) {
-                    return Err(CacheError::TooBig {
-                        size,
-                        max: self.inner.max,
-                    });
-                }
-                if !may_wait {
+                if wait == Wait::No {
                     return Err(CacheError::Full);
                 }
             }
@@ -370,7 +376,10 @@ mod tests {
     }
 
     async fn get(c: &Cache, key: &str, size: u64) -> (Pin, bool) {
-        let (pin, f) = c.get(key, Some(size), true, write(size, 1)).await.unwrap();
+        let (pin, f) = c
+            .get(key, Some(size), Wait::Holding(0), write(size, 1))
+            .await
+            .unwrap();
         (pin, f.is_some())
     }
 
@@ -429,16 +438,43 @@ mod tests {
         let c = Cache::open(d.path(), 100).unwrap();
         let (_a, _) = get(&c, "a", 100).await;
         let err = c
-            .get("b", Some(50), false, write(50, 2))
+            .get("b", Some(50), Wait::No, write(50, 2))
             .await
             .err()
             .unwrap();
         assert_eq!(err, CacheError::Full);
         // Size unknown up front: the room is missing only once fetched.
-        let err = c.get("b", None, false, write(50, 2)).await.err().unwrap();
+        let err = c
+            .get("b", None, Wait::No, write(50, 2))
+            .await
+            .err()
+            .unwrap();
         assert_eq!(err, CacheError::Full);
         assert_eq!(c.used(), 100, "nothing of b is kept");
         assert!(!d.path().join("tmp/b").exists());
+        // Waiting could never help a caller whose own files leave too little room.
+        let err = c
+            .get("b", Some(50), Wait::Holding(100), write(50, 2))
+            .await
+            .err();
+        assert_eq!(
+            err,
+            Some(CacheError::TooBig {
+                size: 150,
+                max: 100
+            })
+        );
+        let err = c
+            .get("b", None, Wait::Holding(100), write(50, 2))
+            .await
+            .err();
+        assert_eq!(
+            err,
+            Some(CacheError::TooBig {
+                size: 150,
+                max: 100
+            })
+        );
     }
 
     #[tokio::test]
@@ -453,7 +489,7 @@ mod tests {
             let (c, calls, gate) = (c.clone(), calls.clone(), gate.clone());
             handles.push(tokio::spawn(async move {
                 let (pin, f) = c
-                    .get("k", None, true, |path| async move {
+                    .get("k", None, Wait::Holding(0), |path| async move {
                         calls.fetch_add(1, Ordering::SeqCst);
                         let g = gate.lock().unwrap().take().expect("fetched once");
                         g.await.unwrap();
@@ -484,7 +520,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let c = Cache::open(d.path(), 150).unwrap();
         let err = c
-            .get("big", Some(151), true, write(151, 0))
+            .get("big", Some(151), Wait::Holding(0), write(151, 0))
             .await
             .err()
             .unwrap();
@@ -496,11 +532,15 @@ mod tests {
             }
         );
         // Size unknown up front, too big once fetched: refused, nothing kept.
-        let err = c.get("big", None, true, write(200, 0)).await.err().unwrap();
+        let err = c
+            .get("big", None, Wait::Holding(0), write(200, 0))
+            .await
+            .err()
+            .unwrap();
         assert!(matches!(err, CacheError::TooBig { size: 200, .. }));
         assert_eq!(c.used(), 0);
         let err = c
-            .get("x", Some(10), true, |_| async {
+            .get("x", Some(10), Wait::Holding(0), |_| async {
                 Err("no such file".to_string())
             })
             .await

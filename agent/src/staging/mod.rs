@@ -13,7 +13,7 @@ mod http;
 mod outputs;
 mod sftp;
 
-use cache::{Cache, CacheError, Fetched, Pin};
+use cache::{Cache, CacheError, Fetched, Pin, Wait};
 use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
 use hetpilot_shared::AppId;
@@ -163,8 +163,11 @@ impl Stager {
                         .map_err(|e| format!("input `{path}`: cannot link it: {e}"))?;
                     continue;
                 }
-                let may_wait = pins.is_empty() || exclusive.is_some();
-                let (pin, fetched) = match self.cached(app, owner, input, may_wait).await {
+                let wait = match pins.is_empty() || exclusive.is_some() {
+                    true => Wait::Holding(pins.iter().map(|p: &Pin| p.size).sum()),
+                    false => Wait::No,
+                };
+                let (pin, fetched) = match self.cached(app, owner, input, wait).await {
                     Err(CacheError::Full) => {
                         tracing::info!(file = %input.source, "node cache full of held files: releasing this run's files to wait for room");
                         drop(pins);
@@ -202,7 +205,7 @@ impl Stager {
         app: AppId,
         owner: &str,
         file: &TaskFile,
-        may_wait: bool,
+        wait: Wait,
     ) -> Result<(Pin, Option<Fetched>), CacheError> {
         let source = source_key(owner, &file.source);
         let known = |sha: &str| format!("sha256-{sha}");
@@ -218,7 +221,7 @@ impl Stager {
         };
         let got = self
             .cache
-            .get(&key, file.size, may_wait, |dest| {
+            .get(&key, file.size, wait, |dest| {
                 self.fetch_verified(app, file, dest)
             })
             .await?;
