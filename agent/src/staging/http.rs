@@ -61,22 +61,27 @@ pub async fn download(
         .map_err(|e| format!("cannot write {}: {e}", dest.display()))
 }
 
-/// Uploads the file at `src` to `url` with `PUT`; returns its size.
+/// Uploads the file at `src` to `url` with `PUT`, streamed from disk; returns its size.
 pub async fn upload(
     http: &reqwest::Client,
     url: &str,
     credential: &str,
     src: &Path,
 ) -> Result<u64, String> {
-    let body = tokio::fs::read(src)
+    let file = tokio::fs::File::open(src)
         .await
         .map_err(|e| format!("cannot read {}: {e}", src.display()))?;
-    let n = body.len() as u64;
+    let n = file
+        .metadata()
+        .await
+        .map_err(|e| format!("cannot read {}: {e}", src.display()))?
+        .len();
     let resp = http
         .put(url)
         .bearer_auth(credential)
         .timeout(Duration::from_secs(3600))
-        .body(body)
+        .header(reqwest::header::CONTENT_LENGTH, n)
+        .body(reqwest::Body::from(file))
         .send()
         .await
         .map_err(|e| format!("cannot reach {url}: {e}"))?;
