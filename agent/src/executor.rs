@@ -7,6 +7,8 @@ use crate::corunners::CoRunners;
 use crate::held::Held;
 use crate::output::{self, Captured};
 use crate::runner::{self, Finished};
+use crate::staging::{Prepared, Stager};
+use hetpilot_shared::files::StagingStats;
 use hetpilot_shared::protocol::{
     AppRuntime, Assignment, Measurements, Outcome, TaskAttempt, TaskResult,
 };
@@ -28,6 +30,16 @@ pub enum Event {
     /// Stop taking tasks, finish the running ones.
     Drain(&'static str),
     Done(TaskAttempt, Box<Ended>),
+    /// A task's files are staged (or could not be): it may start.
+    Staged(Box<Staged>),
+}
+
+/// The end of staging a task's inputs; the task holds `cores` meanwhile.
+pub struct Staged {
+    a: Assignment,
+    app: AppRuntime,
+    cores: u32,
+    prepared: Result<Prepared, String>,
 }
 
 /// What the executor wants from the puller.
@@ -52,6 +64,8 @@ pub struct Ended {
     finished: Finished,
     stdout: Captured,
     stderr: Captured,
+    /// Staging figures and output problems, for tasks with files.
+    staging: Option<(StagingStats, Option<String>)>,
 }
 
 /// How long output pipes may stay open after the task's process ended (a background
@@ -70,6 +84,7 @@ pub struct Executor {
     pub demand: watch::Sender<Demand>,
     pub events: mpsc::UnboundedSender<Event>,
     pub held: Held,
+    pub stager: Arc<Stager>,
 }
 
 struct State {
@@ -77,6 +92,8 @@ struct State {
     apps: HashMap<AppId, AppRuntime>,
     queue: VecDeque<Assignment>,
     running: HashMap<TaskAttempt, RunningTask>,
+    /// Tasks whose inputs are being staged; `true` once killed meanwhile.
+    staging: HashMap<TaskAttempt, bool>,
     corunners: CoRunners,
     draining: bool,
     started: u64,
@@ -92,6 +109,7 @@ impl Executor {
             apps: HashMap::new(),
             queue: VecDeque::new(),
             running: HashMap::new(),
+            staging: HashMap::new(),
             corunners: CoRunners::default(),
             draining: false,
             started: 0,
@@ -120,6 +138,9 @@ impl Executor {
                             r.cancelled = true;
                             runner::kill_group(r.pid);
                         }
+                        if let Some(killed) = st.staging.get_mut(&at) {
+                            *killed = true;
+                        }
                     }
                 }
                 Event::Drain(why) => {
@@ -135,6 +156,7 @@ impl Executor {
                     st.mean_wall_ms = Some(st.mean_wall_ms.map_or(w, |m| 0.8 * m + 0.2 * w));
                     self.finish(&mut st, at, Some(ended), None);
                 }
+                Event::Staged(staged) => self.staged(&mut st, *staged),
             }
             if !st.draining {
                 self.start_queued(&mut st);
@@ -143,7 +165,7 @@ impl Executor {
             if let Some(ack) = assigned.take() {
                 let _ = ack.send(());
             }
-            if st.draining && st.running.is_empty() {
+            if st.draining && st.running.is_empty() && st.staging.is_empty() {
                 break;
             }
         }
@@ -201,7 +223,74 @@ impl Executor {
                 );
                 continue;
             };
-            match runner::start(&a, &app, &self.work_dir) {
+            // Staging hook: a task with files starts once its inputs are in place.
+            if app.files.is_some() {
+                st.free -= cores;
+                st.staging.insert(at, false);
+                self.stage(a, app, cores);
+                continue;
+            }
+            self.launch(st, a, app, cores, None);
+        }
+    }
+
+    /// Stages a task's inputs off the event loop; ends with [`Event::Staged`].
+    fn stage(&self, a: Assignment, app: AppRuntime, cores: u32) {
+        let (stager, events) = (self.stager.clone(), self.events.clone());
+        tokio::spawn(async move {
+            let prepared = stager.prepare(&a, &app).await;
+            let staged = Staged {
+                a,
+                app,
+                cores,
+                prepared,
+            };
+            let _ = events.send(Event::Staged(Box::new(staged)));
+        });
+    }
+
+    fn staged(&self, st: &mut State, s: Staged) {
+        let at = TaskAttempt {
+            task: s.a.task,
+            attempt: s.a.attempt,
+        };
+        let killed = st.staging.remove(&at).unwrap_or(false);
+        st.free += s.cores;
+        match s.prepared {
+            Err(reason) => self.finish(st, at, None, Some(reason)),
+            Ok(_) if killed => self.finish(
+                st,
+                at,
+                None,
+                Some("killed on the manager's order before it started".into()),
+            ),
+            Ok(prepared) => {
+                // The run directory replaces the application's working directory.
+                let app = AppRuntime {
+                    workdir: None,
+                    ..s.app
+                };
+                self.launch(st, s.a, app, s.cores, Some(prepared));
+            }
+        }
+    }
+
+    /// Starts a task's process (in its run directory when it has files).
+    fn launch(
+        &self,
+        st: &mut State,
+        a: Assignment,
+        app: AppRuntime,
+        cores: u32,
+        prepared: Option<Prepared>,
+    ) {
+        let at = TaskAttempt {
+            task: a.task,
+            attempt: a.attempt,
+        };
+        {
+            let dir = prepared.as_ref().map_or(&self.work_dir, |p| &p.dir);
+            match runner::start(&a, &app, dir) {
                 Err(reason) => self.finish(st, at, None, Some(reason)),
                 Ok(r) => {
                     st.free -= cores;
@@ -221,7 +310,7 @@ impl Executor {
                         },
                     );
                     let paths = runner::output_paths(&self.output_base(&app), &a);
-                    self.watch(at, r, paths, runner::timeout_of(&app));
+                    self.watch(at, r, paths, runner::timeout_of(&app), prepared);
                 }
             }
         }
@@ -242,6 +331,7 @@ impl Executor {
         r: runner::Running,
         paths: (PathBuf, PathBuf),
         timeout: Option<std::time::Duration>,
+        prepared: Option<Prepared>,
     ) {
         let events = self.events.clone();
         tokio::spawn(async move {
@@ -263,12 +353,18 @@ impl Executor {
                     drained.await
                 }
             };
+            // Staging hook: store the outputs back, release the cached inputs.
+            let staging = match prepared {
+                Some(p) => Some(p.finish(finished.outcome == Outcome::Success).await),
+                None => None,
+            };
             let _ = events.send(Event::Done(
                 at,
                 Box::new(Ended {
                     finished,
                     stdout,
                     stderr,
+                    staging,
                 }),
             ));
         });
@@ -291,10 +387,15 @@ impl Executor {
         let result = match (ended, running) {
             (Some(e), Some(r)) => {
                 let Ended {
-                    finished: f,
+                    finished: mut f,
                     stdout,
                     stderr,
+                    staging,
                 } = *e;
+                let (staging, staging_error) = staging.map_or((None, None), |(s, e)| (Some(s), e));
+                if staging_error.is_some() && f.outcome == Outcome::Success {
+                    f.outcome = Outcome::Failed;
+                }
                 // Tails explain failures; successful runs keep their output in the files.
                 let tail = match (f.outcome, stderr.tail.is_empty()) {
                     (Outcome::Success, _) => String::new(),
@@ -310,6 +411,7 @@ impl Executor {
                         .then(|| "killed at the task's timeout".to_string()),
                     stdout.error,
                     stderr.error,
+                    staging_error,
                 ]
                 .into_iter()
                 .flatten()
@@ -334,6 +436,7 @@ impl Executor {
                     stderr_path: path(stderr.path),
                     output_tail: tail,
                     error: (!problems.is_empty()).then(|| problems.join("; ")),
+                    staging,
                 }
             }
             _ => TaskResult {
@@ -351,6 +454,7 @@ impl Executor {
                 stderr_path: None,
                 output_tail: String::new(),
                 error: spawn_error.or(Some("the run ended without a status".into())),
+                staging: None,
             },
         };
         let _ = self.results.send(result);

@@ -1,6 +1,7 @@
 //! Types shared by the hetpilot manager and its agents: identifiers, the application and
 //! task model, command templates, and the JSON messages of the `/v1` HTTP protocol.
 
+pub mod files;
 pub mod http;
 pub mod ids;
 pub mod live;

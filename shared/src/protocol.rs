@@ -107,6 +107,9 @@ pub struct AppRuntime {
     pub workdir: Option<String>,
     pub output_dir: Option<String>,
     pub timeout_secs: Option<u64>,
+    /// Files the tasks read and write, rendered per task by the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<crate::files::FileTemplates>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -175,6 +178,9 @@ pub struct TaskResult {
     #[serde(default)]
     pub output_tail: String,
     pub error: Option<String>,
+    /// Bytes fetched, found in the node's cache and stored back, when the task has files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staging: Option<crate::files::StagingStats>,
 }
 
 /// `POST /v1/agents/{id}/results`.

@@ -17,6 +17,8 @@ fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
         max_attempts,
         timeout_secs: None,
         output_dir: None,
+        inputs: vec![],
+        outputs: vec![],
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
@@ -51,6 +53,7 @@ fn result(task: TaskRef, attempt: u32, outcome: Outcome) -> TaskResult {
         stderr_path: None,
         output_tail: String::new(),
         error: None,
+        staging: None,
     }
 }
 

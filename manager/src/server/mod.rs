@@ -6,6 +6,7 @@ mod error;
 mod extract;
 mod live;
 mod pilots;
+mod files;
 mod users;
 
 pub use error::ApiError;
@@ -42,7 +43,9 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/pilots", get(pilots::list))
         .route("/v1/platforms", get(pilots::platforms))
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(manager)
+        .with_state(manager.clone())
+        // Staging: the file service streams bodies of any size (no request limit).
+        .merge(files::router(manager))
 }
 
 /// Serves the API on `listener` until `shutdown` resolves.

@@ -10,6 +10,7 @@ pub mod profiling;
 pub mod scheduling;
 pub mod usage;
 mod pilots;
+mod files;
 mod users;
 
 pub use auth::Principal;

@@ -414,6 +414,8 @@ mod tests {
             max_attempts: 2,
             timeout_secs: None,
             output_dir: None,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
         };
         let template = spec.validate().unwrap();
         AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

@@ -6,6 +6,7 @@ mod measured;
 mod pilots;
 mod read;
 mod schema;
+mod staging;
 mod write;
 mod writer;
 

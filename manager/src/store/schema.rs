@@ -111,5 +111,6 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.execute_batch(SCHEMA)?;
+    conn.execute_batch(super::staging::SCHEMA)?;
     Ok(conn)
 }

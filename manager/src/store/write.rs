@@ -262,6 +262,7 @@ fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
                 r.output_tail,
                 r.error
             ])?;
+            super::staging::record(tx, r)?;
         }
         Change::AttemptLost { at, now_ms, reason } => {
             tx.prepare_cached(
