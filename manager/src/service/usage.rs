@@ -16,7 +16,7 @@ use crate::store::{AgentResources, AppResources, Run};
 use hetpilot_shared::live::UserUsage;
 use hetpilot_shared::{AgentId, AppId};
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// `[fairshare]` in the configuration.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -28,6 +28,9 @@ pub struct FairshareConfig {
     pub half_life_hours: f64,
     /// Penalty function P(j): `multi-resource`, `cpu` or `processor-equivalent`.
     pub penalty: String,
+    /// Per-user shares (`[fairshare.shares] alice = 2.0`); users not listed have 1. A
+    /// user's first-level weight is their share × their fairshare factor.
+    pub shares: BTreeMap<String, f64>,
 }
 
 impl Default for FairshareConfig {
@@ -36,6 +39,7 @@ impl Default for FairshareConfig {
             enabled: true,
             half_life_hours: 168.0,
             penalty: "multi-resource".into(),
+            shares: BTreeMap::new(),
         }
     }
 }
@@ -56,6 +60,15 @@ impl FairshareConfig {
                 self.half_life_hours
             ));
         }
+        if let Some((user, share)) = self
+            .shares
+            .iter()
+            .find(|(_, s)| !(s.is_finite() && **s > 0.0))
+        {
+            return Some(format!(
+                "shares: the share of `{user}` must be a positive number, got {share}"
+            ));
+        }
         None
     }
 }
@@ -66,6 +79,7 @@ const MIN_WEIGHT: f64 = 1e-3;
 /// Usage per user, and what pricing a run needs.
 pub struct Usage {
     enabled: bool,
+    shares: Shares,
     ledger: UsageLedger,
     penalty: Box<dyn PenaltyFunction>,
     apps: HashMap<AppId, AppResources>,
@@ -90,6 +104,10 @@ impl Usage {
         let half_life = (config.half_life_hours > 0.0).then_some(config.half_life_hours * 3600.0);
         Usage {
             enabled: config.enabled,
+            shares: Shares {
+                default: 1.0,
+                by_user: config.shares.clone(),
+            },
             ledger: UsageLedger::new(half_life),
             penalty: penalty_by_name(&config.penalty)
                 .unwrap_or_else(|| Box::new(crate::fairshare::MultiResource)),
@@ -142,7 +160,10 @@ impl Usage {
         }
         self.table(owners, now_ms)
             .into_iter()
-            .map(|u| (u.user, u.priority.max(MIN_WEIGHT)))
+            .map(|u| {
+                let weight = self.shares.of(&u.user) * u.priority;
+                (u.user, weight.max(MIN_WEIGHT))
+            })
             .collect()
     }
 
@@ -152,20 +173,15 @@ impl Usage {
         users: impl IntoIterator<Item = &'a str>,
         now_ms: u64,
     ) -> Vec<UserUsage> {
-        priorities(
-            &self.ledger,
-            &Shares::default(),
-            users,
-            now_ms as f64 / 1000.0,
-        )
-        .into_iter()
-        .map(|p| UserUsage {
-            user: p.user,
-            usage: p.raw_usage,
-            decayed_usage: p.usage,
-            priority: p.factor,
-        })
-        .collect()
+        priorities(&self.ledger, &self.shares, users, now_ms as f64 / 1000.0)
+            .into_iter()
+            .map(|p| UserUsage {
+                user: p.user,
+                usage: p.raw_usage,
+                decayed_usage: p.usage,
+                priority: p.factor,
+            })
+            .collect()
     }
 
     /// Owners of every known application.
@@ -249,5 +265,41 @@ mod tests {
         };
         assert!(c.problem().unwrap().contains("multi-resource"));
         assert!(FairshareConfig::default().problem().is_none());
+        let c = FairshareConfig {
+            shares: [("alice".to_string(), 0.0)].into(),
+            ..FairshareConfig::default()
+        };
+        assert!(c.problem().unwrap().contains("`alice`"));
+    }
+
+    #[test]
+    fn shares_scale_weights_and_raise_the_priority_of_equal_usage() {
+        let mut u = Usage::new(&FairshareConfig {
+            shares: [("big".to_string(), 3.0)].into(),
+            ..FairshareConfig::default()
+        });
+        for (id, owner) in [(1, "big"), (2, "small")] {
+            u.app(AppResources {
+                app: AppId(id),
+                owner: owner.into(),
+                cores: 1,
+                memory_mb: 0,
+            });
+        }
+        u.agent(&AgentResources {
+            agent: AgentId(7),
+            platform: "p".into(),
+            slots: 4,
+            memory_mb: 0,
+        });
+        // Nothing used yet: weights are the shares.
+        let w = u.weights(["big", "small"], 0);
+        assert_eq!((w["big"], w["small"]), (3.0, 1.0));
+        // Equal usage: the user with the larger share keeps the higher factor.
+        u.charge(&run(1, 100.0), 1.0);
+        u.charge(&run(2, 100.0), 1.0);
+        let table = u.table(["big", "small"], 0);
+        assert_eq!(table[0].user, "big");
+        assert!(table[0].priority > table[1].priority);
     }
 }
