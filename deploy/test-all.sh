@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, lints, a build of every binary, then
-# every test of every crate, including the ignored ones that need the local lab.
+# every test of every crate, including the ignored ones that need the local lab (Slurm
+# with the TORQUE/PBS qsub wrappers and an sshd on 127.0.0.1:2222, see deploy/lab/),
+# which this script starts first and stops at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,8 +10,19 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The end-to-end tests start the real `hetpilot` and `hetpilot-agent` binaries.
 cargo build --workspace --bins
+
+export HETPILOT_LAB=${HETPILOT_LAB:-/var/tmp/hetpilot-lab}
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+cleanup() {
+  rm -f "$log"
+  deploy/lab/stop.sh >/dev/null || echo "warning: deploy/lab/stop.sh failed" >&2
+}
+trap cleanup EXIT
+deploy/lab/start.sh
+# shellcheck disable=SC1091
+. "$HETPILOT_LAB/env.sh"    # SLURM_CONF, LAB_SSH_PORT, LAB_SSH_KEY for the lab tests
+export SLURM_CONF LAB_SSH_PORT LAB_SSH_KEY
+
 cargo test --workspace -- --include-ignored 2>&1 | tee "$log"
 # One closing line over every test binary (cargo's own last line is the doc tests').
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"

@@ -5,6 +5,7 @@ use crate::api::{Api, ApiError};
 use crate::executor::{Demand, Event, Executor};
 use crate::held::Held;
 use crate::reporter;
+use crate::staging::{self, Stager};
 use hetpilot_shared::protocol::{
     HeartbeatResponse, PullRequest, PullResponse, RegisterRequest, RegisterResponse, TaskAttempt,
 };
@@ -24,6 +25,8 @@ pub struct Options {
     pub drain_margin: Duration,
     /// Give up registering after this long.
     pub register_timeout: Duration,
+    /// The node cache and the keys for tasks' files.
+    pub staging: staging::Settings,
 }
 
 /// How the agent ended.
@@ -77,7 +80,18 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let started = Arc::new(Mutex::new(Vec::new()));
     let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let held = Held::default();
+    let stager = Stager::new(
+        &opts.staging,
+        &opts.manager,
+        reg.credential.clone(),
+        &opts.work_dir,
+    )
+    .map_err(|message| ApiError::Unreachable {
+        url: opts.staging.cache_dir.display().to_string(),
+        message,
+    })?;
     let executor = Executor {
+        stager: Arc::new(stager),
         held: held.clone(),
         slots: reg.slots,
         prefetch: opts.prefetch,

@@ -8,6 +8,8 @@ use crate::held::Held;
 use crate::output::{self, Captured};
 use crate::runner::{self, Finished};
 use crate::spawn::{self, Prepared};
+use crate::staging::{Prepared as StagedFiles, Stager};
+use hetpilot_shared::files::StagingStats;
 use hetpilot_shared::protocol::{
     AppRuntime, Assignment, Measurements, Outcome, TaskAttempt, TaskResult,
 };
@@ -29,6 +31,16 @@ pub enum Event {
     /// Stop taking tasks, finish the running ones.
     Drain(&'static str),
     Done(TaskAttempt, Box<Ended>),
+    /// A task's files are staged (or could not be): it may start.
+    Staged(Box<Staged>),
+}
+
+/// The end of staging a task's inputs; the task holds `cores` meanwhile.
+pub struct Staged {
+    a: Assignment,
+    app: Arc<Prepared>,
+    cores: u32,
+    files: Result<StagedFiles, String>,
 }
 
 /// What the executor wants from the puller.
@@ -53,6 +65,8 @@ pub struct Ended {
     finished: Finished,
     stdout: Captured,
     stderr: Captured,
+    /// Staging figures and output problems, for tasks with files.
+    staging: Option<(StagingStats, Option<String>)>,
 }
 
 /// How long output pipes may stay open after the task's process ended (a background
@@ -79,6 +93,7 @@ pub struct Executor {
     pub demand: watch::Sender<Demand>,
     pub events: mpsc::UnboundedSender<Event>,
     pub held: Held,
+    pub stager: Arc<Stager>,
 }
 
 struct State {
@@ -91,6 +106,8 @@ struct State {
     /// published after every event).
     queued_cores: u32,
     running: HashMap<TaskAttempt, RunningTask>,
+    /// Tasks whose inputs are being staged; `true` once killed meanwhile.
+    staging: HashMap<TaskAttempt, bool>,
     corunners: CoRunners,
     draining: bool,
     started: u64,
@@ -107,6 +124,7 @@ impl Executor {
             queue: VecDeque::new(),
             queued_cores: 0,
             running: HashMap::new(),
+            staging: HashMap::new(),
             corunners: CoRunners::default(),
             draining: false,
             started: 0,
@@ -143,6 +161,9 @@ impl Executor {
                             st.queued_cores -= cores;
                             self.held.release([at]);
                         }
+                        if let Some(killed) = st.staging.get_mut(&at) {
+                            *killed = true;
+                        }
                         if let Some(r) = st.running.get_mut(&at) {
                             r.cancelled = true;
                             runner::kill_group(r.pid);
@@ -162,6 +183,7 @@ impl Executor {
                     st.mean_wall_ms = Some(st.mean_wall_ms.map_or(w, |m| 0.8 * m + 0.2 * w));
                     self.finish(&mut st, at, Some(ended), None);
                 }
+                Event::Staged(staged) => self.staged(&mut st, *staged),
             }
             if !st.draining {
                 self.start_queued(&mut st);
@@ -170,7 +192,7 @@ impl Executor {
             if let Some(ack) = assigned.take() {
                 let _ = ack.send(());
             }
-            if st.draining && st.running.is_empty() {
+            if st.draining && st.running.is_empty() && st.staging.is_empty() {
                 break;
             }
         }
@@ -228,9 +250,69 @@ impl Executor {
                 );
                 continue;
             };
+            // Staging hook: a task with files starts once its inputs are in place.
+            if app.runtime.files.is_some() {
+                st.free -= cores;
+                st.staging.insert(at, false);
+                self.stage(a, app, cores);
+                continue;
+            }
+            self.launch(st, a, app, cores, None);
+        }
+    }
+
+    /// Stages a task's inputs off the event loop; ends with [`Event::Staged`].
+    fn stage(&self, a: Assignment, app: Arc<Prepared>, cores: u32) {
+        let (stager, events) = (self.stager.clone(), self.events.clone());
+        tokio::spawn(async move {
+            let files = stager.prepare(&a, &app.runtime).await;
+            let staged = Staged {
+                a,
+                app,
+                cores,
+                files,
+            };
+            let _ = events.send(Event::Staged(Box::new(staged)));
+        });
+    }
+
+    fn staged(&self, st: &mut State, s: Staged) {
+        let at = TaskAttempt {
+            task: s.a.task,
+            attempt: s.a.attempt,
+        };
+        let killed = st.staging.remove(&at).unwrap_or(false);
+        st.free += s.cores;
+        match s.files {
+            Err(reason) => self.finish(st, at, None, Some(reason)),
+            Ok(_) if killed => self.finish(
+                st,
+                at,
+                None,
+                Some("killed on the manager's order before it started".into()),
+            ),
+            Ok(files) => self.launch(st, s.a, s.app, s.cores, Some(files)),
+        }
+    }
+
+    /// Starts a task's process (in its run directory when it has files, which then
+    /// replaces the application's working directory).
+    fn launch(
+        &self,
+        st: &mut State,
+        a: Assignment,
+        app: Arc<Prepared>,
+        cores: u32,
+        files: Option<StagedFiles>,
+    ) {
+        let at = TaskAttempt {
+            task: a.task,
+            attempt: a.attempt,
+        };
+        {
             let started_at_ms = runner::unix_ms();
             let started = Instant::now();
-            match spawn::start(&a, &app) {
+            match spawn::start(&a, &app, files.as_ref().map(|f| f.dir.as_path())) {
                 Err(reason) => self.finish(st, at, None, Some(reason)),
                 Ok(child) => {
                     st.free -= cores;
@@ -249,7 +331,7 @@ impl Executor {
                             cancelled: false,
                         },
                     );
-                    self.watch(a, child, started, app);
+                    self.watch(a, child, started, app, files);
                 }
             }
         }
@@ -257,7 +339,14 @@ impl Executor {
 
     /// Drains the task's output and waits for its process, all in one tokio task (no
     /// thread per task), killing it at its timeout.
-    fn watch(&self, a: Assignment, child: spawn::Child, started: Instant, app: Arc<Prepared>) {
+    fn watch(
+        &self,
+        a: Assignment,
+        child: spawn::Child,
+        started: Instant,
+        app: Arc<Prepared>,
+        files: Option<StagedFiles>,
+    ) {
         let events = self.events.clone();
         tokio::spawn(async move {
             let (mut stdout, mut stderr) = (Captured::default(), Captured::default());
@@ -296,6 +385,11 @@ impl Executor {
                     }
                 }
             };
+            // Staging hook: store the outputs back, release the cached inputs.
+            let staging = match files {
+                Some(f) => Some(f.finish(finished.outcome == Outcome::Success).await),
+                None => None,
+            };
             let at = TaskAttempt {
                 task: a.task,
                 attempt: a.attempt,
@@ -306,6 +400,7 @@ impl Executor {
                     finished,
                     stdout,
                     stderr,
+                    staging,
                 }),
             ));
         });
@@ -328,10 +423,15 @@ impl Executor {
         let result = match (ended, running) {
             (Some(e), Some(r)) => {
                 let Ended {
-                    finished: f,
+                    finished: mut f,
                     stdout,
                     stderr,
+                    staging,
                 } = *e;
+                let (staging, staging_error) = staging.map_or((None, None), |(s, e)| (Some(s), e));
+                if staging_error.is_some() && f.outcome == Outcome::Success {
+                    f.outcome = Outcome::Failed;
+                }
                 // Tails explain failures; successful runs keep their output in the files.
                 let tail = match (f.outcome, stderr.tail.is_empty()) {
                     (Outcome::Success, _) => String::new(),
@@ -347,6 +447,7 @@ impl Executor {
                         .then(|| "killed at the task's timeout".to_string()),
                     stdout.error,
                     stderr.error,
+                    staging_error,
                 ]
                 .into_iter()
                 .flatten()
@@ -371,6 +472,7 @@ impl Executor {
                     stderr_path: path(stderr.path),
                     output_tail: tail,
                     error: (!problems.is_empty()).then(|| problems.join("; ")),
+                    staging,
                 }
             }
             _ => TaskResult {
@@ -388,6 +490,7 @@ impl Executor {
                 stderr_path: None,
                 output_tail: String::new(),
                 error: spawn_error.or(Some("the run ended without a status".into())),
+                staging: None,
             },
         };
         let _ = self.results.send(result);

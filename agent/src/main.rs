@@ -14,6 +14,7 @@ mod output;
 mod reporter;
 mod runner;
 mod spawn;
+mod staging;
 
 use anyhow::{bail, Context};
 use clap::Parser;
@@ -54,6 +55,9 @@ struct Args {
     /// Batch job id (default: from SLURM_JOB_ID, PBS_JOBID or LOADL_STEP_ID).
     #[arg(long, env = "HETPILOT_BATCH_JOB_ID")]
     batch_job_id: Option<String>,
+    /// The pilot this agent belongs to (set by the provisioner's job script).
+    #[arg(long, env = "HETPILOT_PILOT")]
+    pilot: Option<String>,
     /// When the batch job's walltime ends (unix seconds).
     #[arg(long, env = "HETPILOT_WALLTIME_END")]
     walltime_end: Option<u64>,
@@ -63,6 +67,15 @@ struct Args {
     /// Give up registering after this many seconds.
     #[arg(long, default_value_t = 300)]
     register_timeout_secs: u64,
+    /// Node-local cache of tasks' input files (default: WORK_DIR/cache).
+    #[arg(long, env = "HETPILOT_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Most bytes the cache may hold, e.g. `500M` or `20G`.
+    #[arg(long, env = "HETPILOT_CACHE_MAX", default_value = "10G")]
+    cache_max: String,
+    /// Private key for `sftp://` input and output files.
+    #[arg(long, env = "HETPILOT_SFTP_KEY")]
+    sftp_key: Option<PathBuf>,
     /// More log output (repeat for more); `RUST_LOG` overrides.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -97,6 +110,31 @@ fn pin(cpus: &[usize]) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Parses a byte count: `1048576`, `512K`, `500M`, `20G`, `1T` (binary units).
+fn parse_bytes(s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .with_context(|| format!("`{s}` is not a size like 500M or 20G"))?;
+    let shift = match unit
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        u => bail!("`{s}`: unknown unit `{u}` (use K, M, G or T)"),
+    };
+    n.checked_mul(1 << shift)
+        .with_context(|| format!("`{s}` is too large"))
 }
 
 fn registration_token(file: Option<&PathBuf>) -> anyhow::Result<String> {
@@ -145,7 +183,17 @@ fn main() -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&work_dir)
         .with_context(|| format!("creating work dir {}", work_dir.display()))?;
+    let cache_max = parse_bytes(&args.cache_max).context("--cache-max")?;
+    let staging = staging::Settings {
+        cache_dir: args
+            .cache_dir
+            .clone()
+            .unwrap_or_else(|| work_dir.join("cache")),
+        cache_max,
+        sftp_key: args.sftp_key.clone(),
+    };
     let opts = agent::Options {
+        staging,
         manager: args.manager.clone(),
         registration_token: token,
         register: RegisterRequest {
@@ -156,6 +204,7 @@ fn main() -> anyhow::Result<()> {
             slots: args.slots,
             batch_job_id,
             walltime_end: args.walltime_end,
+            pilot: args.pilot.clone(),
         },
         prefetch: args.prefetch,
         work_dir,
@@ -183,7 +232,16 @@ fn main() -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_cpus;
+    use super::{parse_bytes, parse_cpus};
+
+    #[test]
+    fn byte_counts() {
+        assert_eq!(parse_bytes("1024").unwrap(), 1024);
+        assert_eq!(parse_bytes("500M").unwrap(), 500 << 20);
+        assert_eq!(parse_bytes("2GiB").unwrap(), 2 << 30);
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("3X").is_err());
+    }
 
     #[test]
     fn cpu_lists() {

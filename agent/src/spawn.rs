@@ -143,14 +143,19 @@ fn search(program: &str, path: &OsString, cwd: &Path) -> Option<PathBuf> {
         })
 }
 
-/// Starts task `a` of application `app`; errors are "could not start" reasons.
-pub fn start(a: &Assignment, app: &Prepared) -> Result<Child, String> {
+/// Starts task `a` of application `app`, in `run_dir` instead of the application's working
+/// directory when one is given (a task with staged files); errors are "could not start"
+/// reasons.
+pub fn start(a: &Assignment, app: &Prepared, run_dir: Option<&Path>) -> Result<Child, String> {
     if let Some(problem) = &app.problem {
         return Err(problem.clone());
     }
     let program = a.argv.first().ok_or("empty command")?;
-    let fail =
-        |e: std::io::Error| format!("cannot start `{program}` in {}: {e}", app.cwd.display());
+    let cwd = run_dir.unwrap_or(&app.cwd);
+    let run_dir_c = run_dir
+        .map(|d| cstring(d.as_os_str().as_bytes().to_vec(), "the run directory"))
+        .transpose()?;
+    let fail = |e: std::io::Error| format!("cannot start `{program}` in {}: {e}", cwd.display());
     let argv = a
         .argv
         .iter()
@@ -174,8 +179,7 @@ pub fn start(a: &Assignment, app: &Prepared) -> Result<Child, String> {
     argp.push(std::ptr::null());
     let searched = match (&app.path, program.contains('/')) {
         (Some(path), false) => Some(
-            search(program, path, &app.cwd)
-                .ok_or_else(|| fail(std::io::ErrorKind::NotFound.into()))?,
+            search(program, path, cwd).ok_or_else(|| fail(std::io::ErrorKind::NotFound.into()))?,
         ),
         _ => None,
     };
@@ -191,7 +195,7 @@ pub fn start(a: &Assignment, app: &Prepared) -> Result<Child, String> {
         &argp,
         &envp,
         [null, out_w.as_raw_fd(), err_w.as_raw_fd()],
-        &app.cwd_c,
+        run_dir_c.as_deref().unwrap_or(&app.cwd_c),
     )
     .map_err(fail)?;
     Ok(Child {
@@ -291,6 +295,7 @@ mod tests {
             workdir: None,
             output_dir: None,
             timeout_secs: None,
+            files: None,
         }
     }
 
@@ -307,7 +312,7 @@ mod tests {
     }
 
     fn run(a: &Assignment, p: &Prepared) -> (String, i32) {
-        let c = start(a, p).unwrap();
+        let c = start(a, p, None).unwrap();
         let mut status = 0;
         // SAFETY: c.pid is our child; status is a live local.
         assert_eq!(unsafe { libc::waitpid(c.pid, &mut status, 0) }, c.pid);
@@ -360,7 +365,7 @@ mod tests {
         );
         assert_eq!(run(&task(&["mytool"]), &with_path).0, "from-mytool\n");
         let without = Prepared::new(app(&[]), dir.path(), dir.path());
-        let err = start(&task(&["mytool"]), &without).err().unwrap();
+        let err = start(&task(&["mytool"]), &without, None).err().unwrap();
         assert!(err.contains("cannot start `mytool`"), "{err}");
     }
 
@@ -368,7 +373,7 @@ mod tests {
     fn a_nul_byte_is_a_start_error() {
         let dir = tempfile::tempdir().unwrap();
         let p = Prepared::new(app(&[("BAD", "a\0b")]), dir.path(), dir.path());
-        let err = start(&task(&["/bin/true"]), &p).err().unwrap();
+        let err = start(&task(&["/bin/true"]), &p, None).err().unwrap();
         assert!(err.contains("NUL"), "{err}");
     }
 }

@@ -1,6 +1,7 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
 use hetpilot_shared::http::{self, CallError};
+use hetpilot_shared::live::{ScheduleView, UserUsage};
 use hetpilot_shared::protocol::{
     AgentInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
     TaskInfo, TokenResponse,
@@ -150,5 +151,23 @@ impl Client {
 
     pub async fn agents(&self) -> Result<Vec<AgentInfo>, ClientError> {
         self.call(self.get("/v1/agents")).await
+    }
+
+    pub async fn schedule(&self) -> Result<ScheduleView, ClientError> {
+        self.call(self.get("/v1/schedule")).await
+    }
+
+    pub async fn usage(&self) -> Result<Vec<UserUsage>, ClientError> {
+        self.call(self.get("/v1/usage")).await
+    }
+
+    pub async fn pilots(&self) -> Result<Vec<crate::provision::pilot::PilotRecord>, ClientError> {
+        self.call(self.get("/v1/pilots")).await
+    }
+
+    pub async fn platform_status(
+        &self,
+    ) -> Result<Vec<crate::service::PlatformStatus>, ClientError> {
+        self.call(self.get("/v1/platforms")).await
     }
 }

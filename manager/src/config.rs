@@ -20,6 +20,10 @@ pub struct PlatformConfig {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The platform profile its pilots are provisioned with (relative paths are taken from
+    /// the current directory). Without one, agents are started by hand.
+    #[serde(default)]
+    pub profile: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -33,6 +37,18 @@ pub struct Settings {
     /// Largest request body accepted (bigger ones get 413).
     pub max_request_mib: u64,
     pub platforms: Vec<PlatformConfig>,
+    /// Live two-level scheduling (`[scheduler]`).
+    #[serde(default)]
+    pub scheduler: crate::service::scheduling::SchedulerConfig,
+    /// Live fairshare (`[fairshare]`).
+    #[serde(default)]
+    pub fairshare: crate::service::usage::FairshareConfig,
+    /// The URL pilots' agents reach the manager at (default: `http://` + the listen address).
+    #[serde(default)]
+    pub advertise_url: Option<String>,
+    /// How the provisioner runs pilots on platforms that name a profile.
+    #[serde(default)]
+    pub provision: crate::provision::ProvisionSettings,
 }
 
 #[derive(Debug, Error)]
@@ -97,6 +113,18 @@ impl Settings {
             return Err(ConfigError::Invalid {
                 field: "platforms",
                 problem: "at least one platform is needed".into(),
+            });
+        }
+        self.scheduler
+            .settings()
+            .map_err(|e| ConfigError::Invalid {
+                field: "scheduler",
+                problem: e.to_string(),
+            })?;
+        if let Some(problem) = self.fairshare.problem() {
+            return Err(ConfigError::Invalid {
+                field: "fairshare",
+                problem,
             });
         }
         if self.max_request_mib == 0 {

@@ -66,6 +66,9 @@ pub struct RegisterRequest {
     pub batch_job_id: Option<String>,
     /// When the pilot's batch job ends (unix seconds), if known.
     pub walltime_end: Option<u64>,
+    /// The pilot that started this agent (`HETPILOT_PILOT`); needs that pilot's own token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pilot: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -104,6 +107,9 @@ pub struct AppRuntime {
     pub workdir: Option<String>,
     pub output_dir: Option<String>,
     pub timeout_secs: Option<u64>,
+    /// Files the tasks read and write, rendered per task by the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<crate::files::FileTemplates>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -172,6 +178,9 @@ pub struct TaskResult {
     #[serde(default)]
     pub output_tail: String,
     pub error: Option<String>,
+    /// Bytes fetched, found in the node's cache and stored back, when the task has files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staging: Option<crate::files::StagingStats>,
 }
 
 /// `POST /v1/agents/{id}/results`.

@@ -1,7 +1,8 @@
 //! What a researcher submits: an application (a command template, a task list, resource
 //! needs, environment, retry and timeout policy) and its validation.
 
-use crate::template::{Inputs, Template, TemplateError};
+use crate::files::{FileDecl, FileTemplates, InputKind};
+use crate::template::{Inputs, TaskInput, Template, TemplateError};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use thiserror::Error;
@@ -96,6 +97,12 @@ pub struct AppSpec {
     /// Where task stdout/stderr go on the node (default: the agent's work directory).
     #[serde(default)]
     pub output_dir: Option<String>,
+    /// Files each task reads, templated like the command; see [`crate::files`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<FileDecl>,
+    /// Files each task writes, stored back after it ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<FileDecl>,
 }
 
 /// Why an application was refused; nothing is stored when this is returned.
@@ -174,7 +181,53 @@ impl AppSpec {
                 problem: format!("`{key}` is not a valid environment variable name"),
             });
         }
-        Ok(Template::parse(&self.command, &self.tasks.inputs())?)
+        let template = Template::parse(&self.command, &self.tasks.inputs())?;
+        self.check_files()?;
+        Ok(template)
+    }
+
+    /// The file declarations agents render per task, if there are any.
+    pub fn file_templates(&self) -> Option<FileTemplates> {
+        let kind = match self.tasks {
+            TaskSource::Lines(_) => InputKind::Lines,
+            TaskSource::Array { .. } => InputKind::Array,
+            TaskSource::Params(_) => InputKind::Params,
+        };
+        let t = FileTemplates {
+            kind,
+            owner: String::new(),
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
+        };
+        (!t.is_empty()).then_some(t)
+    }
+
+    /// Renders every task's files, so a name that escapes its root is refused at submit.
+    fn check_files(&self) -> Result<(), SpecError> {
+        let Some(files) = self.file_templates() else {
+            return Ok(());
+        };
+        let fail = |task: Option<u64>, (field, e): (crate::files::Field, _)| SpecError::Field {
+            field: field.name(),
+            problem: match task {
+                Some(i) => format!("task {i}: {e}"),
+                None => format!("{e}"),
+            },
+        };
+        let compiled = files
+            .compile(&self.tasks.inputs())
+            .map_err(|e| fail(None, e))?;
+        for index in 0..self.tasks.len() {
+            let input = match &self.tasks {
+                TaskSource::Lines(l) => TaskInput::Line(&l[index as usize]),
+                TaskSource::Array { start, .. } => TaskInput::Array(start + index),
+                TaskSource::Params(p) => TaskInput::Params(&p[index as usize]),
+            };
+            compiled
+                .render(index, input)
+                .map_err(|e| fail(Some(index), e))?;
+        }
+        Ok(())
     }
 }
 
@@ -194,7 +247,26 @@ mod tests {
             max_attempts: 3,
             timeout_secs: None,
             output_dir: None,
+            inputs: vec![],
+            outputs: vec![],
         }
+    }
+
+    #[test]
+    fn file_names_escaping_their_root_are_refused_naming_the_field() {
+        let mut s = spec(TaskSource::Lines(vec![
+            "a".into(),
+            "../../etc/passwd".into(),
+        ]));
+        s.inputs = vec!["in/{}".into()];
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.starts_with("field `inputs`: task 1:"), "{err}");
+        s.tasks = TaskSource::Lines(vec!["a".into()]);
+        assert!(s.validate().is_ok());
+        s.outputs = vec!["/tmp/{}.out".into()];
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.starts_with("field `outputs`:"), "{err}");
+        assert!(err.contains("absolute"), "{err}");
     }
 
     #[test]

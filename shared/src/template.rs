@@ -69,6 +69,14 @@ impl Template {
         Ok(Template { words })
     }
 
+    /// Parses `text` as one word (a file name or URI: never split at spaces) and checks
+    /// its placeholders against what `inputs` provides.
+    pub fn parse_word(text: &str, inputs: &Inputs) -> Result<Template, TemplateError> {
+        Ok(Template {
+            words: vec![parse_word(text, inputs)?],
+        })
+    }
+
     /// The argument vector of one task.
     pub fn render(&self, index: u64, input: TaskInput<'_>) -> Vec<String> {
         self.words

@@ -2,6 +2,8 @@
 //! processes on 127.0.0.1, talks to them over HTTP, and reads the manager's SQLite file.
 //! Waiting is always on a condition with a deadline, never a bare sleep.
 
+pub mod lab;
+
 use reqwest::blocking::Client;
 use serde_json::Value;
 use std::net::TcpListener;

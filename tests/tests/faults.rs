@@ -51,14 +51,20 @@ fn a_manager_killed_mid_run_and_restarted_completes_every_task_exactly_once() {
     let m = Manager::start_on(dir.path(), port, 10.0, &[]);
     let summary = m.wait_finished(app, Duration::from_secs(600));
     assert_eq!(summary["counts"]["done"], N, "{summary}");
-    assert_eq!(
-        count(
-            &m,
-            "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state = 3",
-            app
-        ),
-        N as i64
+    // The queues count a report just before the store commits it: wait for the store.
+    let stored = wait_until(
+        "the last results to be committed",
+        Duration::from_secs(60),
+        || {
+            let n = count(
+                &m,
+                "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state = 3",
+                app,
+            );
+            (n >= N as i64).then_some(n)
+        },
     );
+    assert_eq!(stored, N as i64);
     assert_eq!(
         count(
             &m,
@@ -101,7 +107,14 @@ fn tasks_of_a_killed_agent_are_rerun_elsewhere_after_the_lease_timeout() {
     let _rescuer = m.agent("local", 3, &[]);
     let summary = m.wait_finished(app, Duration::from_secs(120));
     assert_eq!(summary["counts"]["done"], 3, "{summary}");
-    assert_eq!(count(&m, "SELECT COUNT(*) FROM attempts WHERE app_id = ?1 AND attempt = 2 AND outcome = 'success'", app), 3);
+    // The queues count a result just before the store commits it: wait for the commit.
+    let rerun_ok =
+        "SELECT COUNT(*) FROM attempts WHERE app_id = ?1 AND attempt = 2 AND outcome = 'success'";
+    let stored = wait_until("the reruns to be stored", Duration::from_secs(30), || {
+        let n = count(&m, rerun_ok, app);
+        (n >= 3).then_some(n)
+    });
+    assert_eq!(stored, 3);
     let lost: i64 = count(&m, "SELECT COUNT(*) FROM attempts WHERE app_id = ?1 AND attempt = 1 AND error LIKE '%missed heartbeats%'", app);
     assert_eq!(lost, 3);
     let (_, agents) = m.http().get("/v1/agents", &m.admin);

@@ -2,6 +2,7 @@
 //! durations (`10m`), and ranges (`1-100`). Errors name the file, the line and the field.
 
 use anyhow::{anyhow, bail, Context};
+use hetpilot_shared::files::FileDecl;
 use hetpilot_shared::spec::{AppSpec, SpecError, TaskSource};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -31,6 +32,11 @@ struct AppFile {
     output_dir: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// Files each task reads and writes (names or URIs, templated like the command).
+    #[serde(default)]
+    inputs: Vec<FileDecl>,
+    #[serde(default)]
+    outputs: Vec<FileDecl>,
 }
 
 /// Parses `512M`, `2G`, `1024K`, `300` (MiB) into MiB.
@@ -191,6 +197,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         max_attempts: file.max_attempts.unwrap_or(3),
         timeout_secs,
         output_dir: file.output_dir,
+        inputs: file.inputs,
+        outputs: file.outputs,
     };
     if let Err(e) = spec.validate() {
         let field = match &e {
@@ -272,6 +280,29 @@ mod tests {
         );
         let e = load(&p).unwrap_err().to_string();
         assert!(e.contains("e.toml:2"), "{e}");
+    }
+
+    #[test]
+    fn files_are_declared_and_escapes_refused_with_their_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            d.path(),
+            "f.toml",
+            "command = \"blast {query}\"\ninputs = [\"q/{query}.fa\", { uri = \"/shared/nr\", size = 4 }]\noutputs = [\"{query}.out\"]\n[tasks]\nparams = [{ query = \"q1\" }]\n",
+        );
+        let spec = load(&p).unwrap();
+        assert_eq!(spec.inputs[1].size, Some(4));
+        assert_eq!(spec.outputs[0].uri, "{query}.out");
+        let p = write(
+            d.path(),
+            "g.toml",
+            "command = \"blast {query}\"\ninputs = [\"q/{query}.fa\"]\n[tasks]\nparams = [{ query = \"../../x\" }]\n",
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("g.toml:2: field `inputs`") && e.contains(".."),
+            "{e}"
+        );
     }
 
     #[test]

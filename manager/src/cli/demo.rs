@@ -2,16 +2,19 @@
 //! 127.0.0.1 with a fresh data directory, local agents on two platforms that really differ
 //! (`dedicated`: one slot pinned to its own core; `shared`: four slots contending for one
 //! core), the sample applications shipped in `samples/apps/`, progress bars, and a report
-//! per application and platform at the end.
+//! per application and platform at the end: where each application's tasks ran follows
+//! the live scheduler's platform affinities, measured while the demo runs.
 
 use super::app_file;
 use super::output::{millis, print_table};
+use super::schedule::print_schedule;
 use super::status::print_report;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::client::Client;
 use hetpilot::config::{PlatformConfig, Settings};
 use hetpilot::service::{admin_token_path, now_ms, Manager};
+use hetpilot_shared::live::ScheduleView;
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::AppId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -152,6 +155,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .map(|p| PlatformConfig {
             name: p.name.into(),
             description: p.description.into(),
+            profile: None,
         })
         .collect();
     let listener = tokio::net::TcpListener::bind(&settings.listen).await?;
@@ -209,21 +213,25 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         );
         apps.push((answer.app, name));
     }
-    follow_all(&client, &apps).await?;
+    let allocation = follow_all(&client, &apps).await?;
     agents.stop();
+    if let Some(view) = allocation {
+        println!("\nthe live scheduler's last allocation while applications competed:");
+        print_schedule(&view);
+    }
 
     println!();
     let mut rows = Vec::new();
     for (app, _) in &apps {
         let r = client.report(*app).await?;
         print_report(&r);
+        let on = |platform: &str| r.platforms.iter().find(|p| p.platform == platform);
         let mean = |platform: &str| {
-            r.platforms
-                .iter()
-                .find(|p| p.platform == platform)
+            on(platform)
                 .map(|p| millis(p.mean_wall_ms))
                 .unwrap_or("-".into())
         };
+        let ran = |platform: &str| on(platform).map_or(0, |p| p.tasks).to_string();
         let per_min = r
             .makespan_ms
             .map(|m| r.summary.counts.done as f64 * 60_000.0 / m.max(1) as f64)
@@ -234,6 +242,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             r.summary.counts.done.to_string(),
             r.summary.counts.failed.to_string(),
             format!("{per_min:.1}/min"),
+            ran("dedicated"),
+            ran("shared"),
             mean("dedicated"),
             mean("shared"),
         ]);
@@ -246,6 +256,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             "DONE",
             "FAILED",
             "THROUGHPUT",
+            "RAN ON dedicated",
+            "RAN ON shared",
             "MEAN RUNTIME dedicated",
             "MEAN RUNTIME shared",
         ],
@@ -267,8 +279,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Progress bars per application (plain lines when not on a terminal) until all finish.
-async fn follow_all(client: &Client, apps: &[(AppId, String)]) -> anyhow::Result<()> {
+/// Progress bars per application (plain lines when not on a terminal) until all finish;
+/// returns the last scheduling round in which applications still competed.
+async fn follow_all(
+    client: &Client,
+    apps: &[(AppId, String)],
+) -> anyhow::Result<Option<ScheduleView>> {
+    let mut allocation = None;
     let terminal = std::io::stderr().is_terminal();
     let multi = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>12} [{bar:40}] {pos}/{len} {msg}")
@@ -303,11 +320,16 @@ async fn follow_all(client: &Client, apps: &[(AppId, String)]) -> anyhow::Result
             println!("  progress: {}", line.join(", "));
             last_line = Instant::now();
         }
+        let view = client.schedule().await?;
+        // The latest round in which applications still competed for the platforms.
+        if view.apps.len() >= 2 || (allocation.is_none() && !view.apps.is_empty()) {
+            allocation = Some(view);
+        }
         if all_done {
             for bar in &bars {
                 bar.finish();
             }
-            return Ok(());
+            return Ok(allocation);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -9,12 +9,16 @@ mod demo;
 mod fairshare;
 mod output;
 mod partition;
+mod pilots;
+mod platforms;
+mod schedule;
 mod serve;
 mod simulate;
 mod staging_workload;
 mod status;
 mod submit;
 mod tasks;
+mod usage;
 
 use clap::{Parser, Subcommand};
 use std::future::Future;
@@ -50,6 +54,10 @@ pub enum Command {
     Logs(tasks::LogsArgs),
     /// Cancel an application: waiting tasks end, running ones are killed.
     Cancel(status::AppArgs),
+    /// The live scheduler's current allocation: cores per application per platform.
+    Schedule(schedule::Args),
+    /// Fairshare usage (core-seconds, speed- and penalty-weighted) and priority per user.
+    Usage(usage::Args),
     /// Manage users (admin).
     #[command(subcommand)]
     User(admin::UserCommand),
@@ -58,6 +66,10 @@ pub enum Command {
     Token(admin::TokenCommand),
     /// List agents (admin).
     Agents(admin::AgentsArgs),
+    /// List pilots: batch jobs, states, reasons (admin).
+    Pilots(pilots::Args),
+    /// Platforms' provisioning status (admin); `platforms check` validates the profiles.
+    Platforms(platforms::Args),
     /// Multi-resource fairshare: job penalties on a platform.
     Fairshare(fairshare::Args),
     /// Print a runtime profile's platform- and co-runner-affinity tables (Tables 3 and 4).
@@ -82,9 +94,13 @@ impl Command {
             Command::Tasks(a) => block_on(tasks::tasks(a)),
             Command::Logs(a) => block_on(tasks::logs(a)),
             Command::Cancel(a) => block_on(status::cancel(a)),
+            Command::Schedule(a) => block_on(schedule::run(a)),
+            Command::Usage(a) => block_on(usage::run(a)),
             Command::User(c) => block_on(admin::user(c)),
             Command::Token(c) => block_on(admin::token(c)),
             Command::Agents(a) => block_on(admin::agents(a)),
+            Command::Pilots(a) => block_on(pilots::run(a)),
+            Command::Platforms(a) => block_on(platforms::run(a)),
             Command::Fairshare(args) => fairshare::run(args),
             Command::Affinity(args) => affinity::run(args),
             Command::Simulate(args) => simulate::run(*args),

@@ -36,3 +36,13 @@ pub fn millis(ms: f64) -> String {
         format!("{ms:.1} ms")
     }
 }
+
+/// How long ago `then_ms` was, e.g. `42s ago`, `3m ago`, `2h ago`.
+pub fn age(now_ms: u64, then_ms: u64) -> String {
+    let s = now_ms.saturating_sub(then_ms) / 1000;
+    match s {
+        0..=119 => format!("{s}s ago"),
+        120..=7199 => format!("{}m ago", s / 60),
+        _ => format!("{}h ago", s / 3600),
+    }
+}

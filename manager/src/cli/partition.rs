@@ -23,7 +23,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Runs of the initial bisection portfolio (more: slower, often better km1).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 40)]
     pub initial_runs: usize,
     /// Write the partition here (one block id per line).
     #[arg(short, long)]

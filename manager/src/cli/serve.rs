@@ -51,7 +51,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             )
         })?;
     let url = format!("http://{}", listener.local_addr()?);
+    let advertise = settings
+        .advertise_url
+        .clone()
+        .unwrap_or_else(|| url.clone());
+    let profiles = hetpilot::provision::catalog::load_all(&settings)?;
+    let provision = settings.provision.clone();
     let manager = Manager::open(settings)?;
+    hetpilot::provision::provisioner::start(&manager, profiles, advertise, provision);
     std::fs::write(url_file(&data_dir), format!("{url}\n")).context("writing manager.url")?;
     println!("hetpilot manager listening on {url}");
     println!("data directory: {}", data_dir.display());

@@ -100,6 +100,8 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
             .transpose()
             .context("--timeout")?,
         output_dir: args.output_dir.clone(),
+        inputs: vec![],
+        outputs: vec![],
     };
     spec.validate()?;
     Ok(spec)

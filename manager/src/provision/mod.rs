@@ -3,17 +3,32 @@
 //! - [`profile`]: platform profiles (`profiles/*.toml`): batch system, login, queue, node
 //!   shape, caps, agent binary, environment setup.
 //! - [`runner`]: where batch commands run: locally, or over one reused SSH session per
-//!   login host ([`CommandRunner`]).
+//!   login host ([`CommandRunner`], [`for_login`]).
 //! - [`adapter`]: one small module per batch system behind [`BatchAdapter`]: render a job
-//!   script, submit it, poll many jobs in one call, cancel.
+//!   script, submit it, poll many jobs in one call, cancel ([`adapter_for`]). Job scripts
+//!   come from `deploy/templates/`.
+//! - [`catalog`]: the configured platforms' profiles, with `${VAR}` substitution.
+//! - [`settings`]: the provisioner's knobs (`[provision]`).
+//! - [`pilot`]: a pilot's record and states.
+//! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
+//! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,
+//!   drain or mark failed.
 //!
 //! Everything here does I/O only through a [`CommandRunner`], so adapters are tested on
 //! exact rendered scripts and recorded command outputs as well as against the real lab.
 
 pub mod adapter;
+pub mod catalog;
+pub mod pilot;
 pub mod profile;
+pub mod provisioner;
+pub mod reconcile;
 pub mod runner;
+pub mod settings;
 
-pub use adapter::{AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec};
+pub use adapter::{
+    adapter_for, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
+};
 pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
-pub use runner::{CommandOutput, CommandRunner, RunnerError};
+pub use runner::{for_login, CommandOutput, CommandRunner, LocalRunner, RunnerError, SshRunner};
+pub use settings::ProvisionSettings;

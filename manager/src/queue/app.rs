@@ -61,7 +61,7 @@ impl AppEntry {
     /// A new application with every task waiting; `template` is `spec.validate()`'s result.
     pub fn new(id: AppId, owner: String, spec: AppSpec, template: Template, now_ms: u64) -> Self {
         let n = spec.tasks.len();
-        let runtime = runtime_of(id, &spec);
+        let runtime = runtime_of(id, &owner, &spec);
         let inputs = match spec.tasks {
             TaskSource::Lines(lines) => {
                 TaskInputs::Lines(lines.into_iter().map(String::into_boxed_str).collect())
@@ -96,7 +96,7 @@ impl AppEntry {
         submitted_ms: u64,
         tasks: Vec<TaskSlot>,
     ) -> Self {
-        let runtime = runtime_of(id, &spec);
+        let runtime = runtime_of(id, &owner, &spec);
         Self::assemble(
             id,
             owner,
@@ -158,7 +158,7 @@ impl AppEntry {
     }
 }
 
-fn runtime_of(id: AppId, spec: &AppSpec) -> AppRuntime {
+fn runtime_of(id: AppId, owner: &str, spec: &AppSpec) -> AppRuntime {
     AppRuntime {
         app: id,
         name: spec.name.clone(),
@@ -167,5 +167,6 @@ fn runtime_of(id: AppId, spec: &AppSpec) -> AppRuntime {
         workdir: spec.workdir.clone(),
         output_dir: spec.output_dir.clone(),
         timeout_secs: spec.timeout_secs,
+        files: spec.file_templates().map(|f| f.owned_by(owner)),
     }
 }

@@ -2,6 +2,7 @@
 
 use super::app::AppEntry;
 use super::changes::Change;
+use super::plan::{wanted, LeasePlan};
 use hetpilot_shared::protocol::{
     AppRuntime, Assignment, Outcome, TaskAttempt, TaskResult, TaskState,
 };
@@ -110,6 +111,12 @@ pub struct Queues {
     lease_timeout_ms: u64,
     /// The newest lease time handed out; each lease call gets a later one.
     last_lease_ms: u64,
+    /// The last scheduling round's wishes (empty: round-robin only).
+    plan: LeasePlan,
+    /// Exploration tasks sent per (application, platform) since the plan was set.
+    explored: HashMap<(AppId, String), u32>,
+    /// The plan's platform for each multi-core application (TLPA).
+    parallel: HashMap<AppId, String>,
 }
 
 impl Queues {
@@ -120,6 +127,9 @@ impl Queues {
             rr_next: AppId(0),
             lease_timeout_ms,
             last_lease_ms: 0,
+            plan: LeasePlan::default(),
+            explored: HashMap::new(),
+            parallel: HashMap::new(),
         }
     }
 
@@ -217,8 +227,19 @@ impl Queues {
         }
     }
 
-    /// Leases up to `max_slots` worth of tasks to `agent`, round-robin across applications
-    /// so that every application with waiting tasks gets its turn.
+    /// Replaces the lease plan (the last scheduling round's decision).
+    pub fn set_plan(&mut self, mut plan: LeasePlan) {
+        self.parallel = std::mem::take(&mut plan.parallel);
+        self.plan = plan;
+        self.explored.clear();
+    }
+
+    /// Leases up to `max_slots` worth of tasks to `agent`. The lease plan goes first:
+    /// multi-core applications TLPA placed on this platform, exploration tasks for this
+    /// platform, then the agent's planned slots in proportion, then the applications with
+    /// cores on its platform; whatever is left goes round-robin across every application
+    /// with waiting tasks, so no slot idles while a task it may run waits. A multi-core
+    /// task goes only to an agent with enough free slots, on its TLPA platform if it has one.
     pub fn lease(
         &mut self,
         id: AgentId,
@@ -236,6 +257,96 @@ impl Queues {
         if agent.state == AgentState::Draining {
             return Ok(batch);
         }
+        let mut remaining = max_slots;
+        let plan = std::mem::take(&mut self.plan);
+        self.lease_planned(id, &plan, &mut remaining, now_ms, &mut batch);
+        self.plan = plan;
+        self.lease_round_robin(id, &mut remaining, now_ms, &mut batch);
+        Ok(batch)
+    }
+
+    /// The plan's part of a lease (see [`Self::lease`]).
+    fn lease_planned(
+        &mut self,
+        id: AgentId,
+        plan: &LeasePlan,
+        remaining: &mut u32,
+        now_ms: u64,
+        batch: &mut LeaseBatch,
+    ) {
+        let name = self.agents[&id].platform.clone();
+        if !self.parallel.is_empty() {
+            let mut parallel: Vec<AppId> = self
+                .parallel
+                .iter()
+                .filter(|(_, p)| **p == name)
+                .map(|(app, _)| *app)
+                .collect();
+            parallel.sort();
+            for app in parallel {
+                while self.lease_one(id, app, remaining, now_ms, batch) > 0 {}
+            }
+        }
+        let platform = plan.platforms.get(&name);
+        let targets = plan.agents.get(&id);
+        if platform.is_none() && targets.is_none() {
+            return;
+        }
+        if let Some(p) = platform.filter(|p| !p.explore.is_empty()) {
+            for &(app, budget) in &p.explore {
+                let sent = self
+                    .explored
+                    .get(&(app, name.clone()))
+                    .copied()
+                    .unwrap_or(0);
+                if sent < budget && self.lease_one(id, app, remaining, now_ms, batch) > 0 {
+                    self.explored.insert((app, name.clone()), sent + 1);
+                }
+            }
+        }
+        if let Some(targets) = targets {
+            let mut held: HashMap<AppId, u32> = HashMap::new();
+            for task in self.agents[&id].held.keys() {
+                let cores = self.apps.get(&task.app).map_or(1, |a| a.runtime.cores);
+                *held.entry(task.app).or_insert(0) += cores;
+            }
+            let mut want = wanted(targets, &held, *remaining);
+            // One task at a time to the application furthest below its goal.
+            while let Some(k) = (0..want.len())
+                .filter(|&k| want[k].1 > 0)
+                .max_by_key(|&k| (want[k].1, std::cmp::Reverse(k)))
+            {
+                let cores = self.lease_one(id, want[k].0, remaining, now_ms, batch);
+                want[k].1 = if cores == 0 {
+                    0
+                } else {
+                    want[k].1.saturating_sub(cores)
+                };
+            }
+        }
+        if let Some(p) = platform {
+            let mut open = vec![true; p.order.len()];
+            while *remaining > 0 && open.iter().any(|o| *o) {
+                for (k, &app) in p.order.iter().enumerate() {
+                    if open[k] && self.lease_one(id, app, remaining, now_ms, batch) == 0 {
+                        open[k] = false;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Round-robin across every application with waiting tasks.
+    fn lease_round_robin(
+        &mut self,
+        id: AgentId,
+        remaining: &mut u32,
+        now_ms: u64,
+        batch: &mut LeaseBatch,
+    ) {
+        if *remaining == 0 {
+            return;
+        }
         let order: Vec<AppId> = self
             .apps
             .range(self.rr_next..)
@@ -243,57 +354,93 @@ impl Queues {
             .filter(|(_, a)| !a.cancelled && a.counts.waiting > 0)
             .map(|(id, _)| *id)
             .collect();
-        let mut remaining = max_slots;
         let mut exhausted = vec![false; order.len()];
         let mut last_served = None;
-        while remaining > 0 && exhausted.iter().any(|e| !e) {
+        while *remaining > 0 && exhausted.iter().any(|e| !e) {
             for (k, app_id) in order.iter().enumerate() {
-                if exhausted[k] || remaining == 0 {
+                if exhausted[k] || *remaining == 0 {
                     continue;
                 }
-                let app = self.apps.get_mut(app_id).expect("listed above");
-                if app.runtime.cores > remaining {
+                if self.lease_one(id, *app_id, remaining, now_ms, batch) == 0 {
                     exhausted[k] = true;
-                    continue;
-                }
-                let Some(index) = pop_waiting(app) else {
-                    exhausted[k] = true;
-                    continue;
-                };
-                remaining -= app.runtime.cores;
-                last_served = Some(*app_id);
-                let slot = &mut app.tasks[index as usize];
-                slot.attempt += 1;
-                slot.agent = Some(id);
-                let attempt = slot.attempt;
-                app.set_state(index, TaskState::Leased);
-                let task = TaskRef {
-                    app: *app_id,
-                    index,
-                };
-                let at = TaskAttempt { task, attempt };
-                batch.changes.push(Change::Leased {
-                    at,
-                    agent: id,
-                    now_ms,
-                });
-                batch.tasks.push(Assignment {
-                    task,
-                    attempt,
-                    argv: app.template.render(index, app.inputs.input(index)),
-                    input: app.inputs.input_string(index),
-                });
-                let agent = self.agents.get_mut(&id).expect("checked above");
-                agent.held.insert(task, lease_ms);
-                if agent.sent_apps.insert(*app_id) {
-                    batch.apps.push(app.runtime.clone());
+                } else {
+                    last_served = Some(*app_id);
                 }
             }
         }
         if let Some(last) = last_served {
             self.rr_next = AppId(last.0 + 1);
         }
-        Ok(batch)
+    }
+
+    /// Whether a task of multi-core `app` may go to agent `id`: the agent is on the
+    /// application's TLPA platform (if it has one) and has enough free slots now.
+    fn parallel_fits(&self, id: AgentId, app: AppId) -> bool {
+        let agent = &self.agents[&id];
+        if self
+            .parallel
+            .get(&app)
+            .is_some_and(|p| *p != agent.platform)
+        {
+            return false;
+        }
+        let held: u32 = agent
+            .held
+            .keys()
+            .map(|t| self.apps.get(&t.app).map_or(1, |a| a.runtime.cores))
+            .sum();
+        let cores = self.apps[&app].runtime.cores;
+        held + cores <= agent.slots
+    }
+
+    /// Leases one waiting task of `app_id` to `id` if it fits in `remaining` slots;
+    /// returns the slots it takes (0: nothing leased).
+    fn lease_one(
+        &mut self,
+        id: AgentId,
+        app_id: AppId,
+        remaining: &mut u32,
+        now_ms: u64,
+        batch: &mut LeaseBatch,
+    ) -> u32 {
+        let Some(app) = self.apps.get_mut(&app_id) else {
+            return 0;
+        };
+        if app.cancelled || app.runtime.cores > *remaining {
+            return 0;
+        }
+        if app.runtime.cores > 1 && !self.parallel_fits(id, app_id) {
+            return 0;
+        }
+        let app = self.apps.get_mut(&app_id).expect("looked up above");
+        let Some(index) = pop_waiting(app) else {
+            return 0;
+        };
+        *remaining -= app.runtime.cores;
+        let slot = &mut app.tasks[index as usize];
+        slot.attempt += 1;
+        slot.agent = Some(id);
+        let attempt = slot.attempt;
+        app.set_state(index, TaskState::Leased);
+        let task = TaskRef { app: app_id, index };
+        let at = TaskAttempt { task, attempt };
+        batch.changes.push(Change::Leased {
+            at,
+            agent: id,
+            now_ms,
+        });
+        batch.tasks.push(Assignment {
+            task,
+            attempt,
+            argv: app.template.render(index, app.inputs.input(index)),
+            input: app.inputs.input_string(index),
+        });
+        let agent = self.agents.get_mut(&id).expect("checked by the caller");
+        agent.held.insert(task, batch.lease_ms);
+        if agent.sent_apps.insert(app_id) {
+            batch.apps.push(app.runtime.clone());
+        }
+        app.runtime.cores
     }
 
     /// Marks runs as started (leased → running).

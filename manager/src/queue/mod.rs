@@ -5,10 +5,12 @@
 mod app;
 mod changes;
 mod core;
+mod plan;
 
 pub use app::{AppEntry, TaskInputs, TaskSlot};
 pub use changes::Change;
 pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
+pub use plan::{LeasePlan, PlatformPlan};
 
 #[cfg(test)]
 mod tests;

@@ -17,6 +17,8 @@ fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
         max_attempts,
         timeout_secs: None,
         output_dir: None,
+        inputs: vec![],
+        outputs: vec![],
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
@@ -51,6 +53,7 @@ fn result(task: TaskRef, attempt: u32, outcome: Outcome) -> TaskResult {
         stderr_path: None,
         output_tail: String::new(),
         error: None,
+        staging: None,
     }
 }
 
@@ -79,7 +82,13 @@ fn a_task_needing_more_cores_than_offered_is_skipped_not_split() {
     big.runtime.cores = 3;
     q.insert_app(big);
     assert_eq!(q.lease(AgentId(1), 2, 0).unwrap().tasks.len(), 0);
-    assert_eq!(q.lease(AgentId(1), 7, 0).unwrap().tasks.len(), 2);
+    // Room for two in what the agent asks (slots + prefetch), but its 4 slots have room
+    // for one 3-core task only: multi-core tasks go only where their cores are free.
+    let first = q.lease(AgentId(1), 7, 0).unwrap().tasks;
+    assert_eq!(first.len(), 1);
+    assert_eq!(q.lease(AgentId(1), 7, 0).unwrap().tasks.len(), 0);
+    q.apply_result(AgentId(1), result(first[0].task, 1, Outcome::Success));
+    assert_eq!(q.lease(AgentId(1), 7, 0).unwrap().tasks.len(), 1);
 }
 
 #[test]

@@ -4,6 +4,9 @@
 mod agents;
 mod error;
 mod extract;
+mod files;
+mod live;
+mod pilots;
 mod users;
 
 pub use error::ApiError;
@@ -35,8 +38,14 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/agents/{agent}/heartbeat", post(agents::heartbeat))
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
         .route("/v1/agents/{agent}/drain", post(agents::drain))
+        .route("/v1/schedule", get(live::schedule))
+        .route("/v1/usage", get(live::usage))
+        .route("/v1/pilots", get(pilots::list))
+        .route("/v1/platforms", get(pilots::platforms))
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(manager)
+        .with_state(manager.clone())
+        // Staging: the file service streams bodies of any size (no request limit).
+        .merge(files::router(manager))
 }
 
 /// Serves the API on `listener` until `shutdown` resolves.
@@ -46,6 +55,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     manager.spawn_sweeper();
+    manager.spawn_scheduler();
     axum::serve(listener, router(manager))
         .with_graceful_shutdown(shutdown)
         .await

@@ -3,7 +3,7 @@
 
 use super::{auth, next, now_ms, Manager, Principal, ServiceError};
 use crate::queue::{AgentEntry, ReportCheck};
-use crate::store::Write;
+use crate::store::{AgentResources, Write};
 use hetpilot_shared::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
@@ -35,11 +35,37 @@ impl Manager {
         who: &Principal,
         req: RegisterRequest,
     ) -> Result<RegisterResponse, ServiceError> {
-        let Principal::AgentRegistration { platform, .. } = who else {
-            return Err(ServiceError::Forbidden(
-                "registering an agent needs an agent registration token".into(),
-            ));
+        let (platform, pilot) = match who {
+            Principal::AgentRegistration { platform, .. } => (platform, None),
+            Principal::PilotRegistration {
+                platform, pilot, ..
+            } => (platform, Some(pilot)),
+            _ => {
+                return Err(ServiceError::Forbidden(
+                    "registering an agent needs an agent registration token".into(),
+                ))
+            }
         };
+        match (pilot, &req.pilot) {
+            (Some(p), named) if named.as_ref() != Some(p) => {
+                return Err(ServiceError::Forbidden(format!(
+                    "this registration token is for pilot `{p}` only"
+                )))
+            }
+            (None, Some(p)) => {
+                return Err(ServiceError::Forbidden(format!(
+                    "registering as pilot `{p}` needs that pilot's own token"
+                )))
+            }
+            _ => {}
+        }
+        if let Some(p) = pilot {
+            if !self.pilot_may_register(p) {
+                return Err(ServiceError::Forbidden(format!(
+                    "pilot `{p}` is no longer waiting for its agent"
+                )));
+            }
+        }
         if self.settings.platform(&req.platform).is_none() {
             return Err(self.unknown_platform(&req.platform));
         }
@@ -72,6 +98,15 @@ impl Manager {
         entry.batch_job_id = req.batch_job_id.clone();
         self.queues().insert_agent(entry);
         self.tokens.insert(hash, Principal::Agent(id));
+        self.agent_registered(AgentResources {
+            agent: id,
+            platform: req.platform.clone(),
+            slots,
+            memory_mb: req.memory_mb,
+        });
+        if let Some(p) = pilot {
+            self.pilot_registered(p, id, req.walltime_end).await?;
+        }
         tracing::info!(agent = %id, platform = %req.platform, host = %req.hostname, slots, "agent registered");
         let lease = self.settings.lease_timeout_ms();
         Ok(RegisterResponse {
@@ -188,6 +223,7 @@ impl Manager {
         }
         let duplicates = duplicate.iter().filter(|d| **d).count() as u32;
         let recorded = req.results.len() as u32 - duplicates;
+        let runs = super::live::runs(id, &req.results, &duplicate);
         let changes = {
             let mut queues = self.queues();
             let mut changes = Vec::new();
@@ -202,6 +238,7 @@ impl Manager {
             self.writer.commit(Write::Changes(changes)).await?;
             self.work.notify_waiters();
         }
+        self.runs_recorded(&runs);
         Ok(ReportResponse {
             recorded,
             duplicates,
@@ -235,6 +272,7 @@ impl Manager {
         let changes = self.queues().deregister(id, now_ms())?;
         self.writer.commit(Write::Changes(changes)).await?;
         self.work.notify_waiters();
+        self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())
     }

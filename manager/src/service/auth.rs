@@ -19,6 +19,12 @@ pub enum Principal {
         platform: String,
         expires_ms: u64,
     },
+    /// May register the agent of one pilot, once, until it expires.
+    PilotRegistration {
+        platform: String,
+        pilot: String,
+        expires_ms: u64,
+    },
     Agent(AgentId),
 }
 
@@ -47,6 +53,14 @@ impl Tokens {
             .insert(token_hash, who);
     }
 
+    /// Revokes a token by its hash.
+    pub fn remove(&self, token_hash: &str) {
+        self.by_hash
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(token_hash);
+    }
+
     /// The principal of a presented token, if it is valid and not expired.
     pub fn resolve(&self, token: &str, now_ms: u64) -> Option<Principal> {
         let who = self
@@ -56,7 +70,12 @@ impl Tokens {
             .get(&hash(token))
             .cloned()?;
         match who {
-            Principal::AgentRegistration { expires_ms, .. } if expires_ms <= now_ms => None,
+            Principal::AgentRegistration { expires_ms, .. }
+            | Principal::PilotRegistration { expires_ms, .. }
+                if expires_ms <= now_ms =>
+            {
+                None
+            }
             who => Some(who),
         }
     }

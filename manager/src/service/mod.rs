@@ -4,10 +4,18 @@
 mod agents;
 pub mod auth;
 mod error;
+mod files;
+mod live;
+mod pilots;
+pub mod placement;
+pub mod profiling;
+pub mod scheduling;
+pub mod usage;
 mod users;
 
 pub use auth::Principal;
 pub use error::ServiceError;
+pub use pilots::{AgentActivity, PlatformStatus};
 
 use crate::config::Settings;
 use crate::queue::Queues;
@@ -37,6 +45,11 @@ pub struct Manager {
     work: Notify,
     next_app: AtomicU64,
     next_agent: AtomicU64,
+    /// Online profile and scheduling rounds (see `live`).
+    live: Mutex<live::Live>,
+    /// Woken when something that matters to scheduling changes.
+    replan: Arc<Notify>,
+    pilots: Mutex<pilots::PilotBook>,
 }
 
 /// Where the admin token of a data directory is kept (mode 0600).
@@ -65,6 +78,8 @@ pub enum OpenError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("configuration `[scheduler]`: {0}")]
+    Scheduler(#[from] crate::sched::SchedError),
 }
 
 impl Manager {
@@ -84,6 +99,7 @@ impl Manager {
         let conn = store::open(&db).map_err(db_err)?;
         let now = now_ms();
         let loaded = store::load(&conn, now).map_err(db_err)?;
+        let live = live::Live::new(&settings, store::measured(&conn).map_err(db_err)?)?;
         let reader = Arc::new(Reader::open(&db).map_err(db_err)?);
         let tokens = Tokens::default();
         let first_start = loaded.users.is_empty();
@@ -117,6 +133,10 @@ impl Manager {
             queues.insert_agent(a.entry);
         }
         queues.reattach_leases();
+        let (pilot_book, pilot_credentials) = pilots::PilotBook::restore(loaded.pilots, now);
+        for (hash, who) in pilot_credentials {
+            tokens.insert(hash, who);
+        }
         if first_start {
             let token = auth::new_token("hpu_");
             let path = admin_token_path(&dir);
@@ -153,6 +173,9 @@ impl Manager {
             work: Notify::new(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
+            live: Mutex::new(live),
+            replan: Arc::new(Notify::new()),
+            pilots: Mutex::new(pilot_book),
             settings,
         }))
     }
@@ -203,6 +226,7 @@ impl Manager {
             );
             self.writer.send(Write::Changes(changes));
             self.work.notify_waiters();
+            self.replan();
         }
     }
 }

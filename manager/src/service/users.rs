@@ -3,7 +3,7 @@
 
 use super::{auth, next, now_ms, Manager, Principal, ServiceError};
 use crate::queue::AppEntry;
-use crate::store::Write;
+use crate::store::{AppResources, Write};
 use hetpilot_shared::protocol::{
     AgentInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
     TaskInfo, TaskState, TokenResponse,
@@ -22,7 +22,7 @@ fn user(who: &Principal) -> Result<(&str, bool), ServiceError> {
     }
 }
 
-fn admin(who: &Principal) -> Result<&str, ServiceError> {
+pub(super) fn admin(who: &Principal) -> Result<&str, ServiceError> {
     match user(who)? {
         (name, true) => Ok(name),
         _ => Err(ServiceError::Forbidden(
@@ -64,6 +64,12 @@ impl Manager {
             .validate()
             .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
         let app = AppId(next(&self.next_app));
+        let resources = AppResources {
+            app,
+            owner: owner.to_string(),
+            cores: spec.cores,
+            memory_mb: spec.memory_mb,
+        };
         let tasks = spec.tasks.len();
         let spec = Arc::new(spec);
         let now = now_ms();
@@ -79,6 +85,7 @@ impl Manager {
         let entry = AppEntry::new(app, owner.to_string(), spec, template, now);
         self.queues().insert_app(entry);
         self.work.notify_waiters();
+        self.app_submitted(resources);
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })
     }
@@ -148,6 +155,7 @@ impl Manager {
         let changes = self.queues().cancel(app);
         if !changes.is_empty() {
             self.writer.commit(Write::Changes(changes)).await?;
+            self.replan();
         }
         self.visible(who, app)
     }

@@ -33,6 +33,7 @@ pub struct Loaded {
     pub agents: Vec<StoredAgent>,
     pub users: Vec<StoredUser>,
     pub agent_tokens: Vec<StoredAgentToken>,
+    pub pilots: Vec<super::StoredPilot>,
     pub next_app: u64,
     pub next_agent: u64,
 }
@@ -62,6 +63,7 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
         .collect::<Result<_, _>>()?;
     let agents = load_agents(conn, now_ms)?;
     let apps = load_apps(conn)?;
+    let pilots = super::pilots::load_pilots(conn)?;
     let next_app = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM apps", [], |r| {
         r.get::<_, i64>(0)
     })? as u64;
@@ -73,6 +75,7 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
         agents,
         users,
         agent_tokens,
+        pilots,
         next_app,
         next_agent,
     })

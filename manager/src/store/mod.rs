@@ -2,12 +2,17 @@
 //! changes into batched transactions, recovery of the live state at start, and queries.
 
 mod load;
+mod measured;
+mod pilots;
 mod read;
 mod schema;
+mod staging;
 mod write;
 mod writer;
 
 pub use load::{load, Loaded, StoredAgent};
+pub use measured::{measured, AgentResources, AppResources, Measured, Run};
+pub use pilots::{PilotCredential, StoredPilot};
 pub use read::Reader;
 pub use schema::open;
 pub use write::Write;

@@ -70,6 +70,21 @@ CREATE TABLE IF NOT EXISTS attempts (
     error TEXT,
     PRIMARY KEY (app_id, idx, attempt)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pilots (
+    name TEXT PRIMARY KEY,
+    platform TEXT NOT NULL,
+    batch_job_id TEXT,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    submitted_ms INTEGER NOT NULL,
+    job_started_ms INTEGER,
+    registered_ms INTEGER,
+    ended_ms INTEGER,
+    agent_id INTEGER,
+    walltime_end_ms INTEGER,
+    credential_hash TEXT,
+    credential_expires_ms INTEGER
+);
 "#;
 
 /// Task states as stored (`tasks.state`).
@@ -96,5 +111,6 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.execute_batch(SCHEMA)?;
+    conn.execute_batch(super::staging::SCHEMA)?;
     Ok(conn)
 }

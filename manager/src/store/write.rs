@@ -1,6 +1,8 @@
 //! Everything the manager persists, and how each piece becomes SQL.
 
+use super::pilots::{upsert_pilot, PilotCredential};
 use super::schema::state_code;
+use crate::provision::pilot::PilotRecord;
 use crate::queue::Change;
 use hetpilot_shared::protocol::{Outcome, RegisterRequest, TaskState};
 use hetpilot_shared::spec::{AppSpec, TaskSource};
@@ -36,6 +38,11 @@ pub enum Write {
         request: RegisterRequest,
         slots: u32,
         now_ms: u64,
+    },
+    /// A pilot's record, inserted or replaced; see [`super::pilots`].
+    Pilot {
+        record: PilotRecord,
+        credential: Option<PilotCredential>,
     },
 }
 
@@ -139,6 +146,7 @@ impl Write {
                     ],
                 )?;
             }
+            Write::Pilot { record, credential } => upsert_pilot(tx, record, credential.as_ref())?,
         }
         Ok(())
     }
@@ -254,6 +262,7 @@ fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
                 r.output_tail,
                 r.error
             ])?;
+            super::staging::record(tx, r)?;
         }
         Change::AttemptLost { at, now_ms, reason } => {
             tx.prepare_cached(

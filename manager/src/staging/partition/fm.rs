@@ -4,6 +4,12 @@
 //! neighbours' gains are refreshed; at the end of a pass the moves after the best
 //! cumulative gain are undone.
 //!
+//! A pass may overload a block by up to `allowance` (temporarily: only prefixes that are
+//! within the maximum weights, or no worse than at the start, can become the kept best
+//! prefix). Under a tight balance constraint with equal vertex weights no single move is
+//! feasible, so this is what lets a pass swap vertices between full blocks; bisections
+//! under recursive bisection's adaptive ε need it most.
+//!
 //! Gains are recomputed lazily: a popped entry whose gain is stale is re-inserted with its
 //! current value, so the queue never acts on a wrong gain. Neighbour updates follow the
 //! km1 delta rule (only nets whose Φ(e,from) fell to 0/1 or Φ(e,to) rose to 1/2 change
@@ -26,6 +32,8 @@ pub(crate) struct FmConfig {
     pub max_fruitless_moves: usize,
     /// Passes stop once a pass improves km1 by less than this fraction.
     pub min_relative_improvement: f64,
+    /// Weight by which a move may overload its target block during a pass.
+    pub allowance: i64,
 }
 
 /// Runs FM passes; returns the total km1 improvement.
@@ -38,7 +46,12 @@ pub(crate) fn fm_refine(
     let mut state = FmState::new(phg.hg.num_vertices(), phg.k);
     for _ in 0..config.passes {
         let before = phg.km1();
-        let gain = state.pass(phg, max_weights, config.max_fruitless_moves);
+        let gain = state.pass(
+            phg,
+            max_weights,
+            config.max_fruitless_moves,
+            config.allowance,
+        );
         total += gain;
         if gain <= 0 || (gain as f64) < config.min_relative_improvement * before as f64 {
             break;
@@ -54,6 +67,8 @@ struct FmState {
     dirty: Vec<bool>,
     dirty_list: Vec<VertexId>,
     scratch: GainScratch,
+    /// The maximum weights plus the allowance, for the moves of the current pass.
+    relaxed: Vec<i64>,
 }
 
 impl FmState {
@@ -64,6 +79,7 @@ impl FmState {
             dirty: vec![false; n],
             dirty_list: Vec::new(),
             scratch: GainScratch::new(k),
+            relaxed: Vec::new(),
         }
     }
 
@@ -72,9 +88,8 @@ impl FmState {
         heap: &mut BinaryHeap<(i64, u32, u32)>,
         phg: &PartitionedHypergraph<'_>,
         v: VertexId,
-        max_weights: &[i64],
     ) {
-        let m = phg.best_adjacent_move(v, max_weights, &mut self.scratch);
+        let m = phg.best_adjacent_move(v, &self.relaxed, &mut self.scratch);
         self.queued[v as usize] = m;
         if let Some(m) = m {
             heap.push((m.gain, u32::MAX - v, m.to));
@@ -87,26 +102,29 @@ impl FmState {
         phg: &mut PartitionedHypergraph<'_>,
         max_weights: &[i64],
         max_fruitless: usize,
+        allowance: i64,
     ) -> i64 {
         let n = phg.hg.num_vertices();
+        self.relaxed = max_weights.iter().map(|m| m + allowance).collect();
         self.locked.iter_mut().for_each(|l| *l = false);
         self.queued.iter_mut().for_each(|q| *q = None);
         let mut heap = BinaryHeap::new();
         for v in 0..n as VertexId {
             if phg.is_boundary(v) {
-                self.enqueue(&mut heap, phg, v, max_weights);
+                self.enqueue(&mut heap, phg, v);
             }
         }
         let mut moves: Vec<(VertexId, u32)> = Vec::new();
         let (mut cumulative, mut best, mut best_len, mut fruitless) = (0i64, 0i64, 0usize, 0);
         let mut best_balance = max_overload(phg, max_weights);
+        let acceptable_overload = best_balance.max(0);
         while let Some((gain, rv, to)) = heap.pop() {
             let v = u32::MAX - rv;
             if self.locked[v as usize] || self.queued[v as usize] != Some(Move { to, gain }) {
                 continue;
             }
             // Lazy check: the queued gain may be stale.
-            let current = phg.best_adjacent_move(v, max_weights, &mut self.scratch);
+            let current = phg.best_adjacent_move(v, &self.relaxed, &mut self.scratch);
             match current {
                 None => {
                     self.queued[v as usize] = None;
@@ -142,7 +160,8 @@ impl FmState {
             moves.push((v, from));
             cumulative += real;
             let balance = max_overload(phg, max_weights);
-            if cumulative > best || (cumulative == best && balance < best_balance) {
+            let improves = cumulative > best || (cumulative == best && balance < best_balance);
+            if improves && balance <= acceptable_overload {
                 best = cumulative;
                 best_len = moves.len();
                 best_balance = balance;
@@ -156,7 +175,7 @@ impl FmState {
             let dirty_now = std::mem::take(&mut self.dirty_list);
             for &u in &dirty_now {
                 self.dirty[u as usize] = false;
-                self.enqueue(&mut heap, phg, u, max_weights);
+                self.enqueue(&mut heap, phg, u);
             }
             self.dirty_list = dirty_now;
             self.dirty_list.clear();
@@ -176,4 +195,59 @@ fn max_overload(phg: &PartitionedHypergraph<'_>, max_weights: &[i64]) -> i64 {
         .map(|(w, m)| w - m)
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::staging::hypergraph::Hypergraph;
+    use crate::staging::metrics;
+
+    /// Two full blocks of two unit vertices; 0 and 2 belong on the other side. No single
+    /// move is feasible, so only a pass with an allowance can swap them.
+    fn swap_instance() -> Hypergraph {
+        Hypergraph::new(
+            vec![1; 4],
+            vec![5, 5, 1, 1],
+            vec![vec![0, 3], vec![2, 1], vec![0, 1], vec![2, 3]],
+        )
+        .unwrap()
+    }
+
+    fn config(allowance: i64) -> FmConfig {
+        FmConfig {
+            passes: 3,
+            max_fruitless_moves: 10,
+            min_relative_improvement: 0.0,
+            allowance,
+        }
+    }
+
+    #[test]
+    fn allowance_lets_a_pass_swap_vertices_between_full_blocks() {
+        let hg = swap_instance();
+        let max = [2, 2];
+        let mut strict = PartitionedHypergraph::new(&hg, 2, vec![0, 0, 1, 1]);
+        assert_eq!(fm_refine(&mut strict, &max, config(0)), 0);
+        assert_eq!(strict.km1(), 10);
+
+        let mut relaxed = PartitionedHypergraph::new(&hg, 2, vec![0, 0, 1, 1]);
+        assert_eq!(fm_refine(&mut relaxed, &max, config(1)), 8);
+        assert_eq!(relaxed.km1(), 2);
+        assert_eq!(metrics::km1(&hg, relaxed.parts()), 2);
+        assert_eq!(relaxed.part_weights(), &[2, 2]);
+        assert_eq!(relaxed.parts(), &[1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn an_overloading_prefix_is_never_kept() {
+        // Moving 0 to block 1 gains 4 but overloads it; with nothing to move back the pass
+        // must roll the move back.
+        let hg = Hypergraph::new(vec![1; 3], vec![5, 1], vec![vec![0, 2], vec![0, 1]]).unwrap();
+        let max = [2, 1];
+        let mut phg = PartitionedHypergraph::new(&hg, 2, vec![0, 0, 1]);
+        fm_refine(&mut phg, &max, config(1));
+        assert!(phg.part_weights().iter().zip(&max).all(|(w, m)| w <= m));
+        assert_eq!(phg.km1(), 5);
+    }
 }

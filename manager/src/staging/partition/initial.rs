@@ -1,7 +1,8 @@
 //! Initial bisection by a portfolio of flat algorithms on the coarsest hypergraph
 //! (partitioning.md items 7–9): greedy hypergraph growing by km1 gain, BFS growing,
 //! random assignment and bin packing of connected components (largest first, the rest
-//! split by BFS growing), each followed by rebalancing, label propagation and 2-way FM; the
+//! split by BFS growing), each followed by rebalancing, label propagation and 2-way FM
+//! (with a swap allowance, see `fm`); the
 //! best result wins (feasible first, then km1, then balance). Runs are independent and
 //! seeded per run, so they execute in parallel with rayon and stay deterministic.
 
@@ -43,6 +44,7 @@ pub(crate) fn portfolio_bisection(
     perfect: [i64; 2],
     max_weights: [i64; 2],
     runs: usize,
+    fm_allowance: i64,
     seed: u64,
 ) -> Vec<u32> {
     let best = (0..runs.max(1))
@@ -71,6 +73,7 @@ pub(crate) fn portfolio_bisection(
                     passes: 5,
                     max_fruitless_moves: 100,
                     min_relative_improvement: 0.0,
+                    allowance: fm_allowance,
                 },
             );
             let feasible = is_balanced(&phg, &max_weights);

@@ -1,8 +1,16 @@
-//! Where batch commands run: on this machine, or on a login host over one reused SSH
-//! session. Commands are argument vectors, never shell strings built from user input.
+//! Where batch commands run: on this machine ([`LocalRunner`]), or on a login host over one
+//! reused SSH session ([`SshRunner`]). Commands are argument vectors, never shell strings
+//! built from user input.
 
+mod local;
+mod ssh;
+
+pub use local::LocalRunner;
+pub use ssh::SshRunner;
+
+use super::profile::Login;
 use std::path::PathBuf;
-
+use std::sync::Arc;
 /// What a command printed and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandOutput {
@@ -45,4 +53,18 @@ pub trait CommandRunner: Send + Sync {
 
     /// Where commands run, for messages: `local` or `user@host:port`.
     fn place(&self) -> String;
+}
+
+/// The runner for a platform's login: [`LocalRunner`] or an [`SshRunner`] (which connects
+/// on first use).
+pub fn for_login(login: &Login) -> Result<Arc<dyn CommandRunner>, RunnerError> {
+    Ok(match login {
+        Login::Local => Arc::new(LocalRunner),
+        Login::Ssh {
+            user,
+            host,
+            port,
+            key_file,
+        } => Arc::new(SshRunner::new(user, host, *port, key_file)?),
+    })
 }

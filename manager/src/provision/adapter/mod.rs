@@ -1,8 +1,22 @@
 //! The batch-system adapter trait: render a pilot's job script, submit it, poll many jobs
-//! in one call, cancel. One small module per batch system implements it.
+//! in one call, cancel. One small module per batch system implements it; [`adapter_for`]
+//! picks one.
+
+mod llq;
+mod loadleveler;
+mod pbs;
+mod process;
+mod qstat;
+pub mod script;
+mod slurm;
+
+pub use loadleveler::LoadLeveler;
+pub use pbs::{Pbs, PbsFlavour};
+pub use process::Process;
+pub use slurm::Slurm;
 
 use super::profile::{AdapterKind, PlatformProfile};
-use super::runner::{CommandRunner, RunnerError};
+use super::runner::{CommandOutput, CommandRunner, RunnerError};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -46,6 +60,11 @@ pub struct PilotSpec {
 pub struct JobScript {
     pub path: String,
     pub text: String,
+    /// Where the job's stdout and stderr go (`<work_dir>/<pilot>.out`, `.err`).
+    pub stdout_path: String,
+    pub stderr_path: String,
+    /// The ssh adapter's target host (copied from [`PilotSpec::host`]).
+    pub host: Option<String>,
 }
 
 /// A batch job's state as the provisioner needs it.
@@ -121,3 +140,65 @@ pub trait BatchAdapter: Send + Sync {
         job: &BatchJobId,
     ) -> Result<(), AdapterError>;
 }
+
+/// The adapter for a batch system. The ssh adapter keeps one SSH session per target host
+/// for as long as it lives.
+pub fn adapter_for(kind: AdapterKind) -> Box<dyn BatchAdapter> {
+    match kind {
+        AdapterKind::Slurm => Box::new(Slurm),
+        AdapterKind::Pbs => Box::new(Pbs(PbsFlavour::Pro)),
+        AdapterKind::Torque => Box::new(Pbs(PbsFlavour::Torque)),
+        AdapterKind::LoadLeveler => Box::new(LoadLeveler),
+        AdapterKind::Ssh => Box::new(Process::ssh()),
+        AdapterKind::Local => Box::new(Process::local()),
+    }
+}
+
+/// Runs `argv` and fails with [`AdapterError::Command`] unless it exits 0.
+fn run_ok(
+    runner: &dyn CommandRunner,
+    argv: &[&str],
+    stdin: Option<&[u8]>,
+) -> Result<CommandOutput, AdapterError> {
+    let out = runner.run(argv, stdin)?;
+    if out.status != 0 {
+        return Err(command_failed(argv, &out));
+    }
+    Ok(out)
+}
+
+/// A raw wait status (`exit << 8 | signal`) as a shell-style exit code: the exit status,
+/// or 128 + the signal that killed the job.
+fn wait_status_code(raw: i32) -> i32 {
+    if raw & 0x7f != 0 {
+        128 + (raw & 0x7f)
+    } else {
+        raw >> 8
+    }
+}
+
+fn command_failed(argv: &[&str], out: &CommandOutput) -> AdapterError {
+    AdapterError::Command {
+        command: shell_words::join(argv),
+        status: out.status,
+        output: format!("{} {}", out.stdout.trim(), out.stderr.trim())
+            .trim()
+            .to_string(),
+    }
+}
+
+/// Writes the job script with mode 0700 and runs `submit` (the submit command's argv,
+/// ending with the script path); returns what it printed on stdout.
+fn write_and_submit(
+    runner: &dyn CommandRunner,
+    script: &JobScript,
+    submit: &[&str],
+) -> Result<String, AdapterError> {
+    runner.write_file(&script.path, script.text.as_bytes(), 0o700)?;
+    let out = run_ok(runner, submit, None)?;
+    tracing::info!(script = %script.path, place = %runner.place(), command = submit[0], "submitted");
+    Ok(out.stdout)
+}
+
+#[cfg(test)]
+pub(crate) mod testing;

@@ -1,0 +1,111 @@
+//! SFTP transfers (ssh2 crate), one session per transfer, logging in with the agent's key
+//! (`--sftp-key`). The host key is checked against `~/.ssh/known_hosts` when the host is
+//! listed there: a different key is refused. Blocking: callers run these on the blocking
+//! pool.
+
+use hetpilot_shared::files::SftpUrl;
+use sha2::{Digest, Sha256};
+use ssh2::{CheckResult, KnownHostFileKind, Session};
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn connect(url: &SftpUrl, key: &Path) -> Result<Session, String> {
+    let place = format!("{}@{}:{}", url.user, url.host, url.port);
+    let addr = (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("sftp {place}: cannot resolve the host: {e}"))?
+        .next()
+        .ok_or_else(|| format!("sftp {place}: the host has no address"))?;
+    let tcp = TcpStream::connect_timeout(&addr, TIMEOUT)
+        .map_err(|e| format!("sftp {place}: cannot connect: {e} (is sshd running there?)"))?;
+    let mut session = Session::new().map_err(|e| format!("sftp {place}: {e}"))?;
+    session.set_tcp_stream(tcp);
+    session.set_timeout(TIMEOUT.as_millis() as u32);
+    session
+        .handshake()
+        .map_err(|e| format!("sftp {place}: SSH handshake: {e}"))?;
+    check_host_key(&session, url).map_err(|e| format!("sftp {place}: {e}"))?;
+    session
+        .userauth_pubkey_file(&url.user, None, key, None)
+        .map_err(|e| {
+            format!(
+                "sftp {place}: login with {} refused: {e} (is its public key in the user's \
+                 authorized_keys?)",
+                key.display()
+            )
+        })?;
+    Ok(session)
+}
+
+fn check_host_key(session: &Session, url: &SftpUrl) -> Result<(), String> {
+    let Some(file) = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
+        .filter(|p| p.exists())
+    else {
+        return Ok(());
+    };
+    let (key, _) = session.host_key().ok_or("the server sent no host key")?;
+    let mut known = session.known_hosts().map_err(|e| e.to_string())?;
+    known
+        .read_file(&file, KnownHostFileKind::OpenSSH)
+        .map_err(|e| format!("reading {}: {e}", file.display()))?;
+    match known.check_port(&url.host, url.port, key) {
+        CheckResult::Mismatch => Err(format!(
+            "its host key differs from the one in {}",
+            file.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Downloads `url` into `dest`; returns the bytes written and their SHA-256.
+pub fn download(url: &SftpUrl, key: &Path, dest: &Path) -> Result<(u64, String), String> {
+    let session = connect(url, key)?;
+    let sftp = session.sftp().map_err(|e| format!("sftp: {e}"))?;
+    let mut remote = sftp
+        .open(Path::new(&url.path))
+        .map_err(|e| match e.code() {
+            ssh2::ErrorCode::SFTP(2) => {
+                format!("not found at sftp://{}:{}{}", url.host, url.port, url.path)
+            }
+            _ => format!("sftp open {}: {e}", url.path),
+        })?;
+    let mut out =
+        std::fs::File::create(dest).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let mut hash = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut len = 0u64;
+    loop {
+        let n = remote
+            .read(&mut buf)
+            .map_err(|e| format!("sftp read {}: {e}", url.path))?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+        len += n as u64;
+        out.write_all(&buf[..n])
+            .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    }
+    out.sync_all()
+        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    Ok((len, hex::encode(hash.finalize())))
+}
+
+/// Uploads the file at `src` to `url`; returns its size.
+pub fn upload(url: &SftpUrl, key: &Path, src: &Path) -> Result<u64, String> {
+    let session = connect(url, key)?;
+    let sftp = session.sftp().map_err(|e| format!("sftp: {e}"))?;
+    let mut input =
+        std::fs::File::open(src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+    let mut remote = sftp
+        .create(Path::new(&url.path))
+        .map_err(|e| format!("sftp create {}: {e}", url.path))?;
+    let n = std::io::copy(&mut input, &mut remote)
+        .map_err(|e| format!("sftp write {}: {e}", url.path))?;
+    Ok(n)
+}

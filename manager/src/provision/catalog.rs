@@ -1,0 +1,141 @@
+//! The profiles of the configured platforms. A profile file may use `${NAME}` for an
+//! environment variable (e.g. `agent_binary = "${HETPILOT_AGENT_BINARY}"`), so one file
+//! serves every checkout; an unset variable is an error naming it. `$$` is a literal `$`.
+
+use super::profile::{PlatformProfile, ProfileError};
+use crate::config::Settings;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error("{path}: environment variable `{name}` is not set (used as ${{{name}}})")]
+    Unset { path: PathBuf, name: String },
+    #[error("{path}: unterminated `${{` (write `$$` for a literal `$`)")]
+    Syntax { path: PathBuf },
+    #[error("{path}: the profile is named `{profile}` but platform `{platform}` uses it; the names must match")]
+    Name {
+        path: PathBuf,
+        profile: String,
+        platform: String,
+    },
+}
+
+/// Replaces `${NAME}` with `lookup(NAME)`.
+pub fn substitute(
+    text: &str,
+    path: &Path,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, CatalogError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some(r) = after.strip_prefix('{') {
+            let end = r.find('}').ok_or_else(|| CatalogError::Syntax {
+                path: path.to_path_buf(),
+            })?;
+            let name = &r[..end];
+            let value = lookup(name).ok_or_else(|| CatalogError::Unset {
+                path: path.to_path_buf(),
+                name: name.to_string(),
+            })?;
+            out.push_str(&value);
+            rest = &r[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Reads a profile, substituting environment variables.
+pub fn load_profile(path: &Path) -> Result<PlatformProfile, CatalogError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = substitute(&text, path, |n| std::env::var(n).ok())?;
+    Ok(PlatformProfile::parse(&text, path)?)
+}
+
+/// The profiles of every configured platform that names one, in configuration order.
+pub fn load_all(settings: &Settings) -> Result<Vec<PlatformProfile>, CatalogError> {
+    let mut out = Vec::new();
+    for p in &settings.platforms {
+        let Some(path) = &p.profile else { continue };
+        let profile = load_profile(path)?;
+        if profile.name != p.name {
+            return Err(CatalogError::Name {
+                path: path.clone(),
+                profile: profile.name,
+                platform: p.name.clone(),
+            });
+        }
+        out.push(profile);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "BIN").then(|| "/opt/agent".to_string())
+    }
+
+    #[test]
+    fn variables_are_substituted_and_unset_ones_named() {
+        let p = Path::new("p.toml");
+        assert_eq!(
+            substitute("a = \"${BIN}\" # $$5 $x", p, env).unwrap(),
+            "a = \"/opt/agent\" # $5 $x"
+        );
+        let err = substitute("${NOPE}", p, env).unwrap_err().to_string();
+        assert!(err.contains("`NOPE` is not set"), "{err}");
+        assert!(substitute("${BIN", p, env).is_err());
+    }
+
+    /// Every shipped profile loads (lab ones with the variables they use set).
+    #[test]
+    fn every_shipped_profile_loads() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles/platforms");
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = substitute(&text, &path, |n| match n {
+                "HETPILOT_AGENT_BINARY" => Some("/opt/hetpilot-agent".into()),
+                "HETPILOT_LAB_DIR" => Some("/tmp/lab".into()),
+                "HETPILOT_LAB_KEY" => Some("/tmp/lab/id_ed25519".into()),
+                _ => None,
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+            let profile = PlatformProfile::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                path.file_stem().unwrap().to_str().unwrap(),
+                profile.name,
+                "file named after its profile"
+            );
+            names.push(profile.name);
+        }
+        names.sort();
+        for expected in ["cheetah", "darth", "gene", "lcloud", "lab-debug", "lab-big"] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} missing: {names:?}"
+            );
+        }
+    }
+}

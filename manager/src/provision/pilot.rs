@@ -1,0 +1,71 @@
+//! A pilot: one batch job that should start one agent. Its states, as stored and shown by
+//! `hetpilot pilots`: queued → running (its agent registered) → ended, or failed/cancelled.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PilotState {
+    /// Submitted (or being submitted); its agent has not registered yet. The batch job may
+    /// already run: see [`PilotRecord::job_started_ms`].
+    Queued,
+    /// Its agent registered.
+    Running,
+    /// Its batch job ended after its agent registered.
+    Ended,
+    /// It never brought up a working agent: submission failed, the job vanished or ended
+    /// early, or the agent did not register in time.
+    Failed,
+    /// The provisioner cancelled it before its agent registered (demand dropped).
+    Cancelled,
+}
+
+impl PilotState {
+    pub const ALL: [PilotState; 5] = [
+        PilotState::Queued,
+        PilotState::Running,
+        PilotState::Ended,
+        PilotState::Failed,
+        PilotState::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PilotState::Queued => "queued",
+            PilotState::Running => "running",
+            PilotState::Ended => "ended",
+            PilotState::Failed => "failed",
+            PilotState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PilotState> {
+        PilotState::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    pub fn is_final(self) -> bool {
+        !matches!(self, PilotState::Queued | PilotState::Running)
+    }
+}
+
+/// Everything the manager keeps about one pilot (the `pilots` table, and `hetpilot pilots`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PilotRecord {
+    pub name: String,
+    pub platform: String,
+    /// `None` until the batch system accepted the job.
+    pub batch_job_id: Option<String>,
+    pub state: PilotState,
+    /// Why it is in its state (empty when nothing needs saying).
+    pub reason: String,
+    pub submitted_ms: u64,
+    /// When the batch job was first seen running.
+    pub job_started_ms: Option<u64>,
+    /// When its agent registered.
+    pub registered_ms: Option<u64>,
+    pub ended_ms: Option<u64>,
+    /// The agent it brought up.
+    pub agent: Option<u64>,
+    /// When its batch job's walltime ends (unix ms), once known.
+    pub walltime_end_ms: Option<u64>,
+}

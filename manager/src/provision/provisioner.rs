@@ -1,0 +1,367 @@
+//! The provisioner's I/O loop: one tokio task per platform with a profile. Every interval
+//! it polls all of the platform's tracked batch jobs with ONE adapter call (on the blocking
+//! pool: adapters and SSH are blocking), feeds [`reconcile::decide`], and carries out its
+//! decisions: records transitions, cancels jobs, drains idle agents, submits new pilots
+//! (each with its own credential written on the platform, mode 0600, before submission).
+//! A platform whose login host or batch system fails is marked unavailable with the reason
+//! and backs off exponentially; the other platforms' tasks are not affected.
+
+use super::adapter::{adapter_for, AdapterError, BatchAdapter, BatchJobId, JobState, PilotSpec};
+use super::pilot::{PilotRecord, PilotState};
+use super::profile::PlatformProfile;
+use super::reconcile::{self, Backoff, Caps, Input, PilotView};
+use super::runner::{self, CommandRunner, RunnerError};
+use super::settings::ProvisionSettings;
+use crate::service::{now_ms, Manager, PlatformStatus};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Weak};
+
+/// One platform the provisioner manages: its profile, batch system and login side.
+pub struct Platform {
+    pub profile: PlatformProfile,
+    pub adapter: Arc<dyn BatchAdapter>,
+    pub runner: Arc<dyn CommandRunner>,
+}
+
+impl Platform {
+    /// The platform of `profile`, with its batch-system adapter and login runner.
+    pub fn open(profile: PlatformProfile) -> Result<Platform, RunnerError> {
+        Ok(Platform {
+            adapter: Arc::from(adapter_for(profile.adapter)),
+            runner: runner::for_login(&profile.login)?,
+            profile,
+        })
+    }
+}
+
+/// The per-platform loop's memory between cycles.
+struct Track {
+    backoff: Backoff,
+    /// `Some(reason)` while the platform is unavailable.
+    down: Option<String>,
+    /// Last failure, shown while the platform backs off.
+    last_failure: String,
+    /// Round-robin position over the ssh adapter's hosts.
+    next_host: usize,
+    /// Pilots whose jobs were seen ending without an exit status last cycle.
+    awaiting_exit: HashSet<String>,
+}
+
+/// Starts one provisioning loop per profile; they stop when the manager is dropped. A
+/// platform whose login cannot even be set up (e.g. its key file is unreadable) is shown
+/// unavailable with the reason.
+pub fn start(
+    manager: &Arc<Manager>,
+    profiles: Vec<PlatformProfile>,
+    manager_url: String,
+    settings: ProvisionSettings,
+) {
+    for profile in profiles {
+        let (name, adapter) = (profile.name.clone(), profile.adapter.name());
+        let platform = match Platform::open(profile) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(platform = %name, error = %e, "platform unavailable");
+                manager.set_platform_status(PlatformStatus {
+                    name,
+                    adapter: adapter.to_string(),
+                    available: false,
+                    reason: e.to_string(),
+                    failures: 1,
+                    retry_at_ms: 0,
+                    checked_at_ms: now_ms(),
+                });
+                continue;
+            }
+        };
+        tracing::info!(platform = %name, adapter, "provisioning pilots");
+        let weak = Arc::downgrade(manager);
+        let url = manager_url.clone();
+        let settings = settings.clone();
+        tokio::spawn(async move { run(weak, Arc::new(platform), url, settings).await });
+    }
+}
+
+async fn run(
+    manager: Weak<Manager>,
+    platform: Arc<Platform>,
+    url: String,
+    settings: ProvisionSettings,
+) {
+    let mut tick = tokio::time::interval(settings.interval());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut track = Track {
+        backoff: Backoff::default(),
+        down: None,
+        last_failure: String::new(),
+        next_host: 0,
+        awaiting_exit: HashSet::new(),
+    };
+    loop {
+        tick.tick().await;
+        let Some(m) = manager.upgrade() else { break };
+        cycle(&m, &platform, &url, &settings, &mut track).await;
+        m.set_platform_status(PlatformStatus {
+            name: platform.profile.name.clone(),
+            adapter: platform.profile.adapter.name().to_string(),
+            available: track.down.is_none(),
+            reason: track.down.clone().unwrap_or_else(|| {
+                if track.backoff.failures > 0 {
+                    track.last_failure.clone()
+                } else {
+                    String::new()
+                }
+            }),
+            failures: track.backoff.failures,
+            retry_at_ms: track.backoff.retry_at_ms,
+            checked_at_ms: now_ms(),
+        });
+    }
+}
+
+/// Runs a blocking adapter call on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    platform: &Arc<Platform>,
+    f: impl FnOnce(&Platform) -> Result<T, AdapterError> + Send + 'static,
+) -> Result<T, String> {
+    let p = platform.clone();
+    match tokio::task::spawn_blocking(move || f(&p)).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(e) => Err(format!("adapter call aborted: {e}")),
+    }
+}
+
+fn fail(track: &mut Track, now: u64, settings: &ProvisionSettings, reason: String, down: bool) {
+    track.backoff = track.backoff.failed(now, &settings.policy());
+    if down {
+        track.down = Some(reason.clone());
+    }
+    track.last_failure = reason;
+}
+
+async fn cycle(
+    m: &Arc<Manager>,
+    platform: &Arc<Platform>,
+    url: &str,
+    settings: &ProvisionSettings,
+    track: &mut Track,
+) {
+    let profile = &platform.profile;
+    let mut now = now_ms();
+    if track.down.is_some() && track.backoff.waiting(now) {
+        return;
+    }
+    let mut pilots = m.tracked_pilots(&profile.name);
+    // A pilot without a batch id was being submitted when the manager stopped.
+    pilots.retain(|p| {
+        if p.batch_job_id.is_some() {
+            return true;
+        }
+        m.update_pilot(&p.name, |r| {
+            r.state = PilotState::Failed;
+            r.reason = "the manager stopped before its submission finished".into();
+        });
+        false
+    });
+    let ids: Vec<BatchJobId> = pilots
+        .iter()
+        .filter_map(|p| p.batch_job_id.clone().map(BatchJobId))
+        .collect();
+    let jobs: HashMap<BatchJobId, JobState> = if ids.is_empty() {
+        // Nothing to poll: while unavailable, probe the login side before creating pilots.
+        if track.down.is_some() {
+            let probe = blocking(platform, |p| Ok(p.runner.run(&["true"], None)?)).await;
+            if let Err(e) = probe {
+                fail(track, now_ms(), settings, e, true);
+                return;
+            }
+            track.down = None;
+        }
+        HashMap::new()
+    } else {
+        match blocking(platform, move |p| {
+            p.adapter.poll(p.runner.as_ref(), &p.profile, &ids)
+        })
+        .await
+        {
+            Ok(jobs) => {
+                track.down = None;
+                jobs
+            }
+            Err(e) => {
+                tracing::warn!(platform = %profile.name, error = %e, "polling failed; backing off");
+                fail(
+                    track,
+                    now_ms(),
+                    settings,
+                    format!("polling failed: {e}"),
+                    true,
+                );
+                return;
+            }
+        }
+    };
+    now = now_ms();
+    let agents: Vec<u64> = pilots.iter().filter_map(|p| p.agent).collect();
+    let activity = m.agent_activity(&agents);
+    let walltime = profile.pilot_walltime.as_millis() as u64;
+    let views: Vec<PilotView<'_>> = pilots
+        .iter()
+        .map(|p| {
+            let act = p.agent.and_then(|a| activity.get(&a));
+            PilotView {
+                name: &p.name,
+                state: p.state,
+                job: p
+                    .batch_job_id
+                    .as_ref()
+                    .and_then(|id| jobs.get(&BatchJobId(id.clone()))),
+                submitted_ms: p.submitted_ms,
+                job_started_ms: p.job_started_ms,
+                walltime_end_ms: p.walltime_end_ms.or(p.job_started_ms.map(|s| s + walltime)),
+                agent_idle: act.is_some_and(|a| a.idle),
+                draining: act.is_some_and(|a| a.draining),
+                agent_lost: act.is_some_and(|a| a.lost),
+                exit_awaited: track.awaiting_exit.contains(&p.name),
+            }
+        })
+        .collect();
+    let input = Input {
+        now_ms: now,
+        demand_cores: m.demand_cores(),
+        caps: Caps {
+            max_queued: profile.max_queued,
+            max_running: profile.max_running,
+            cores_per_pilot: u64::from(profile.cores_per_node),
+        },
+        policy: settings.policy(),
+        backoff: track.backoff,
+        pilots: &views,
+    };
+    let d = reconcile::decide(&input);
+    track.awaiting_exit = d.await_exit.iter().cloned().collect();
+    let by_name: HashMap<&str, &PilotRecord> =
+        pilots.iter().map(|p| (p.name.as_str(), p)).collect();
+    for name in &d.job_started {
+        m.update_pilot(name, |r| {
+            r.job_started_ms.get_or_insert(now);
+            if r.state == PilotState::Queued {
+                r.reason = "batch job running; waiting for its agent to register".into();
+            }
+        });
+    }
+    let mut moved = HashSet::new();
+    for t in &d.transitions {
+        let from = by_name[t.pilot.as_str()].state;
+        if m.transition_pilot(&t.pilot, from, t.state, &t.reason) {
+            tracing::info!(platform = %profile.name, pilot = %t.pilot, state = t.state.as_str(), reason = %t.reason, "pilot");
+            moved.insert(t.pilot.as_str());
+        }
+    }
+    for name in d.cancel.iter().filter(|n| moved.contains(n.as_str())) {
+        let Some(id) = by_name
+            .get(name.as_str())
+            .and_then(|p| p.batch_job_id.clone())
+        else {
+            continue;
+        };
+        let job = BatchJobId(id);
+        if let Err(e) = blocking(platform, move |p| {
+            p.adapter.cancel(p.runner.as_ref(), &p.profile, &job)
+        })
+        .await
+        {
+            tracing::warn!(platform = %profile.name, pilot = %name, error = %e, "cancelling failed");
+        }
+    }
+    for name in &d.drain {
+        if let Some(agent) = by_name.get(name.as_str()).and_then(|p| p.agent) {
+            tracing::info!(platform = %profile.name, pilot = %name, "no waiting tasks: draining its agent");
+            m.drain_agent(agent);
+        }
+    }
+    if d.back_off {
+        let reason = d
+            .transitions
+            .iter()
+            .find(|t| t.state == PilotState::Failed)
+            .map(|t| format!("pilot {} failed: {}", t.pilot, t.reason))
+            .unwrap_or_default();
+        fail(track, now, settings, reason, false);
+    } else if pilots.iter().any(|p| p.state == PilotState::Running) {
+        track.backoff = Backoff::default();
+    }
+    for _ in 0..d.submit {
+        if let Err(e) = submit(m, platform, url, settings, track).await {
+            tracing::warn!(platform = %profile.name, error = %e, "submission failed; backing off");
+            fail(track, now_ms(), settings, e, true);
+            break;
+        }
+    }
+}
+
+/// The spec of pilot `name` on `profile`: one node, the profile's pilot walltime, and its
+/// script, credential and work directory in `<work_dir>/<name>/`.
+pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec {
+    let dir = format!("{}/{}", profile.work_dir.trim_end_matches('/'), name);
+    PilotSpec {
+        name: name.to_string(),
+        manager_url: url.to_string(),
+        nodes: 1,
+        cores_per_node: profile.cores_per_node,
+        walltime: profile.pilot_walltime,
+        script_path: format!("{dir}/job.sh"),
+        credential_path: format!("{dir}/credential"),
+        work_dir: dir,
+        host: profile.hosts.first().cloned(),
+    }
+}
+
+/// Submits one pilot: a new record and credential, the credential written on the
+/// platform (0600), the job script rendered and submitted.
+async fn submit(
+    m: &Arc<Manager>,
+    platform: &Arc<Platform>,
+    url: &str,
+    settings: &ProvisionSettings,
+    track: &mut Track,
+) -> Result<(), String> {
+    let profile = &platform.profile;
+    let (record, token) = m
+        .new_pilot(&profile.name, settings.credential_ttl_ms())
+        .await
+        .map_err(|e| format!("cannot create a pilot: {e}"))?;
+    let mut spec = pilot_spec(profile, url, &record.name);
+    if !profile.hosts.is_empty() {
+        track.next_host = (track.next_host + 1) % profile.hosts.len();
+        spec.host = Some(profile.hosts[track.next_host].clone());
+    }
+    let result = blocking(platform, move |p| {
+        p.runner.write_file(
+            &spec.credential_path,
+            format!("{token}\n").as_bytes(),
+            0o600,
+        )?;
+        let script = p.adapter.render(&p.profile, &spec)?;
+        p.adapter.submit(p.runner.as_ref(), &p.profile, &script)
+    })
+    .await;
+    match result {
+        Ok(job) => {
+            tracing::info!(platform = %profile.name, pilot = %record.name, job = %job, "pilot submitted");
+            track.down = None;
+            m.update_pilot(&record.name, |r| {
+                r.batch_job_id = Some(job.0);
+                r.reason = "waiting in the batch queue".into();
+            });
+            Ok(())
+        }
+        Err(e) => {
+            m.update_pilot(&record.name, |r| {
+                r.state = PilotState::Failed;
+                r.reason = format!("submission failed: {e}");
+            });
+            Err(format!("submission failed: {e}"))
+        }
+    }
+}

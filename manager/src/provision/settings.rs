@@ -1,0 +1,62 @@
+//! The provisioner's knobs (`[provision]` in the manager's configuration).
+//!
+//! ```toml
+//! [provision]
+//! interval_secs = 5           # one poll of every platform's batch jobs per interval
+//! register_timeout_secs = 300 # a running job whose agent has not registered is cancelled
+//! replace_lead_secs = 600     # pilots with less walltime left are replaced ahead of time
+//! backoff_base_secs = 5       # after a failure, wait base × 2^(failures−1) ...
+//! backoff_max_secs = 600      # ... at most this long
+//! credential_ttl_secs = 86400 # a pilot's registration credential expires after this
+//! ```
+
+use super::reconcile::Policy;
+use serde::Deserialize;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProvisionSettings {
+    pub interval_secs: f64,
+    pub register_timeout_secs: f64,
+    pub replace_lead_secs: f64,
+    pub backoff_base_secs: f64,
+    pub backoff_max_secs: f64,
+    pub credential_ttl_secs: f64,
+}
+
+impl Default for ProvisionSettings {
+    fn default() -> Self {
+        ProvisionSettings {
+            interval_secs: 5.0,
+            register_timeout_secs: 300.0,
+            replace_lead_secs: 600.0,
+            backoff_base_secs: 5.0,
+            backoff_max_secs: 600.0,
+            credential_ttl_secs: 86400.0,
+        }
+    }
+}
+
+fn ms(secs: f64) -> u64 {
+    (secs.max(0.0) * 1000.0) as u64
+}
+
+impl ProvisionSettings {
+    pub fn interval(&self) -> Duration {
+        Duration::from_millis(ms(self.interval_secs).max(100))
+    }
+
+    pub fn credential_ttl_ms(&self) -> u64 {
+        ms(self.credential_ttl_secs)
+    }
+
+    pub fn policy(&self) -> Policy {
+        Policy {
+            register_timeout_ms: ms(self.register_timeout_secs),
+            replace_lead_ms: ms(self.replace_lead_secs),
+            backoff_base_ms: ms(self.backoff_base_secs),
+            backoff_max_ms: ms(self.backoff_max_secs),
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Live scheduling routes: the current allocation and fairshare usage.
+
+use super::error::ApiError;
+use super::extract::{Caller, Json};
+use crate::service::Manager;
+use axum::extract::State;
+use hetpilot_shared::live::{ScheduleView, UserUsage};
+use std::sync::Arc;
+
+pub async fn schedule(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+) -> Result<Json<ScheduleView>, ApiError> {
+    Ok(Json(m.schedule(&who)?))
+}
+
+pub async fn usage(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<UserUsage>>, ApiError> {
+    Ok(Json(m.usage(&who)?))
+}

@@ -1,0 +1,21 @@
+//! Admin routes for provisioning: the pilots and the platforms' provisioning status.
+
+use super::error::ApiError;
+use super::extract::{Caller, Json};
+use crate::provision::pilot::PilotRecord;
+use crate::service::{Manager, PlatformStatus};
+use axum::extract::State;
+use std::sync::Arc;
+
+type Result<T> = std::result::Result<Json<T>, ApiError>;
+
+pub async fn list(State(m): State<Arc<Manager>>, Caller(who): Caller) -> Result<Vec<PilotRecord>> {
+    Ok(Json(m.list_pilots(&who)?))
+}
+
+pub async fn platforms(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+) -> Result<Vec<PlatformStatus>> {
+    Ok(Json(m.list_platform_status(&who)?))
+}

@@ -1,0 +1,255 @@
+//! The live manager's use of the scheduling core: it keeps the online profile up to date
+//! from task reports (rebuilt from the store at start-up), runs a scheduling round on
+//! every change that matters and at least every `[scheduler] interval_ms`, and hands the
+//! decision to the queues as their lease plan. Rounds never run inside a pull.
+
+use super::profiling::RunStats;
+use super::scheduling::{LiveAgent, LiveApp, Planner};
+use super::usage::Usage;
+use super::{now_ms, Manager, Principal, ServiceError};
+use crate::config::Settings;
+use crate::queue::{AgentState, Queues};
+use crate::sched::SchedError;
+use crate::store::{AgentResources, AppResources, Measured, Run};
+use hetpilot_shared::live::{ScheduleView, UserUsage};
+use hetpilot_shared::protocol::{Outcome, TaskResult};
+use hetpilot_shared::AgentId;
+use std::collections::HashMap;
+use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
+
+/// Everything the rounds read besides the queues.
+pub(super) struct Live {
+    planner: Option<Planner>,
+    stats: RunStats,
+    /// Relative platform speeds as of the last round (fairshare normalizes by them).
+    speeds: HashMap<String, f64>,
+    usage: Usage,
+    agents: HashMap<AgentId, AgentResources>,
+    view: ScheduleView,
+}
+
+impl Live {
+    /// The state rebuilt from what the store recorded.
+    pub(super) fn new(settings: &Settings, measured: Measured) -> Result<Live, SchedError> {
+        let planner = match settings.scheduler.settings()? {
+            Some(s) => Some(Planner::new(s, &settings.scheduler)?),
+            None => None,
+        };
+        let mut usage = Usage::new(&settings.fairshare);
+        for app in measured.apps {
+            usage.app(app);
+        }
+        for agent in &measured.agents {
+            usage.agent(agent);
+        }
+        let mut live = Live {
+            planner,
+            stats: RunStats::default(),
+            speeds: HashMap::new(),
+            usage,
+            agents: measured.agents.into_iter().map(|a| (a.agent, a)).collect(),
+            view: ScheduleView {
+                policy: settings.scheduler.policy.clone(),
+                ..ScheduleView::default()
+            },
+        };
+        // Profile first, so that every charge uses the speeds measured over all runs.
+        for run in &measured.runs {
+            live.profile_run(run);
+        }
+        live.speeds = live.stats.speeds();
+        for run in &measured.runs {
+            live.charge(run);
+        }
+        tracing::info!(
+            runs = measured.runs.len(),
+            "online profile and fairshare usage rebuilt from the store"
+        );
+        Ok(live)
+    }
+
+    /// A successful run feeds the profile.
+    fn profile_run(&mut self, run: &Run) {
+        let Some(agent) = self.agents.get(&run.agent) else {
+            return;
+        };
+        if run.outcome == Outcome::Success {
+            self.stats.add(
+                run.app,
+                &agent.platform,
+                &run.co_runners,
+                run.wall_ms / 1000.0,
+            );
+        }
+    }
+
+    /// Any run is charged to its application's owner.
+    fn charge(&mut self, run: &Run) {
+        let speed = self
+            .agents
+            .get(&run.agent)
+            .and_then(|a| self.speeds.get(&a.platform))
+            .copied()
+            .unwrap_or(1.0);
+        self.usage.charge(run, speed);
+    }
+}
+
+/// The runs of the results a report records (duplicates left out).
+pub(super) fn runs(agent: AgentId, results: &[TaskResult], duplicate: &[bool]) -> Vec<Run> {
+    results
+        .iter()
+        .zip(duplicate)
+        .filter(|(_, dup)| !**dup)
+        .map(|(r, _)| Run {
+            app: r.task.app,
+            agent,
+            outcome: r.outcome,
+            wall_ms: r.measurements.wall_ms,
+            started_ms: r.measurements.started_at_ms,
+            co_runners: r.measurements.co_runners.clone(),
+        })
+        .collect()
+}
+
+/// The applications with waiting tasks and the active agents, as a round sees them.
+fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
+    let apps = queues
+        .apps()
+        .filter(|a| !a.cancelled && a.counts.waiting > 0)
+        .map(|a| LiveApp {
+            id: a.id,
+            name: a.runtime.name.clone(),
+            owner: a.owner.clone(),
+            waiting: a.counts.waiting,
+            in_flight: a.counts.leased + a.counts.running,
+            done: a.counts.done,
+            cores: a.runtime.cores,
+            submitted_ms: a.submitted_ms,
+        })
+        .collect();
+    let mut agents: Vec<LiveAgent> = queues
+        .agents()
+        .filter(|a| a.state == AgentState::Active)
+        .map(|a| LiveAgent {
+            id: a.id,
+            platform: a.platform.clone(),
+            slots: a.slots,
+            held: a
+                .held
+                .keys()
+                .map(|t| (t.app, queues.app(t.app).map_or(1, |x| x.runtime.cores)))
+                .collect(),
+        })
+        .collect();
+    agents.sort_by_key(|a| a.id);
+    (apps, agents)
+}
+
+impl Manager {
+    pub(super) fn live(&self) -> MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Something that matters changed: run a round soon.
+    pub(super) fn replan(&self) {
+        self.replan.notify_one();
+    }
+
+    pub(super) fn app_submitted(&self, app: AppResources) {
+        self.live().usage.app(app);
+        self.replan();
+    }
+
+    pub(super) fn agent_registered(&self, agent: AgentResources) {
+        let mut live = self.live();
+        live.usage.agent(&agent);
+        live.agents.insert(agent.agent, agent);
+        drop(live);
+        self.replan();
+    }
+
+    /// Recorded runs update the profile and the owners' usage.
+    pub(super) fn runs_recorded(&self, runs: &[Run]) {
+        let mut live = self.live();
+        for run in runs {
+            live.profile_run(run);
+            live.charge(run);
+        }
+    }
+
+    /// Runs scheduling rounds until the manager is dropped (nothing with `round-robin`).
+    pub fn spawn_scheduler(self: &Arc<Self>) {
+        if self.live().planner.is_none() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let replan = self.replan.clone();
+        let interval = Duration::from_millis(self.settings.scheduler.interval_ms);
+        tokio::spawn(async move {
+            loop {
+                let Some(manager) = weak.upgrade() else { break };
+                manager.schedule_round();
+                drop(manager);
+                let _ = tokio::time::timeout(interval, replan.notified()).await;
+            }
+        });
+    }
+
+    /// One round: the live state in, a new lease plan out.
+    pub fn schedule_round(&self) {
+        let (apps, agents) = live_state(&self.queues());
+        let now = now_ms();
+        let mut guard = self.live();
+        let live = &mut *guard;
+        let Some(planner) = live.planner.as_mut() else {
+            return;
+        };
+        live.speeds = live.stats.speeds();
+        let weights = live
+            .usage
+            .weights(apps.iter().map(|a| a.owner.as_str()), now);
+        match planner.round(&live.stats, &apps, &agents, &weights, now) {
+            Ok(round) => {
+                live.view = round.view;
+                drop(guard);
+                self.queues().set_plan(round.plan);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan")
+            }
+        }
+    }
+
+    /// The last round's allocation; a user sees only their own applications.
+    pub fn schedule(&self, who: &Principal) -> Result<ScheduleView, ServiceError> {
+        let Principal::User { name, admin } = who else {
+            return Err(ServiceError::Forbidden(
+                "this call needs a user token, not an agent credential".into(),
+            ));
+        };
+        let mut view = self.live().view.clone();
+        if !admin {
+            view.apps.retain(|a| a.owner == *name);
+        }
+        Ok(view)
+    }
+
+    /// Fairshare usage per user; a user sees only their own row.
+    pub fn usage(&self, who: &Principal) -> Result<Vec<UserUsage>, ServiceError> {
+        let Principal::User { name, admin } = who else {
+            return Err(ServiceError::Forbidden(
+                "this call needs a user token, not an agent credential".into(),
+            ));
+        };
+        let live = self.live();
+        let mut table = live
+            .usage
+            .table(live.usage.owners().chain([name.as_str()]), now_ms());
+        if !admin {
+            table.retain(|u| u.user == *name);
+        }
+        Ok(table)
+    }
+}

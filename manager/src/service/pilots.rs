@@ -1,0 +1,380 @@
+//! The manager's side of pilots: their records (persisted through the writer), each
+//! pilot's own single-use registration credential, the link between a pilot and the agent
+//! it brought up, the platforms' provisioning status, and what the provisioner reads
+//! (demand, agents' idleness). Listing pilots and platforms is for admins only.
+
+use super::users::admin;
+use super::{auth, now_ms, Manager, Principal, ServiceError};
+use crate::provision::pilot::{PilotRecord, PilotState};
+use crate::queue::AgentState;
+use crate::store::{PilotCredential, StoredPilot, Write};
+use hetpilot_shared::AgentId;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// A platform's provisioning status, as `hetpilot platforms` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformStatus {
+    pub name: String,
+    pub adapter: String,
+    /// False while its login host or batch system fails.
+    pub available: bool,
+    /// Why it is unavailable, or the last failure.
+    pub reason: String,
+    /// Consecutive failures, and when the next attempt may run (unix ms).
+    pub failures: u32,
+    pub retry_at_ms: u64,
+    pub checked_at_ms: u64,
+}
+
+/// Pilots and platform statuses held by the manager.
+#[derive(Default)]
+pub struct PilotBook {
+    records: BTreeMap<String, PilotRecord>,
+    /// Registration credential hash of each queued pilot, until its agent registers.
+    credentials: HashMap<String, String>,
+    platforms: BTreeMap<String, PlatformStatus>,
+    next: u64,
+}
+
+impl PilotBook {
+    /// The book recovered from the store; returns the usable credentials to re-arm.
+    pub fn restore(stored: Vec<StoredPilot>, now_ms: u64) -> (PilotBook, Vec<(String, Principal)>) {
+        let mut book = PilotBook {
+            next: stored.len() as u64 + 1,
+            ..PilotBook::default()
+        };
+        let mut principals = Vec::new();
+        for s in stored {
+            let r = s.record;
+            if let Some(c) = s.credential.filter(|c| c.expires_ms > now_ms) {
+                if r.state == PilotState::Queued {
+                    principals.push((
+                        c.hash.clone(),
+                        Principal::PilotRegistration {
+                            platform: r.platform.clone(),
+                            pilot: r.name.clone(),
+                            expires_ms: c.expires_ms,
+                        },
+                    ));
+                    book.credentials.insert(r.name.clone(), c.hash);
+                }
+            }
+            book.records.insert(r.name.clone(), r);
+        }
+        (book, principals)
+    }
+}
+
+/// What the provisioner needs to know about one tracked pilot's agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentActivity {
+    pub idle: bool,
+    pub draining: bool,
+    /// Declared lost after missing heartbeats.
+    pub lost: bool,
+}
+
+impl Manager {
+    fn book(&self) -> std::sync::MutexGuard<'_, PilotBook> {
+        self.pilots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Creates a pilot on `platform` with its own registration credential, valid for
+    /// `ttl_ms` and only for this pilot; the record is committed before this returns.
+    /// Returns the record and the credential (to be written on the platform, mode 0600).
+    pub async fn new_pilot(
+        &self,
+        platform: &str,
+        ttl_ms: u64,
+    ) -> Result<(PilotRecord, String), ServiceError> {
+        let now = now_ms();
+        let name = {
+            let mut book = self.book();
+            let n = book.next;
+            book.next += 1;
+            format!("{platform}-p{n}")
+        };
+        if !crate::provision::profile::is_safe_name(&name) {
+            return Err(ServiceError::BadRequest(format!(
+                "pilot name `{name}` is too long: use a platform name of at most 50 characters"
+            )));
+        }
+        let token = auth::new_token("hpr_");
+        let hash = auth::hash(&token);
+        let expires_ms = now.saturating_add(ttl_ms);
+        let record = PilotRecord {
+            name: name.clone(),
+            platform: platform.to_string(),
+            batch_job_id: None,
+            state: PilotState::Queued,
+            reason: "submitting".into(),
+            submitted_ms: now,
+            job_started_ms: None,
+            registered_ms: None,
+            ended_ms: None,
+            agent: None,
+            walltime_end_ms: None,
+        };
+        self.writer
+            .commit(Write::Pilot {
+                record: record.clone(),
+                credential: Some(PilotCredential {
+                    hash: hash.clone(),
+                    expires_ms,
+                }),
+            })
+            .await?;
+        {
+            let mut book = self.book();
+            book.records.insert(name.clone(), record.clone());
+            book.credentials.insert(name.clone(), hash.clone());
+        }
+        self.tokens.insert(
+            hash,
+            Principal::PilotRegistration {
+                platform: platform.to_string(),
+                pilot: name,
+                expires_ms,
+            },
+        );
+        Ok((record, token))
+    }
+
+    /// Changes a pilot's record and persists it (without waiting for the commit). A pilot
+    /// that leaves `queued` loses its registration credential.
+    pub fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) {
+        if let Some(write) = self.change_pilot(name, change) {
+            self.writer.send(write);
+        }
+    }
+
+    /// Changes a pilot's record in memory; returns the write that persists it.
+    fn change_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) -> Option<Write> {
+        let (record, revoked) = {
+            let mut book = self.book();
+            let r = book.records.get_mut(name)?;
+            change(r);
+            if r.state.is_final() && r.ended_ms.is_none() {
+                r.ended_ms = Some(now_ms());
+            }
+            let record = r.clone();
+            let revoked = if record.state == PilotState::Queued {
+                None
+            } else {
+                book.credentials.remove(name)
+            };
+            (record, revoked)
+        };
+        if let Some(hash) = revoked {
+            self.tokens.remove(&hash);
+        }
+        Some(Write::Pilot {
+            record,
+            credential: None,
+        })
+    }
+
+    /// Moves pilot `name` from `from` to `to` with `reason`, unless its state changed in
+    /// the meantime (e.g. its agent registered while the provisioner was deciding).
+    /// Returns whether it moved.
+    pub fn transition_pilot(
+        &self,
+        name: &str,
+        from: PilotState,
+        to: PilotState,
+        reason: &str,
+    ) -> bool {
+        let current = self.book().records.get(name).map(|r| r.state);
+        if current != Some(from) {
+            return false;
+        }
+        self.update_pilot(name, |r| {
+            r.state = to;
+            r.reason = reason.to_string();
+        });
+        true
+    }
+
+    /// Called when an agent registered with pilot `name`'s credential; the link is
+    /// committed before the agent is answered, so a restart keeps it.
+    pub(super) async fn pilot_registered(
+        &self,
+        name: &str,
+        agent: AgentId,
+        walltime_end_s: Option<u64>,
+    ) -> Result<(), ServiceError> {
+        let now = now_ms();
+        let write = self.change_pilot(name, |r| {
+            r.state = PilotState::Running;
+            r.reason = String::new();
+            r.registered_ms = Some(now);
+            r.job_started_ms.get_or_insert(now);
+            r.agent = Some(agent.0);
+            if let Some(end) = walltime_end_s {
+                r.walltime_end_ms = Some(end.saturating_mul(1000));
+            }
+        });
+        if let Some(write) = write {
+            self.writer.commit(write).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether pilot `name` may still register an agent.
+    pub(super) fn pilot_may_register(&self, name: &str) -> bool {
+        self.book()
+            .records
+            .get(name)
+            .is_some_and(|r| r.state == PilotState::Queued)
+    }
+
+    /// The non-final pilots of `platform`.
+    pub fn tracked_pilots(&self, platform: &str) -> Vec<PilotRecord> {
+        self.book()
+            .records
+            .values()
+            .filter(|r| r.platform == platform && !r.state.is_final())
+            .cloned()
+            .collect()
+    }
+
+    /// Cores' worth of waiting tasks (every application's waiting tasks × its cores).
+    pub fn demand_cores(&self) -> u64 {
+        self.queues()
+            .apps()
+            .filter(|a| !a.cancelled)
+            .map(|a| a.counts.waiting * u64::from(a.runtime.cores.max(1)))
+            .sum()
+    }
+
+    /// Whether each of `agents` holds no tasks, is draining, or was lost.
+    pub fn agent_activity(&self, agents: &[u64]) -> HashMap<u64, AgentActivity> {
+        let queues = self.queues();
+        agents
+            .iter()
+            .filter_map(|&id| {
+                let a = queues.agent(AgentId(id))?;
+                Some((
+                    id,
+                    AgentActivity {
+                        idle: a.held.is_empty(),
+                        draining: a.state != AgentState::Active,
+                        lost: a.state == AgentState::Lost,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Asks a pilot's agent to finish its tasks and leave.
+    pub fn drain_agent(&self, agent: u64) {
+        self.queues().drain(AgentId(agent));
+    }
+
+    pub fn set_platform_status(&self, status: PlatformStatus) {
+        self.book().platforms.insert(status.name.clone(), status);
+    }
+
+    /// Every pilot, oldest first (admin).
+    pub fn list_pilots(&self, who: &Principal) -> Result<Vec<PilotRecord>, ServiceError> {
+        admin(who)?;
+        let mut pilots: Vec<PilotRecord> = self.book().records.values().cloned().collect();
+        pilots.sort_by(|a, b| (a.submitted_ms, &a.name).cmp(&(b.submitted_ms, &b.name)));
+        Ok(pilots)
+    }
+
+    /// The provisioning status of every platform with a profile (admin).
+    pub fn list_platform_status(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<PlatformStatus>, ServiceError> {
+        admin(who)?;
+        Ok(self.book().platforms.values().cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use hetpilot_shared::protocol::{NewAgentToken, RegisterRequest};
+
+    fn request(pilot: Option<&str>) -> RegisterRequest {
+        RegisterRequest {
+            platform: "local".into(),
+            hostname: "node1".into(),
+            cores: 2,
+            memory_mb: 1024,
+            slots: None,
+            batch_job_id: Some("42".into()),
+            walltime_end: Some(5000),
+            pilot: pilot.map(String::from),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pilot_credential_registers_only_its_own_pilot_once_and_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+        let m = Manager::open(settings.clone()).unwrap();
+        let admin_token =
+            std::fs::read_to_string(super::super::admin_token_path(dir.path())).unwrap();
+        let admin = m.authenticate(Some(admin_token.trim())).unwrap();
+        let (p1, t1) = m.new_pilot("local", 60_000).await.unwrap();
+        let (p2, _t2) = m.new_pilot("local", 60_000).await.unwrap();
+        assert_eq!(
+            (p1.name.as_str(), p2.name.as_str()),
+            ("local-p1", "local-p2")
+        );
+        let who = m.authenticate(Some(&t1)).unwrap();
+
+        let refuse = |r: Result<_, ServiceError>| match r {
+            Err(ServiceError::Forbidden(msg)) => msg,
+            other => panic!("expected 403, got {other:?}"),
+        };
+        let msg = refuse(m.register(&who, request(None)).await);
+        assert!(msg.contains("for pilot `local-p1` only"), "{msg}");
+        let msg = refuse(m.register(&who, request(Some("local-p2"))).await);
+        assert!(msg.contains("local-p1"), "{msg}");
+        let platform_token = m
+            .create_agent_token(
+                &admin,
+                NewAgentToken {
+                    platform: "local".into(),
+                    ttl_secs: None,
+                },
+            )
+            .await
+            .unwrap()
+            .token;
+        let plain = m.authenticate(Some(&platform_token)).unwrap();
+        let msg = refuse(m.register(&plain, request(Some("local-p1"))).await);
+        assert!(msg.contains("needs that pilot's own token"), "{msg}");
+
+        let r = m.register(&who, request(Some("local-p1"))).await.unwrap();
+        let listed = m.list_pilots(&admin).unwrap();
+        let p = listed.iter().find(|p| p.name == "local-p1").unwrap();
+        assert_eq!(p.state, PilotState::Running);
+        assert_eq!(p.agent, Some(r.agent.0));
+        assert_eq!(p.walltime_end_ms, Some(5_000_000));
+        assert!(m.authenticate(Some(&t1)).is_err(), "single use");
+        assert!(m.list_pilots(&who).is_err(), "admin only");
+
+        // A commit after the pilot's update flushes it; then a restart recovers both.
+        m.new_pilot("local", 60_000).await.unwrap();
+        drop(m);
+        let m = Manager::open(settings).unwrap();
+        let listed = m.list_pilots(&admin).unwrap();
+        assert_eq!(listed.len(), 3);
+        assert_eq!(listed[0].state, PilotState::Running);
+        assert_eq!(listed[1].state, PilotState::Queued);
+        assert!(
+            m.authenticate(Some(&t1)).is_err(),
+            "still used up after a restart"
+        );
+        let (p4, _) = m.new_pilot("local", 60_000).await.unwrap();
+        assert_eq!(p4.name, "local-p4", "names are not reused");
+    }
+}

@@ -1,0 +1,175 @@
+//! Live TLPA: which platform the next task of each multi-core application goes to,
+//! chosen by the pure [`Tlpa`] allocator (the TLPA paper's TLPA_BJS, Fig. 1) with the live
+//! queue as its look-ahead. No I/O: nodes, runtimes and the clock come in as data.
+//!
+//! The paper's clusters are single sites a rigid job runs within; here that is a node (an
+//! agent): cluster = agent, with procs = its slots and speed = its platform's relative
+//! speed from the online profile. What an agent holds occupies its slots until now + the
+//! task's expected runtime there (held tasks beyond its slots, i.e. prefetched ones, are
+//! not modelled). A task's estimate is its application's work at reference speed. The
+//! waiting multi-core tasks, applications in submission order (FCFS), are the look-ahead
+//! α_1..α_d. Each application's head task is placed in turn and occupies its node, so the
+//! next application sees it.
+
+use crate::alloc::{Allocator, Cluster, ClusterLoad, Decision, Job, Tlpa};
+use hetpilot_shared::AppId;
+
+/// An agent as a cluster of the TLPA model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Index of its platform in the caller's platform list.
+    pub platform: usize,
+    pub slots: u32,
+    /// What it holds: (slots taken, expected runtime there in seconds).
+    pub busy: Vec<(u32, f64)>,
+}
+
+/// A multi-core application with waiting tasks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParallelApp {
+    pub app: AppId,
+    pub cores: u32,
+    pub waiting: u64,
+    pub submitted_s: f64,
+    /// Expected runtime of one task at reference speed 1, seconds.
+    pub work_s: f64,
+}
+
+/// The platform chosen for each application of `apps` (given in FCFS order) whose task can
+/// start now on some node; `speeds[p]` is platform p's relative speed.
+pub fn place(
+    nodes: &[Node],
+    speeds: &[f64],
+    apps: &[ParallelApp],
+    depth: usize,
+    now_s: f64,
+) -> Vec<(AppId, usize)> {
+    let clusters: Vec<Cluster> = nodes
+        .iter()
+        .map(|n| Cluster {
+            procs: n.slots.max(1),
+            speed: speeds[n.platform],
+        })
+        .collect();
+    let mut loads: Vec<ClusterLoad> = nodes
+        .iter()
+        .zip(&clusters)
+        .map(|(n, c)| {
+            let mut load = ClusterLoad::idle(c.procs);
+            for (k, &(slots, runtime)) in n.busy.iter().enumerate() {
+                if slots <= load.free {
+                    load.occupy(slots, now_s + runtime.max(0.0), k);
+                }
+            }
+            load
+        })
+        .collect();
+    // The live queue: every waiting multi-core task, up to what the look-ahead can see.
+    let mut queue: Vec<Job> = Vec::new();
+    for (i, a) in apps.iter().enumerate() {
+        let take = a.waiting.min(depth as u64 + 1);
+        queue.extend((0..take).map(|_| Job {
+            id: i as i64,
+            submit: a.submitted_s,
+            procs: a.cores,
+            runtime: a.work_s,
+            estimate: a.work_s,
+        }));
+    }
+    let mut tlpa = Tlpa::new(depth);
+    let mut chosen = Vec::new();
+    let mut head = 0;
+    for (i, a) in apps.iter().enumerate() {
+        let Some(offset) = queue[head..].iter().position(|j| j.id == i as i64) else {
+            continue;
+        };
+        head += offset;
+        let job = queue[head];
+        let allocable: Vec<usize> = (0..clusters.len())
+            .filter(|&c| loads[c].free >= job.procs)
+            .collect();
+        if !allocable.is_empty() {
+            let waiting_end = (head + 1 + depth).min(queue.len());
+            let c = tlpa.choose(&Decision {
+                now: now_s,
+                job: &job,
+                clusters: &clusters,
+                loads: &loads,
+                allocable: &allocable,
+                waiting: &queue[head + 1..waiting_end],
+            });
+            loads[c].occupy(job.procs, now_s + job.estimate_on(&clusters[c]), usize::MAX);
+            chosen.push((a.app, nodes[c].platform));
+        }
+        head += 1;
+    }
+    chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(id: u64, cores: u32, waiting: u64, work_s: f64) -> ParallelApp {
+        ParallelApp {
+            app: AppId(id),
+            cores,
+            waiting,
+            submitted_s: 0.0,
+            work_s,
+        }
+    }
+
+    #[test]
+    fn the_look_ahead_keeps_the_big_node_for_the_job_only_it_can_hold() {
+        // Platform 0: a 4-slot node at speed 1; platform 1: an 8-slot node at speed 1.25.
+        let nodes = [
+            Node {
+                platform: 0,
+                slots: 4,
+                busy: Vec::new(),
+            },
+            Node {
+                platform: 1,
+                slots: 8,
+                busy: Vec::new(),
+            },
+        ];
+        let speeds = [1.0, 1.25];
+        // A short 4-core task, then an 8-core one that fits the big node only.
+        let apps = [app(1, 4, 1, 10.0), app(2, 8, 1, 1000.0)];
+        // Greedy (depth 0) takes the faster node for the short task ...
+        assert_eq!(
+            place(&nodes, &speeds, &apps[..1], 0, 0.0),
+            vec![(AppId(1), 1)]
+        );
+        // ... the look-ahead sees the 8-core task behind it and leaves the big node free.
+        assert_eq!(
+            place(&nodes, &speeds, &apps, 1, 0.0),
+            vec![(AppId(1), 0), (AppId(2), 1)]
+        );
+    }
+
+    #[test]
+    fn nodes_without_enough_free_slots_are_not_allocable() {
+        let nodes = [
+            Node {
+                platform: 0,
+                slots: 4,
+                busy: vec![(1, 30.0), (1, 30.0)],
+            },
+            Node {
+                platform: 1,
+                slots: 2,
+                busy: Vec::new(),
+            },
+        ];
+        let speeds = [1.0, 1.0];
+        // 3 cores: only node 0 could, and it has 2 free: no placement now.
+        assert!(place(&nodes, &speeds, &[app(1, 3, 5, 1.0)], 4, 0.0).is_empty());
+        assert_eq!(
+            place(&nodes, &speeds, &[app(1, 2, 5, 1.0)], 4, 0.0).len(),
+            1
+        );
+    }
+}

@@ -1,0 +1,574 @@
+//! Live two-level scheduling: a round turns the live state (applications with waiting
+//! tasks, platforms with agents, the online profile, user weights) into a
+//! [`sched::Snapshot`](crate::sched::Snapshot), calls the pure
+//! [`Scheduler::schedule`](crate::sched::Scheduler::schedule) with a seeded RNG, and turns
+//! the [`Decision`](crate::sched::Decision) into the queues' [`LeasePlan`] plus a view for
+//! `hetpilot schedule`. No I/O: the clock and the state come in as data.
+
+use super::placement::{place, Node, ParallelApp};
+use super::profiling::{RoundPlatform, RunStats};
+use crate::queue::{LeasePlan, PlatformPlan};
+use crate::sched::{
+    ApplicationState, CoreAllocation, PlatformState, ProfileError, SchedError, Scheduler,
+    SchedulerSettings, Snapshot,
+};
+use hetpilot_shared::live::{AppAllocation, PlatformView, ScheduleView};
+use hetpilot_shared::{AgentId, AppId};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// `[scheduler]` in the configuration.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchedulerConfig {
+    /// First-level policy (`fairness`, `paf`, `aaf`, `pa-rr`, `water-fill`), or
+    /// `round-robin` to serve applications in turn without scheduling rounds.
+    pub policy: String,
+    /// Second-level policy (`all-core`, `random`, `maf`, `ca-rr`).
+    pub second_level: String,
+    /// Platform-affinity metric (`throughput`, `epa`, `rpa`).
+    pub metric: String,
+    /// Longest time between two rounds; rounds also run on every change that matters.
+    pub interval_ms: u64,
+    /// Tasks each application runs on each platform before only the plan decides.
+    pub explore_samples: u32,
+    /// Seed of the rounds' random generator.
+    pub seed: u64,
+    /// TLPA look-ahead depth d for multi-core applications (waiting tasks simulated).
+    pub tlpa_depth: usize,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            policy: "pa-rr".into(),
+            second_level: "maf".into(),
+            metric: "rpa".into(),
+            interval_ms: 1000,
+            explore_samples: 2,
+            seed: 1,
+            tlpa_depth: 8,
+        }
+    }
+}
+
+impl SchedulerConfig {
+    /// The core's settings, or None for `round-robin`; errors name the field and the
+    /// accepted values.
+    pub fn settings(&self) -> Result<Option<SchedulerSettings>, SchedError> {
+        if self.policy == "round-robin" {
+            return Ok(None);
+        }
+        let settings = SchedulerSettings {
+            first_level: self.policy.clone(),
+            second_level: self.second_level.clone(),
+            platform_affinity: self.metric.parse()?,
+            ..SchedulerSettings::default()
+        };
+        Scheduler::new(settings.clone())?;
+        if self.interval_ms < 10 {
+            return Err(SchedError::InvalidSetting {
+                field: "interval_ms",
+                problem: format!("{} ms is too short (at least 10)", self.interval_ms),
+            });
+        }
+        Ok(Some(settings))
+    }
+}
+
+/// An application as a round sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveApp {
+    pub id: AppId,
+    pub name: String,
+    pub owner: String,
+    pub waiting: u64,
+    /// Leased or running.
+    pub in_flight: u64,
+    pub done: u64,
+    pub cores: u32,
+    pub submitted_ms: u64,
+}
+
+/// An active agent as a round sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveAgent {
+    pub id: AgentId,
+    pub platform: String,
+    pub slots: u32,
+    /// The application of each task it holds, and the slots the task takes.
+    pub held: Vec<(AppId, u32)>,
+}
+
+/// Why a round produced no decision.
+#[derive(Debug, thiserror::Error)]
+pub enum RoundError {
+    #[error("the live profile is unusable: {0}")]
+    Profile(#[from] ProfileError),
+    #[error("the scheduler refused the live state: {0}")]
+    Sched(#[from] SchedError),
+}
+
+/// What a round hands back.
+#[derive(Debug)]
+pub struct Round {
+    pub plan: LeasePlan,
+    pub view: ScheduleView,
+}
+
+/// The scheduler, its RNG and the previous allocation, kept across rounds.
+pub struct Planner {
+    scheduler: Scheduler,
+    explore_samples: u32,
+    tlpa_depth: usize,
+    rng: ChaCha8Rng,
+    /// The previous round's applications, platforms and allocation (PAF keeps users on
+    /// platforms they had).
+    previous: Option<(Vec<AppId>, Vec<String>, CoreAllocation)>,
+}
+
+impl Planner {
+    pub fn new(settings: SchedulerSettings, config: &SchedulerConfig) -> Result<Self, SchedError> {
+        Ok(Planner {
+            scheduler: Scheduler::new(settings)?,
+            explore_samples: config.explore_samples,
+            tlpa_depth: config.tlpa_depth,
+            rng: ChaCha8Rng::seed_from_u64(config.seed),
+            previous: None,
+        })
+    }
+
+    /// One round at `now_ms`. `weights` maps owners to their first-level weight (empty:
+    /// equal weights).
+    pub fn round(
+        &mut self,
+        stats: &RunStats,
+        apps: &[LiveApp],
+        agents: &[LiveAgent],
+        weights: &HashMap<String, f64>,
+        now_ms: u64,
+    ) -> Result<Round, RoundError> {
+        let apps: Vec<&LiveApp> = apps.iter().filter(|a| a.waiting > 0).collect();
+        // Platforms with agents: nodes are agents, a node's cores the mean slot count.
+        let mut by_platform: BTreeMap<&str, Vec<&LiveAgent>> = BTreeMap::new();
+        for a in agents {
+            by_platform.entry(&a.platform).or_default().push(a);
+        }
+        let platforms: Vec<RoundPlatform> = by_platform
+            .iter()
+            .map(|(name, agents)| {
+                let slots: u64 = agents.iter().map(|a| u64::from(a.slots)).sum();
+                let n = agents.len() as u64;
+                RoundPlatform {
+                    name: name.to_string(),
+                    cores_per_node: ((slots + n / 2) / n).max(1) as u32,
+                }
+            })
+            .collect();
+        let ids: Vec<AppId> = apps.iter().map(|a| a.id).collect();
+        let live = stats.profile(&ids, &platforms)?;
+        let mut owners: Vec<&str> = apps.iter().map(|a| a.owner.as_str()).collect();
+        owners.sort();
+        owners.dedup();
+        let user_weights: Vec<f64> = if weights.is_empty() {
+            Vec::new()
+        } else {
+            owners
+                .iter()
+                .map(|o| weights.get(*o).copied().unwrap_or(1.0))
+                .collect()
+        };
+        let states: Vec<ApplicationState> = apps
+            .iter()
+            .enumerate()
+            .map(|(i, a)| ApplicationState {
+                profile_index: i,
+                // Demand in cores: what waits and what runs.
+                remaining_tasks: (a.waiting + a.in_flight) * u64::from(a.cores),
+                owner: owners.binary_search(&a.owner.as_str()).expect("listed"),
+                completed_tasks: a.done,
+                age_s: now_ms.saturating_sub(a.submitted_ms) as f64 / 1000.0,
+            })
+            .collect();
+        let platform_states: Vec<PlatformState> = by_platform
+            .values()
+            .enumerate()
+            .map(|(j, agents)| PlatformState {
+                profile_index: j,
+                nodes: agents.len() as u32,
+            })
+            .collect();
+        let names: Vec<String> = platforms.iter().map(|p| p.name.clone()).collect();
+        let previous = self.previous.as_ref().map(|(p_apps, p_platforms, alloc)| {
+            let mut out = CoreAllocation::zeros(ids.len(), names.len());
+            for (i, id) in ids.iter().enumerate() {
+                for (j, name) in names.iter().enumerate() {
+                    let pi = p_apps.iter().position(|a| a == id);
+                    let pj = p_platforms.iter().position(|p| p == name);
+                    if let (Some(pi), Some(pj)) = (pi, pj) {
+                        out.shares[i][j] = alloc.shares[pi][pj];
+                    }
+                }
+            }
+            out
+        });
+        let snapshot = Snapshot {
+            profile: &live.profile,
+            applications: &states,
+            platforms: &platform_states,
+            user_weights: &user_weights,
+            previous: previous.as_ref(),
+        };
+        let decision = self.scheduler.schedule(&snapshot, &mut self.rng)?;
+
+        let mut plan = LeasePlan::default();
+        for (j, (name, agents)) in by_platform.iter().enumerate() {
+            let mut order: Vec<(u32, AppId)> = (0..ids.len())
+                .map(|i| (decision.allocation.shares[i][j], ids[i]))
+                .filter(|&(c, _)| c > 0)
+                .collect();
+            order.sort_by_key(|&(c, id)| (std::cmp::Reverse(c), id));
+            let mut in_flight: HashMap<AppId, u64> = HashMap::new();
+            for a in agents {
+                for (app, _) in &a.held {
+                    *in_flight.entry(*app).or_insert(0) += 1;
+                }
+            }
+            let explore = (0..ids.len())
+                .filter_map(|i| {
+                    let seen = live.samples[i][j] + in_flight.get(&ids[i]).copied().unwrap_or(0);
+                    let budget = u64::from(self.explore_samples).saturating_sub(seen);
+                    (budget > 0).then_some((ids[i], budget as u32))
+                })
+                .collect();
+            plan.platforms.insert(
+                name.to_string(),
+                PlatformPlan {
+                    order: order.into_iter().map(|(_, id)| id).collect(),
+                    explore,
+                },
+            );
+            // Second level: node groups go to the platform's agents in id order, each
+            // combination scaled to the agent's own slot count.
+            let cpn = platforms[j].cores_per_node;
+            let nodes = decision.placements[j]
+                .iter()
+                .flat_map(|g| std::iter::repeat_n(&g.slots, g.nodes as usize));
+            for (agent, slots) in agents.iter().zip(nodes) {
+                let scaled = slots
+                    .iter()
+                    .map(|&(i, c)| {
+                        let s = (u64::from(c) * u64::from(agent.slots) + u64::from(cpn) / 2)
+                            / u64::from(cpn);
+                        (ids[i], (s as u32).max(1))
+                    })
+                    .collect();
+                plan.agents.insert(agent.id, scaled);
+            }
+        }
+        // TLPA places the multi-core applications' next tasks (the TLPA paper, Fig. 1).
+        let mut parallel: Vec<usize> = (0..apps.len()).filter(|&i| apps[i].cores > 1).collect();
+        if !parallel.is_empty() && !names.is_empty() {
+            parallel.sort_by_key(|&i| (apps[i].submitted_ms, apps[i].id));
+            let index: HashMap<AppId, usize> =
+                ids.iter().enumerate().map(|(i, a)| (*a, i)).collect();
+            let runtime = |app: AppId, j: usize| match index.get(&app) {
+                Some(&i) => live.profile.one_core(i, j),
+                None => stats.mean(app, &names[j]).unwrap_or(0.0),
+            };
+            let nodes: Vec<Node> = by_platform
+                .values()
+                .enumerate()
+                .flat_map(|(j, agents)| {
+                    agents.iter().map(move |a| Node {
+                        platform: j,
+                        slots: a.slots,
+                        busy: a
+                            .held
+                            .iter()
+                            .map(|&(app, c)| (c, runtime(app, j)))
+                            .collect(),
+                    })
+                })
+                .collect();
+            let jobs: Vec<ParallelApp> = parallel
+                .iter()
+                .map(|&i| ParallelApp {
+                    app: ids[i],
+                    cores: apps[i].cores,
+                    waiting: apps[i].waiting,
+                    submitted_s: apps[i].submitted_ms as f64 / 1000.0,
+                    // Work at reference speed: runtime × speed, averaged geometrically.
+                    work_s: ((0..names.len())
+                        .map(|j| (live.profile.one_core(i, j) * live.speed[j]).ln())
+                        .sum::<f64>()
+                        / names.len() as f64)
+                        .exp(),
+                })
+                .collect();
+            for (app, j) in place(
+                &nodes,
+                &live.speed,
+                &jobs,
+                self.tlpa_depth,
+                now_ms as f64 / 1000.0,
+            ) {
+                plan.parallel.insert(app, names[j].clone());
+            }
+        }
+        let view = ScheduleView {
+            policy: self.scheduler.settings().label(),
+            at_ms: now_ms,
+            platforms: by_platform
+                .values()
+                .zip(&platforms)
+                .zip(&live.speed)
+                .map(|((agents, p), &speed)| PlatformView {
+                    name: p.name.clone(),
+                    agents: agents.len() as u32,
+                    slots: agents.iter().map(|a| u64::from(a.slots)).sum(),
+                    speed,
+                })
+                .collect(),
+            apps: apps
+                .iter()
+                .enumerate()
+                .map(|(i, a)| AppAllocation {
+                    app: a.id,
+                    name: a.name.clone(),
+                    owner: a.owner.clone(),
+                    weight: snapshot.weight(states[i].owner),
+                    cores: decision.allocation.shares[i].clone(),
+                    runtime_s: (0..names.len())
+                        .map(|j| live.profile.one_core(i, j))
+                        .collect(),
+                    samples: live.samples[i].clone(),
+                    placed_on: plan.parallel.get(&a.id).cloned(),
+                })
+                .collect(),
+        };
+        self.previous = Some((ids, names, decision.allocation));
+        Ok(Round { plan, view })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::{AgentEntry, AppEntry, Queues};
+    use hetpilot_shared::spec::{AppSpec, TaskSource};
+
+    fn live_app(id: u64, owner: &str, waiting: u64) -> LiveApp {
+        LiveApp {
+            id: AppId(id),
+            name: format!("app{id}"),
+            owner: owner.into(),
+            waiting,
+            in_flight: 0,
+            done: 0,
+            cores: 1,
+            submitted_ms: 0,
+        }
+    }
+
+    fn agent(id: u64, platform: &str, slots: u32) -> LiveAgent {
+        LiveAgent {
+            id: AgentId(id),
+            platform: platform.into(),
+            slots,
+            held: Vec::new(),
+        }
+    }
+
+    fn planner(policy: &str) -> Planner {
+        let config = SchedulerConfig {
+            policy: policy.into(),
+            ..SchedulerConfig::default()
+        };
+        Planner::new(config.settings().unwrap().unwrap(), &config).unwrap()
+    }
+
+    /// "cpu" runs 4× faster on `fast` than on `slow`; "io" runs about as fast on both.
+    fn measured() -> RunStats {
+        let mut stats = RunStats::default();
+        for _ in 0..3 {
+            stats.add(AppId(1), "fast", &[], 10.0);
+            stats.add(AppId(1), "slow", &[], 40.0);
+            stats.add(AppId(2), "fast", &[], 20.0);
+            stats.add(AppId(2), "slow", &[], 22.0);
+        }
+        stats
+    }
+
+    fn queue_app(id: u64, n: u64, cores: u32) -> AppEntry {
+        let spec = AppSpec {
+            name: format!("app{id}"),
+            command: "run {}".into(),
+            tasks: TaskSource::Array { start: 1, end: n },
+            cores,
+            memory_mb: 0,
+            env: Default::default(),
+            workdir: None,
+            max_attempts: 2,
+            timeout_secs: None,
+            output_dir: None,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+        };
+        let template = spec.validate().unwrap();
+        AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
+    }
+
+    #[test]
+    fn allocation_and_leases_follow_measured_platform_affinity() {
+        let apps = [live_app(1, "alice", 100), live_app(2, "bob", 100)];
+        let agents = [agent(10, "fast", 4), agent(20, "slow", 4)];
+        for policy in ["pa-rr", "paf", "aaf", "water-fill"] {
+            let round = planner(policy)
+                .round(&measured(), &apps, &agents, &HashMap::new(), 5_000)
+                .unwrap();
+            let cores: Vec<Vec<u32>> = round.view.apps.iter().map(|a| a.cores.clone()).collect();
+            assert_eq!(cores, vec![vec![4, 0], vec![0, 4]], "{policy}");
+            assert_eq!(round.view.platforms[0].name, "fast");
+            assert!(round.view.platforms[0].speed > round.view.platforms[1].speed);
+        }
+        let round = planner("pa-rr")
+            .round(&measured(), &apps, &agents, &HashMap::new(), 5_000)
+            .unwrap();
+        assert_eq!(round.plan.agents[&AgentId(10)], vec![(AppId(1), 4)]);
+        assert_eq!(round.plan.agents[&AgentId(20)], vec![(AppId(2), 4)]);
+        assert!(
+            round.plan.platforms["fast"].explore.is_empty(),
+            "all measured"
+        );
+
+        // The queues follow the plan: each agent gets its application's tasks only, and
+        // when those run out the other application fills the slots (work conservation).
+        let mut q = Queues::new(1_000);
+        q.insert_app(queue_app(1, 6, 1));
+        q.insert_app(queue_app(2, 100, 1));
+        q.insert_agent(AgentEntry::new(
+            AgentId(10),
+            "fast".into(),
+            "a".into(),
+            4,
+            0,
+        ));
+        q.insert_agent(AgentEntry::new(
+            AgentId(20),
+            "slow".into(),
+            "b".into(),
+            4,
+            0,
+        ));
+        q.set_plan(round.plan);
+        let apps_of = |b: &crate::queue::LeaseBatch| -> Vec<u64> {
+            b.tasks.iter().map(|t| t.task.app.0).collect()
+        };
+        assert_eq!(apps_of(&q.lease(AgentId(10), 4, 1).unwrap()), vec![1; 4]);
+        assert_eq!(apps_of(&q.lease(AgentId(20), 4, 2).unwrap()), vec![2; 4]);
+        assert_eq!(
+            apps_of(&q.lease(AgentId(10), 4, 3).unwrap()),
+            vec![1, 1, 2, 2],
+            "the last two tasks of app 1, then app 2 rather than an idle slot"
+        );
+    }
+
+    #[test]
+    fn unmeasured_pairs_are_explored_and_weights_scale_shares() {
+        let mut stats = RunStats::default();
+        stats.add(AppId(1), "fast", &[], 10.0);
+        let apps = [live_app(1, "alice", 100), live_app(2, "bob", 100)];
+        let mut agents = [agent(10, "fast", 4), agent(20, "slow", 4)];
+        agents[1].held = vec![(AppId(1), 1)];
+        let round = planner("pa-rr")
+            .round(&stats, &apps, &agents, &HashMap::new(), 0)
+            .unwrap();
+        assert_eq!(
+            round.plan.platforms["fast"].explore,
+            vec![(AppId(1), 1), (AppId(2), 2)]
+        );
+        assert_eq!(
+            round.plan.platforms["slow"].explore,
+            vec![(AppId(1), 1), (AppId(2), 2)],
+            "one task of app 1 is already running there"
+        );
+        // One platform: alice's weight 3 against bob's 1 gives her 3 of the 4 cores.
+        let weights = HashMap::from([("alice".to_string(), 3.0), ("bob".to_string(), 1.0)]);
+        let round = planner("fairness")
+            .round(&measured(), &apps, &agents[..1], &weights, 0)
+            .unwrap();
+        let cores: Vec<u32> = round.view.apps.iter().map(|a| a.cores[0]).collect();
+        assert_eq!(cores, vec![3, 1]);
+        assert_eq!(round.view.apps[0].weight, 3.0);
+    }
+
+    #[test]
+    fn tlpa_places_multi_core_tasks_and_leases_keep_to_its_choice() {
+        let mut stats = RunStats::default();
+        for p in ["small", "big"] {
+            stats.add(AppId(1), p, &[], 10.0);
+            stats.add(AppId(2), p, &[], 1000.0);
+        }
+        // One 4-core task of app 1 in the round's view (more arrive in the queue below).
+        let mut apps = [live_app(1, "alice", 1), live_app(2, "bob", 1)];
+        apps[0].cores = 4;
+        apps[1].cores = 8;
+        let agents = [agent(10, "big", 8), agent(20, "small", 4)];
+        let round = planner("pa-rr")
+            .round(&stats, &apps, &agents, &HashMap::new(), 0)
+            .unwrap();
+        // The short 4-core tasks could start on either node, but the look-ahead sees the
+        // 8-core task that only `big` can hold.
+        assert_eq!(round.plan.parallel[&AppId(1)], "small");
+        assert_eq!(round.plan.parallel[&AppId(2)], "big");
+
+        let mut q = Queues::new(1_000);
+        q.insert_app(queue_app(1, 3, 4));
+        q.insert_app(queue_app(2, 1, 8));
+        q.insert_agent(AgentEntry::new(AgentId(10), "big".into(), "a".into(), 8, 0));
+        q.insert_agent(AgentEntry::new(
+            AgentId(20),
+            "small".into(),
+            "b".into(),
+            4,
+            0,
+        ));
+        q.set_plan(round.plan);
+        let apps_of = |b: &crate::queue::LeaseBatch| -> Vec<u64> {
+            b.tasks.iter().map(|t| t.task.app.0).collect()
+        };
+        // Asked for 16 (slots + prefetch), each agent gets what fits its free slots.
+        assert_eq!(apps_of(&q.lease(AgentId(10), 16, 1).unwrap()), vec![2]);
+        assert_eq!(apps_of(&q.lease(AgentId(20), 16, 2).unwrap()), vec![1]);
+        assert!(
+            q.lease(AgentId(20), 16, 3).unwrap().tasks.is_empty(),
+            "no free slot"
+        );
+        assert!(
+            q.lease(AgentId(10), 16, 4).unwrap().tasks.is_empty(),
+            "app 1 stays on its TLPA platform"
+        );
+    }
+
+    #[test]
+    fn configuration_errors_name_the_accepted_values() {
+        let bad = SchedulerConfig {
+            policy: "fastest".into(),
+            ..SchedulerConfig::default()
+        };
+        assert!(bad.settings().unwrap_err().to_string().contains("pa-rr"));
+        let bad = SchedulerConfig {
+            metric: "speed".into(),
+            ..SchedulerConfig::default()
+        };
+        assert!(bad.settings().unwrap_err().to_string().contains("rpa"));
+        let rr = SchedulerConfig {
+            policy: "round-robin".into(),
+            ..SchedulerConfig::default()
+        };
+        assert_eq!(rr.settings().unwrap(), None);
+    }
+}

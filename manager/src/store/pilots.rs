@@ -1,0 +1,151 @@
+//! The `pilots` table: one row per pilot, replaced whole on every change, and read back at
+//! start so a restarted manager keeps following its pilots' batch jobs. A queued pilot's
+//! registration credential (its SHA-256 only) is kept until its agent registers.
+
+use crate::provision::pilot::{PilotRecord, PilotState};
+use rusqlite::{params, Connection, Transaction};
+
+/// A pilot's registration credential: only its hash, and when it expires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PilotCredential {
+    pub hash: String,
+    pub expires_ms: u64,
+}
+
+pub struct StoredPilot {
+    pub record: PilotRecord,
+    /// Still usable (the pilot is queued and its agent has not registered).
+    pub credential: Option<PilotCredential>,
+}
+
+fn opt(v: Option<u64>) -> Option<i64> {
+    v.map(|v| v as i64)
+}
+
+/// Inserts or replaces a pilot's row. The credential is set when given, kept while the
+/// pilot is queued, and erased once it is not.
+pub fn upsert_pilot(
+    tx: &Transaction<'_>,
+    r: &PilotRecord,
+    credential: Option<&PilotCredential>,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO pilots (name, platform, batch_job_id, state, reason, submitted_ms,
+            job_started_ms, registered_ms, ended_ms, agent_id, walltime_end_ms,
+            credential_hash, credential_expires_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         ON CONFLICT(name) DO UPDATE SET batch_job_id = excluded.batch_job_id,
+            state = excluded.state, reason = excluded.reason,
+            job_started_ms = excluded.job_started_ms, registered_ms = excluded.registered_ms,
+            ended_ms = excluded.ended_ms, agent_id = excluded.agent_id,
+            walltime_end_ms = excluded.walltime_end_ms,
+            credential_hash = CASE WHEN excluded.state = 'queued'
+                THEN COALESCE(excluded.credential_hash, credential_hash) END,
+            credential_expires_ms = CASE WHEN excluded.state = 'queued'
+                THEN COALESCE(excluded.credential_expires_ms, credential_expires_ms) END",
+    )?
+    .execute(params![
+        r.name,
+        r.platform,
+        r.batch_job_id,
+        r.state.as_str(),
+        r.reason,
+        r.submitted_ms as i64,
+        opt(r.job_started_ms),
+        opt(r.registered_ms),
+        opt(r.ended_ms),
+        opt(r.agent),
+        opt(r.walltime_end_ms),
+        credential.map(|c| c.hash.as_str()),
+        credential.map(|c| c.expires_ms as i64),
+    ])?;
+    Ok(())
+}
+
+/// Every pilot, oldest first.
+pub fn load_pilots(conn: &Connection) -> rusqlite::Result<Vec<StoredPilot>> {
+    let mut stmt = conn.prepare(
+        "SELECT name, platform, batch_job_id, state, reason, submitted_ms, job_started_ms,
+            registered_ms, ended_ms, agent_id, walltime_end_ms, credential_hash,
+            credential_expires_ms
+         FROM pilots ORDER BY submitted_ms, name",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let state: String = r.get(3)?;
+        let state = PilotState::parse(&state).ok_or_else(|| {
+            rusqlite::Error::InvalidColumnName(format!("pilots.state: unknown `{state}`"))
+        })?;
+        let u = |i: usize| -> rusqlite::Result<Option<u64>> {
+            Ok(r.get::<_, Option<i64>>(i)?.map(|v| v as u64))
+        };
+        let hash: Option<String> = r.get(11)?;
+        let credential = match (hash, u(12)?) {
+            (Some(hash), Some(expires_ms)) => Some(PilotCredential { hash, expires_ms }),
+            _ => None,
+        };
+        Ok(StoredPilot {
+            record: PilotRecord {
+                name: r.get(0)?,
+                platform: r.get(1)?,
+                batch_job_id: r.get(2)?,
+                state,
+                reason: r.get(4)?,
+                submitted_ms: r.get::<_, i64>(5)? as u64,
+                job_started_ms: u(6)?,
+                registered_ms: u(7)?,
+                ended_ms: u(8)?,
+                agent: u(9)?,
+                walltime_end_ms: u(10)?,
+            },
+            credential,
+        })
+    })?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pilot_round_trips_and_loses_its_credential_once_registered() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::store::open(&dir.path().join("db")).unwrap();
+        let mut r = PilotRecord {
+            name: "lab-p1".into(),
+            platform: "lab".into(),
+            batch_job_id: None,
+            state: PilotState::Queued,
+            reason: "submitting".into(),
+            submitted_ms: 5,
+            job_started_ms: None,
+            registered_ms: None,
+            ended_ms: None,
+            agent: None,
+            walltime_end_ms: None,
+        };
+        let cred = PilotCredential {
+            hash: "h".into(),
+            expires_ms: 99,
+        };
+        let tx = conn.transaction().unwrap();
+        upsert_pilot(&tx, &r, Some(&cred)).unwrap();
+        r.batch_job_id = Some("42".into());
+        upsert_pilot(&tx, &r, None).unwrap();
+        tx.commit().unwrap();
+        let loaded = load_pilots(&conn).unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].record, r);
+        assert_eq!(loaded[0].credential, Some(cred), "kept while queued");
+
+        r.state = PilotState::Running;
+        r.agent = Some(7);
+        r.registered_ms = Some(10);
+        let tx = conn.transaction().unwrap();
+        upsert_pilot(&tx, &r, None).unwrap();
+        tx.commit().unwrap();
+        let loaded = load_pilots(&conn).unwrap();
+        assert_eq!(loaded[0].record, r);
+        assert_eq!(loaded[0].credential, None, "erased once registered");
+    }
+}

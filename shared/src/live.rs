@@ -1,0 +1,58 @@
+//! Messages about live scheduling: the current allocation (`GET /v1/schedule`) and
+//! fairshare usage per user (`GET /v1/usage`).
+
+use crate::AppId;
+use serde::{Deserialize, Serialize};
+
+/// The last scheduling round.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleView {
+    /// The policies, e.g. `pa-rr(rpa) + maf(normalized)`; `round-robin` without rounds.
+    pub policy: String,
+    /// When the round ran (unix ms); 0 when none has run yet.
+    pub at_ms: u64,
+    pub platforms: Vec<PlatformView>,
+    pub apps: Vec<AppAllocation>,
+}
+
+/// A platform that had agents in the round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlatformView {
+    pub name: String,
+    pub agents: u32,
+    pub slots: u64,
+    /// Relative speed measured so far (1 = the reference).
+    pub speed: f64,
+}
+
+/// One application's allocation, indexed like [`ScheduleView::platforms`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppAllocation {
+    pub app: AppId,
+    pub name: String,
+    pub owner: String,
+    /// The owner's weight in the first level (fairshare priority, or 1).
+    pub weight: f64,
+    /// Cores (slots) given to the application on each platform.
+    pub cores: Vec<u32>,
+    /// Mean task runtime on each platform, seconds (measured, or the prior).
+    pub runtime_s: Vec<f64>,
+    /// Successful runs measured on each platform.
+    pub samples: Vec<u64>,
+    /// For a multi-core application: the platform TLPA chose for its next tasks.
+    #[serde(default)]
+    pub placed_on: Option<String>,
+}
+
+/// One user's fairshare standing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserUsage {
+    pub user: String,
+    /// Everything charged so far (core-seconds normalized by platform speed, times the
+    /// multi-resource penalty).
+    pub usage: f64,
+    /// The same with exponential decay applied.
+    pub decayed_usage: f64,
+    /// Fairshare factor 2^(-U/S) in (0, 1]: higher goes first.
+    pub priority: f64,
+}

@@ -1,0 +1,132 @@
+//! The local batch-system lab (`deploy/lab/start.sh`) for provisioning tests: checks it is
+//! up (failing clearly if not), and writes manager configurations whose platforms point at
+//! it through profiles.
+
+use super::{bin, wait_until, Manager};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The lab's state directory (`HETPILOT_LAB`, default `/var/tmp/hetpilot-lab`).
+pub fn lab_dir() -> PathBuf {
+    std::env::var_os("HETPILOT_LAB")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/hetpilot-lab"))
+}
+
+pub fn slurm_conf() -> PathBuf {
+    lab_dir().join("etc/slurm.conf")
+}
+
+/// The lab's nodes are few: tests in one binary that use them run one at a time.
+static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Panics with what to do unless the lab's Slurm answers; hold the guard for the test.
+pub fn require() -> std::sync::MutexGuard<'static, ()> {
+    let guard = LAB.lock().unwrap_or_else(|p| p.into_inner());
+    let conf = slurm_conf();
+    let ok = conf.exists()
+        && Command::new("sinfo")
+            .arg("-h")
+            .env("SLURM_CONF", &conf)
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
+    assert!(
+        ok,
+        "the local lab is not up ({} missing or `sinfo` fails): run deploy/lab/start.sh as root",
+        conf.display()
+    );
+    guard
+}
+
+/// The shipped profile `name` (`profiles/platforms/<name>.toml`).
+pub fn shipped_profile(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../profiles/platforms")
+        .join(format!("{name}.toml"))
+}
+
+/// Writes a manager configuration in `dir` with `platforms` (name, profile) and a fast
+/// provisioner; returns the environment a manager needs to use it and the lab.
+pub fn configure(
+    dir: &Path,
+    platforms: &[(&str, &Path)],
+    provision: &str,
+) -> Vec<(String, String)> {
+    let mut text = format!("[provision]\n{provision}\n");
+    for (name, profile) in platforms {
+        text.push_str(&format!(
+            "[[platforms]]\nname = \"{name}\"\nprofile = \"{}\"\n",
+            profile.display()
+        ));
+    }
+    let config = dir.join("manager.toml");
+    std::fs::write(&config, text).unwrap();
+    let pilots = dir.join("pilots");
+    std::fs::create_dir_all(&pilots).unwrap();
+    vec![
+        ("HETPILOT_CONFIG".into(), config.display().to_string()),
+        (
+            "HETPILOT_AGENT_BINARY".into(),
+            bin("hetpilot-agent").display().to_string(),
+        ),
+        ("HETPILOT_LAB_DIR".into(), pilots.display().to_string()),
+        (
+            "HETPILOT_LAB_KEY".into(),
+            lab_dir().join("ssh/id_ed25519").display().to_string(),
+        ),
+        ("SLURM_CONF".into(), slurm_conf().display().to_string()),
+    ]
+}
+
+/// Starts a manager with the environment from [`configure`].
+pub fn start_manager(dir: &Path, env: &[(String, String)]) -> Manager {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Manager::start_on(dir, super::free_port(), 10.0, &env)
+}
+
+/// `GET /v1/pilots` as admin.
+pub fn pilots(m: &Manager) -> Vec<Value> {
+    let (status, body) = m.http().get("/v1/pilots", &m.admin);
+    assert_eq!(status, 200, "{body}");
+    body.as_array().cloned().unwrap_or_default()
+}
+
+/// `GET /v1/platforms` as admin: the status of `name`, once it has one.
+pub fn platform_status(m: &Manager, name: &str) -> Option<Value> {
+    let (status, body) = m.http().get("/v1/platforms", &m.admin);
+    assert_eq!(status, 200, "{body}");
+    body.as_array()?.iter().find(|p| p["name"] == name).cloned()
+}
+
+/// Waits until some pilot satisfies `f`; returns it.
+pub fn wait_pilot(m: &Manager, what: &str, timeout: Duration, f: impl Fn(&Value) -> bool) -> Value {
+    wait_until(what, timeout, || pilots(m).into_iter().find(|p| f(p)))
+}
+
+/// Cancels the Slurm jobs of every pilot recorded in a data directory when dropped, so a
+/// failing test does not leave agents holding the lab's nodes.
+pub struct CancelOnDrop(pub PathBuf);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Ok(db) = rusqlite::Connection::open_with_flags(
+            self.0.join("hetpilot.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        ) else {
+            return;
+        };
+        let ids: Vec<String> = db
+            .prepare("SELECT batch_job_id FROM pilots WHERE batch_job_id IS NOT NULL")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .unwrap_or_default();
+        let slurm: Vec<&String> = ids.iter().filter(|id| !id.contains(':')).collect();
+        if !slurm.is_empty() {
+            let _ = Command::new("scancel")
+                .args(slurm)
+                .env("SLURM_CONF", slurm_conf())
+                .output();
+        }
+    }
+}

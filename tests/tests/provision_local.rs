@@ -1,0 +1,90 @@
+//! Provisioning without a lab: a platform whose profile uses the `local` adapter gets
+//! pilots forked on this machine; they register with their own credentials, run an
+//! application to completion, and end once no work is left.
+
+use hetpilot_e2e::lab::{configure, pilots, start_manager};
+use hetpilot_e2e::{array_app, bin, wait_until};
+use std::time::Duration;
+
+#[test]
+fn local_pilots_run_an_application_and_end_when_work_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("here.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"here\"\nadapter = \"local\"\ncores_per_node = 2\nmemory_per_node = \"1GB\"\n\
+             max_walltime = \"1h\"\nmax_queued = 1\nmax_running = 2\n\
+             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
+            bin("hetpilot-agent").display(),
+            dir.path().join("pilots").display()
+        ),
+    )
+    .unwrap();
+    let env = configure(
+        dir.path(),
+        &[("here", &profile)],
+        "interval_secs = 0.3\nbackoff_base_secs = 1",
+    );
+    let m = start_manager(dir.path(), &env);
+    let app = m.submit(array_app("local-pilots", "sleep 0.2", 20));
+    let summary = m.wait_finished(app, Duration::from_secs(120));
+    assert_eq!(summary["counts"]["done"], 20, "{summary}");
+    let ended = wait_until("the pilots to end", Duration::from_secs(60), || {
+        let ps = pilots(&m);
+        (!ps.is_empty()
+            && ps
+                .iter()
+                .all(|p| p["state"] != "queued" && p["state"] != "running"))
+        .then_some(ps)
+    });
+    let registered: Vec<_> = ended.iter().filter(|p| p["agent"].is_u64()).collect();
+    assert!(!registered.is_empty(), "{ended:?}");
+    for p in &registered {
+        assert_eq!(p["state"], "ended", "{p}");
+        assert_eq!(p["platform"], "here");
+    }
+    // Each pilot's credential was a 0600 file beside its 0700 script; never in the script.
+    use std::os::unix::fs::PermissionsExt;
+    let name = registered[0]["name"].as_str().unwrap();
+    let pdir = dir.path().join("pilots").join(name);
+    let mode = |f: &str| {
+        std::fs::metadata(pdir.join(f))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("credential"), 0o600);
+    let script = std::fs::read_dir(&pdir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sh"))
+        .expect("a job script");
+    assert_eq!(
+        std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let token = std::fs::read_to_string(pdir.join("credential")).unwrap();
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(
+        !text.contains(token.trim()),
+        "the credential is not in the script"
+    );
+    assert!(text.contains("HETPILOT_AGENT_TOKEN_FILE"), "{text}");
+    // Only the admin sees pilots and platforms.
+    let (_, user) = m
+        .http()
+        .post("/v1/users", &m.admin, &serde_json::json!({"name": "alice"}));
+    let alice = user["token"].as_str().unwrap();
+    for path in ["/v1/pilots", "/v1/platforms"] {
+        assert_eq!(m.http().get(path, alice).0, 403, "{path}");
+        assert_eq!(m.http().get(path, "").0, 401, "{path}");
+        assert_eq!(m.http().get(path, &m.admin).0, 200, "{path}");
+    }
+    // `hetpilot pilots --all --json` lists them for the admin.
+    let out = m.cli(&["pilots", "--all", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), ended.len());
+}
