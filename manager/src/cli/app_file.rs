@@ -37,6 +37,9 @@ struct AppFile {
     inputs: Vec<FileDecl>,
     #[serde(default)]
     outputs: Vec<FileDecl>,
+    /// Plan input staging with Het-HPS (`data_intensive = true`).
+    #[serde(default)]
+    data_intensive: bool,
 }
 
 /// Parses `512M`, `2G`, `1024K`, `300` (MiB) into MiB.
@@ -199,6 +202,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         output_dir: file.output_dir,
         inputs: file.inputs,
         outputs: file.outputs,
+        data_intensive: file.data_intensive,
     };
     if let Err(e) = spec.validate() {
         let field = match &e {
