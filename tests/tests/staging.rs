@@ -444,7 +444,10 @@ fn het_hps_moves_fewer_bytes_than_fifo_on_a_high_overlap_batch() {
     let fifo = grouped_batch_fetched(&m, &alice, "fifo", false);
     let het = grouped_batch_fetched(&m, &alice, "het", true);
     eprintln!("bytes fetched: fifo {fifo}, het-hps {het}, distinct files {distinct}");
-    assert!(het >= distinct, "every file is fetched at least once: {het}");
+    assert!(
+        het >= distinct,
+        "every file is fetched at least once: {het}"
+    );
     assert!(
         het * 4 < fifo * 3,
         "het-hps fetched {het} bytes, fifo {fifo}: expected at least 25% fewer"
