@@ -292,10 +292,11 @@ mod tests {
         let p = write(
             d.path(),
             "f.toml",
-            "command = \"blast {query}\"\ninputs = [\"q/{query}.fa\", { uri = \"/shared/nr\", size = 4 }]\noutputs = [\"{query}.out\"]\n[tasks]\nparams = [{ query = \"q1\" }]\n",
+            "command = \"blast {query}\"\ndata_intensive = true\ninputs = [\"q/{query}.fa\", { uri = \"/shared/nr\", size = 4 }]\noutputs = [\"{query}.out\"]\n[tasks]\nparams = [{ query = \"q1\" }]\n",
         );
         let spec = load(&p).unwrap();
         assert_eq!(spec.inputs[1].size, Some(4));
+        assert!(spec.data_intensive);
         assert_eq!(spec.outputs[0].uri, "{query}.out");
         let p = write(
             d.path(),
