@@ -395,8 +395,14 @@ fn sftp_inputs_and_outputs_through_the_lab_sshd() {
 }
 
 /// Bytes fetched by the 16 tasks of a batch whose 4 groups each read their own 3 files of
-/// 256 KiB, queued interleaved (each group's tasks spread over the queue).
-fn grouped_batch_fetched(m: &Manager, token: &str, prefix: &str, data_intensive: bool) -> i64 {
+/// 256 KiB, queued interleaved (each group's tasks spread over the queue), and how many
+/// (group, agent) pairs ran (4: each group on one agent).
+fn grouped_batch_fetched(
+    m: &Manager,
+    token: &str,
+    prefix: &str,
+    data_intensive: bool,
+) -> (i64, usize) {
     let seed = if data_intensive { 100 } else { 0 };
     for g in 0..4u8 {
         for k in 0..3u8 {
@@ -423,7 +429,22 @@ fn grouped_batch_fetched(m: &Manager, token: &str, prefix: &str, data_intensive:
     );
     let summary = m.wait_finished(app, LONG);
     assert_eq!(summary["counts"]["done"], 16, "{summary}");
-    staged(m, app, 16).0
+    let fetched = staged(m, app, 16).0;
+    let db = m.db();
+    let mut q = db
+        .prepare("SELECT idx, agent_id FROM attempts WHERE app_id = ?1")
+        .unwrap();
+    let pairs: std::collections::HashSet<(i64, i64)> = q
+        .query_map([app as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        })
+        .unwrap()
+        .map(|row| {
+            let (i, agent) = row.unwrap();
+            ((i + i / 4) % 4, agent)
+        })
+        .collect();
+    (fetched, pairs.len())
 }
 
 #[test]
@@ -441,9 +462,11 @@ fn het_hps_moves_fewer_bytes_than_fifo_on_a_high_overlap_batch() {
         (n == 2).then_some(())
     });
     let distinct = 12 * 256 * 1024;
-    let fifo = grouped_batch_fetched(&m, &alice, "fifo", false);
-    let het = grouped_batch_fetched(&m, &alice, "het", true);
+    let (fifo, fifo_pairs) = grouped_batch_fetched(&m, &alice, "fifo", false);
+    let (het, het_pairs) = grouped_batch_fetched(&m, &alice, "het", true);
     eprintln!("bytes fetched: fifo {fifo}, het-hps {het}, distinct files {distinct}");
+    eprintln!("(group, agent) pairs: fifo {fifo_pairs}, het-hps {het_pairs}");
+    assert!(het_pairs < fifo_pairs, "het-hps keeps groups together");
     assert!(
         het >= distinct,
         "every file is fetched at least once: {het}"
