@@ -103,6 +103,10 @@ pub struct AppSpec {
     /// Files each task writes, stored back after it ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<FileDecl>,
+    /// Plan where tasks run with Het-HPS so that tasks sharing input files go to the same
+    /// agent (each file fetched once); otherwise tasks go first come, first served.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub data_intensive: bool,
 }
 
 /// Why an application was refused; nothing is stored when this is returned.
@@ -249,6 +253,7 @@ mod tests {
             output_dir: None,
             inputs: vec![],
             outputs: vec![],
+            data_intensive: false,
         }
     }
 

@@ -393,3 +393,86 @@ fn sftp_inputs_and_outputs_through_the_lab_sshd() {
         (data.len(), data.len())
     );
 }
+
+/// Bytes fetched by the 16 tasks of a batch whose 4 groups each read their own 3 files of
+/// 256 KiB, queued interleaved (each group's tasks spread over the queue), and how many
+/// (group, agent) pairs ran (4: each group on one agent).
+fn grouped_batch_fetched(
+    m: &Manager,
+    token: &str,
+    prefix: &str,
+    data_intensive: bool,
+) -> (i64, usize) {
+    let seed = if data_intensive { 100 } else { 0 };
+    for g in 0..4u8 {
+        for k in 0..3u8 {
+            let data = pattern(256 * 1024, seed + g * 3 + k);
+            put(m, token, &format!("{prefix}/g{g}/f{k}.bin"), &data);
+        }
+    }
+    let lines: Vec<String> = (0..16).map(|i| format!("g{}", (i + i / 4) % 4)).collect();
+    let app = submit(
+        m,
+        token,
+        json!({
+            "name": prefix,
+            "command": "sleep 0.3",
+            "tasks": {"lines": lines},
+            "inputs": [
+                format!("{prefix}/{{}}/f0.bin"),
+                format!("{prefix}/{{}}/f1.bin"),
+                format!("{prefix}/{{}}/f2.bin")
+            ],
+            "max_attempts": 1,
+            "data_intensive": data_intensive
+        }),
+    );
+    let summary = m.wait_finished(app, LONG);
+    assert_eq!(summary["counts"]["done"], 16, "{summary}");
+    let fetched = staged(m, app, 16).0;
+    let db = m.db();
+    let mut q = db
+        .prepare("SELECT idx, agent_id FROM attempts WHERE app_id = ?1")
+        .unwrap();
+    let pairs: std::collections::HashSet<(i64, i64)> = q
+        .query_map([app as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        })
+        .unwrap()
+        .map(|row| {
+            let (i, agent) = row.unwrap();
+            ((i + i / 4) % 4, agent)
+        })
+        .collect();
+    (fetched, pairs.len())
+}
+
+#[test]
+fn het_hps_moves_fewer_bytes_than_fifo_on_a_high_overlap_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let alice = user(&m, "alice");
+    let args = ["--prefetch", "0", "--cache-max", "100M"];
+    let _agents = [m.agent("local", 1, &args), m.agent("local", 1, &args)];
+    wait_until("both agents to register", LONG, || {
+        let n: i64 = m
+            .db()
+            .query_row("SELECT COUNT(*) FROM agents", [], |r| r.get(0))
+            .ok()?;
+        (n == 2).then_some(())
+    });
+    let distinct = 12 * 256 * 1024;
+    let (fifo, fifo_pairs) = grouped_batch_fetched(&m, &alice, "fifo", false);
+    let (het, het_pairs) = grouped_batch_fetched(&m, &alice, "het", true);
+    eprintln!("bytes fetched: fifo {fifo}, het-hps {het}, distinct files {distinct}");
+    eprintln!("(group, agent) pairs: fifo {fifo_pairs}, het-hps {het_pairs}");
+    assert!(het_pairs < fifo_pairs, "het-hps keeps groups together");
+    assert!(
+        het >= distinct,
+        "every file is fetched at least once: {het}"
+    );
+    assert!(
+        het * 4 < fifo * 3,
+        "het-hps fetched {het} bytes, fifo {fifo}: expected at least 25% fewer"
+    );
+}

@@ -37,6 +37,9 @@ struct AppFile {
     inputs: Vec<FileDecl>,
     #[serde(default)]
     outputs: Vec<FileDecl>,
+    /// Plan input staging with Het-HPS (`data_intensive = true`).
+    #[serde(default)]
+    data_intensive: bool,
 }
 
 /// Parses `512M`, `2G`, `1024K`, `300` (MiB) into MiB.
@@ -199,6 +202,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         output_dir: file.output_dir,
         inputs: file.inputs,
         outputs: file.outputs,
+        data_intensive: file.data_intensive,
     };
     if let Err(e) = spec.validate() {
         let field = match &e {
@@ -288,10 +292,11 @@ mod tests {
         let p = write(
             d.path(),
             "f.toml",
-            "command = \"blast {query}\"\ninputs = [\"q/{query}.fa\", { uri = \"/shared/nr\", size = 4 }]\noutputs = [\"{query}.out\"]\n[tasks]\nparams = [{ query = \"q1\" }]\n",
+            "command = \"blast {query}\"\ndata_intensive = true\ninputs = [\"q/{query}.fa\", { uri = \"/shared/nr\", size = 4 }]\noutputs = [\"{query}.out\"]\n[tasks]\nparams = [{ query = \"q1\" }]\n",
         );
         let spec = load(&p).unwrap();
         assert_eq!(spec.inputs[1].size, Some(4));
+        assert!(spec.data_intensive);
         assert_eq!(spec.outputs[0].uri, "{query}.out");
         let p = write(
             d.path(),

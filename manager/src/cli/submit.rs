@@ -102,6 +102,7 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
         output_dir: args.output_dir.clone(),
         inputs: vec![],
         outputs: vec![],
+        data_intensive: false,
     };
     spec.validate()?;
     Ok(spec)

@@ -52,6 +52,8 @@ pub struct AppEntry {
     pub max_attempts: u32,
     pub submitted_ms: u64,
     pub cancelled: bool,
+    /// Tasks are leased from Het-HPS partitions (see `queue::partitions`).
+    pub data_intensive: bool,
     pub tasks: Vec<TaskSlot>,
     pub waiting: VecDeque<u64>,
     pub counts: StateCounts,
@@ -62,6 +64,7 @@ impl AppEntry {
     pub fn new(id: AppId, owner: String, spec: AppSpec, template: Template, now_ms: u64) -> Self {
         let n = spec.tasks.len();
         let runtime = runtime_of(id, &owner, &spec);
+        let data_intensive = spec.data_intensive;
         let inputs = match spec.tasks {
             TaskSource::Lines(lines) => {
                 TaskInputs::Lines(lines.into_iter().map(String::into_boxed_str).collect())
@@ -81,6 +84,7 @@ impl AppEntry {
             template,
             inputs,
             spec.max_attempts,
+            data_intensive,
             now_ms,
             vec![slot; n as usize],
         )
@@ -104,6 +108,7 @@ impl AppEntry {
             template,
             inputs,
             spec.max_attempts,
+            spec.data_intensive,
             submitted_ms,
             tasks,
         )
@@ -117,6 +122,7 @@ impl AppEntry {
         template: Template,
         inputs: TaskInputs,
         max_attempts: u32,
+        data_intensive: bool,
         submitted_ms: u64,
         tasks: Vec<TaskSlot>,
     ) -> Self {
@@ -129,6 +135,7 @@ impl AppEntry {
             max_attempts,
             submitted_ms,
             cancelled: false,
+            data_intensive,
             tasks,
             waiting: VecDeque::new(),
             counts: StateCounts::default(),

@@ -2,6 +2,7 @@
 
 use super::app::AppEntry;
 use super::changes::Change;
+use super::partitions::Partitions;
 use super::plan::{wanted, LeasePlan};
 use hetpilot_shared::protocol::{
     AppRuntime, Assignment, Outcome, TaskAttempt, TaskResult, TaskState,
@@ -104,8 +105,8 @@ pub struct LeaseBatch {
 
 #[derive(Debug)]
 pub struct Queues {
-    apps: BTreeMap<AppId, AppEntry>,
-    agents: HashMap<AgentId, AgentEntry>,
+    pub(super) apps: BTreeMap<AppId, AppEntry>,
+    pub(super) agents: HashMap<AgentId, AgentEntry>,
     /// Round-robin position: the first application considered by the next lease.
     rr_next: AppId,
     lease_timeout_ms: u64,
@@ -117,6 +118,10 @@ pub struct Queues {
     explored: HashMap<(AppId, String), u32>,
     /// The plan's platform for each multi-core application (TLPA).
     parallel: HashMap<AppId, String>,
+    /// Het-HPS partitions of data-intensive applications (see `queue::staging`).
+    pub(super) partitions: HashMap<AppId, Partitions>,
+    /// Bumped whenever the set of agents that may take tasks changes.
+    pub(super) agent_generation: u64,
 }
 
 impl Queues {
@@ -130,6 +135,8 @@ impl Queues {
             plan: LeasePlan::default(),
             explored: HashMap::new(),
             parallel: HashMap::new(),
+            partitions: HashMap::new(),
+            agent_generation: 0,
         }
     }
 
@@ -144,6 +151,7 @@ impl Queues {
 
     pub fn insert_agent(&mut self, agent: AgentEntry) {
         self.agents.insert(agent.id, agent);
+        self.agent_generation += 1;
     }
 
     /// After loading: gives every agent back the tasks recorded as leased to it, in one
@@ -223,6 +231,7 @@ impl Queues {
         if let Some(agent) = self.agents.get_mut(&id) {
             if agent.state == AgentState::Active {
                 agent.state = AgentState::Draining;
+                self.agent_left(id);
             }
         }
     }
@@ -413,7 +422,11 @@ impl Queues {
             return 0;
         }
         let app = self.apps.get_mut(&app_id).expect("looked up above");
-        let Some(index) = pop_waiting(app) else {
+        let planned = self
+            .partitions
+            .get_mut(&app_id)
+            .and_then(|p| p.next(id, |t| app.tasks[t as usize].state == TaskState::Waiting));
+        let Some(index) = planned.or_else(|| pop_waiting(app)) else {
             return 0;
         };
         *remaining -= app.runtime.cores;
@@ -592,10 +605,14 @@ impl Queues {
         let Some(agent) = self.agents.get_mut(&id) else {
             return Vec::new();
         };
+        let was_active = agent.state == AgentState::Active;
         agent.state = state;
         agent.kill.clear();
         let mut held: Vec<TaskRef> = agent.held.drain().map(|(t, _)| t).collect();
         held.sort();
+        if was_active {
+            self.agent_left(id);
+        }
         let mut changes = self.give_back(id, &held, reason, now_ms);
         changes.push(Change::AgentEnded {
             agent: id,
@@ -688,6 +705,7 @@ impl Queues {
             return Vec::new();
         }
         app.cancelled = true;
+        self.partitions.remove(&app_id);
         let changes = vec![Change::AppCancelled { app: app_id }];
         for index in 0..app.tasks.len() as u64 {
             let slot = app.tasks[index as usize];

@@ -5,12 +5,18 @@
 mod app;
 mod changes;
 mod core;
+mod partitions;
 mod plan;
+mod staging;
 
 pub use app::{AppEntry, TaskInputs, TaskSlot};
 pub use changes::Change;
 pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
+pub use partitions::Partitions;
 pub use plan::{LeasePlan, PlatformPlan};
+pub use staging::StagingRequest;
 
+#[cfg(test)]
+mod staging_tests;
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,7 @@ fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
         output_dir: None,
         inputs: vec![],
         outputs: vec![],
+        data_intensive: false,
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

@@ -136,6 +136,7 @@ impl Manager {
             let notified = self.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            self.plan_staging();
             let (batch, drain, kill) = {
                 let mut queues = self.queues();
                 let batch = queues.lease(id, req.max.min(8192), now_ms())?;

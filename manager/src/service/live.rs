@@ -23,7 +23,7 @@ pub(super) struct Live {
     planner: Option<Planner>,
     stats: RunStats,
     /// Relative platform speeds as of the last round (fairshare normalizes by them).
-    speeds: HashMap<String, f64>,
+    pub(super) speeds: HashMap<String, f64>,
     usage: Usage,
     agents: HashMap<AgentId, AgentResources>,
     view: ScheduleView,

@@ -10,6 +10,7 @@ mod pilots;
 pub mod placement;
 pub mod profiling;
 pub mod scheduling;
+mod staging_plan;
 pub mod usage;
 mod users;
 

@@ -416,6 +416,7 @@ mod tests {
             output_dir: None,
             inputs: Vec::new(),
             outputs: Vec::new(),
+            data_intensive: false,
         };
         let template = spec.validate().unwrap();
         AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

@@ -1,0 +1,93 @@
+//! The queues' side of live Het-HPS staging: which data-intensive applications need a
+//! new plan (none yet, or the agent set changed since), what the planner must know of
+//! them, and installing the partitions it returns. The planning itself runs outside the
+//! queues (`service::staging_plan`), never once per pull.
+
+use super::core::{AgentState, Queues};
+use super::partitions::Partitions;
+use hetpilot_shared::files::TaskFile;
+use hetpilot_shared::protocol::TaskState;
+use hetpilot_shared::{AgentId, AppId};
+use std::collections::HashSet;
+
+/// What the planner needs to partition one application's waiting tasks.
+#[derive(Debug)]
+pub struct StagingRequest {
+    pub app: AppId,
+    pub owner: String,
+    /// The agent set this request describes; a plan for an older one is not installed.
+    pub generation: u64,
+    /// The agents that take tasks, by id, with their platform.
+    pub agents: Vec<(AgentId, String)>,
+    /// The waiting tasks in queue order, with the files each reads.
+    pub tasks: Vec<(u64, Vec<TaskFile>)>,
+}
+
+impl Queues {
+    /// An agent stops taking tasks: its partitions go to the pools and plans are stale.
+    pub(super) fn agent_left(&mut self, id: AgentId) {
+        self.agent_generation += 1;
+        for p in self.partitions.values_mut() {
+            p.release(id);
+        }
+    }
+
+    /// The data-intensive applications with waiting tasks whose plan is missing or was
+    /// made for another agent set (empty when there is no active agent).
+    pub fn staging_due(&self) -> Vec<StagingRequest> {
+        let mut agents: Vec<(AgentId, String)> = self
+            .agents
+            .values()
+            .filter(|a| a.state == AgentState::Active)
+            .map(|a| (a.id, a.platform.clone()))
+            .collect();
+        if agents.is_empty() {
+            return Vec::new();
+        }
+        agents.sort();
+        let generation = self.agent_generation;
+        self.apps
+            .values()
+            .filter(|a| a.data_intensive && !a.cancelled && a.counts.waiting > 0)
+            .filter(|a| self.partitions.get(&a.id).map(|p| p.generation) != Some(generation))
+            .map(|app| {
+                let mut seen = HashSet::new();
+                let tasks = app
+                    .waiting
+                    .iter()
+                    .filter(|&&t| app.tasks[t as usize].state == TaskState::Waiting)
+                    .filter(|&&t| seen.insert(t))
+                    .map(|&t| {
+                        let inputs = app
+                            .runtime
+                            .files
+                            .as_ref()
+                            .and_then(|f| f.for_task(t, &app.inputs.input_string(t)).ok())
+                            .map(|f| f.inputs)
+                            .unwrap_or_default();
+                        (t, inputs)
+                    })
+                    .collect();
+                StagingRequest {
+                    app: app.id,
+                    owner: app.owner.clone(),
+                    generation,
+                    agents: agents.clone(),
+                    tasks,
+                }
+            })
+            .collect()
+    }
+
+    /// Installs a plan made for `partitions.generation`; returns false (and changes
+    /// nothing) when the agent set changed meanwhile or the plan is already in place.
+    pub fn set_partitions(&mut self, app: AppId, partitions: Partitions) -> bool {
+        let current = self.partitions.get(&app).map(|p| p.generation);
+        if partitions.generation != self.agent_generation || current == Some(self.agent_generation)
+        {
+            return false;
+        }
+        self.partitions.insert(app, partitions);
+        true
+    }
+}
