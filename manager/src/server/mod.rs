@@ -4,9 +4,9 @@
 mod agents;
 mod error;
 mod extract;
+mod files;
 mod live;
 mod pilots;
-mod files;
 mod users;
 
 pub use error::ApiError;

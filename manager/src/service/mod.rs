@@ -4,13 +4,13 @@
 mod agents;
 pub mod auth;
 mod error;
+mod files;
 mod live;
+mod pilots;
 pub mod placement;
 pub mod profiling;
 pub mod scheduling;
 pub mod usage;
-mod pilots;
-mod files;
 mod users;
 
 pub use auth::Principal;
