@@ -27,7 +27,7 @@ pub struct Args {
     pub initial_runs: usize,
     /// Runs of the portfolio in the top bisection; halved per level below, never below
     /// `--initial-runs`.
-    #[arg(long, default_value_t = 160)]
+    #[arg(long, default_value_t = 320)]
     pub top_initial_runs: usize,
     /// Write the partition here (one block id per line).
     #[arg(short, long)]
