@@ -59,7 +59,7 @@ pub struct PartitionConfig {
     /// Coarsening stops at `contraction_factor · k` vertices (k > 2).
     pub contraction_factor: usize,
     /// Coarsening of a bisection (inside recursive bisection, or k = 2) stops here; a
-    /// small coarsest level lets the 20-run portfolio explore more distinct cuts (tuned on
+    /// small coarsest level lets the portfolio explore more distinct cuts (tuned on
     /// the SAT/IMAGE instances: 100 beat 64, 150, 320 and 1000 on median km1).
     pub bisection_contraction_limit: usize,
     /// During a bisection's FM pass a block may exceed its maximum weight by this many
