@@ -25,6 +25,10 @@ pub struct Args {
     /// Runs of the initial bisection portfolio (more: slower, often better km1).
     #[arg(long, default_value_t = 40)]
     pub initial_runs: usize,
+    /// Runs of the portfolio in the top bisection; halved per level below, never below
+    /// `--initial-runs`.
+    #[arg(long, default_value_t = 320)]
+    pub top_initial_runs: usize,
     /// Write the partition here (one block id per line).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -50,6 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let start = Instant::now();
     let mut config = PartitionConfig::new(args.k, args.epsilon, args.seed);
     config.initial_runs = args.initial_runs;
+    config.top_initial_runs = args.top_initial_runs;
     let p = partition(&hg, &config)
         .with_context(|| format!("cannot partition {}", args.file.display()))?;
     let seconds = start.elapsed().as_secs_f64();
