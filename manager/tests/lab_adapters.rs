@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
+mod support;
+
 const NEEDS_LAB: &str = "needs the local lab: deploy/lab/start.sh";
 
 /// The lab's directory (`$HETPILOT_LAB`, default /var/tmp/hetpilot-lab); panics with what
@@ -138,37 +140,37 @@ fn wait_until(
     what: &str,
     done: impl Fn(&JobState) -> bool,
 ) -> JobState {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let states = adapter
-            .poll(runner, profile, std::slice::from_ref(job))
-            .unwrap();
-        let state = states[job].clone();
-        if done(&state) {
-            return state;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "job {job} never became {what}: last {state:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    support::wait_until(
+        &format!("job {job} to become {what}"),
+        Duration::from_secs(60),
+        || {
+            let states = adapter
+                .poll(runner, profile, std::slice::from_ref(job))
+                .unwrap();
+            let state = states[job].clone();
+            if done(&state) {
+                Ok(state)
+            } else {
+                Err(format!("last {state:?}"))
+            }
+        },
+    )
 }
 
 /// Waits until `path` contains `needle` (the agent's output is written as it runs).
 fn wait_for_output(path: &str, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains(needle) {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{path} never showed {needle:?}: {text:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    support::wait_until(
+        &format!("{path} to show {needle:?}"),
+        Duration::from_secs(30),
+        || {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            if text.contains(needle) {
+                Ok(text)
+            } else {
+                Err(format!("{text:?}"))
+            }
+        },
+    )
 }
 
 /// What a round trip saw: the job id, its end state, the fake agent's output.
@@ -418,11 +420,14 @@ fn ssh_runner_reuses_one_session_writes_private_files_and_reconnects() {
     // connection, by pid); the next call reconnects once and works.
     let pid: i32 = first.trim().parse().unwrap();
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while unsafe { libc::kill(pid, 0) } == 0 {
-        assert!(Instant::now() < deadline, "sshd session {pid} did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::wait_until(
+        &format!("sshd session {pid} to stop"),
+        Duration::from_secs(10),
+        || match unsafe { libc::kill(pid, 0) } {
+            0 => Err("still running".into()),
+            _ => Ok(()),
+        },
+    );
     let again = session_pid(&runner);
     assert_ne!(again, first, "expected a new session");
 }

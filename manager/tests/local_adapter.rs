@@ -5,7 +5,9 @@ use hetpilot::provision::adapter::adapter_for;
 use hetpilot::provision::runner::LocalRunner;
 use hetpilot::provision::{AdapterKind, JobState, Login, PilotSpec, PlatformProfile};
 use std::os::unix::fs::PermissionsExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod support;
 
 #[test]
 fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
@@ -56,15 +58,14 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
     assert_eq!(host, "localhost");
     let pid: i32 = pid.parse().unwrap();
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let out = loop {
+    let out = support::wait_until("the agent's output", Duration::from_secs(20), || {
         let out = std::fs::read_to_string(&script.stdout_path).unwrap_or_default();
         if out.contains("child=") {
-            break out;
+            Ok(out)
+        } else {
+            Err(format!("agent output: {out:?}"))
         }
-        assert!(Instant::now() < deadline, "agent output: {out:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    });
     assert!(out.starts_with("setup-ran\npilot=here-p1 token="), "{out}");
     assert_eq!(
         unsafe { libc::getsid(pid) },
@@ -78,18 +79,16 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
     assert_eq!(states[&job], JobState::Running);
 
     adapter.cancel(&LocalRunner, &profile, &job).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    support::wait_until("the agent to end", Duration::from_secs(20), || {
         let state = adapter
             .poll(&LocalRunner, &profile, std::slice::from_ref(&job))
             .unwrap()[&job]
             .clone();
-        if matches!(state, JobState::Ended { .. }) {
-            break;
+        match state {
+            JobState::Ended { .. } => Ok(()),
+            state => Err(format!("still {state:?}")),
         }
-        assert!(Instant::now() < deadline, "still {state:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    });
     // The child of the agent went with its group (gone, or a zombie awaiting its reaper).
     let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
     assert!(
