@@ -6,14 +6,20 @@
 //! After it ends, [`Prepared::finish`] stores the declared outputs back, releases the
 //! cached files and removes the run directory (its stdout and stderr are kept elsewhere).
 //! A problem with a file fails that task only, with a message saying which file and why.
+//!
+//! `store://` files come from file stores (`hetpilot-agent serve-files`) with the grant
+//! to their owner's files there that the manager sent (see `grants`); their transfers are
+//! measured against the endpoint `store:NAME`.
 
 mod cache;
 mod digest;
+mod grants;
 mod http;
 mod outputs;
 mod sftp;
 
 use cache::{Cache, CacheError, Fetched, Pin, Wait};
+pub use grants::Grants;
 use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
 use hetpilot_shared::AppId;
@@ -37,6 +43,8 @@ pub struct Stager {
     manager: String,
     credential: String,
     sftp_key: Option<PathBuf>,
+    /// Grants to file stores, refreshed by the manager's answers.
+    grants: Grants,
     /// Sources whose content was verified against a declared SHA-256: their cache key.
     aliases: Mutex<HashMap<String, String>>,
     /// Held by the one run allowed to wait for room while it holds cached files.
@@ -49,6 +57,7 @@ pub struct Stager {
 pub struct Prepared {
     pub dir: PathBuf,
     app: AppId,
+    owner: String,
     outputs: Vec<TaskFile>,
     stats: StagingStats,
     _pins: Vec<Pin>,
@@ -60,6 +69,7 @@ impl Stager {
         settings: &Settings,
         manager: &str,
         credential: String,
+        grants: Grants,
         work_dir: &Path,
     ) -> Result<Stager, String> {
         let cache =
@@ -74,6 +84,7 @@ impl Stager {
             manager: manager.trim_end_matches('/').to_string(),
             credential,
             sftp_key: settings.sftp_key.clone(),
+            grants,
             aliases: Mutex::new(HashMap::new()),
             room: tokio::sync::Mutex::new(()),
             runs_dir: work_dir.join("runs"),
@@ -117,6 +128,7 @@ impl Stager {
         Ok(Prepared {
             dir,
             app: a.task.app,
+            owner: templates.owner.clone(),
             outputs: files.outputs,
             stats,
             _pins: pins,
@@ -199,7 +211,9 @@ impl Stager {
 
     /// The file from the node cache, fetching (and verifying) it on a miss. A file is
     /// keyed by its declared SHA-256; without one, by the content a verified fetch of the
-    /// same source had, else by its source.
+    /// same source had, else by its source. A store's files are keyed per store and owner
+    /// even with a SHA-256, so nobody gets a file from the cache that their grant could
+    /// not have fetched.
     async fn cached(
         &self,
         app: AppId,
@@ -208,7 +222,13 @@ impl Stager {
         wait: Wait,
     ) -> Result<(Pin, Option<Fetched>), CacheError> {
         let source = source_key(owner, &file.source);
-        let known = |sha: &str| format!("sha256-{sha}");
+        let known = |sha: &str| match &file.source {
+            Source::Store { store, .. } => {
+                let scope = digest::sha256_hex(format!("{store}:{owner}").as_bytes());
+                format!("sha256-{sha}-of-{scope}")
+            }
+            _ => format!("sha256-{sha}"),
+        };
         let key = match &file.sha256 {
             Some(sha) => known(sha),
             None => self
@@ -222,7 +242,7 @@ impl Stager {
         let got = self
             .cache
             .get(&key, file.size, wait, |dest| {
-                self.fetch_verified(app, file, dest)
+                self.fetch_verified(app, owner, file, dest)
             })
             .await?;
         if let Some(sha) = &file.sha256 {
@@ -239,13 +259,14 @@ impl Stager {
     async fn fetch_verified(
         &self,
         app: AppId,
+        owner: &str,
         file: &TaskFile,
         dest: PathBuf,
     ) -> Result<Fetched, String> {
         let mut first_problem = None;
         for attempt in 1..=2 {
             let started = Instant::now();
-            let (size, sha) = self.fetch(app, &file.source, &dest).await?;
+            let (size, sha) = self.fetch(app, owner, &file.source, &dest).await?;
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             let problem = match (&file.size, &file.sha256) {
                 (Some(want), _) if *want != size => {
@@ -277,6 +298,7 @@ impl Stager {
     async fn fetch(
         &self,
         app: AppId,
+        owner: &str,
         source: &Source,
         dest: &Path,
     ) -> Result<(u64, String), String> {
@@ -290,6 +312,13 @@ impl Stager {
                 http::download(&self.http, &url, Some(&self.credential), dest).await
             }
             Source::Http(url) => http::download(&self.http, url, None, dest).await,
+            Source::Store { store, path } => {
+                let grant = self.grants.get(store, owner)?;
+                let url = store_url(&grant, path);
+                http::download(&self.http, &url, Some(&grant.token), dest)
+                    .await
+                    .map_err(|e| format!("store `{store}`: {e}"))
+            }
             Source::Sftp(url) => {
                 let key = self.sftp_key.clone().ok_or(
                     "an sftp:// file needs the agent's key: start the agent with --sftp-key FILE",
@@ -311,6 +340,7 @@ impl Prepared {
         let Prepared {
             dir,
             app,
+            owner,
             outputs,
             mut stats,
             _pins,
@@ -318,7 +348,7 @@ impl Prepared {
         } = self;
         drop(_pins);
         let problem = match succeeded {
-            true => outputs::store(&stager, app, &dir, &outputs, &mut stats).await,
+            true => outputs::store(&stager, app, &owner, &dir, &outputs, &mut stats).await,
             false => None,
         };
         // The run's links would keep evicted cache files on disk: the directory goes.
@@ -334,6 +364,8 @@ fn source_key(owner: &str, source: &Source) -> String {
     match source {
         // A file-service name is per owner.
         Source::Service(name) => format!("service:{owner}:{name}"),
+        // So is a store's.
+        Source::Store { store, path } => format!("store:{store}:{owner}:{path}"),
         other => other.to_string(),
     }
 }
@@ -348,7 +380,18 @@ fn endpoint(source: &Source) -> String {
         }
         Source::Sftp(u) => format!("sftp://{}:{}", u.host, u.port),
         Source::Shared(_) => "shared".into(),
+        Source::Store { store, .. } => format!("store:{store}"),
     }
+}
+
+/// Where `path` of the grant's owner is on its store.
+fn store_url(grant: &hetpilot_shared::protocol::StoreGrant, path: &str) -> String {
+    format!(
+        "{}/{}/{}",
+        grant.url,
+        http::encode_path(&grant.owner),
+        http::encode_path(path)
+    )
 }
 
 fn add_transfer(stats: &mut StagingStats, endpoint: String, bytes: u64, ms: f64) {
