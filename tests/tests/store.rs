@@ -25,6 +25,11 @@ struct Site {
 }
 
 fn site() -> Site {
+    site_with(|_, _| String::new())
+}
+
+/// A site whose manager configuration also has `extra(store URL, secret file)`.
+fn site_with(extra: impl Fn(&str, &str) -> String) -> Site {
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("lustre.secret");
     std::fs::write(
@@ -43,9 +48,10 @@ fn site() -> Site {
     std::fs::write(
         &config,
         format!(
-            "[[storage]]\nname = \"lustre\"\nurl = \"{}\"\nsecret_file = {:?}\nio_mib_per_s = 500\n",
+            "[[storage]]\nname = \"lustre\"\nurl = \"{}\"\nsecret_file = {:?}\nio_mib_per_s = 500\n{}",
             store.url,
-            secret.display().to_string()
+            secret.display().to_string(),
+            extra(&store.url, &secret.display().to_string()),
         ),
     )
     .unwrap();
@@ -467,5 +473,46 @@ fn an_application_naming_an_unknown_store_is_refused_at_submit() {
         apps.as_array().map(Vec::len),
         Some(0),
         "nothing stored: {apps}"
+    );
+}
+
+#[test]
+fn a_grant_the_store_refuses_fails_only_its_task_with_a_clear_error() {
+    // `gpfs` points at the store serving as `lustre`: it refuses grants made for `gpfs`.
+    let site = site_with(|url, secret| {
+        format!("[[storage]]\nname = \"gpfs\"\nurl = \"{url}\"\nsecret_file = {secret:?}\n")
+    });
+    let m = &site.manager;
+    let alice = user(m, "alice");
+    place(&site.store.root, "alice", "in.txt", b"hello");
+    let _agent = m.agent("local", 2, &[]);
+    let submit = |store: &str| {
+        let (s, b) = m.http().post(
+            "/v1/apps",
+            &alice,
+            &json!({"name": store, "command": "cat in.txt",
+                    "tasks": {"array": {"start": 0, "end": 0}},
+                    "inputs": [format!("store://{store}/in.txt")], "max_attempts": 1}),
+        );
+        assert_eq!(s, 200, "{b}");
+        b["app"].as_u64().unwrap()
+    };
+    let (good, refused) = (submit("lustre"), submit("gpfs"));
+    let state = |app: u64| {
+        m.wait_finished(app, LONG);
+        wait_until("the task's final state", Duration::from_secs(10), || {
+            let (_, t) = m.http().get(&format!("/v1/tasks/{app}.0"), &m.admin);
+            matches!(t["state"].as_str(), Some("done" | "failed")).then_some(t)
+        })
+    };
+    assert_eq!(state(good)["state"], "done");
+    let t = state(refused);
+    assert_eq!(t["state"], "failed", "{t}");
+    let error = t["last"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("store://gpfs/in.txt")
+            && error.contains("401")
+            && error.contains("grant refused"),
+        "{t}"
     );
 }
