@@ -314,22 +314,26 @@ fn the_store_admits_only_valid_grants_to_their_owners_files() {
         assert_eq!(raw_get_status(url, path, &alice), 400, "{path}");
     }
 
-    let put = |path: &str, token: &str| {
+    let put = |path: &str, token: &str, body: Vec<u8>| {
         Client::new()
             .put(format!("{url}/{path}"))
             .bearer_auth(token)
-            .body(b"written".to_vec())
+            .body(body)
             .send()
             .unwrap()
             .status()
             .as_u16()
     };
-    assert_eq!(put("alice/res/new.txt", &alice), 201);
-    assert_eq!(
-        std::fs::read(root.join("alice/res/new.txt")).unwrap(),
-        b"written"
-    );
-    assert_eq!(put("bob/planted.txt", &alice), 403);
+    let big = pattern(3 << 20, 5);
+    assert_eq!(put("alice/res/new.bin", &alice, big.clone()), 201);
+    assert_eq!(std::fs::read(root.join("alice/res/new.bin")).unwrap(), big);
+    let leftovers: Vec<_> = std::fs::read_dir(root.join("alice/res"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(leftovers, ["new.bin"], "no temporary file left");
+    assert_eq!(put("bob/planted.txt", &alice, b"x".to_vec()), 403);
     assert!(!root.join("bob/planted.txt").exists());
     let head = Client::new()
         .head(&file)
