@@ -266,7 +266,53 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_bytes, parse_cpus};
+    use super::{parse_bytes, parse_cpus, Cli, Role};
+    use clap::Parser;
+
+    #[test]
+    fn a_pilot_by_default_and_a_file_store_on_request() {
+        let pilot = Cli::try_parse_from([
+            "hetpilot-agent",
+            "--manager",
+            "http://m:8470",
+            "--platform",
+            "p",
+            "--slots",
+            "2",
+        ])
+        .unwrap();
+        assert!(pilot.role.is_none());
+        assert_eq!(pilot.pilot.manager.as_deref(), Some("http://m:8470"));
+        assert_eq!(pilot.pilot.slots, Some(2));
+        let store = Cli::try_parse_from([
+            "hetpilot-agent",
+            "serve-files",
+            "--root",
+            "/data",
+            "--listen",
+            "0.0.0.0:8480",
+            "--secret-file",
+            "/etc/s",
+            "-v",
+        ])
+        .unwrap();
+        assert!(matches!(store.role, Some(Role::ServeFiles(_))));
+        assert_eq!(store.verbose, 1);
+        // (A missing --manager is not tried: HETPILOT_URL in the environment supplies it.)
+        for bad in [
+            &[
+                "hetpilot-agent",
+                "--manager",
+                "m",
+                "serve-files",
+                "--root",
+                "/d",
+            ][..],
+            &["hetpilot-agent", "serve-files", "--root", "/d"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn byte_counts() {
