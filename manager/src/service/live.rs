@@ -3,15 +3,17 @@
 //! every change that matters and at least every `[scheduler] interval_ms`, and hands the
 //! decision to the queues as their lease plan. Rounds never run inside a pull.
 
+use super::bandwidth::Bandwidths;
 use super::profiling::RunStats;
 use super::scheduling::{LiveAgent, LiveApp, Planner};
 use super::usage::Usage;
 use super::{now_ms, Manager, Principal, ServiceError};
 use crate::config::Settings;
+use crate::provision::profile::StagingProfile;
 use crate::queue::{AgentState, Queues};
 use crate::sched::SchedError;
 use crate::store::{AgentResources, AppResources, Measured, Run};
-use hetpilot_shared::live::{ScheduleView, UserUsage};
+use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_shared::protocol::{Outcome, TaskResult};
 use hetpilot_shared::AgentId;
 use std::collections::HashMap;
@@ -21,7 +23,11 @@ use std::time::Duration;
 /// Everything the rounds read besides the queues.
 pub(super) struct Live {
     planner: Option<Planner>,
-    stats: RunStats,
+    pub(super) stats: RunStats,
+    /// Measured transfer bandwidths per platform × endpoint (staging).
+    pub(super) bandwidths: Bandwidths,
+    /// What each profiled platform's staging numbers are before anything is measured.
+    pub(super) staging_priors: HashMap<String, StagingProfile>,
     /// Relative platform speeds as of the last round (fairshare normalizes by them).
     pub(super) speeds: HashMap<String, f64>,
     usage: Usage,
@@ -46,6 +52,8 @@ impl Live {
         let mut live = Live {
             planner,
             stats: RunStats::default(),
+            bandwidths: Bandwidths::default(),
+            staging_priors: HashMap::new(),
             speeds: HashMap::new(),
             usage,
             agents: measured.agents.into_iter().map(|a| (a.agent, a)).collect(),
@@ -64,16 +72,19 @@ impl Live {
         }
         tracing::info!(
             runs = measured.runs.len(),
-            "online profile and fairshare usage rebuilt from the store"
+            "online profile, fairshare usage and bandwidths rebuilt from the store"
         );
         Ok(live)
     }
 
-    /// A successful run feeds the profile.
+    /// A successful run feeds the profile; any run's transfers feed the bandwidths.
     fn profile_run(&mut self, run: &Run) {
         let Some(agent) = self.agents.get(&run.agent) else {
             return;
         };
+        for t in &run.transfers {
+            self.bandwidths.add(&agent.platform, t);
+        }
         if run.outcome == Outcome::Success {
             self.stats.add(
                 run.app,
@@ -109,6 +120,11 @@ pub(super) fn runs(agent: AgentId, results: &[TaskResult], duplicate: &[bool]) -
             wall_ms: r.measurements.wall_ms,
             started_ms: r.measurements.started_at_ms,
             co_runners: r.measurements.co_runners.clone(),
+            transfers: r
+                .staging
+                .as_ref()
+                .map(|s| s.transfers.clone())
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -234,6 +250,17 @@ impl Manager {
             view.apps.retain(|a| a.owner == *name);
         }
         Ok(view)
+    }
+
+    /// Measured transfer bandwidths per platform × endpoint (any user: they describe
+    /// platforms, not anyone's applications).
+    pub fn bandwidths(&self, who: &Principal) -> Result<Vec<BandwidthRow>, ServiceError> {
+        if !matches!(who, Principal::User { .. }) {
+            return Err(ServiceError::Forbidden(
+                "this call needs a user token, not an agent credential".into(),
+            ));
+        }
+        Ok(self.live().bandwidths.rows())
     }
 
     /// Fairshare usage per user; a user sees only their own row.

@@ -3,6 +3,7 @@
 
 mod agents;
 pub mod auth;
+pub mod bandwidth;
 mod error;
 mod files;
 mod live;
