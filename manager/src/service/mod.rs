@@ -10,6 +10,7 @@ mod live;
 mod pilots;
 pub mod placement;
 pub mod profiling;
+pub mod provision_demand;
 pub mod scheduling;
 mod staging_plan;
 pub mod usage;

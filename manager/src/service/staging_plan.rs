@@ -22,7 +22,7 @@ use super::bandwidth::Bandwidths;
 use super::live::Live;
 use super::profiling::RunStats;
 use super::Manager;
-use crate::provision::profile::{PlatformProfile, StagingProfile};
+use crate::provision::profile::StagingProfile;
 use crate::queue::{Partitions, StagingRequest};
 use crate::staging::model::{ComputeCluster, DataFile, Platform, StorageNode, Task, Workload};
 use crate::staging::{policy_by_name, StagingError, StagingPlan};
@@ -72,14 +72,6 @@ impl Manager {
                     "het-hps staging plan bound to agents");
             }
         }
-    }
-
-    /// Takes the staging numbers of the platforms that have a profile.
-    pub fn use_staging_profiles(&self, profiles: &[PlatformProfile]) {
-        self.live().staging_priors = profiles
-            .iter()
-            .map(|p| (p.name.clone(), p.staging))
-            .collect();
     }
 }
 
