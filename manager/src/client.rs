@@ -1,7 +1,7 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
 use hetpilot_shared::http::{self, CallError};
-use hetpilot_shared::live::{ScheduleView, UserUsage};
+use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_shared::protocol::{
     AgentInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
     TaskInfo, TokenResponse,
@@ -159,6 +159,10 @@ impl Client {
 
     pub async fn usage(&self) -> Result<Vec<UserUsage>, ClientError> {
         self.call(self.get("/v1/usage")).await
+    }
+
+    pub async fn bandwidths(&self) -> Result<Vec<BandwidthRow>, ClientError> {
+        self.call(self.get("/v1/bandwidths")).await
     }
 
     pub async fn pilots(&self) -> Result<Vec<crate::provision::pilot::PilotRecord>, ClientError> {

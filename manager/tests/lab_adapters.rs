@@ -110,6 +110,7 @@ impl Sandbox {
             work_dir: self.path("work"),
             relative_speed: 1.0,
             hosts: vec!["127.0.0.1".into()],
+            staging: Default::default(),
         }
     }
 

@@ -56,3 +56,17 @@ pub struct UserUsage {
     /// Fairshare factor 2^(-U/S) in (0, 1]: higher goes first.
     pub priority: f64,
 }
+
+/// The measured bandwidth between one platform and one storage endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthRow {
+    pub platform: String,
+    /// `manager` (the file service), `http://host:port`, `sftp://host:port`, `store:NAME`.
+    pub endpoint: String,
+    /// Transfers measured since the manager's state began.
+    pub transfers: u64,
+    /// Bytes moved by the transfers the estimate is made of (the most recent ones).
+    pub window_bytes: u64,
+    /// Their bytes over their seconds, MiB/s.
+    pub mib_per_s: f64,
+}

@@ -74,10 +74,14 @@ fn staged(m: &Manager, app: u64, runs: i64) -> (i64, i64, i64) {
     )
 }
 
+/// A task whose last run has ended, once that run is in the store (the application's
+/// counts, in memory, may be ahead of the store by a group commit).
 fn task(m: &Manager, app: u64, index: u64) -> Value {
-    let (s, b) = m.http().get(&format!("/v1/tasks/{app}.{index}"), &m.admin);
-    assert_eq!(s, 200, "{b}");
-    b
+    wait_until("the task's last run to be stored", LONG, || {
+        let (s, b) = m.http().get(&format!("/v1/tasks/{app}.{index}"), &m.admin);
+        assert_eq!(s, 200, "{b}");
+        b["last"]["outcome"].is_string().then_some(b)
+    })
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -474,5 +478,82 @@ fn het_hps_moves_fewer_bytes_than_fifo_on_a_high_overlap_batch() {
     assert!(
         het * 4 < fifo * 3,
         "het-hps fetched {het} bytes, fifo {fifo}: expected at least 25% fewer"
+    );
+}
+
+/// The `hetpilot bandwidths` rows, as JSON.
+fn bandwidths(m: &Manager) -> Vec<Value> {
+    let out = m.cli(&["bandwidths", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn measured_bandwidths_are_kept_per_platform_and_endpoint_and_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = hetpilot_e2e::free_port();
+    let mut m = Manager::start_on(dir.path(), port, 30.0, &[]);
+    let alice = user(&m, "alice");
+    for i in 0..6u8 {
+        put(&m, &alice, &format!("bw/f{i}.bin"), &pattern(512 * 1024, i));
+    }
+    let _agent = m.agent("local", 2, &["--cache-max", "100M"]);
+    let app = submit(
+        &m,
+        &alice,
+        json!({
+            "name": "bw",
+            "command": "true",
+            "tasks": {"lines": (0..6).map(|i| format!("f{i}")).collect::<Vec<_>>()},
+            "inputs": ["bw/{}.bin"],
+            "max_attempts": 1
+        }),
+    );
+    let summary = m.wait_finished(app, LONG);
+    assert_eq!(summary["counts"]["done"], 6, "{summary}");
+    staged(&m, app, 6);
+    // Every run fetched its own 512 KiB file from the file service: each one is a
+    // transfer big enough to measure.
+    let measured: i64 = m
+        .db()
+        .query_row(
+            "SELECT COUNT(*) FROM attempt_staging WHERE app_id = ?1 AND bytes_fetched >= 65536",
+            [app as i64],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(measured, 6);
+    let before = bandwidths(&m);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0]["platform"], "local");
+    assert_eq!(before[0]["endpoint"], "manager");
+    assert_eq!(before[0]["transfers"], 6);
+    assert_eq!(before[0]["window_bytes"], 6 * 512 * 1024);
+    assert!(before[0]["mib_per_s"].as_f64().unwrap() > 0.0, "{before:?}");
+
+    // A user can read them (they describe platforms); no token gets 401.
+    let (s, _) = m.http().get("/v1/bandwidths", &alice);
+    assert_eq!(s, 200);
+    let (s, _) = m.http().get("/v1/bandwidths", "nope");
+    assert_eq!(s, 401);
+
+    m.kill();
+    let m = Manager::start_on(dir.path(), port, 30.0, &[]);
+    let after = bandwidths(&m);
+    assert_eq!(after.len(), 1, "{after:?}");
+    for key in ["platform", "endpoint", "transfers", "window_bytes"] {
+        assert_eq!(after[0][key], before[0][key], "{key}");
+    }
+    let (a, b) = (
+        after[0]["mib_per_s"].as_f64().unwrap(),
+        before[0]["mib_per_s"].as_f64().unwrap(),
+    );
+    assert!(
+        (a - b).abs() <= 1e-9 * b,
+        "rebuilt {a} MiB/s, live {b} MiB/s"
     );
 }

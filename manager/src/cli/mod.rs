@@ -4,6 +4,7 @@
 mod admin;
 mod affinity;
 mod app_file;
+mod bandwidths;
 mod connect;
 mod demo;
 mod fairshare;
@@ -58,6 +59,8 @@ pub enum Command {
     Schedule(schedule::Args),
     /// Fairshare usage (core-seconds, speed- and penalty-weighted) and priority per user.
     Usage(usage::Args),
+    /// Measured transfer bandwidths per platform and storage endpoint (staging).
+    Bandwidths(bandwidths::Args),
     /// Manage users (admin).
     #[command(subcommand)]
     User(admin::UserCommand),
@@ -96,6 +99,7 @@ impl Command {
             Command::Cancel(a) => block_on(status::cancel(a)),
             Command::Schedule(a) => block_on(schedule::run(a)),
             Command::Usage(a) => block_on(usage::run(a)),
+            Command::Bandwidths(a) => block_on(bandwidths::run(a)),
             Command::User(c) => block_on(admin::user(c)),
             Command::Token(c) => block_on(admin::token(c)),
             Command::Agents(a) => block_on(admin::agents(a)),

@@ -20,6 +20,10 @@
 //! relative_speed = 1.0
 //! hosts = ["node1", "node2"]      # ssh adapter only: the hosts agents start on
 //! account = "proj42"              # optional, passed to the batch system
+//!
+//! [staging]                       # optional: what Het-HPS assumes until it has measured
+//! disk_mib_per_s = 500            # LBW_i, each node's local disk
+//! link_mib_per_s = 100            # each node's share of the link to the storage
 //! ```
 
 use serde::Deserialize;
@@ -87,6 +91,37 @@ pub struct PlatformProfile {
     pub work_dir: String,
     pub relative_speed: f64,
     pub hosts: Vec<String>,
+    pub staging: StagingProfile,
+}
+
+/// What the live staging model assumes of a platform's nodes (paper Section 3: LBW_i and
+/// the network bandwidth NBW_i) until transfers from the platform are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StagingProfile {
+    /// LBW_i: each node's local disk bandwidth, MiB/s.
+    #[serde(default = "default_disk_mib_per_s")]
+    pub disk_mib_per_s: f64,
+    /// Each node's share of the platform's link to the storage when all its nodes
+    /// transfer at once, MiB/s.
+    #[serde(default = "default_link_mib_per_s")]
+    pub link_mib_per_s: f64,
+}
+
+fn default_disk_mib_per_s() -> f64 {
+    500.0
+}
+fn default_link_mib_per_s() -> f64 {
+    100.0
+}
+
+impl Default for StagingProfile {
+    fn default() -> Self {
+        StagingProfile {
+            disk_mib_per_s: default_disk_mib_per_s(),
+            link_mib_per_s: default_link_mib_per_s(),
+        }
+    }
 }
 
 /// A profile that cannot be used; the message names the file and the field.
@@ -135,6 +170,8 @@ struct ProfileFile {
     relative_speed: f64,
     #[serde(default)]
     hosts: Vec<String>,
+    #[serde(default)]
+    staging: StagingProfile,
 }
 
 fn local_login() -> String {
@@ -253,6 +290,14 @@ impl PlatformProfile {
         if let Some(h) = file.hosts.iter().find(|h| !is_safe_name(h)) {
             return Err(invalid("hosts", format!("{h:?} is not a host name")));
         }
+        for (field, v) in [
+            ("staging.disk_mib_per_s", file.staging.disk_mib_per_s),
+            ("staging.link_mib_per_s", file.staging.link_mib_per_s),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(invalid(field, format!("{v}: must be a positive number")));
+            }
+        }
         Ok(PlatformProfile {
             name: file.name,
             adapter: file.adapter,
@@ -271,6 +316,7 @@ impl PlatformProfile {
             work_dir: file.work_dir,
             relative_speed: file.relative_speed,
             hosts: file.hosts,
+            staging: file.staging,
         })
     }
 }
@@ -310,5 +356,40 @@ fn expand_home(path: &str) -> PathBuf {
     match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+name = "p"
+adapter = "slurm"
+cores_per_node = 4
+memory_per_node = "8GB"
+max_walltime = "2h"
+agent_binary = "/opt/hetpilot-agent"
+work_dir = "/scratch"
+"#;
+
+    fn parse(extra: &str) -> Result<PlatformProfile, ProfileError> {
+        PlatformProfile::parse(&format!("{BASE}{extra}"), Path::new("p.toml"))
+    }
+
+    #[test]
+    fn staging_table_is_optional_and_validated() {
+        assert_eq!(parse("").unwrap().staging, StagingProfile::default());
+        let p = parse("[staging]\nlink_mib_per_s = 12.5\n").unwrap();
+        assert_eq!(p.staging.link_mib_per_s, 12.5);
+        assert_eq!(p.staging.disk_mib_per_s, 500.0);
+        let err = parse("[staging]\ndisk_mib_per_s = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("staging.disk_mib_per_s"), "{err}");
+        let err = parse("[staging]\nlink_bandwidth = 5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("link_bandwidth"), "{err}");
     }
 }

@@ -1,10 +1,11 @@
-//! Live scheduling routes: the current allocation and fairshare usage.
+//! Live scheduling routes: the current allocation, fairshare usage and measured transfer
+//! bandwidths.
 
 use super::error::ApiError;
 use super::extract::{Caller, Json};
 use crate::service::Manager;
 use axum::extract::State;
-use hetpilot_shared::live::{ScheduleView, UserUsage};
+use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
 use std::sync::Arc;
 
 pub async fn schedule(
@@ -19,4 +20,11 @@ pub async fn usage(
     Caller(who): Caller,
 ) -> Result<Json<Vec<UserUsage>>, ApiError> {
     Ok(Json(m.usage(&who)?))
+}
+
+pub async fn bandwidths(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<BandwidthRow>>, ApiError> {
+    Ok(Json(m.bandwidths(&who)?))
 }

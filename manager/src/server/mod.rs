@@ -40,6 +40,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/agents/{agent}/drain", post(agents::drain))
         .route("/v1/schedule", get(live::schedule))
         .route("/v1/usage", get(live::usage))
+        .route("/v1/bandwidths", get(live::bandwidths))
         .route("/v1/pilots", get(pilots::list))
         .route("/v1/platforms", get(pilots::platforms))
         .layer(DefaultBodyLimit::max(limit))

@@ -3,25 +3,38 @@
 //! every change that matters and at least every `[scheduler] interval_ms`, and hands the
 //! decision to the queues as their lease plan. Rounds never run inside a pull.
 
+use super::bandwidth::Bandwidths;
 use super::profiling::RunStats;
+use super::provision_demand::{capacity_agents, demand_by_platform, Capacity};
 use super::scheduling::{LiveAgent, LiveApp, Planner};
 use super::usage::Usage;
 use super::{now_ms, Manager, Principal, ServiceError};
 use crate::config::Settings;
+use crate::provision::profile::{PlatformProfile, StagingProfile};
 use crate::queue::{AgentState, Queues};
 use crate::sched::SchedError;
 use crate::store::{AgentResources, AppResources, Measured, Run};
-use hetpilot_shared::live::{ScheduleView, UserUsage};
+use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_shared::protocol::{Outcome, TaskResult};
 use hetpilot_shared::AgentId;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 /// Everything the rounds read besides the queues.
 pub(super) struct Live {
     planner: Option<Planner>,
-    stats: RunStats,
+    pub(super) stats: RunStats,
+    /// Measured transfer bandwidths per platform × endpoint (staging).
+    pub(super) bandwidths: Bandwidths,
+    /// What each profiled platform's staging numbers are before anything is measured.
+    pub(super) staging_priors: HashMap<String, StagingProfile>,
+    /// Each profiled platform's capacity, and the planner of the provisioning rounds.
+    pub(super) capacities: BTreeMap<String, Capacity>,
+    provision_planner: Option<Planner>,
+    /// Waiting cores per platform as the last provisioning round split them (None: no
+    /// round yet, every platform sees all the waiting work).
+    pub(super) provision_demand: Option<HashMap<String, u64>>,
     /// Relative platform speeds as of the last round (fairshare normalizes by them).
     pub(super) speeds: HashMap<String, f64>,
     usage: Usage,
@@ -36,6 +49,10 @@ impl Live {
             Some(s) => Some(Planner::new(s, &settings.scheduler)?),
             None => None,
         };
+        let provision_planner = match settings.scheduler.settings()? {
+            Some(s) => Some(Planner::new(s, &settings.scheduler)?),
+            None => None,
+        };
         let mut usage = Usage::new(&settings.fairshare);
         for app in measured.apps {
             usage.app(app);
@@ -46,6 +63,11 @@ impl Live {
         let mut live = Live {
             planner,
             stats: RunStats::default(),
+            bandwidths: Bandwidths::default(),
+            staging_priors: HashMap::new(),
+            capacities: BTreeMap::new(),
+            provision_planner,
+            provision_demand: None,
             speeds: HashMap::new(),
             usage,
             agents: measured.agents.into_iter().map(|a| (a.agent, a)).collect(),
@@ -64,16 +86,19 @@ impl Live {
         }
         tracing::info!(
             runs = measured.runs.len(),
-            "online profile and fairshare usage rebuilt from the store"
+            "online profile, fairshare usage and bandwidths rebuilt from the store"
         );
         Ok(live)
     }
 
-    /// A successful run feeds the profile.
+    /// A successful run feeds the profile; any run's transfers feed the bandwidths.
     fn profile_run(&mut self, run: &Run) {
         let Some(agent) = self.agents.get(&run.agent) else {
             return;
         };
+        for t in &run.transfers {
+            self.bandwidths.add(&agent.platform, t);
+        }
         if run.outcome == Outcome::Success {
             self.stats.add(
                 run.app,
@@ -109,6 +134,11 @@ pub(super) fn runs(agent: AgentId, results: &[TaskResult], duplicate: &[bool]) -
             wall_ms: r.measurements.wall_ms,
             started_ms: r.measurements.started_at_ms,
             co_runners: r.measurements.co_runners.clone(),
+            transfers: r
+                .staging
+                .as_ref()
+                .map(|s| s.transfers.clone())
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -150,6 +180,28 @@ fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
 impl Manager {
     pub(super) fn live(&self) -> MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes what the profiled platforms' profiles say: their staging numbers and how far
+    /// the provisioner may grow them.
+    pub fn use_profiles(&self, profiles: &[PlatformProfile]) {
+        let mut live = self.live();
+        live.staging_priors = profiles
+            .iter()
+            .map(|p| (p.name.clone(), p.staging))
+            .collect();
+        live.capacities = profiles
+            .iter()
+            .map(|p| {
+                let capacity = Capacity {
+                    nodes: p.max_running,
+                    cores_per_node: p.cores_per_node,
+                };
+                (p.name.clone(), capacity)
+            })
+            .collect();
+        drop(live);
+        self.replan();
     }
 
     /// Something that matters changed: run a round soon.
@@ -200,6 +252,7 @@ impl Manager {
     /// One round: the live state in, a new lease plan out.
     pub fn schedule_round(&self) {
         let (apps, agents) = live_state(&self.queues());
+        let unavailable = self.unavailable_platforms();
         let now = now_ms();
         let mut guard = self.live();
         let live = &mut *guard;
@@ -210,15 +263,33 @@ impl Manager {
         let weights = live
             .usage
             .weights(apps.iter().map(|a| a.owner.as_str()), now);
-        match planner.round(&live.stats, &apps, &agents, &weights, now) {
+        let plan = match planner.round(&live.stats, &apps, &agents, &weights, now) {
             Ok(round) => {
                 live.view = round.view;
-                drop(guard);
-                self.queues().set_plan(round.plan);
+                Some(round.plan)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan")
+                tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan");
+                None
             }
+        };
+        if let (Some(planner), false) =
+            (live.provision_planner.as_mut(), live.capacities.is_empty())
+        {
+            // A platform that cannot take pilots now takes no share of the demand.
+            let mut reachable = live.capacities.clone();
+            reachable.retain(|name, _| !unavailable.contains(name));
+            let capacity = capacity_agents(&agents, &reachable);
+            match demand_by_platform(planner, &live.stats, &apps, &capacity, &weights, now) {
+                Ok(demand) => live.provision_demand = Some(demand),
+                Err(e) => {
+                    tracing::warn!(error = %e, "provisioning round failed; pilots follow the last demand")
+                }
+            }
+        }
+        drop(guard);
+        if let Some(plan) = plan {
+            self.queues().set_plan(plan);
         }
     }
 
@@ -234,6 +305,17 @@ impl Manager {
             view.apps.retain(|a| a.owner == *name);
         }
         Ok(view)
+    }
+
+    /// Measured transfer bandwidths per platform × endpoint (any user: they describe
+    /// platforms, not anyone's applications).
+    pub fn bandwidths(&self, who: &Principal) -> Result<Vec<BandwidthRow>, ServiceError> {
+        if !matches!(who, Principal::User { .. }) {
+            return Err(ServiceError::Forbidden(
+                "this call needs a user token, not an agent credential".into(),
+            ));
+        }
+        Ok(self.live().bandwidths.rows())
     }
 
     /// Fairshare usage per user; a user sees only their own row.

@@ -3,12 +3,14 @@
 
 mod agents;
 pub mod auth;
+pub mod bandwidth;
 mod error;
 mod files;
 mod live;
 mod pilots;
 pub mod placement;
 pub mod profiling;
+pub mod provision_demand;
 pub mod scheduling;
 mod staging_plan;
 mod store_grants;

@@ -110,6 +110,11 @@ impl RunStats {
             .map_or(0, |m| m.n)
     }
 
+    /// The platforms with measured runs.
+    pub fn platforms(&self) -> impl Iterator<Item = &str> {
+        self.platforms.keys().map(String::as_str)
+    }
+
     /// Mean runtime of `app`'s successful runs on `platform`, seconds.
     pub fn mean(&self, app: AppId, platform: &str) -> Option<f64> {
         self.platforms.get(platform)?.apps.get(&app)?.get()

@@ -227,6 +227,7 @@ mod tests {
             wall_ms: wall_s * 1000.0,
             started_ms: 0,
             co_runners: Vec::new(),
+            transfers: Vec::new(),
         }
     }
 

@@ -1,7 +1,9 @@
-//! What online profiling and fairshare accounting rebuild at start-up: every recorded run
-//! with its measurements, and the resources of the applications and agents involved.
+//! What online profiling, fairshare accounting and the bandwidth estimates rebuild at
+//! start-up: every recorded run with its measurements and transfers, and the resources of
+//! the applications and agents involved.
 
 use super::write::outcome_from_str;
+use hetpilot_shared::files::Transfer;
 use hetpilot_shared::protocol::Outcome;
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AgentId, AppId};
@@ -34,6 +36,8 @@ pub struct Run {
     pub wall_ms: f64,
     pub started_ms: u64,
     pub co_runners: Vec<AppId>,
+    /// Measured transfers per endpoint (none when the task has no files).
+    pub transfers: Vec<Transfer>,
 }
 
 #[derive(Debug, Default)]
@@ -74,8 +78,11 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
         .collect::<Result<_, _>>()?;
     let runs = conn
         .prepare(
-            "SELECT app_id, agent_id, outcome, COALESCE(wall_ms, 0), COALESCE(started_ms, 0), co_runners
-             FROM attempts WHERE outcome IS NOT NULL ORDER BY ended_ms",
+            "SELECT a.app_id, a.agent_id, a.outcome, COALESCE(a.wall_ms, 0),
+                    COALESCE(a.started_ms, 0), a.co_runners, s.transfers
+             FROM attempts a LEFT JOIN attempt_staging s
+               ON s.app_id = a.app_id AND s.idx = a.idx AND s.attempt = a.attempt
+             WHERE a.outcome IS NOT NULL ORDER BY a.ended_ms",
         )?
         .query_map([], |r| {
             let outcome: String = r.get(2)?;
@@ -87,6 +94,10 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
                 started_ms: r.get::<_, i64>(4)? as u64,
                 co_runners: r
                     .get::<_, Option<String>>(5)?
+                    .and_then(|s| serde_json::from_str(&s).ok())
+                    .unwrap_or_default(),
+                transfers: r
+                    .get::<_, Option<String>>(6)?
                     .and_then(|s| serde_json::from_str(&s).ok())
                     .unwrap_or_default(),
             })

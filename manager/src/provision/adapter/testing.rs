@@ -86,6 +86,7 @@ pub fn profile(adapter: AdapterKind) -> PlatformProfile {
         work_dir: "/scratch/hetpilot".into(),
         relative_speed: 1.0,
         hosts: vec!["node1".into()],
+        staging: Default::default(),
     }
 }
 
