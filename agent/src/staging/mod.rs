@@ -193,7 +193,7 @@ impl Stager {
                     Some(f) => {
                         fetched_here.insert(i);
                         stats.bytes_fetched += f.size;
-                        add_transfer(&mut stats, endpoint(&input.source), f.size, f.ms);
+                        add_transfer(&mut stats, input.source.endpoint(), f.size, f.ms);
                     }
                     None if !fetched_here.contains(&i) => cached_sizes.push(pin.size),
                     None => {}
@@ -211,9 +211,10 @@ impl Stager {
 
     /// The file from the node cache, fetching (and verifying) it on a miss. A file is
     /// keyed by its declared SHA-256; without one, by the content a verified fetch of the
-    /// same source had, else by its source. A store's files are keyed per store and owner
-    /// even with a SHA-256, so nobody gets a file from the cache that their grant could
-    /// not have fetched.
+    /// same source had, else by its source. Files only their owner reaches (the file
+    /// service's, a store's) are keyed per owner (and store) even with a SHA-256, so
+    /// nobody gets a file from the cache that they could not have fetched: declaring the
+    /// checksum of another user's file must not be enough to read it.
     async fn cached(
         &self,
         app: AppId,
@@ -222,12 +223,13 @@ impl Stager {
         wait: Wait,
     ) -> Result<(Pin, Option<Fetched>), CacheError> {
         let source = source_key(owner, &file.source);
-        let known = |sha: &str| match &file.source {
-            Source::Store { store, .. } => {
-                let scope = digest::sha256_hex(format!("{store}:{owner}").as_bytes());
-                format!("sha256-{sha}-of-{scope}")
-            }
-            _ => format!("sha256-{sha}"),
+        let known = |sha: &str| {
+            let scope = match &file.source {
+                Source::Service(_) => format!("service:{owner}"),
+                Source::Store { store, .. } => format!("{store}:{owner}"),
+                _ => return format!("sha256-{sha}"),
+            };
+            format!("sha256-{sha}-of-{}", digest::sha256_hex(scope.as_bytes()))
         };
         let key = match &file.sha256 {
             Some(sha) => known(sha),
@@ -367,20 +369,6 @@ fn source_key(owner: &str, source: &Source) -> String {
         // So is a store's.
         Source::Store { store, path } => format!("store:{store}:{owner}:{path}"),
         other => other.to_string(),
-    }
-}
-
-/// The endpoint a transfer is measured against.
-fn endpoint(source: &Source) -> String {
-    match source {
-        Source::Service(_) => "manager".into(),
-        Source::Http(url) => {
-            let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
-            format!("{scheme}://{}", rest.split('/').next().unwrap_or(""))
-        }
-        Source::Sftp(u) => format!("sftp://{}:{}", u.host, u.port),
-        Source::Shared(_) => "shared".into(),
-        Source::Store { store, .. } => format!("store:{store}"),
     }
 }
 

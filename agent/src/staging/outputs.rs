@@ -2,7 +2,7 @@
 //! service or a file store (under the application owner's files), or over SFTP. Every output is tried; the
 //! problems are reported together.
 
-use super::{add_transfer, endpoint, http, sftp, store_url, Stager};
+use super::{add_transfer, http, sftp, store_url, Stager};
 use hetpilot_shared::files::{Source, StagingStats, TaskFile};
 use hetpilot_shared::AppId;
 use std::path::Path;
@@ -62,7 +62,7 @@ pub async fn store(
             Ok(n) => {
                 stats.bytes_uploaded += n;
                 let ms = started.elapsed().as_secs_f64() * 1000.0;
-                add_transfer(stats, endpoint(&out.source), n, ms);
+                add_transfer(stats, out.source.endpoint(), n, ms);
             }
             Err(e) => problems.push(format!("output `{}`: {e}", out.name)),
         }

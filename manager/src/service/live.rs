@@ -29,6 +29,8 @@ pub(super) struct Live {
     pub(super) bandwidths: Bandwidths,
     /// What each profiled platform's staging numbers are before anything is measured.
     pub(super) staging_priors: HashMap<String, StagingProfile>,
+    /// The I/O bandwidth configured for each file store, by endpoint (`store:NAME`).
+    pub(super) store_io_mib_per_s: HashMap<String, f64>,
     /// Each profiled platform's capacity, and the planner of the provisioning rounds.
     pub(super) capacities: BTreeMap<String, Capacity>,
     provision_planner: Option<Planner>,
@@ -65,6 +67,11 @@ impl Live {
             stats: RunStats::default(),
             bandwidths: Bandwidths::default(),
             staging_priors: HashMap::new(),
+            store_io_mib_per_s: settings
+                .storage
+                .iter()
+                .filter_map(|s| Some((format!("store:{}", s.name), s.io_mib_per_s?)))
+                .collect(),
             capacities: BTreeMap::new(),
             provision_planner,
             provision_demand: None,
