@@ -185,17 +185,37 @@ impl Manager {
         body["app"].as_u64().unwrap()
     }
 
-    /// Waits until every task of `app` has ended; returns the summary.
+    /// Waits until every task of `app` has ended, in memory and in the store (which may
+    /// trail by a group commit: listings and run records are read from it); returns the
+    /// summary.
     pub fn wait_finished(&self, app: u64, timeout: Duration) -> Value {
         let http = self.http();
-        wait_until(&format!("application {app} to finish"), timeout, || {
+        let summary = wait_until(&format!("application {app} to finish"), timeout, || {
             let (status, s) = http.get(&format!("/v1/apps/{app}"), &self.admin);
             let c = &s["counts"];
             let n = |k: &str| c[k].as_u64().unwrap_or(0);
             let finished = n("done") + n("failed") + n("cancelled");
             let total = finished + n("waiting") + n("leased") + n("running");
             (status == 200 && total > 0 && finished == total).then_some(s)
-        })
+        });
+        // Task states are stored as their index in `TaskState::ALL`: waiting, leased and
+        // running are 0, 1 and 2.
+        wait_until(
+            &format!("application {app}'s end to be stored"),
+            timeout,
+            || {
+                let open: i64 = self
+                    .db()
+                    .query_row(
+                        "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state IN (0, 1, 2)",
+                        [app as i64],
+                        |r| r.get(0),
+                    )
+                    .ok()?;
+                (open == 0).then_some(())
+            },
+        );
+        summary
     }
 
     pub fn kill(&mut self) {
