@@ -445,6 +445,10 @@ fn agents_get_fresh_grants_with_leased_tasks_and_in_heartbeats() {
         b.get("grants").is_none(),
         "no grant without a task that needs it: {b}"
     );
+    // The store task went back to its queue just above: claiming it again yields no
+    // grant. Grants follow what the manager leased to the agent, not what it claims.
+    let b = beat(&held);
+    assert!(b.get("grants").is_none(), "a claim is not a lease: {b}");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use hetpilot_shared::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
 };
-use hetpilot_shared::AgentId;
+use hetpilot_shared::{AgentId, AppId};
 use std::time::Duration;
 
 /// Longest a pull may wait for work.
@@ -255,19 +255,27 @@ impl Manager {
         req: HeartbeatRequest,
     ) -> Result<HeartbeatResponse, ServiceError> {
         let id = agent(who, path)?;
-        let (changes, drain, kill) = {
+        let (mut changes, given_back, drain, kill, held_apps) = {
             let mut queues = self.queues();
-            let mut changes = queues.started(id, &req.started, now_ms())?;
-            changes.extend(queues.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?);
+            let changes = queues.started(id, &req.started, now_ms())?;
+            let given_back = queues.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?;
             let (drain, kill) = queues.heartbeat(id, now_ms())?;
-            (changes, drain, kill)
+            // Grants go by what the manager leased to this agent, not by what it claims.
+            let held_apps: Vec<AppId> = queues
+                .agent(id)
+                .map(|a| a.held.keys().map(|t| t.app).collect())
+                .unwrap_or_default();
+            (changes, given_back, drain, kill, held_apps)
         };
-        if !changes.is_empty() {
-            tracing::warn!(agent = %id, changes = changes.len(), "leases that never reached their agent went back to their queues");
-            self.writer.send(Write::Changes(changes));
+        if !given_back.is_empty() {
+            tracing::warn!(agent = %id, tasks = given_back.len(), "leases that never reached their agent went back to their queues");
             self.work.notify_waiters();
         }
-        let grants = self.store_grants(req.held.iter().map(|h| h.task.app));
+        changes.extend(given_back);
+        if !changes.is_empty() {
+            self.writer.send(Write::Changes(changes));
+        }
+        let grants = self.store_grants(held_apps);
         Ok(HeartbeatResponse {
             drain,
             kill,
