@@ -178,6 +178,17 @@ impl Manager {
         .unwrap()
     }
 
+    /// Creates user `name` as admin; returns their token.
+    pub fn create_user(&self, name: &str) -> String {
+        let (s, b) = self.http().post(
+            "/v1/users",
+            &self.admin,
+            &serde_json::json!({ "name": name }),
+        );
+        assert_eq!(s, 200, "{b}");
+        b["token"].as_str().unwrap().to_string()
+    }
+
     /// Submits an application as admin; returns its id.
     pub fn submit(&self, spec: Value) -> u64 {
         let (status, body) = self.http().post("/v1/apps", &self.admin, &spec);
@@ -393,4 +404,11 @@ impl Http {
 /// An application spec as JSON: `command` over an array of `n` tasks.
 pub fn array_app(name: &str, command: &str, n: u64) -> Value {
     serde_json::json!({"name": name, "command": command, "tasks": {"array": {"start": 0, "end": n - 1}}})
+}
+
+/// `len` bytes of a pattern that differs by `seed`: test file contents.
+pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }

@@ -3,21 +3,13 @@
 //! mismatches and missing files failing only their task, and the file service's access
 //! rules. The SFTP test needs the local lab (`deploy/lab/start.sh`).
 
-use hetpilot_e2e::{wait_until, Manager};
+use hetpilot_e2e::{pattern, wait_until, Manager};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(120);
-
-fn user(m: &Manager, name: &str) -> String {
-    let (s, b) = m
-        .http()
-        .post("/v1/users", &m.admin, &json!({ "name": name }));
-    assert_eq!(s, 200, "{b}");
-    b["token"].as_str().unwrap().to_string()
-}
 
 fn put(m: &Manager, token: &str, name: &str, data: &[u8]) {
     let r = Client::new()
@@ -84,17 +76,11 @@ fn task(m: &Manager, app: u64, index: u64) -> Value {
     })
 }
 
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect()
-}
-
 #[test]
 fn tasks_sharing_inputs_fetch_each_file_once_per_node_and_store_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
-    let alice = user(&m, "alice");
+    let alice = m.create_user("alice");
     let db = pattern(256 * 1024, 7);
     put(&m, &alice, "db/shared.bin", &db);
     let queries: Vec<Vec<u8>> = (0..4).map(|i| pattern(1000 + i * 10, i as u8)).collect();
@@ -175,7 +161,7 @@ fn tasks_sharing_inputs_fetch_each_file_once_per_node_and_store_outputs() {
 
     // Another user who declares the same name and checksum does not get alice's copy
     // from the node's cache: his own file service has no such file.
-    let bob = user(&m, "bob");
+    let bob = m.create_user("bob");
     let theirs = submit(
         &m,
         &bob,
@@ -193,7 +179,7 @@ fn tasks_sharing_inputs_fetch_each_file_once_per_node_and_store_outputs() {
 fn a_cache_smaller_than_the_working_set_evicts_and_every_task_still_completes() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
-    let alice = user(&m, "alice");
+    let alice = m.create_user("alice");
     let common = pattern(100 * 1024, 1);
     put(&m, &alice, "common.bin", &common);
     let parts: Vec<Vec<u8>> = (0..6).map(|i| pattern(100 * 1024, 10 + i)).collect();
@@ -232,7 +218,7 @@ fn a_cache_smaller_than_the_working_set_evicts_and_every_task_still_completes() 
 fn a_checksum_mismatch_or_a_missing_file_fails_only_that_task() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
-    let alice = user(&m, "alice");
+    let alice = m.create_user("alice");
     put(&m, &alice, "good.bin", b"good data");
     let mut agent = m.agent("local", 2, &[]);
     let before = file_gets(&m);
@@ -293,7 +279,7 @@ fn a_checksum_mismatch_or_a_missing_file_fails_only_that_task() {
 fn names_escaping_their_root_are_refused_at_submit_and_nothing_is_stored() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
-    let alice = user(&m, "alice");
+    let alice = m.create_user("alice");
     for (inputs, outputs, field) in [
         (json!(["in/{}"]), json!([]), "inputs"),
         (json!(["ok.txt"]), json!(["/tmp/{}.out"]), "outputs"),
@@ -317,8 +303,8 @@ fn names_escaping_their_root_are_refused_at_submit_and_nothing_is_stored() {
 fn the_file_service_serves_ranges_and_only_to_the_files_owner() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
-    let alice = user(&m, "alice");
-    let bob = user(&m, "bob");
+    let alice = m.create_user("alice");
+    let bob = m.create_user("bob");
     put(&m, &alice, "data/x.txt", b"0123456789");
     assert_eq!(
         get(&m, &alice, "/v1/files/data/x.txt", None),
@@ -385,7 +371,7 @@ fn sftp_inputs_and_outputs_through_the_lab_sshd() {
     std::fs::write(remote.path().join("in.bin"), &data).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
-    let alice = user(&m, "alice");
+    let alice = m.create_user("alice");
     let _agent = m.agent("local", 1, &["--sftp-key", key.to_str().unwrap()]);
     let base = format!("sftp://root@127.0.0.1:2222{}", remote.path().display());
     let app = submit(
@@ -470,7 +456,7 @@ fn grouped_batch_fetched(
 fn het_hps_moves_fewer_bytes_than_fifo_on_a_high_overlap_batch() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
-    let alice = user(&m, "alice");
+    let alice = m.create_user("alice");
     let args = ["--prefetch", "0", "--cache-max", "100M"];
     let _agents = [m.agent("local", 1, &args), m.agent("local", 1, &args)];
     wait_until("both agents to register", LONG, || {
@@ -512,7 +498,7 @@ fn measured_bandwidths_are_kept_per_platform_and_endpoint_and_survive_a_restart(
     let dir = tempfile::tempdir().unwrap();
     let port = hetpilot_e2e::free_port();
     let mut m = Manager::start_on(dir.path(), port, 30.0, &[]);
-    let alice = user(&m, "alice");
+    let alice = m.create_user("alice");
     for i in 0..6u8 {
         put(&m, &alice, &format!("bw/f{i}.bin"), &pattern(512 * 1024, i));
     }

@@ -5,7 +5,7 @@
 //! a valid grant (401), grants for another owner (403), escapes, and bad ranges; the
 //! manager refuses applications naming a store it does not know.
 
-use hetpilot_e2e::{free_port, wait_until, FileStore, Manager};
+use hetpilot_e2e::{free_port, pattern, wait_until, FileStore, Manager};
 use hetpilot_shared::store_grant::StoreSecret;
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
@@ -71,20 +71,6 @@ fn site_with(extra: impl Fn(&str, &str) -> String) -> Site {
     }
 }
 
-fn user(m: &Manager, name: &str) -> String {
-    let (s, b) = m
-        .http()
-        .post("/v1/users", &m.admin, &json!({ "name": name }));
-    assert_eq!(s, 200, "{b}");
-    b["token"].as_str().unwrap().to_string()
-}
-
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect()
-}
-
 /// Puts a file straight into the store's directory, as its admins would.
 fn place(root: &Path, owner: &str, name: &str, data: &[u8]) {
     let path = root.join(owner).join(name);
@@ -135,7 +121,7 @@ fn raw_get_status(url: &str, path: &str, token: &str) -> u16 {
 fn tasks_read_and_write_store_files_fetching_shared_inputs_once_per_node() {
     let site = site();
     let m = &site.manager;
-    let alice = user(m, "alice");
+    let alice = m.create_user("alice");
     let root = &site.store.root;
     let db = pattern(256 * 1024, 7);
     place(root, "alice", "db/shared.bin", &db);
@@ -231,7 +217,7 @@ fn tasks_read_and_write_store_files_fetching_shared_inputs_once_per_node() {
 
     // Bob's file of the same name on the same node is another file: his own is fetched.
     // Declaring the SHA-256 of alice's file gets him no copy of hers from the cache.
-    let bob = user(m, "bob");
+    let bob = m.create_user("bob");
     let bob_app = |inputs: Value| {
         let (s, b) = m.http().post(
             "/v1/apps",
@@ -348,7 +334,7 @@ fn the_store_admits_only_valid_grants_to_their_owners_files() {
 fn agents_get_fresh_grants_with_leased_tasks_and_in_heartbeats() {
     let site = site();
     let m = &site.manager;
-    let alice = user(m, "alice");
+    let alice = m.create_user("alice");
     place(&site.store.root, "alice", "in.txt", b"hello");
     let http = m.http();
     let (s, b) = http.post(
@@ -455,7 +441,7 @@ fn agents_get_fresh_grants_with_leased_tasks_and_in_heartbeats() {
 fn an_application_naming_an_unknown_store_is_refused_at_submit() {
     let site = site();
     let m = &site.manager;
-    let alice = user(m, "alice");
+    let alice = m.create_user("alice");
     let (s, b) = m.http().post(
         "/v1/apps",
         &alice,
@@ -491,7 +477,7 @@ fn a_grant_the_store_refuses_fails_only_its_task_with_a_clear_error() {
         format!("[[storage]]\nname = \"gpfs\"\nurl = \"{url}\"\nsecret_file = {secret:?}\n")
     });
     let m = &site.manager;
-    let alice = user(m, "alice");
+    let alice = m.create_user("alice");
     place(&site.store.root, "alice", "in.txt", b"hello");
     let _agent = m.agent("local", 2, &[]);
     let submit = |store: &str| {
