@@ -13,6 +13,8 @@ mod http;
 mod outputs;
 mod sftp;
 
+pub use sftp::SftpKeys;
+
 use cache::{Cache, CacheError, Fetched, Pin, Wait};
 use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
@@ -26,8 +28,8 @@ use std::time::Instant;
 pub struct Settings {
     pub cache_dir: PathBuf,
     pub cache_max: u64,
-    /// Private key for `sftp://` files.
-    pub sftp_key: Option<PathBuf>,
+    /// Private key and host-key check for `sftp://` files.
+    pub sftp_key: Option<SftpKeys>,
 }
 
 /// Stages the files of the agent's tasks; shared by all of them.
@@ -36,7 +38,7 @@ pub struct Stager {
     http: reqwest::Client,
     manager: String,
     credential: String,
-    sftp_key: Option<PathBuf>,
+    sftp_key: Option<SftpKeys>,
     /// Sources whose content was verified against a declared SHA-256: their cache key.
     aliases: Mutex<HashMap<String, String>>,
     /// Held by the one run allowed to wait for room while it holds cached files.

@@ -57,8 +57,14 @@ pub fn add_command(host: &str, port: u16, offered: &OfferedKey, file: &Path) -> 
         .map(|t| format!(" -t {t}"))
         .unwrap_or_default();
     let scan = format!("ssh-keyscan -p {port}{kind} {} >> {file_q}", q(host));
-    match file.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-        Some(dir) => format!("mkdir -p -m 700 {} && {scan}", q(&dir.display().to_string())),
+    match file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        Some(dir) => format!(
+            "mkdir -p -m 700 {} && {scan}",
+            q(&dir.display().to_string())
+        ),
         None => scan,
     }
 }

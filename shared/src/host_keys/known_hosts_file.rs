@@ -85,7 +85,9 @@ pub fn append(
         )
         .map_err(|e| fail("adding the host", &e))?;
     let hosts = entry.hosts().map_err(|e| fail("listing the entry", &e))?;
-    let host_entry = hosts.first().ok_or_else(|| fail("adding the host", &"no entry"))?;
+    let host_entry = hosts
+        .first()
+        .ok_or_else(|| fail("adding the host", &"no entry"))?;
     let mut line = entry
         .write_string(host_entry, KnownHostFileKind::OpenSSH)
         .map_err(|e| fail("formatting the entry", &e))?;

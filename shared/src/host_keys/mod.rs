@@ -99,7 +99,12 @@ impl HostKeyCheck {
     /// Checks the key the session's server presented (call right after the handshake,
     /// before authenticating): a listed key passes; a changed key is refused; an unknown
     /// host is refused, or under accept-new appended to the file and let through.
-    pub fn verify(&self, session: &Session, host: &str, port: u16) -> Result<Trusted, HostKeyError> {
+    pub fn verify(
+        &self,
+        session: &Session,
+        host: &str,
+        port: u16,
+    ) -> Result<Trusted, HostKeyError> {
         let (listing, offered) = self.look_up(session, host, port)?;
         let unknown = matches!(listing, Listing::NoFile | Listing::NotListed);
         if unknown && self.policy == HostKeyPolicy::AcceptNew {

@@ -63,9 +63,7 @@ impl OfferedKey {
         match self.kind {
             HostKeyType::Rsa => Some("rsa"),
             HostKeyType::Dss => Some("dsa"),
-            HostKeyType::Ecdsa256 | HostKeyType::Ecdsa384 | HostKeyType::Ecdsa521 => {
-                Some("ecdsa")
-            }
+            HostKeyType::Ecdsa256 | HostKeyType::Ecdsa384 | HostKeyType::Ecdsa521 => Some("ecdsa"),
             HostKeyType::Ed25519 => Some("ed25519"),
             HostKeyType::Unknown => None,
         }

@@ -50,6 +50,9 @@ mod tests {
             assert_eq!(policy.name().parse::<HostKeyPolicy>().unwrap(), policy);
         }
         let err = "yes".parse::<HostKeyPolicy>().unwrap_err().to_string();
-        assert!(err.contains("\"yes\"") && err.contains("accept-new"), "{err}");
+        assert!(
+            err.contains("\"yes\"") && err.contains("accept-new"),
+            "{err}"
+        );
     }
 }

@@ -55,7 +55,10 @@ fn append_creates_a_private_file_and_keeps_existing_lines() {
     assert_eq!(mode(&file), 0o600);
     assert_eq!(mode(file.parent().unwrap()), 0o700);
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.starts_with(&format!("[127.0.0.1]:2222 ssh-ed25519 {KEY}")), "{text}");
+    assert!(
+        text.starts_with(&format!("[127.0.0.1]:2222 ssh-ed25519 {KEY}")),
+        "{text}"
+    );
     assert_eq!(
         look_up(&s, &file, "127.0.0.1", 2222, &key()).unwrap(),
         Listing::Matches
