@@ -5,7 +5,7 @@ use crate::api::{Api, ApiError};
 use crate::executor::{Demand, Event, Executor};
 use crate::held::Held;
 use crate::reporter;
-use crate::staging::{self, Stager};
+use crate::staging::{self, Grants, Stager};
 use hetpilot_shared::protocol::{
     HeartbeatResponse, PullRequest, PullResponse, RegisterRequest, RegisterResponse, TaskAttempt,
 };
@@ -80,10 +80,12 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let started = Arc::new(Mutex::new(Vec::new()));
     let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let held = Held::default();
+    let grants = Grants::default();
     let stager = Stager::new(
         &opts.staging,
         &opts.manager,
         reg.credential.clone(),
+        grants.clone(),
         &opts.work_dir,
     )
     .map_err(|message| ApiError::Unreachable {
@@ -113,6 +115,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         held,
         lost: lost.clone(),
         started: started.clone(),
+        grants,
     };
     let puller = tokio::spawn(pull_loop(
         api.clone(),
@@ -170,6 +173,8 @@ struct Channels {
     started: Arc<Mutex<Vec<TaskAttempt>>>,
     held: Held,
     lost: Arc<std::sync::atomic::AtomicBool>,
+    /// Grants to file stores, refreshed from pull and heartbeat answers.
+    grants: Grants,
 }
 
 impl Channels {
@@ -227,6 +232,8 @@ async fn pull_loop(api: Api, base: String, mut demand: watch::Receiver<Demand>, 
         {
             Ok(resp) => {
                 backoff = Duration::from_millis(50);
+                // Before the tasks that need them run.
+                ch.grants.update(resp.grants);
                 ch.held.received(
                     resp.tasks.iter().map(|t| TaskAttempt {
                         task: t.task,
@@ -280,6 +287,7 @@ async fn heartbeat_loop(api: Api, base: String, every: Duration, ch: Channels) {
             .await
         {
             Ok(r) => {
+                ch.grants.update(r.grants);
                 if !r.kill.is_empty() {
                     let _ = events.send(Event::Kill(r.kill));
                 }

@@ -4,11 +4,15 @@
 //!
 //! The registration token never appears on the command line (it would show in `ps`): it is
 //! read from `--token-file` or the `HETPILOT_AGENT_TOKEN` environment variable.
+//!
+//! `hetpilot-agent serve-files` runs it in another role instead: a file store near the
+//! storage that agents fetch inputs from and store outputs to (see `file_store`).
 
 mod agent;
 mod api;
 mod corunners;
 mod executor;
+mod file_store;
 mod held;
 mod output;
 mod reporter;
@@ -17,26 +21,47 @@ mod spawn;
 mod staging;
 
 use anyhow::{bail, Context};
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use hetpilot_shared::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use hetpilot_shared::protocol::RegisterRequest;
 use std::path::PathBuf;
 use std::time::Duration;
 use sysinfo::System;
 
+/// Without a subcommand the agent runs as a pilot (the flags below); `serve-files` runs it
+/// as a file store instead.
 #[derive(Debug, Parser)]
 #[command(
     name = "hetpilot-agent",
     version,
-    about = "hetpilot pilot agent: pulls, runs and reports tasks"
+    about = "hetpilot pilot agent: pulls, runs and reports tasks",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
+struct Cli {
+    #[command(subcommand)]
+    role: Option<Role>,
+    #[command(flatten)]
+    pilot: Args,
+    /// More log output (repeat for more); `RUST_LOG` overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+enum Role {
+    /// Serve users' files to agents (a store of the manager's `[[storage]]`).
+    ServeFiles(file_store::ServeFilesArgs),
+}
+
+#[derive(Debug, clap::Args)]
 struct Args {
     /// Manager URL, e.g. http://127.0.0.1:8470
-    #[arg(long, env = "HETPILOT_URL")]
-    manager: String,
+    #[arg(long, env = "HETPILOT_URL", required = true)]
+    manager: Option<String>,
     /// Platform this agent belongs to (must be configured on the manager).
-    #[arg(long, env = "HETPILOT_PLATFORM")]
-    platform: String,
+    #[arg(long, env = "HETPILOT_PLATFORM", required = true)]
+    platform: Option<String>,
     /// File holding the agent registration token (else `HETPILOT_AGENT_TOKEN`).
     #[arg(long, env = "HETPILOT_AGENT_TOKEN_FILE")]
     token_file: Option<PathBuf>,
@@ -85,9 +110,6 @@ struct Args {
     /// (like OpenSSH's `StrictHostKeyChecking accept-new`); a changed key is still refused.
     #[arg(long)]
     accept_new_host_keys: bool,
-    /// More log output (repeat for more); `RUST_LOG` overrides.
-    #[arg(short, long, action = clap::ArgAction::Count)]
-    verbose: u8,
 }
 
 fn parse_cpus(list: &str) -> anyhow::Result<Vec<usize>> {
@@ -161,15 +183,27 @@ fn registration_token(file: Option<&PathBuf>) -> anyhow::Result<String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    let default = ["info", "info", "debug", "trace"][usize::from(args.verbose.min(3))];
+    let cli = Cli::parse();
+    let default = ["info", "info", "debug", "trace"][usize::from(cli.verbose.min(3))];
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    match cli.role {
+        Some(Role::ServeFiles(args)) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(file_store::serve(args)),
+        None => run_pilot(cli.pilot),
+    }
+}
 
+fn run_pilot(args: Args) -> anyhow::Result<()> {
+    let (Some(manager), Some(platform)) = (args.manager.clone(), args.platform.clone()) else {
+        bail!("a pilot needs --manager and --platform");
+    };
     let token = registration_token(args.token_file.as_ref())?;
     let mut cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
@@ -213,10 +247,10 @@ fn main() -> anyhow::Result<()> {
     };
     let opts = agent::Options {
         staging,
-        manager: args.manager.clone(),
+        manager,
         registration_token: token,
         register: RegisterRequest {
-            platform: args.platform.clone(),
+            platform,
             hostname: System::host_name().unwrap_or_else(|_| "unknown".into()),
             cores,
             memory_mb: sys.total_memory() / (1024 * 1024),
@@ -251,7 +285,53 @@ fn main() -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_bytes, parse_cpus};
+    use super::{parse_bytes, parse_cpus, Cli, Role};
+    use clap::Parser;
+
+    #[test]
+    fn a_pilot_by_default_and_a_file_store_on_request() {
+        let pilot = Cli::try_parse_from([
+            "hetpilot-agent",
+            "--manager",
+            "http://m:8470",
+            "--platform",
+            "p",
+            "--slots",
+            "2",
+        ])
+        .unwrap();
+        assert!(pilot.role.is_none());
+        assert_eq!(pilot.pilot.manager.as_deref(), Some("http://m:8470"));
+        assert_eq!(pilot.pilot.slots, Some(2));
+        let store = Cli::try_parse_from([
+            "hetpilot-agent",
+            "serve-files",
+            "--root",
+            "/data",
+            "--listen",
+            "0.0.0.0:8480",
+            "--secret-file",
+            "/etc/s",
+            "-v",
+        ])
+        .unwrap();
+        assert!(matches!(store.role, Some(Role::ServeFiles(_))));
+        assert_eq!(store.verbose, 1);
+        // (A missing --manager is not tried: HETPILOT_URL in the environment supplies it.)
+        for bad in [
+            &[
+                "hetpilot-agent",
+                "--manager",
+                "m",
+                "serve-files",
+                "--root",
+                "/d",
+            ][..],
+            &["hetpilot-agent", "serve-files", "--root", "/d"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn byte_counts() {

@@ -2,6 +2,10 @@
 //! command-line flags. With nothing configured the manager runs on the embedded default:
 //! a data directory under the user's home, 127.0.0.1, and one `local` platform.
 
+mod storage;
+
+pub use storage::StorageConfig;
+
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -49,6 +53,12 @@ pub struct Settings {
     /// How the provisioner runs pilots on platforms that name a profile.
     #[serde(default)]
     pub provision: crate::provision::ProvisionSettings,
+    /// File stores agents reach directly (`[[storage]]`, see `config::storage`).
+    #[serde(default)]
+    pub storage: Vec<StorageConfig>,
+    /// How long a grant to a store lasts; agents holding tasks get fresh ones meanwhile.
+    #[serde(default = "storage::default_grant_ttl_secs")]
+    pub store_grant_ttl_secs: u64,
 }
 
 #[derive(Debug, Error)]
@@ -60,6 +70,9 @@ pub enum ConfigError {
         field: &'static str,
         problem: String,
     },
+    /// A problem in one entry of a list, e.g. `storage[1].url`.
+    #[error("configuration field `{field}`: {problem}")]
+    Entry { field: String, problem: String },
 }
 
 /// The default data directory: `$XDG_DATA_HOME/hetpilot`, else `~/.local/share/hetpilot`.
@@ -127,6 +140,14 @@ impl Settings {
                 problem,
             });
         }
+        if self.store_grant_ttl_secs < 60 {
+            return Err(ConfigError::Invalid {
+                field: "store_grant_ttl_secs",
+                problem: format!("{} is too short (at least 60)", self.store_grant_ttl_secs),
+            });
+        }
+        storage::check(&self.storage)
+            .map_err(|(field, problem)| ConfigError::Entry { field, problem })?;
         if self.max_request_mib == 0 {
             return Err(ConfigError::Invalid {
                 field: "max_request_mib",
@@ -142,6 +163,10 @@ impl Settings {
 
     pub fn platform(&self, name: &str) -> Option<&PlatformConfig> {
         self.platforms.iter().find(|p| p.name == name)
+    }
+
+    pub fn store(&self, name: &str) -> Option<&StorageConfig> {
+        self.storage.iter().find(|s| s.name == name)
     }
 }
 
@@ -176,5 +201,33 @@ mod tests {
         let file = dir.path().join("bad.toml");
         std::fs::write(&file, "listen = [1,2\n").unwrap();
         assert!(Settings::load(Some(&file), &[]).is_err());
+    }
+
+    #[test]
+    fn storage_entries_load_from_the_file_and_are_checked() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("lustre.secret");
+        std::fs::write(&secret, "0123456789abcdef0123456789abcdef\n").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let file = dir.path().join("hetpilot.toml");
+        let entry = format!(
+            "[[storage]]\nname = \"lustre\"\nurl = \"http://store1:8480\"\nsecret_file = {:?}\n",
+            secret.display().to_string()
+        );
+        std::fs::write(&file, format!("{entry}io_mib_per_s = 800\n")).unwrap();
+        let s = Settings::load(Some(&file), &[]).unwrap();
+        assert_eq!(s.store_grant_ttl_secs, 24 * 3600);
+        let lustre = s.store("lustre").unwrap();
+        assert_eq!(
+            (lustre.url.as_str(), lustre.io_mib_per_s),
+            ("http://store1:8480", Some(800.0))
+        );
+        std::fs::write(&file, format!("{entry}{entry}")).unwrap();
+        let err = Settings::load(Some(&file), &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("storage[1].name") && err.contains("also named"),
+            "{err}"
+        );
     }
 }

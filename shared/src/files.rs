@@ -9,10 +9,14 @@
 //!   owner's files;
 //! - `/shared/db/nr` (an absolute path): a shared filesystem, read in place (no copy);
 //! - `http://host/path` or `https://...`: fetched over HTTP;
-//! - `sftp://user@host:port/path`: fetched over SFTP with the agent's key.
+//! - `sftp://user@host:port/path`: fetched over SFTP with the agent's key;
+//! - `store://NAME/path`: on the file store `NAME` of the manager's `[[storage]]`
+//!   (`hetpilot-agent serve-files`), relative to the owner's directory there. The store's
+//!   name must be literal (no placeholders), so the manager knows which stores an
+//!   application needs grants for.
 //!
 //! Outputs are relative names (written in the task's directory, then stored in the file
-//! service under that name) or `sftp://` URIs. Names with a `..` component, a NUL byte,
+//! service under that name), `store://` or `sftp://` URIs. Names with a `..` component, a NUL byte,
 //! or an absolute escape from their root are refused when the application is submitted.
 
 use crate::template::{Inputs, TaskInput, Template, TemplateError};
@@ -84,6 +88,29 @@ pub enum Source {
     Sftp(SftpUrl),
     /// A path on a filesystem the node shares: the task reads it in place.
     Shared(String),
+    /// A file on a configured store, relative to the application owner's directory there.
+    Store {
+        store: String,
+        path: String,
+    },
+}
+
+impl Source {
+    /// The endpoint transfers of this source are measured against, and the staging model's
+    /// storage node: `manager` (the file service), `scheme://host[:port]`,
+    /// `sftp://host:port`, `store:NAME`, or `shared` (read in place, never transferred).
+    pub fn endpoint(&self) -> String {
+        match self {
+            Source::Service(_) => "manager".into(),
+            Source::Http(url) => {
+                let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+                format!("{scheme}://{}", rest.split('/').next().unwrap_or(""))
+            }
+            Source::Sftp(u) => format!("sftp://{}:{}", u.host, u.port),
+            Source::Store { store, .. } => format!("store:{store}"),
+            Source::Shared(_) => "shared".into(),
+        }
+    }
 }
 
 impl fmt::Display for Source {
@@ -93,6 +120,7 @@ impl fmt::Display for Source {
             Source::Http(url) => write!(f, "{url}"),
             Source::Sftp(u) => write!(f, "sftp://{}@{}:{}{}", u.user, u.host, u.port, u.path),
             Source::Shared(path) => write!(f, "{path}"),
+            Source::Store { store, path } => write!(f, "store://{store}/{path}"),
         }
     }
 }
@@ -189,6 +217,41 @@ fn parse_sftp(uri: &str, rest: &str) -> Result<SftpUrl, FileError> {
     })
 }
 
+/// Checks a store's name: letters, digits, `-`, `_` and `.`, not empty.
+pub fn check_store_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.starts_with('.') {
+        return Err(format!("`{name}` is not a store name"));
+    }
+    match name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "-_.".contains(*c)))
+    {
+        Some(c) => Err(format!(
+            "a store name has letters, digits, `-`, `_` and `.` only, not `{c}`"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The store a `store://NAME/...` URI (or template) names, if it is one.
+pub fn store_of(uri: &str) -> Option<&str> {
+    let rest = uri.strip_prefix("store://")?;
+    Some(rest.split_once('/').map_or(rest, |(name, _)| name))
+}
+
+fn parse_store(uri: &str) -> Result<Source, FileError> {
+    let rest = uri.strip_prefix("store://").unwrap_or(uri);
+    let (store, path) = rest
+        .split_once('/')
+        .ok_or_else(|| invalid(uri, "a store URI needs a path: store://NAME/path"))?;
+    check_store_name(store).map_err(|p| invalid(uri, p))?;
+    check_relative(uri, path)?;
+    Ok(Source::Store {
+        store: store.into(),
+        path: path.into(),
+    })
+}
+
 /// Where an input lives, and the name the task sees.
 pub fn parse_input(uri: &str) -> Result<(Source, String), FileError> {
     if uri.contains('\0') {
@@ -198,6 +261,14 @@ pub fn parse_input(uri: &str) -> Result<(Source, String), FileError> {
         let url = parse_sftp(uri, rest)?;
         let name = base_name(uri, &url.path)?;
         return Ok((Source::Sftp(url), name));
+    }
+    if uri.starts_with("store://") {
+        let source = parse_store(uri)?;
+        let Source::Store { path, .. } = &source else {
+            unreachable!("parse_store makes store sources")
+        };
+        let name = base_name(uri, path)?;
+        return Ok((source, name));
     }
     if uri.starts_with("http://") || uri.starts_with("https://") {
         let rest = uri.split_once("://").map_or("", |(_, r)| r);
@@ -213,7 +284,7 @@ pub fn parse_input(uri: &str) -> Result<(Source, String), FileError> {
     if uri.contains("://") {
         return Err(invalid(
             uri,
-            "unsupported scheme (use a name, an absolute path, http://, https:// or sftp://)",
+            "unsupported scheme (use a name, an absolute path, http://, https://, store:// or sftp://)",
         ));
     }
     if uri.starts_with('/') {
@@ -233,10 +304,19 @@ pub fn parse_output(uri: &str) -> Result<(Source, String), FileError> {
         let name = base_name(uri, &url.path)?;
         return Ok((Source::Sftp(url), name));
     }
+    if uri.starts_with("store://") {
+        let source = parse_store(uri)?;
+        let Source::Store { path, .. } = &source else {
+            unreachable!("parse_store makes store sources")
+        };
+        base_name(uri, path)?;
+        let name = path.clone();
+        return Ok((source, name));
+    }
     if uri.contains("://") {
         return Err(invalid(
             uri,
-            "outputs go to the file service (a relative name) or to an sftp:// URI",
+            "outputs go to the file service (a relative name), a store:// or an sftp:// URI",
         ));
     }
     check_relative(uri, uri)?;
@@ -251,6 +331,18 @@ fn check_sha256(uri: &str, sha: &Option<String>) -> Result<(), FileError> {
             format!("sha256 `{s}` is not 64 hexadecimal digits"),
         )),
         _ => Ok(()),
+    }
+}
+
+/// A store URI template must name its store literally: grants are issued per store.
+fn check_literal_store(uri: &str) -> Result<(), FileError> {
+    match store_of(uri) {
+        Some(name) if name.contains(['{', '}']) => Err(invalid(
+            uri,
+            "the store's name cannot contain placeholders (only its path can)",
+        )),
+        Some(name) => check_store_name(name).map_err(|p| invalid(uri, p)),
+        None => Ok(()),
     }
 }
 
@@ -305,6 +397,16 @@ impl FileTemplates {
         self.inputs.is_empty() && self.outputs.is_empty()
     }
 
+    /// The stores the declarations name (their names are literal).
+    pub fn stores(&self) -> BTreeSet<String> {
+        self.inputs
+            .iter()
+            .chain(&self.outputs)
+            .filter_map(|d| store_of(&d.uri))
+            .map(str::to_string)
+            .collect()
+    }
+
     pub fn owned_by(self, owner: &str) -> FileTemplates {
         FileTemplates {
             owner: owner.to_string(),
@@ -319,6 +421,7 @@ impl FileTemplates {
                 .iter()
                 .map(|d| {
                     check_sha256(&d.uri, &d.sha256).map_err(|e| (field, e))?;
+                    check_literal_store(&d.uri).map_err(|e| (field, e))?;
                     Template::parse_word(&d.uri, inputs)
                         .map(|t| (t, d.clone()))
                         .map_err(|e| (field, e.into()))
@@ -525,6 +628,61 @@ mod tests {
             .1
             .to_string()
             .contains("also named"));
+    }
+
+    #[test]
+    fn store_uris_name_a_store_and_a_path_under_the_owner() {
+        let store = |store: &str, path: &str| Source::Store {
+            store: store.into(),
+            path: path.into(),
+        };
+        assert_eq!(
+            parse_input("store://lustre/db/nr.fa").unwrap(),
+            (store("lustre", "db/nr.fa"), "nr.fa".into())
+        );
+        assert_eq!(
+            parse_output("store://lustre/out/r.txt").unwrap(),
+            (store("lustre", "out/r.txt"), "out/r.txt".into())
+        );
+        assert_eq!(
+            store("s", "a/b").to_string(),
+            "store://s/a/b",
+            "shown as declared"
+        );
+        for (bad, why) in [
+            ("store://lustre/../bob/x", "`..`"),
+            ("store://lustre/a/../../x", "`..`"),
+            ("store://lustre//etc/passwd", "absolute"),
+            ("store://lustre/a\0b", "NUL"),
+            ("store://lustre/", "empty"),
+            ("store://lustre/dir/", "ends with `/`"),
+            ("store://lustre", "needs a path"),
+            ("store:///x", "not a store name"),
+            ("store://a b/x", "not ` `"),
+        ] {
+            let e = parse_input(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad:?}: {e}");
+            assert!(parse_output(bad).is_err(), "output {bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn store_names_are_literal_and_listed() {
+        let t = templates(
+            &["store://lustre/q/{}.fa", "store://gpfs/db"],
+            &["store://lustre/out/{}.out", "plain.out"],
+            InputKind::Lines,
+        );
+        assert_eq!(
+            t.stores().into_iter().collect::<Vec<_>>(),
+            ["gpfs", "lustre"]
+        );
+        let f = t.for_task(0, "q1").unwrap();
+        assert_eq!(f.outputs[0].name, "out/q1.out");
+        let templated = templates(&["store://{}/x"], &[], InputKind::Lines);
+        let (field, e) = templated.compile(&Inputs::Lines).err().unwrap();
+        assert_eq!(field, Field::Inputs);
+        assert!(e.to_string().contains("placeholders"), "{e}");
     }
 
     #[test]

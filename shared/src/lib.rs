@@ -2,6 +2,7 @@
 //! task model, command templates, the JSON messages of the `/v1` HTTP protocol, and the
 //! SSH host-key check both use.
 
+pub mod byte_range;
 pub mod files;
 pub mod host_keys;
 pub mod http;
@@ -9,6 +10,7 @@ pub mod ids;
 pub mod live;
 pub mod protocol;
 pub mod spec;
+pub mod store_grant;
 pub mod template;
 
 pub use ids::{AgentId, AppId, TaskRef};

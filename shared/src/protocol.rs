@@ -132,6 +132,33 @@ pub struct PullResponse {
     pub kill: Vec<TaskAttempt>,
     /// When these leases were granted (manager time, unix ms); echoed in heartbeats.
     pub lease_ms: u64,
+    /// Fresh grants to the file stores these tasks' applications use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<StoreGrant>,
+}
+
+/// The right to read and write one owner's files on one file store until `expires`
+/// (unix seconds), sent by the manager to the agents running that owner's tasks. The
+/// token goes in an `Authorization` header only; `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreGrant {
+    pub store: String,
+    pub owner: String,
+    /// The store's base URL, as agents reach it.
+    pub url: String,
+    pub token: String,
+    pub expires: u64,
+}
+
+impl std::fmt::Debug for StoreGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreGrant")
+            .field("store", &self.store)
+            .field("owner", &self.owner)
+            .field("url", &self.url)
+            .field("expires", &self.expires)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a task ended.
@@ -214,6 +241,10 @@ pub struct HeartbeatResponse {
     pub drain: bool,
     #[serde(default)]
     pub kill: Vec<TaskAttempt>,
+    /// Fresh grants to the file stores the applications of the held tasks use, so no grant
+    /// expires under a running task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<StoreGrant>,
 }
 
 /// Counts of an application's tasks by state.

@@ -1,6 +1,6 @@
 //! Harness for the end-to-end tests: starts real `hetpilot serve` and `hetpilot-agent`
-//! processes on 127.0.0.1, talks to them over HTTP, and reads the manager's SQLite file.
-//! Waiting is always on a condition with a deadline, never a bare sleep.
+//! processes (pilots and file stores) on 127.0.0.1, talks to them over HTTP, and reads
+//! the manager's SQLite file. Waiting is always on a condition with a deadline, never a bare sleep.
 
 pub mod lab;
 
@@ -185,17 +185,37 @@ impl Manager {
         body["app"].as_u64().unwrap()
     }
 
-    /// Waits until every task of `app` has ended; returns the summary.
+    /// Waits until every task of `app` has ended, in memory and in the store (which may
+    /// trail by a group commit: listings and run records are read from it); returns the
+    /// summary.
     pub fn wait_finished(&self, app: u64, timeout: Duration) -> Value {
         let http = self.http();
-        wait_until(&format!("application {app} to finish"), timeout, || {
+        let summary = wait_until(&format!("application {app} to finish"), timeout, || {
             let (status, s) = http.get(&format!("/v1/apps/{app}"), &self.admin);
             let c = &s["counts"];
             let n = |k: &str| c[k].as_u64().unwrap_or(0);
             let finished = n("done") + n("failed") + n("cancelled");
             let total = finished + n("waiting") + n("leased") + n("running");
             (status == 200 && total > 0 && finished == total).then_some(s)
-        })
+        });
+        // Task states are stored as their index in `TaskState::ALL`: waiting, leased and
+        // running are 0, 1 and 2.
+        wait_until(
+            &format!("application {app}'s end to be stored"),
+            timeout,
+            || {
+                let open: i64 = self
+                    .db()
+                    .query_row(
+                        "SELECT COUNT(*) FROM tasks WHERE app_id = ?1 AND state IN (0, 1, 2)",
+                        [app as i64],
+                        |r| r.get(0),
+                    )
+                    .ok()?;
+                (open == 0).then_some(())
+            },
+        );
+        summary
     }
 
     pub fn kill(&mut self) {
@@ -266,6 +286,52 @@ impl Agent {
 }
 
 impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `hetpilot-agent serve-files` file store on 127.0.0.1.
+pub struct FileStore {
+    pub child: Child,
+    pub url: String,
+    pub root: PathBuf,
+    pub log: PathBuf,
+}
+
+impl FileStore {
+    /// Starts store `name` serving `root` with `secret_file`; returns once it answers.
+    pub fn start(name: &str, root: &Path, secret_file: &Path, log: &Path) -> FileStore {
+        std::fs::create_dir_all(root).unwrap();
+        let port = free_port();
+        let child = Command::new(bin("hetpilot-agent"))
+            .args(["serve-files", "--name", name, "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--root")
+            .arg(root)
+            .arg("--secret-file")
+            .arg(secret_file)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .expect("starting hetpilot-agent serve-files");
+        let url = format!("http://127.0.0.1:{port}");
+        let client = Client::new();
+        wait_until("the file store to answer", Duration::from_secs(30), || {
+            client.get(format!("{url}/probe/x")).send().ok()
+        });
+        FileStore {
+            child,
+            url,
+            root: root.to_path_buf(),
+            log: log.to_path_buf(),
+        }
+    }
+}
+
+impl Drop for FileStore {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -172,6 +172,21 @@ fn tasks_sharing_inputs_fetch_each_file_once_per_node_and_store_outputs() {
     let (fetched, cached, _) = staged(&m, again, 2);
     assert_eq!((fetched, cached as usize), (0, 2 * db.len()));
     assert_eq!(file_gets(&m), before, "nothing fetched again");
+
+    // Another user who declares the same name and checksum does not get alice's copy
+    // from the node's cache: his own file service has no such file.
+    let bob = user(&m, "bob");
+    let theirs = submit(
+        &m,
+        &bob,
+        json!({"name": "peek", "command": "cat shared.bin",
+               "tasks": {"array": {"start": 1, "end": 1}},
+               "inputs": [{"uri": "db/shared.bin", "sha256": sha}], "max_attempts": 1}),
+    );
+    assert_eq!(m.wait_finished(theirs, LONG)["counts"]["failed"], 1);
+    let run = task(&m, theirs, 0)["last"].clone();
+    let err = run["error"].as_str().unwrap_or_default();
+    assert!(err.contains("not found"), "{run}");
 }
 
 #[test]

@@ -6,9 +6,14 @@
 //! After it ends, [`Prepared::finish`] stores the declared outputs back, releases the
 //! cached files and removes the run directory (its stdout and stderr are kept elsewhere).
 //! A problem with a file fails that task only, with a message saying which file and why.
+//!
+//! `store://` files come from file stores (`hetpilot-agent serve-files`) with the grant
+//! to their owner's files there that the manager sent (see `grants`); their transfers are
+//! measured against the endpoint `store:NAME`.
 
 mod cache;
 mod digest;
+mod grants;
 mod http;
 mod outputs;
 mod sftp;
@@ -16,6 +21,7 @@ mod sftp;
 pub use sftp::SftpKeys;
 
 use cache::{Cache, CacheError, Fetched, Pin, Wait};
+pub use grants::Grants;
 use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
 use hetpilot_shared::AppId;
@@ -39,6 +45,8 @@ pub struct Stager {
     manager: String,
     credential: String,
     sftp_key: Option<SftpKeys>,
+    /// Grants to file stores, refreshed by the manager's answers.
+    grants: Grants,
     /// Sources whose content was verified against a declared SHA-256: their cache key.
     aliases: Mutex<HashMap<String, String>>,
     /// Held by the one run allowed to wait for room while it holds cached files.
@@ -51,6 +59,7 @@ pub struct Stager {
 pub struct Prepared {
     pub dir: PathBuf,
     app: AppId,
+    owner: String,
     outputs: Vec<TaskFile>,
     stats: StagingStats,
     _pins: Vec<Pin>,
@@ -62,6 +71,7 @@ impl Stager {
         settings: &Settings,
         manager: &str,
         credential: String,
+        grants: Grants,
         work_dir: &Path,
     ) -> Result<Stager, String> {
         let cache =
@@ -76,6 +86,7 @@ impl Stager {
             manager: manager.trim_end_matches('/').to_string(),
             credential,
             sftp_key: settings.sftp_key.clone(),
+            grants,
             aliases: Mutex::new(HashMap::new()),
             room: tokio::sync::Mutex::new(()),
             runs_dir: work_dir.join("runs"),
@@ -119,6 +130,7 @@ impl Stager {
         Ok(Prepared {
             dir,
             app: a.task.app,
+            owner: templates.owner.clone(),
             outputs: files.outputs,
             stats,
             _pins: pins,
@@ -183,7 +195,7 @@ impl Stager {
                     Some(f) => {
                         fetched_here.insert(i);
                         stats.bytes_fetched += f.size;
-                        add_transfer(&mut stats, endpoint(&input.source), f.size, f.ms);
+                        add_transfer(&mut stats, input.source.endpoint(), f.size, f.ms);
                     }
                     None if !fetched_here.contains(&i) => cached_sizes.push(pin.size),
                     None => {}
@@ -201,7 +213,10 @@ impl Stager {
 
     /// The file from the node cache, fetching (and verifying) it on a miss. A file is
     /// keyed by its declared SHA-256; without one, by the content a verified fetch of the
-    /// same source had, else by its source.
+    /// same source had, else by its source. Files only their owner reaches (the file
+    /// service's, a store's) are keyed per owner (and store) even with a SHA-256, so
+    /// nobody gets a file from the cache that they could not have fetched: declaring the
+    /// checksum of another user's file must not be enough to read it.
     async fn cached(
         &self,
         app: AppId,
@@ -210,7 +225,14 @@ impl Stager {
         wait: Wait,
     ) -> Result<(Pin, Option<Fetched>), CacheError> {
         let source = source_key(owner, &file.source);
-        let known = |sha: &str| format!("sha256-{sha}");
+        let known = |sha: &str| {
+            let scope = match &file.source {
+                Source::Service(_) => format!("service:{owner}"),
+                Source::Store { store, .. } => format!("{store}:{owner}"),
+                _ => return format!("sha256-{sha}"),
+            };
+            format!("sha256-{sha}-of-{}", digest::sha256_hex(scope.as_bytes()))
+        };
         let key = match &file.sha256 {
             Some(sha) => known(sha),
             None => self
@@ -224,7 +246,7 @@ impl Stager {
         let got = self
             .cache
             .get(&key, file.size, wait, |dest| {
-                self.fetch_verified(app, file, dest)
+                self.fetch_verified(app, owner, file, dest)
             })
             .await?;
         if let Some(sha) = &file.sha256 {
@@ -241,13 +263,14 @@ impl Stager {
     async fn fetch_verified(
         &self,
         app: AppId,
+        owner: &str,
         file: &TaskFile,
         dest: PathBuf,
     ) -> Result<Fetched, String> {
         let mut first_problem = None;
         for attempt in 1..=2 {
             let started = Instant::now();
-            let (size, sha) = self.fetch(app, &file.source, &dest).await?;
+            let (size, sha) = self.fetch(app, owner, &file.source, &dest).await?;
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             let problem = match (&file.size, &file.sha256) {
                 (Some(want), _) if *want != size => {
@@ -279,6 +302,7 @@ impl Stager {
     async fn fetch(
         &self,
         app: AppId,
+        owner: &str,
         source: &Source,
         dest: &Path,
     ) -> Result<(u64, String), String> {
@@ -292,6 +316,13 @@ impl Stager {
                 http::download(&self.http, &url, Some(&self.credential), dest).await
             }
             Source::Http(url) => http::download(&self.http, url, None, dest).await,
+            Source::Store { store, path } => {
+                let grant = self.grants.get(store, owner)?;
+                let url = store_url(&grant, path);
+                http::download(&self.http, &url, Some(&grant.token), dest)
+                    .await
+                    .map_err(|e| format!("store `{store}`: {e}"))
+            }
             Source::Sftp(url) => {
                 let key = self.sftp_key.clone().ok_or(
                     "an sftp:// file needs the agent's key: start the agent with --sftp-key FILE",
@@ -313,6 +344,7 @@ impl Prepared {
         let Prepared {
             dir,
             app,
+            owner,
             outputs,
             mut stats,
             _pins,
@@ -320,7 +352,7 @@ impl Prepared {
         } = self;
         drop(_pins);
         let problem = match succeeded {
-            true => outputs::store(&stager, app, &dir, &outputs, &mut stats).await,
+            true => outputs::store(&stager, app, &owner, &dir, &outputs, &mut stats).await,
             false => None,
         };
         // The run's links would keep evicted cache files on disk: the directory goes.
@@ -336,21 +368,20 @@ fn source_key(owner: &str, source: &Source) -> String {
     match source {
         // A file-service name is per owner.
         Source::Service(name) => format!("service:{owner}:{name}"),
+        // So is a store's.
+        Source::Store { store, path } => format!("store:{store}:{owner}:{path}"),
         other => other.to_string(),
     }
 }
 
-/// The endpoint a transfer is measured against.
-fn endpoint(source: &Source) -> String {
-    match source {
-        Source::Service(_) => "manager".into(),
-        Source::Http(url) => {
-            let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
-            format!("{scheme}://{}", rest.split('/').next().unwrap_or(""))
-        }
-        Source::Sftp(u) => format!("sftp://{}:{}", u.host, u.port),
-        Source::Shared(_) => "shared".into(),
-    }
+/// Where `path` of the grant's owner is on its store.
+fn store_url(grant: &hetpilot_shared::protocol::StoreGrant, path: &str) -> String {
+    format!(
+        "{}/{}/{}",
+        grant.url,
+        http::encode_path(&grant.owner),
+        http::encode_path(path)
+    )
 }
 
 fn add_transfer(stats: &mut StagingStats, endpoint: String, bytes: u64, ms: f64) {

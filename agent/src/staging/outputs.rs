@@ -1,8 +1,8 @@
 //! Storing a run's declared outputs back after it succeeded: to the manager's file
-//! service (under the application owner's files) or over SFTP. Every output is tried; the
+//! service or a file store (under the application owner's files), or over SFTP. Every output is tried; the
 //! problems are reported together.
 
-use super::{add_transfer, endpoint, http, sftp, Stager};
+use super::{add_transfer, http, sftp, store_url, Stager};
 use hetpilot_shared::files::{Source, StagingStats, TaskFile};
 use hetpilot_shared::AppId;
 use std::path::Path;
@@ -12,6 +12,7 @@ use std::time::Instant;
 pub async fn store(
     stager: &Stager,
     app: AppId,
+    owner: &str,
     dir: &Path,
     outputs: &[TaskFile],
     stats: &mut StagingStats,
@@ -37,6 +38,15 @@ pub async fn store(
                 );
                 http::upload(&stager.http, &url, &stager.credential, &src).await
             }
+            Source::Store { store, path } => match stager.grants.get(store, owner) {
+                Err(e) => Err(e),
+                Ok(grant) => {
+                    let url = store_url(&grant, path);
+                    http::upload(&stager.http, &url, &grant.token, &src)
+                        .await
+                        .map_err(|e| format!("store `{store}`: {e}"))
+                }
+            },
             Source::Sftp(url) => match stager.sftp_key.clone() {
                 None => Err("an sftp:// output needs the agent's key (--sftp-key FILE)".into()),
                 Some(key) => {
@@ -52,7 +62,7 @@ pub async fn store(
             Ok(n) => {
                 stats.bytes_uploaded += n;
                 let ms = started.elapsed().as_secs_f64() * 1000.0;
-                add_transfer(stats, endpoint(&out.source), n, ms);
+                add_transfer(stats, out.source.endpoint(), n, ms);
             }
             Err(e) => problems.push(format!("output `{}`: {e}", out.name)),
         }

@@ -66,6 +66,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                     "unavailable"
                 }
                 .into(),
+                p.demand_cores.to_string(),
                 p.failures.to_string(),
                 retry,
                 age(now, p.checked_at_ms),
@@ -75,7 +76,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .collect();
     print_table(
         &[
-            "PLATFORM", "ADAPTER", "STATUS", "FAILURES", "RETRY", "CHECKED", "REASON",
+            "PLATFORM", "ADAPTER", "STATUS", "DEMAND", "FAILURES", "RETRY", "CHECKED", "REASON",
         ],
         &rows,
     );

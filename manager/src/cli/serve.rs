@@ -58,7 +58,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let profiles = hetpilot::provision::catalog::load_all(&settings)?;
     let provision = settings.provision.clone();
     let manager = Manager::open(settings)?;
-    manager.use_staging_profiles(&profiles);
+    manager.use_profiles(&profiles);
     hetpilot::provision::provisioner::start(&manager, profiles, advertise, provision);
     std::fs::write(url_file(&data_dir), format!("{url}\n")).context("writing manager.url")?;
     println!("hetpilot manager listening on {url}");

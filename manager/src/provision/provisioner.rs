@@ -70,6 +70,7 @@ pub fn start(
                     failures: 1,
                     retry_at_ms: 0,
                     checked_at_ms: now_ms(),
+                    demand_cores: 0,
                 });
                 continue;
             }
@@ -115,6 +116,7 @@ async fn run(
             failures: track.backoff.failures,
             retry_at_ms: track.backoff.retry_at_ms,
             checked_at_ms: now_ms(),
+            demand_cores: 0,
         });
     }
 }
@@ -228,7 +230,7 @@ async fn cycle(
         .collect();
     let input = Input {
         now_ms: now,
-        demand_cores: m.demand_cores(),
+        demand_cores: m.demand_cores(&profile.name),
         caps: Caps {
             max_queued: profile.max_queued,
             max_running: profile.max_running,
@@ -276,7 +278,7 @@ async fn cycle(
     }
     for name in &d.drain {
         if let Some(agent) = by_name.get(name.as_str()).and_then(|p| p.agent) {
-            tracing::info!(platform = %profile.name, pilot = %name, "no waiting tasks: draining its agent");
+            tracing::info!(platform = %profile.name, pilot = %name, "no waiting tasks for this platform: draining its agent");
             m.drain_agent(agent);
         }
     }

@@ -246,7 +246,7 @@ pub fn decide(input: &Input<'_>) -> Decisions {
                     d.transitions.push(Transition {
                         pilot: p.name.to_string(),
                         state: PilotState::Cancelled,
-                        reason: "no waiting tasks".into(),
+                        reason: "no waiting tasks for this platform".into(),
                     });
                     d.cancel.push(p.name.to_string());
                 }

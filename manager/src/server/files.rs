@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures_util::TryStreamExt;
-use hetpilot_shared::AppId;
+use hetpilot_shared::{byte_range, AppId};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -137,26 +137,12 @@ fn range(headers: &HeaderMap, len: u64) -> Result<Option<(u64, u64)>, ApiError> 
     let Some(spec) = headers.get(RANGE).and_then(|v| v.to_str().ok()) else {
         return Ok(None);
     };
-    let unsatisfiable = || ApiError {
-        status: StatusCode::RANGE_NOT_SATISFIABLE,
-        message: format!("range `{spec}` is not one range within the file's {len} bytes"),
-    };
-    let (a, b) = spec
-        .strip_prefix("bytes=")
-        .and_then(|r| r.split_once('-'))
-        .ok_or_else(unsatisfiable)?;
-    let start: u64 = a.trim().parse().map_err(|_| unsatisfiable())?;
-    let end: u64 = match b.trim() {
-        "" => len.saturating_sub(1),
-        b => b
-            .parse::<u64>()
-            .map_err(|_| unsatisfiable())?
-            .min(len.saturating_sub(1)),
-    };
-    if start >= len || end < start {
-        return Err(unsatisfiable());
-    }
-    Ok(Some((start, end)))
+    byte_range::parse(spec, len)
+        .map(Some)
+        .map_err(|_| ApiError {
+            status: StatusCode::RANGE_NOT_SATISFIABLE,
+            message: format!("range `{spec}` is not one range within the file's {len} bytes"),
+        })
 }
 
 async fn send(

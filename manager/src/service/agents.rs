@@ -152,7 +152,9 @@ impl Manager {
                     // The agent learns of its leases only once they are durable.
                     self.writer.commit(Write::Changes(batch.changes)).await?;
                 }
+                let grants = self.store_grants(batch.tasks.iter().map(|t| t.task.app));
                 return Ok(PullResponse {
+                    grants,
                     apps: batch.apps,
                     tasks: batch.tasks,
                     drain,
@@ -265,7 +267,12 @@ impl Manager {
             self.writer.send(Write::Changes(changes));
             self.work.notify_waiters();
         }
-        Ok(HeartbeatResponse { drain, kill })
+        let grants = self.store_grants(req.held.iter().map(|h| h.task.app));
+        Ok(HeartbeatResponse {
+            drain,
+            kill,
+            grants,
+        })
     }
 
     pub async fn deregister(&self, who: &Principal, path: AgentId) -> Result<(), ServiceError> {

@@ -5,18 +5,19 @@
 
 use super::bandwidth::Bandwidths;
 use super::profiling::RunStats;
+use super::provision_demand::{capacity_agents, demand_by_platform, Capacity};
 use super::scheduling::{LiveAgent, LiveApp, Planner};
 use super::usage::Usage;
 use super::{now_ms, Manager, Principal, ServiceError};
 use crate::config::Settings;
-use crate::provision::profile::StagingProfile;
+use crate::provision::profile::{PlatformProfile, StagingProfile};
 use crate::queue::{AgentState, Queues};
 use crate::sched::SchedError;
 use crate::store::{AgentResources, AppResources, Measured, Run};
 use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_shared::protocol::{Outcome, TaskResult};
 use hetpilot_shared::AgentId;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
@@ -28,6 +29,14 @@ pub(super) struct Live {
     pub(super) bandwidths: Bandwidths,
     /// What each profiled platform's staging numbers are before anything is measured.
     pub(super) staging_priors: HashMap<String, StagingProfile>,
+    /// The I/O bandwidth configured for each file store, by endpoint (`store:NAME`).
+    pub(super) store_io_mib_per_s: HashMap<String, f64>,
+    /// Each profiled platform's capacity, and the planner of the provisioning rounds.
+    pub(super) capacities: BTreeMap<String, Capacity>,
+    provision_planner: Option<Planner>,
+    /// Waiting cores per platform as the last provisioning round split them (None: no
+    /// round yet, every platform sees all the waiting work).
+    pub(super) provision_demand: Option<HashMap<String, u64>>,
     /// Relative platform speeds as of the last round (fairshare normalizes by them).
     pub(super) speeds: HashMap<String, f64>,
     usage: Usage,
@@ -39,6 +48,10 @@ impl Live {
     /// The state rebuilt from what the store recorded.
     pub(super) fn new(settings: &Settings, measured: Measured) -> Result<Live, SchedError> {
         let planner = match settings.scheduler.settings()? {
+            Some(s) => Some(Planner::new(s, &settings.scheduler)?),
+            None => None,
+        };
+        let provision_planner = match settings.scheduler.settings()? {
             Some(s) => Some(Planner::new(s, &settings.scheduler)?),
             None => None,
         };
@@ -54,6 +67,14 @@ impl Live {
             stats: RunStats::default(),
             bandwidths: Bandwidths::default(),
             staging_priors: HashMap::new(),
+            store_io_mib_per_s: settings
+                .storage
+                .iter()
+                .filter_map(|s| Some((format!("store:{}", s.name), s.io_mib_per_s?)))
+                .collect(),
+            capacities: BTreeMap::new(),
+            provision_planner,
+            provision_demand: None,
             speeds: HashMap::new(),
             usage,
             agents: measured.agents.into_iter().map(|a| (a.agent, a)).collect(),
@@ -168,6 +189,28 @@ impl Manager {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Takes what the profiled platforms' profiles say: their staging numbers and how far
+    /// the provisioner may grow them.
+    pub fn use_profiles(&self, profiles: &[PlatformProfile]) {
+        let mut live = self.live();
+        live.staging_priors = profiles
+            .iter()
+            .map(|p| (p.name.clone(), p.staging))
+            .collect();
+        live.capacities = profiles
+            .iter()
+            .map(|p| {
+                let capacity = Capacity {
+                    nodes: p.max_running,
+                    cores_per_node: p.cores_per_node,
+                };
+                (p.name.clone(), capacity)
+            })
+            .collect();
+        drop(live);
+        self.replan();
+    }
+
     /// Something that matters changed: run a round soon.
     pub(super) fn replan(&self) {
         self.replan.notify_one();
@@ -216,6 +259,7 @@ impl Manager {
     /// One round: the live state in, a new lease plan out.
     pub fn schedule_round(&self) {
         let (apps, agents) = live_state(&self.queues());
+        let unavailable = self.unavailable_platforms();
         let now = now_ms();
         let mut guard = self.live();
         let live = &mut *guard;
@@ -226,15 +270,33 @@ impl Manager {
         let weights = live
             .usage
             .weights(apps.iter().map(|a| a.owner.as_str()), now);
-        match planner.round(&live.stats, &apps, &agents, &weights, now) {
+        let plan = match planner.round(&live.stats, &apps, &agents, &weights, now) {
             Ok(round) => {
                 live.view = round.view;
-                drop(guard);
-                self.queues().set_plan(round.plan);
+                Some(round.plan)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan")
+                tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan");
+                None
             }
+        };
+        if let (Some(planner), false) =
+            (live.provision_planner.as_mut(), live.capacities.is_empty())
+        {
+            // A platform that cannot take pilots now takes no share of the demand.
+            let mut reachable = live.capacities.clone();
+            reachable.retain(|name, _| !unavailable.contains(name));
+            let capacity = capacity_agents(&agents, &reachable);
+            match demand_by_platform(planner, &live.stats, &apps, &capacity, &weights, now) {
+                Ok(demand) => live.provision_demand = Some(demand),
+                Err(e) => {
+                    tracing::warn!(error = %e, "provisioning round failed; pilots follow the last demand")
+                }
+            }
+        }
+        drop(guard);
+        if let Some(plan) = plan {
+            self.queues().set_plan(plan);
         }
     }
 

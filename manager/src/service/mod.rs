@@ -10,8 +10,10 @@ mod live;
 mod pilots;
 pub mod placement;
 pub mod profiling;
+pub mod provision_demand;
 pub mod scheduling;
 mod staging_plan;
+mod store_grants;
 pub mod usage;
 mod users;
 
@@ -52,6 +54,8 @@ pub struct Manager {
     /// Woken when something that matters to scheduling changes.
     replan: Arc<Notify>,
     pilots: Mutex<pilots::PilotBook>,
+    /// The secrets of `[[storage]]`, for grants to agents.
+    stores: store_grants::StoreKeys,
 }
 
 /// Where the admin token of a data directory is kept (mode 0600).
@@ -80,6 +84,8 @@ pub enum OpenError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("configuration `[[storage]]`: {0}")]
+    Storage(#[from] hetpilot_shared::store_grant::SecretError),
     #[error("configuration `[scheduler]`: {0}")]
     Scheduler(#[from] crate::sched::SchedError),
 }
@@ -101,6 +107,7 @@ impl Manager {
         let conn = store::open(&db).map_err(db_err)?;
         let now = now_ms();
         let loaded = store::load(&conn, now).map_err(db_err)?;
+        let stores = store_grants::StoreKeys::load(&settings)?;
         let live = live::Live::new(&settings, store::measured(&conn).map_err(db_err)?)?;
         let reader = Arc::new(Reader::open(&db).map_err(db_err)?);
         let tokens = Tokens::default();
@@ -178,6 +185,7 @@ impl Manager {
             live: Mutex::new(live),
             replan: Arc::new(Notify::new()),
             pilots: Mutex::new(pilot_book),
+            stores,
             settings,
         }))
     }

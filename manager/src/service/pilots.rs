@@ -10,7 +10,7 @@ use crate::queue::AgentState;
 use crate::store::{PilotCredential, StoredPilot, Write};
 use hetpilot_shared::AgentId;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// A platform's provisioning status, as `hetpilot platforms` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +25,10 @@ pub struct PlatformStatus {
     pub failures: u32,
     pub retry_at_ms: u64,
     pub checked_at_ms: u64,
+    /// Cores' worth of waiting tasks the provisioner wants pilots for here (filled in
+    /// when listed).
+    #[serde(default)]
+    pub demand_cores: u64,
 }
 
 /// Pilots and platform statuses held by the manager.
@@ -239,8 +243,13 @@ impl Manager {
             .collect()
     }
 
-    /// Cores' worth of waiting tasks (every application's waiting tasks × its cores).
-    pub fn demand_cores(&self) -> u64 {
+    /// Cores' worth of waiting tasks `platform` should get pilots for: its part of the
+    /// last provisioning round's split (`provision_demand`), or, before any round or
+    /// without a scheduler, every application's waiting tasks × its cores.
+    pub fn demand_cores(&self, platform: &str) -> u64 {
+        if let Some(demand) = &self.live().provision_demand {
+            return demand.get(platform).copied().unwrap_or(0);
+        }
         self.queues()
             .apps()
             .filter(|a| !a.cancelled)
@@ -284,13 +293,27 @@ impl Manager {
         Ok(pilots)
     }
 
+    /// The profiled platforms whose login host or batch system fails now.
+    pub(super) fn unavailable_platforms(&self) -> HashSet<String> {
+        self.book()
+            .platforms
+            .values()
+            .filter(|s| !s.available)
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
     /// The provisioning status of every platform with a profile (admin).
     pub fn list_platform_status(
         &self,
         who: &Principal,
     ) -> Result<Vec<PlatformStatus>, ServiceError> {
         admin(who)?;
-        Ok(self.book().platforms.values().cloned().collect())
+        let mut statuses: Vec<PlatformStatus> = self.book().platforms.values().cloned().collect();
+        for s in &mut statuses {
+            s.demand_cores = self.demand_cores(&s.name);
+        }
+        Ok(statuses)
     }
 }
 

@@ -6,14 +6,15 @@
 //! - files: each waiting task's declared inputs (shared-filesystem files are read in place
 //!   and left out), sized by their declared `size` or, for file-service files, their size
 //!   on disk; a file's home storage node is its endpoint (`manager`, `http://host:port`,
-//!   `sftp://host:port`), the names agents measure transfers under;
+//!   `sftp://host:port`, `store:NAME`), the names agents measure transfers under;
 //! - compute nodes: each active agent, one node; C_i from the application's measured mean
 //!   runtime on the agent's platform over its mean input bytes per task (scaled by relative
 //!   platform speed where only other platforms are measured; a default until then); LBW_i
 //!   from the platform profile's `[staging]`; NBW_i the measured bandwidth of the
 //!   platform's transfers with the request's endpoints (`Bandwidths`), else the profile's
 //!   `link_mib_per_s`;
-//! - storage nodes: IBW_p at least the fastest transfer measured from the endpoint.
+//! - storage nodes: IBW_p a store's configured `io_mib_per_s` (else a default), raised to
+//!   the fastest transfer measured from the endpoint.
 //!
 //! A plan is made with what is measured when it is made: an application's first plan uses
 //! the profiles' numbers, later plans (a new agent set, a new application) the measured ones.
@@ -22,7 +23,7 @@ use super::bandwidth::Bandwidths;
 use super::live::Live;
 use super::profiling::RunStats;
 use super::Manager;
-use crate::provision::profile::{PlatformProfile, StagingProfile};
+use crate::provision::profile::StagingProfile;
 use crate::queue::{Partitions, StagingRequest};
 use crate::staging::model::{ComputeCluster, DataFile, Platform, StorageNode, Task, Workload};
 use crate::staging::{policy_by_name, StagingError, StagingPlan};
@@ -73,14 +74,6 @@ impl Manager {
             }
         }
     }
-
-    /// Takes the staging numbers of the platforms that have a profile.
-    pub fn use_staging_profiles(&self, profiles: &[PlatformProfile]) {
-        self.live().staging_priors = profiles
-            .iter()
-            .map(|p| (p.name.clone(), p.staging))
-            .collect();
-    }
 }
 
 fn log_failure(req: &StagingRequest, e: &StagingError) {
@@ -90,19 +83,6 @@ fn log_failure(req: &StagingRequest, e: &StagingError) {
 
 fn task_indices(req: &StagingRequest) -> Vec<u64> {
     req.tasks.iter().map(|(t, _)| *t).collect()
-}
-
-/// The endpoint agents measure a source's transfers under (see the agent's staging).
-fn endpoint(source: &Source) -> String {
-    match source {
-        Source::Service(_) => "manager".into(),
-        Source::Http(url) => {
-            let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
-            format!("{scheme}://{}", rest.split('/').next().unwrap_or(""))
-        }
-        Source::Sftp(u) => format!("sftp://{}:{}", u.host, u.port),
-        Source::Shared(_) => "shared".into(),
-    }
 }
 
 /// The files and tasks of a request, and the endpoints their storage ids stand for.
@@ -142,7 +122,7 @@ fn request_files(req: &StagingRequest, size: impl Fn(&TaskFile) -> u64) -> Reque
                 .filter(|f| !matches!(f.source, Source::Shared(_)))
                 .map(|f| {
                     *ids.entry(&f.source).or_insert_with(|| {
-                        let home = *storage.entry(endpoint(&f.source)).or_insert_with_key(|e| {
+                        let home = *storage.entry(f.source.endpoint()).or_insert_with_key(|e| {
                             endpoints.push(e.clone());
                             endpoints.len() as u32 - 1
                         });
@@ -175,6 +155,8 @@ struct Measures<'a> {
     speeds: &'a HashMap<String, f64>,
     bandwidths: &'a Bandwidths,
     priors: &'a HashMap<String, StagingProfile>,
+    /// The I/O bandwidth configured for an endpoint (`store:NAME` → `io_mib_per_s`).
+    io_mib_per_s: &'a HashMap<String, f64>,
 }
 
 impl<'a> Measures<'a> {
@@ -184,6 +166,7 @@ impl<'a> Measures<'a> {
             speeds: &live.speeds,
             bandwidths: &live.bandwidths,
             priors: &live.staging_priors,
+            io_mib_per_s: &live.store_io_mib_per_s,
         }
     }
 }
@@ -217,21 +200,22 @@ fn staging_platform(req: &StagingRequest, files: &RequestFiles, m: &Measures<'_>
     let storage = endpoints
         .iter()
         .map(|e| StorageNode {
-            io_bandwidth: storage_bandwidth(m.bandwidths, e),
+            io_bandwidth: storage_bandwidth(m, e),
         })
         .collect();
     Platform { clusters, storage }
 }
 
-/// IBW_p of an endpoint: the assumed figure, raised to the fastest transfer measured from
-/// it (the endpoint delivered at least that).
-fn storage_bandwidth(bandwidths: &Bandwidths, endpoint: &str) -> f64 {
-    let assumed = if endpoint == "manager" {
-        SERVICE_MIB_PER_S
-    } else {
-        ENDPOINT_MIB_PER_S
+/// IBW_p of an endpoint: the configured figure (a store's `io_mib_per_s`) or the assumed
+/// one, raised to the fastest transfer measured from it (the endpoint delivered at least
+/// that).
+fn storage_bandwidth(m: &Measures<'_>, endpoint: &str) -> f64 {
+    let assumed = match m.io_mib_per_s.get(endpoint) {
+        Some(&configured) => configured,
+        None if endpoint == "manager" => SERVICE_MIB_PER_S,
+        None => ENDPOINT_MIB_PER_S,
     } * MIB;
-    bandwidths
+    m.bandwidths
         .fastest_from(endpoint)
         .map_or(assumed, |m| m.max(assumed))
 }
@@ -342,6 +326,7 @@ mod tests {
         speeds: HashMap<String, f64>,
         bandwidths: Bandwidths,
         priors: HashMap<String, StagingProfile>,
+        io_mib_per_s: HashMap<String, f64>,
     }
 
     impl State {
@@ -352,6 +337,7 @@ mod tests {
                 speeds: &self.speeds,
                 bandwidths: &self.bandwidths,
                 priors: &self.priors,
+                io_mib_per_s: &self.io_mib_per_s,
             };
             let platform = staging_platform(req, &files, &m);
             (files.workload, platform)
@@ -413,15 +399,30 @@ mod tests {
             size: Some(5),
             sha256: None,
         });
-        let (w, p) = State::default().platform(&req);
-        assert_eq!(p.storage.len(), 2, "the file service and data.example:8080");
+        req.tasks[2].1.push(TaskFile {
+            source: Source::Store {
+                store: "lustre".into(),
+                path: "big/c.dat".into(),
+            },
+            name: "c.dat".into(),
+            size: Some(5),
+            sha256: None,
+        });
+        let state = State {
+            io_mib_per_s: HashMap::from([("store:lustre".to_string(), 2000.0)]),
+            ..State::default()
+        };
+        let (w, p) = state.platform(&req);
+        assert_eq!(p.storage.len(), 3, "the file service, data.example, lustre");
         assert_eq!(
             w.files.len(),
-            13,
+            14,
             "the shared-filesystem file is read in place"
         );
         assert_eq!(w.files[3].storage, 1);
+        assert_eq!(p.storage[0].io_bandwidth, SERVICE_MIB_PER_S * MIB);
         assert_eq!(p.storage[1].io_bandwidth, ENDPOINT_MIB_PER_S * MIB);
+        assert_eq!(p.storage[2].io_bandwidth, 2000.0 * MIB, "as configured");
     }
 
     #[test]

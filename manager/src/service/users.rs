@@ -63,6 +63,7 @@ impl Manager {
         let template = spec
             .validate()
             .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
+        self.check_stores(&spec)?;
         let app = AppId(next(&self.next_app));
         let resources = AppResources {
             app,

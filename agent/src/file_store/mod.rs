@@ -1,0 +1,169 @@
+//! `hetpilot-agent serve-files`: the agent in a file-server role, run on a host near the
+//! storage so agents fetch inputs from it and store outputs to it directly, not through
+//! the manager. It serves `ROOT/OWNER/PATH` at `/OWNER/PATH`: `GET` and `HEAD` (with a
+//! single `Range`) and `PUT` (atomic: a synced temporary file renamed into place).
+//!
+//! It keeps no user list and no state: every request carries a grant the manager signed
+//! with the secret this store shares with it (`--secret-file`), naming this store
+//! (`--name`, as in the manager's `[[storage]]` entry), one owner and an expiry. A grant
+//! opens only its owner's directory (see `auth`), and no path leads out of that
+//! directory, not through `..` nor through symlinks (see `paths`).
+
+mod auth;
+mod paths;
+mod transfer;
+
+use anyhow::Context;
+use axum::body::Body;
+use axum::extract::{Path as UrlPath, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use hetpilot_shared::files::check_store_name;
+use hetpilot_shared::protocol::ErrorBody;
+use hetpilot_shared::store_grant::StoreSecret;
+use paths::PathError;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// `hetpilot-agent serve-files`.
+#[derive(Debug, clap::Args)]
+pub struct ServeFilesArgs {
+    /// Directory holding each user's files, as ROOT/USER/PATH.
+    #[arg(long)]
+    root: PathBuf,
+    /// Address to listen on, e.g. `0.0.0.0:8480`.
+    #[arg(long)]
+    listen: String,
+    /// File holding the secret shared with the manager (at least 32 bytes, mode 0600).
+    #[arg(long)]
+    secret_file: PathBuf,
+    /// This store's name, as in the manager's `[[storage]]` entry (default: the host name).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+/// An error answer: a status and `{"error": "..."}`.
+#[derive(Debug)]
+pub struct StoreError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl IntoResponse for StoreError {
+    fn into_response(self) -> Response {
+        let body = Json(ErrorBody {
+            error: self.message,
+        });
+        (self.status, body).into_response()
+    }
+}
+
+impl From<PathError> for StoreError {
+    fn from(e: PathError) -> Self {
+        let status = match &e {
+            PathError::Invalid(_) => StatusCode::BAD_REQUEST,
+            PathError::NotFound(_) => StatusCode::NOT_FOUND,
+            PathError::Outside(_) => StatusCode::FORBIDDEN,
+            PathError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        StoreError {
+            status,
+            message: e.to_string(),
+        }
+    }
+}
+
+struct Store {
+    root: PathBuf,
+    name: String,
+    secret: StoreSecret,
+}
+
+/// Serves files until SIGTERM or SIGINT.
+pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
+    let name = match args.name {
+        Some(n) => n,
+        None => sysinfo::System::host_name()
+            .context("no --name given and the host name is unknown")?
+            .split('.')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    };
+    check_store_name(&name)
+        .map_err(anyhow::Error::msg)
+        .context("--name")?;
+    let secret = StoreSecret::load(&args.secret_file).context("--secret-file")?;
+    let root = args
+        .root
+        .canonicalize()
+        .with_context(|| format!("--root {}", args.root.display()))?;
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("--listen {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(store = %name, root = %root.display(), %addr, "serving files");
+    let store = Arc::new(Store { root, name, secret });
+    let app = Router::new()
+        .route("/{owner}/{*path}", get(get_file).put(put_file))
+        .with_state(store);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stop_signal())
+        .await
+        .context("serving files")?;
+    tracing::info!("file store stopped");
+    Ok(())
+}
+
+async fn stop_signal() {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+fn refused(e: StoreError, method: &str, owner: &str, name: &str) -> StoreError {
+    if !e.status.is_server_error() {
+        tracing::warn!(method, owner, file = name, status = e.status.as_u16(), reason = %e.message, "request refused");
+    }
+    e
+}
+
+async fn get_file(
+    State(store): State<Arc<Store>>,
+    UrlPath((owner, name)): UrlPath<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, StoreError> {
+    let serve = async {
+        auth::authorize(&store.secret, &store.name, &headers, &owner)?;
+        let path = paths::existing(&store.root, &owner, &name)?;
+        tracing::debug!(owner, file = name, "sending");
+        transfer::send(&path, &name, &headers).await
+    };
+    serve.await.map_err(|e| refused(e, "GET", &owner, &name))
+}
+
+async fn put_file(
+    State(store): State<Arc<Store>>,
+    UrlPath((owner, name)): UrlPath<(String, String)>,
+    req: Request<Body>,
+) -> Result<StatusCode, StoreError> {
+    let receive = async {
+        auth::authorize(&store.secret, &store.name, req.headers(), &owner)?;
+        let (dir, file) = paths::new_file(&store.root, &owner, &name)?;
+        let bytes = transfer::receive(&dir, &file, req.into_body()).await?;
+        tracing::info!(owner, file = name, bytes, "stored");
+        Ok(StatusCode::CREATED)
+    };
+    receive.await.map_err(|e| refused(e, "PUT", &owner, &name))
+}

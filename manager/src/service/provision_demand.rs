@@ -1,0 +1,198 @@
+//! What the provisioner asks each platform for: the waiting work split by the two-level
+//! scheduler's shares, so pilots go where the scheduler would run the work (issue 4's
+//! "keeps the right number of pilots on every platform", with issue 6's first level).
+//!
+//! A planner of its own runs a round over every platform at the capacity it may reach:
+//! a profiled platform as `max_running` pilots of `cores_per_node` slots (or the agents it
+//! has, if more), a platform without a profile as the agents it has. Each application's
+//! waiting cores are then divided among the platforms in proportion to the cores the round
+//! gives it there. An application the round gives nothing (every core taken by others)
+//! counts on every platform, so no work waits for want of a pilot. Without a scheduler
+//! (`policy = "round-robin"`) or without profiles, every platform sees all the waiting work.
+
+use super::profiling::RunStats;
+use super::scheduling::{LiveAgent, LiveApp, Planner, RoundError};
+use hetpilot_shared::AgentId;
+use std::collections::{BTreeMap, HashMap};
+
+/// How far a profiled platform can grow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Capacity {
+    /// Pilots at once (`max_running`); each pilot is one node.
+    pub nodes: u32,
+    pub cores_per_node: u32,
+}
+
+/// The agents a provisioning round sees: real agents of platforms without a profile,
+/// and each profiled platform grown to its capacity with idle nodes (ids past any real
+/// agent's; they only exist inside the round).
+pub fn capacity_agents(
+    agents: &[LiveAgent],
+    capacities: &BTreeMap<String, Capacity>,
+) -> Vec<LiveAgent> {
+    let mut out: Vec<LiveAgent> = agents
+        .iter()
+        .filter(|a| !capacities.contains_key(&a.platform))
+        .cloned()
+        .collect();
+    let mut next_id = u64::MAX;
+    for (platform, cap) in capacities {
+        let real = agents.iter().filter(|a| a.platform == *platform).count() as u32;
+        for _ in 0..cap.nodes.max(real) {
+            out.push(LiveAgent {
+                id: AgentId(next_id),
+                platform: platform.clone(),
+                slots: cap.cores_per_node,
+                held: Vec::new(),
+            });
+            next_id -= 1;
+        }
+    }
+    out
+}
+
+/// Waiting cores per platform: each application's waiting cores split in proportion to
+/// the cores a capacity round gives it on each platform.
+pub fn demand_by_platform(
+    planner: &mut Planner,
+    stats: &RunStats,
+    apps: &[LiveApp],
+    agents: &[LiveAgent],
+    weights: &HashMap<String, f64>,
+    now_ms: u64,
+) -> Result<HashMap<String, u64>, RoundError> {
+    let mut demand: HashMap<String, u64> = HashMap::new();
+    let waiting: Vec<&LiveApp> = apps.iter().filter(|a| a.waiting > 0).collect();
+    if waiting.is_empty() || agents.is_empty() {
+        return Ok(demand);
+    }
+    let view = planner.round(stats, apps, agents, weights, now_ms)?.view;
+    for app in waiting {
+        let cores = app.waiting * u64::from(app.cores.max(1));
+        let given = view.apps.iter().find(|a| a.app == app.id);
+        let total: u64 = given.map_or(0, |g| g.cores.iter().map(|&c| u64::from(c)).sum());
+        for (j, platform) in view.platforms.iter().enumerate() {
+            let share = match given {
+                Some(g) if total > 0 => (cores * u64::from(g.cores[j])).div_ceil(total),
+                _ => cores,
+            };
+            *demand.entry(platform.name.clone()).or_insert(0) += share;
+        }
+    }
+    Ok(demand)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::scheduling::SchedulerConfig;
+    use hetpilot_shared::AppId;
+
+    fn app(id: u64, waiting: u64, cores: u32) -> LiveApp {
+        LiveApp {
+            id: AppId(id),
+            name: format!("app{id}"),
+            owner: "alice".into(),
+            waiting,
+            in_flight: 0,
+            done: 0,
+            cores,
+            submitted_ms: 0,
+        }
+    }
+
+    fn planner() -> Planner {
+        let config = SchedulerConfig::default();
+        Planner::new(config.settings().unwrap().unwrap(), &config).unwrap()
+    }
+
+    fn capacities() -> BTreeMap<String, Capacity> {
+        BTreeMap::from([
+            (
+                "fast".to_string(),
+                Capacity {
+                    nodes: 4,
+                    cores_per_node: 8,
+                },
+            ),
+            (
+                "slow".to_string(),
+                Capacity {
+                    nodes: 4,
+                    cores_per_node: 8,
+                },
+            ),
+        ])
+    }
+
+    #[test]
+    fn profiled_platforms_grow_to_capacity_and_others_keep_their_agents() {
+        let real = [
+            LiveAgent {
+                id: AgentId(1),
+                platform: "local".into(),
+                slots: 2,
+                held: Vec::new(),
+            },
+            LiveAgent {
+                id: AgentId(2),
+                platform: "fast".into(),
+                slots: 8,
+                held: vec![(AppId(1), 1)],
+            },
+        ];
+        let agents = capacity_agents(&real, &capacities());
+        let count = |p: &str| agents.iter().filter(|a| a.platform == p).count();
+        assert_eq!((count("local"), count("fast"), count("slow")), (1, 4, 4));
+        assert!(agents
+            .iter()
+            .all(|a| a.platform == "local" || a.held.is_empty()));
+    }
+
+    fn measured() -> RunStats {
+        let mut stats = RunStats::default();
+        for _ in 0..3 {
+            stats.add(AppId(1), "fast", &[], 1.0);
+            stats.add(AppId(1), "slow", &[], 6.0);
+            stats.add(AppId(2), "fast", &[], 2.0);
+            stats.add(AppId(2), "slow", &[], 2.0);
+        }
+        stats
+    }
+
+    fn demand(stats: &RunStats, apps: &[LiveApp], agents: &[LiveAgent]) -> HashMap<String, u64> {
+        demand_by_platform(&mut planner(), stats, apps, agents, &HashMap::new(), 1_000).unwrap()
+    }
+
+    /// App 1 runs 6× faster on `fast`, app 2 the same on both.
+    #[test]
+    fn demand_follows_platform_affinity() {
+        let agents = capacity_agents(&[], &capacities());
+        let d = demand(&measured(), &[app(1, 20, 1)], &agents);
+        assert_eq!(d["fast"], 20, "{d:?}");
+        assert_eq!(d.get("slow").copied().unwrap_or(0), 0, "{d:?}");
+        // Both waiting: app 1 still all on fast; app 2 wherever the round puts it.
+        let d = demand(&measured(), &[app(1, 20, 1), app(2, 20, 1)], &agents);
+        assert!(d["fast"] >= 20, "{d:?}");
+        let total: u64 = d.values().sum();
+        assert!((40..=42).contains(&total), "{d:?}");
+    }
+
+    #[test]
+    fn no_waiting_work_means_no_demand_and_unplaced_apps_count_everywhere() {
+        let agents = capacity_agents(&[], &capacities());
+        let d = demand(&RunStats::default(), &[app(1, 0, 1)], &agents);
+        assert!(d.is_empty(), "{d:?}");
+        // Two 1-core nodes in all and three applications: one gets no core in the round,
+        // and its waiting cores count on both platforms.
+        let one = Capacity {
+            nodes: 1,
+            cores_per_node: 1,
+        };
+        let tiny = BTreeMap::from([("fast".to_string(), one), ("slow".to_string(), one)]);
+        let apps = [app(1, 10, 1), app(2, 10, 1), app(3, 10, 1)];
+        let d = demand(&RunStats::default(), &apps, &capacity_agents(&[], &tiny));
+        assert_eq!(d.values().sum::<u64>(), 40, "{d:?}");
+        assert!(d["fast"] >= 20 && d["slow"] >= 20, "{d:?}");
+    }
+}
