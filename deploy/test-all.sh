@@ -20,8 +20,8 @@ cleanup() {
 trap cleanup EXIT
 deploy/lab/start.sh
 # shellcheck disable=SC1091
-. "$HETPILOT_LAB/env.sh"    # SLURM_CONF, LAB_SSH_PORT, LAB_SSH_KEY for the lab tests
-export SLURM_CONF LAB_SSH_PORT LAB_SSH_KEY
+. "$HETPILOT_LAB/env.sh"    # SLURM_CONF, LAB_SSH_PORT, LAB_SSH_KEY, LAB_SSH_KNOWN_HOSTS
+export SLURM_CONF LAB_SSH_PORT LAB_SSH_KEY LAB_SSH_KNOWN_HOSTS
 
 cargo test --workspace -- --include-ignored 2>&1 | tee "$log"
 # One closing line over every test binary (cargo's own last line is the doc tests').

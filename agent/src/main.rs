@@ -22,6 +22,7 @@ mod staging;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
+use hetpilot_shared::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use hetpilot_shared::protocol::RegisterRequest;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -101,6 +102,14 @@ struct Args {
     /// Private key for `sftp://` input and output files.
     #[arg(long, env = "HETPILOT_SFTP_KEY")]
     sftp_key: Option<PathBuf>,
+    /// The OpenSSH known_hosts file SFTP servers' host keys are checked against (default
+    /// `~/.ssh/known_hosts`); a server it does not list is refused.
+    #[arg(long, env = "HETPILOT_KNOWN_HOSTS")]
+    known_hosts: Option<PathBuf>,
+    /// Trust an SFTP server missing from known_hosts on first contact and add its key there
+    /// (like OpenSSH's `StrictHostKeyChecking accept-new`); a changed key is still refused.
+    #[arg(long)]
+    accept_new_host_keys: bool,
 }
 
 fn parse_cpus(list: &str) -> anyhow::Result<Vec<usize>> {
@@ -224,7 +233,17 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| work_dir.join("cache")),
         cache_max,
-        sftp_key: args.sftp_key.clone(),
+        sftp_key: args.sftp_key.clone().map(|private_key| staging::SftpKeys {
+            private_key,
+            host_keys: HostKeyCheck {
+                known_hosts: args.known_hosts.clone().unwrap_or_else(default_known_hosts),
+                policy: if args.accept_new_host_keys {
+                    HostKeyPolicy::AcceptNew
+                } else {
+                    HostKeyPolicy::Strict
+                },
+            },
+        }),
     };
     let opts = agent::Options {
         staging,

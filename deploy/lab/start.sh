@@ -10,6 +10,8 @@
 #
 # Knobs: HETPILOT_LAB (state root, default /var/tmp/hetpilot-lab), LAB_SSH_PORT (2222).
 # Afterwards: `. $HETPILOT_LAB/env.sh` (SLURM_CONF, LAB_SSH_*). Teardown: deploy/lab/stop.sh.
+# $HETPILOT_LAB/ssh/known_hosts lists the lab sshd's host key (as [127.0.0.1]:PORT and
+# [localhost]:PORT), so the lab is used with strict host-key checking.
 set -euo pipefail
 
 LAB=${HETPILOT_LAB:-/var/tmp/hetpilot-lab}
@@ -159,7 +161,8 @@ export LAB_SSH_HOST=127.0.0.1
 export LAB_SSH_PORT=$SSH_PORT
 export LAB_SSH_USER=root
 export LAB_SSH_KEY=$LAB/ssh/id_ed25519
-export LAB_SSH_OPTS="-p $SSH_PORT -i $LAB/ssh/id_ed25519 -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=$LAB/ssh/known_hosts -o LogLevel=ERROR"
+export LAB_SSH_KNOWN_HOSTS=$LAB/ssh/known_hosts
+export LAB_SSH_OPTS="-p $SSH_PORT -i $LAB/ssh/id_ed25519 -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$LAB/ssh/known_hosts -o LogLevel=ERROR"
 EOF
 
 # ------------------------------------------------------------------ slurm daemons
@@ -188,6 +191,12 @@ done
 [ -s "$LAB/ssh/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C hetpilot-lab -f "$LAB/ssh/id_ed25519"
 cp "$LAB/ssh/id_ed25519.pub" "$LAB/ssh/authorized_keys"
 chmod 600 "$LAB/ssh/authorized_keys"
+# Clients check the lab host's key strictly: list it under the names they use.
+host_key=$(cut -d' ' -f1,2 "$LAB/ssh/ssh_host_ed25519_key.pub")
+printf '[127.0.0.1]:%s %s\n[localhost]:%s %s\n' "$SSH_PORT" "$host_key" "$SSH_PORT" "$host_key" \
+  > "$LAB/ssh/known_hosts.new"
+chmod 600 "$LAB/ssh/known_hosts.new"
+mv "$LAB/ssh/known_hosts.new" "$LAB/ssh/known_hosts"
 NEWSSHD=$(cat <<EOF
 Port $SSH_PORT
 ListenAddress 127.0.0.1

@@ -6,6 +6,7 @@
 use hetpilot::provision::adapter::{adapter_for, BatchAdapter};
 use hetpilot::provision::runner::{for_login, CommandRunner, LocalRunner, SshRunner};
 use hetpilot::provision::{AdapterKind, BatchJobId, JobState, Login, PilotSpec, PlatformProfile};
+use hetpilot_shared::host_keys::{HostKeyCheck, HostKeyPolicy};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -50,15 +51,21 @@ fn lab_config(dir: &Path) -> PathBuf {
     conf
 }
 
+/// The lab sshd's port (`LAB_SSH_PORT`, default 2222).
+fn lab_ssh_port() -> u16 {
+    std::env::var("LAB_SSH_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(2222)
+}
+
 fn ssh_login(lab: &Path) -> Login {
     Login::Ssh {
         user: "root".into(),
         host: "127.0.0.1".into(),
-        port: std::env::var("LAB_SSH_PORT")
-            .ok()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(2222),
+        port: lab_ssh_port(),
         key_file: lab.join("ssh/id_ed25519"),
+        host_keys: HostKeyCheck::strict(&lab.join("ssh/known_hosts")),
     }
 }
 
@@ -379,16 +386,7 @@ fn one_squeue_answers_for_many_jobs() {
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn ssh_runner_reuses_one_session_writes_private_files_and_reconnects() {
     let lab = lab();
-    let Login::Ssh {
-        user,
-        host,
-        port,
-        key_file,
-    } = ssh_login(&lab)
-    else {
-        unreachable!()
-    };
-    let runner = SshRunner::new(&user, &host, port, &key_file).unwrap();
+    let runner = lab_runner(&lab, &HostKeyCheck::strict(&lab.join("ssh/known_hosts")));
     // The remote shell's parent is the sshd process serving our one connection.
     let session_pid = |r: &SshRunner| r.run(&["sh", "-c", "echo $PPID"], None).unwrap().stdout;
     let first = session_pid(&runner);
@@ -441,37 +439,149 @@ fn the_lab_tests_say_what_to_do_when_the_lab_is_down() {
     assert!(message.contains("run deploy/lab/start.sh"), "{message}");
 }
 
-#[test]
-#[ignore = "needs the local lab: deploy/lab/start.sh"]
-fn ssh_runner_refuses_a_host_whose_key_changed() {
-    let lab = lab();
+/// An [`SshRunner`] for the lab's login with the host-key check `host_keys`.
+fn lab_runner(lab: &Path, host_keys: &HostKeyCheck) -> SshRunner {
     let Login::Ssh {
         user,
         host,
         port,
         key_file,
-    } = ssh_login(&lab)
+        ..
+    } = ssh_login(lab)
     else {
         unreachable!()
     };
-    let host_key = std::fs::read_to_string(lab.join("ssh/ssh_host_ed25519_key.pub")).unwrap();
-    let mut fields = host_key.split_whitespace();
+    SshRunner::new(&user, &host, port, &key_file, host_keys).unwrap()
+}
+
+/// The lab sshd's host key: (`ssh-ed25519`, base64 key, fingerprint as `ssh-keygen -lf`
+/// prints it).
+fn lab_host_key(lab: &Path) -> (String, String, String) {
+    let public = lab.join("ssh/ssh_host_ed25519_key.pub");
+    let text = std::fs::read_to_string(&public).unwrap();
+    let mut fields = text.split_whitespace();
     let (kind, key) = (fields.next().unwrap(), fields.next().unwrap());
+    let out = std::process::Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(&public)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8(out.stdout).unwrap();
+    let fingerprint = listing.split_whitespace().nth(1).unwrap().to_string();
+    assert!(fingerprint.starts_with("SHA256:"), "{listing}");
+    (kind.into(), key.into(), fingerprint)
+}
+
+fn accept_new(known_hosts: &Path) -> HostKeyCheck {
+    HostKeyCheck {
+        known_hosts: known_hosts.to_path_buf(),
+        policy: HostKeyPolicy::AcceptNew,
+    }
+}
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn ssh_runner_refuses_an_unknown_host_naming_its_fingerprint_and_how_to_add_it() {
+    let lab = lab();
+    let port = lab_ssh_port();
+    let (_, _, fingerprint) = lab_host_key(&lab);
     let sandbox = Sandbox::new();
-    let known = sandbox.path("known_hosts");
+    let missing = PathBuf::from(sandbox.path("no-such-known_hosts"));
+    let empty = PathBuf::from(sandbox.path("empty_known_hosts"));
+    std::fs::write(&empty, "").unwrap();
+    for (file, why) in [
+        (&missing, "does not exist, so no host is known"),
+        (&empty, "does not list it"),
+    ] {
+        let runner = lab_runner(&lab, &HostKeyCheck::strict(file));
+        let err = runner.run(&["echo", "ok"], None).unwrap_err().to_string();
+        for part in [
+            format!("127.0.0.1:{port} is not a known host"),
+            format!("{} {why}", file.display()),
+            format!("ED25519 key {fingerprint}"),
+            format!(
+                "ssh-keyscan -p {port} -t ed25519 127.0.0.1 >> {}",
+                file.display()
+            ),
+        ] {
+            assert!(err.contains(&part), "{part:?} not in {err}");
+        }
+    }
+    assert!(
+        !missing.exists(),
+        "strict checking must not create the file"
+    );
+    assert_eq!(std::fs::read_to_string(&empty).unwrap(), "");
+}
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn accept_new_adds_an_unknown_host_once_and_strict_checking_then_passes() {
+    let lab = lab();
+    let port = lab_ssh_port();
+    let (kind, key, _) = lab_host_key(&lab);
+    let sandbox = Sandbox::new();
+    let known = PathBuf::from(sandbox.path("new-dir/known_hosts"));
+    let runner = lab_runner(&lab, &accept_new(&known));
+    assert_eq!(runner.run(&["echo", "ok"], None).unwrap().stdout, "ok\n");
+    let text = std::fs::read_to_string(&known).unwrap();
+    assert!(
+        text.starts_with(&format!("[127.0.0.1]:{port} {kind} {key}")),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&known), 0o600);
+    assert_eq!(mode(known.parent().unwrap()), 0o700);
+
+    let strict = lab_runner(&lab, &HostKeyCheck::strict(&known));
+    assert_eq!(strict.run(&["echo", "ok"], None).unwrap().stdout, "ok\n");
+    // Hashed the way `ssh-keygen -H` (and HashKnownHosts) does, the entry still matches.
+    let hashed = std::process::Command::new("ssh-keygen")
+        .arg("-H")
+        .arg("-f")
+        .arg(&known)
+        .output()
+        .unwrap();
+    assert!(hashed.status.success(), "{hashed:?}");
+    let text = std::fs::read_to_string(&known).unwrap();
+    assert!(text.starts_with("|1|"), "{text}");
+    let strict = lab_runner(&lab, &HostKeyCheck::strict(&known));
+    assert_eq!(strict.run(&["echo", "ok"], None).unwrap().stdout, "ok\n");
+}
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn ssh_runner_refuses_a_host_whose_key_changed_even_under_accept_new() {
+    let lab = lab();
+    let port = lab_ssh_port();
+    let (kind, key, fingerprint) = lab_host_key(&lab);
+    let sandbox = Sandbox::new();
+    let known = PathBuf::from(sandbox.path("known_hosts"));
     std::fs::write(&known, format!("[127.0.0.1]:{port} {kind} {key}\n")).unwrap();
-    let runner = SshRunner::new(&user, &host, port, &key_file)
-        .unwrap()
-        .with_known_hosts(Path::new(&known));
+    let runner = lab_runner(&lab, &HostKeyCheck::strict(&known));
     assert_eq!(runner.run(&["echo", "ok"], None).unwrap().stdout, "ok\n");
 
     // Another ed25519 key (the lab's client key) in place of the host's.
     let other = std::fs::read_to_string(lab.join("ssh/id_ed25519.pub")).unwrap();
     let other_key = other.split_whitespace().nth(1).unwrap();
-    std::fs::write(&known, format!("[127.0.0.1]:{port} {kind} {other_key}\n")).unwrap();
-    let runner = SshRunner::new(&user, &host, port, &key_file)
-        .unwrap()
-        .with_known_hosts(Path::new(&known));
-    let err = runner.run(&["echo", "ok"], None).unwrap_err().to_string();
-    assert!(err.contains("host key differs"), "{err}");
+    let listed = format!("[127.0.0.1]:{port} {kind} {other_key}\n");
+    std::fs::write(&known, &listed).unwrap();
+    for check in [HostKeyCheck::strict(&known), accept_new(&known)] {
+        let err = lab_runner(&lab, &check)
+            .run(&["echo", "ok"], None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("127.0.0.1:{port}: its host key differs")),
+            "{err}"
+        );
+        assert!(err.contains(&format!("ED25519 key {fingerprint}")), "{err}");
+        assert!(err.contains("ssh-keygen -R"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&known).unwrap(),
+        listed,
+        "file unchanged"
+    );
 }

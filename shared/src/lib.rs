@@ -1,8 +1,10 @@
 //! Types shared by the hetpilot manager and its agents: identifiers, the application and
-//! task model, command templates, and the JSON messages of the `/v1` HTTP protocol.
+//! task model, command templates, the JSON messages of the `/v1` HTTP protocol, and the
+//! SSH host-key check both use.
 
 pub mod byte_range;
 pub mod files;
+pub mod host_keys;
 pub mod http;
 pub mod ids;
 pub mod live;

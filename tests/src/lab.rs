@@ -15,6 +15,11 @@ pub fn lab_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/tmp/hetpilot-lab"))
 }
 
+/// The known_hosts file listing the lab sshd's host key (written by `deploy/lab/start.sh`).
+pub fn known_hosts() -> PathBuf {
+    lab_dir().join("ssh/known_hosts")
+}
+
 pub fn slurm_conf() -> PathBuf {
     lab_dir().join("etc/slurm.conf")
 }
@@ -75,6 +80,10 @@ pub fn configure(
         (
             "HETPILOT_LAB_KEY".into(),
             lab_dir().join("ssh/id_ed25519").display().to_string(),
+        ),
+        (
+            "HETPILOT_LAB_KNOWN_HOSTS".into(),
+            known_hosts().display().to_string(),
         ),
         ("SLURM_CONF".into(), slurm_conf().display().to_string()),
     ]

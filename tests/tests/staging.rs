@@ -372,7 +372,17 @@ fn sftp_inputs_and_outputs_through_the_lab_sshd() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
     let alice = m.create_user("alice");
-    let _agent = m.agent("local", 1, &["--sftp-key", key.to_str().unwrap()]);
+    let known_hosts = std::path::Path::new(&lab).join("ssh/known_hosts");
+    let _agent = m.agent(
+        "local",
+        1,
+        &[
+            "--sftp-key",
+            key.to_str().unwrap(),
+            "--known-hosts",
+            known_hosts.to_str().unwrap(),
+        ],
+    );
     let base = format!("sftp://root@127.0.0.1:2222{}", remote.path().display());
     let app = submit(
         &m,

@@ -18,6 +18,8 @@ mod http;
 mod outputs;
 mod sftp;
 
+pub use sftp::SftpKeys;
+
 use cache::{Cache, CacheError, Fetched, Pin, Wait};
 pub use grants::Grants;
 use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
@@ -32,8 +34,8 @@ use std::time::Instant;
 pub struct Settings {
     pub cache_dir: PathBuf,
     pub cache_max: u64,
-    /// Private key for `sftp://` files.
-    pub sftp_key: Option<PathBuf>,
+    /// Private key and host-key check for `sftp://` files.
+    pub sftp_key: Option<SftpKeys>,
 }
 
 /// Stages the files of the agent's tasks; shared by all of them.
@@ -42,7 +44,7 @@ pub struct Stager {
     http: reqwest::Client,
     manager: String,
     credential: String,
-    sftp_key: Option<PathBuf>,
+    sftp_key: Option<SftpKeys>,
     /// Grants to file stores, refreshed by the manager's answers.
     grants: Grants,
     /// Sources whose content was verified against a declared SHA-256: their cache key.

@@ -1,11 +1,13 @@
 //! SFTP transfers (ssh2 crate), one session per transfer, logging in with the agent's key
-//! (`--sftp-key`). The host key is checked against `~/.ssh/known_hosts` when the host is
-//! listed there: a different key is refused. Blocking: callers run these on the blocking
-//! pool.
+//! (`--sftp-key`). Before logging in, the server's host key is checked against known_hosts
+//! (`--known-hosts`, default `~/.ssh/known_hosts`): an unknown host or a changed key is
+//! refused, unless `--accept-new-host-keys` lets an unknown host's key in (added to the
+//! file). Blocking: callers run these on the blocking pool.
 
 use hetpilot_shared::files::SftpUrl;
+use hetpilot_shared::host_keys::{HostKeyCheck, Trusted};
 use sha2::{Digest, Sha256};
-use ssh2::{CheckResult, KnownHostFileKind, Session};
+use ssh2::Session;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -13,7 +15,15 @@ use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-fn connect(url: &SftpUrl, key: &Path) -> Result<Session, String> {
+/// What the agent uses with SFTP servers: its own private key to log in, and the check of
+/// the servers' host keys.
+#[derive(Debug, Clone)]
+pub struct SftpKeys {
+    pub private_key: PathBuf,
+    pub host_keys: HostKeyCheck,
+}
+
+fn connect(url: &SftpUrl, keys: &SftpKeys) -> Result<Session, String> {
     let place = format!("{}@{}:{}", url.user, url.host, url.port);
     let addr = (url.host.as_str(), url.port)
         .to_socket_addrs()
@@ -28,7 +38,19 @@ fn connect(url: &SftpUrl, key: &Path) -> Result<Session, String> {
     session
         .handshake()
         .map_err(|e| format!("sftp {place}: SSH handshake: {e}"))?;
-    check_host_key(&session, url).map_err(|e| format!("sftp {place}: {e}"))?;
+    let trusted = keys
+        .host_keys
+        .verify(&session, &url.host, url.port)
+        .map_err(|e| format!("sftp {place}: SSH host key refused: {e}"))?;
+    if let Trusted::AddedNow(key) = trusted {
+        tracing::warn!(
+            %place,
+            key = %key,
+            file = %keys.host_keys.known_hosts.display(),
+            "unknown SFTP host: its key was added to known_hosts (--accept-new-host-keys)"
+        );
+    }
+    let key = &keys.private_key;
     session
         .userauth_pubkey_file(&url.user, None, key, None)
         .map_err(|e| {
@@ -41,30 +63,9 @@ fn connect(url: &SftpUrl, key: &Path) -> Result<Session, String> {
     Ok(session)
 }
 
-fn check_host_key(session: &Session, url: &SftpUrl) -> Result<(), String> {
-    let Some(file) = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
-        .filter(|p| p.exists())
-    else {
-        return Ok(());
-    };
-    let (key, _) = session.host_key().ok_or("the server sent no host key")?;
-    let mut known = session.known_hosts().map_err(|e| e.to_string())?;
-    known
-        .read_file(&file, KnownHostFileKind::OpenSSH)
-        .map_err(|e| format!("reading {}: {e}", file.display()))?;
-    match known.check_port(&url.host, url.port, key) {
-        CheckResult::Mismatch => Err(format!(
-            "its host key differs from the one in {}",
-            file.display()
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Downloads `url` into `dest`; returns the bytes written and their SHA-256.
-pub fn download(url: &SftpUrl, key: &Path, dest: &Path) -> Result<(u64, String), String> {
-    let session = connect(url, key)?;
+pub fn download(url: &SftpUrl, keys: &SftpKeys, dest: &Path) -> Result<(u64, String), String> {
+    let session = connect(url, keys)?;
     let sftp = session.sftp().map_err(|e| format!("sftp: {e}"))?;
     let mut remote = sftp
         .open(Path::new(&url.path))
@@ -97,8 +98,8 @@ pub fn download(url: &SftpUrl, key: &Path, dest: &Path) -> Result<(u64, String),
 }
 
 /// Uploads the file at `src` to `url`; returns its size.
-pub fn upload(url: &SftpUrl, key: &Path, src: &Path) -> Result<u64, String> {
-    let session = connect(url, key)?;
+pub fn upload(url: &SftpUrl, keys: &SftpKeys, src: &Path) -> Result<u64, String> {
+    let session = connect(url, keys)?;
     let sftp = session.sftp().map_err(|e| format!("sftp: {e}"))?;
     let mut input =
         std::fs::File::open(src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;

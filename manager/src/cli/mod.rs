@@ -8,6 +8,7 @@ mod bandwidths;
 mod connect;
 mod demo;
 mod fairshare;
+mod host_key_report;
 mod output;
 mod partition;
 mod pilots;

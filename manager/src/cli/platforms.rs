@@ -1,9 +1,10 @@
 //! `hetpilot platforms` (admin): each provisioned platform's status (available, or why
 //! not, and its backoff). `hetpilot platforms check [--dry-run]` validates the configured
-//! profiles without a manager: login reachable, batch commands found on the login side,
-//! job script renders; `--dry-run` prints the scripts.
+//! profiles without a manager: SSH host keys known, login reachable, batch commands found
+//! on the login side, job script renders; `--dry-run` prints the scripts.
 
 use super::connect::Connect;
+use super::host_key_report;
 use super::output::{age, print_json, print_table};
 use clap::{Args as ClapArgs, Subcommand};
 use hetpilot::config::Settings;
@@ -166,6 +167,10 @@ fn check_one(profile: &PlatformProfile, url: &str, dry_run: bool) -> usize {
     }
     if dry_run {
         return failures;
+    }
+    let refused_keys = host_key_report::report(profile);
+    if refused_keys > 0 {
+        return failures + refused_keys;
     }
     let runner = match runner::for_login(&profile.login) {
         Ok(r) => r,

@@ -119,6 +119,7 @@ mod tests {
                 "HETPILOT_AGENT_BINARY" => Some("/opt/hetpilot-agent".into()),
                 "HETPILOT_LAB_DIR" => Some("/tmp/lab".into()),
                 "HETPILOT_LAB_KEY" => Some("/tmp/lab/id_ed25519".into()),
+                "HETPILOT_LAB_KNOWN_HOSTS" => Some("/tmp/lab/known_hosts".into()),
                 _ => None,
             })
             .unwrap_or_else(|e| panic!("{e}"));

@@ -6,6 +6,10 @@
 //! adapter = "pbs"                 # slurm | pbs | torque | loadleveler | ssh | local
 //! login = "ssh://alice@login.darth.example:22"   # or "local"
 //! key_file = "~/.ssh/id_ed25519"  # for ssh:// logins
+//! known_hosts = "~/.ssh/known_hosts"  # ssh:// logins: the host keys trusted (this default)
+//! host_key_policy = "strict"      # or "accept-new": trust an unknown host's key on first
+//!                                 # contact and add it to known_hosts (a changed key is
+//!                                 # refused either way)
 //! queue = "batch"                 # partition (Slurm), queue (PBS), class (LoadLeveler)
 //! nodes = 16                      # nodes on the platform
 //! cores_per_node = 8
@@ -26,6 +30,7 @@
 //! link_mib_per_s = 100            # each node's share of the link to the storage
 //! ```
 
+use hetpilot_shared::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,6 +73,8 @@ pub enum Login {
         host: String,
         port: u16,
         key_file: PathBuf,
+        /// The known_hosts file the host's key is checked against, and the policy.
+        host_keys: HostKeyCheck,
     },
 }
 
@@ -150,6 +157,8 @@ struct ProfileFile {
     #[serde(default = "local_login")]
     login: String,
     key_file: Option<String>,
+    known_hosts: Option<String>,
+    host_key_policy: Option<String>,
     queue: Option<String>,
     account: Option<String>,
     #[serde(default = "one")]
@@ -234,7 +243,22 @@ impl PlatformProfile {
                 }
             }
         }
-        let login = parse_login(&file.login, file.key_file.as_deref())
+        let host_keys = HostKeyCheck {
+            known_hosts: match &file.known_hosts {
+                Some(p) if p.is_empty() || p.contains(['\n', '\0']) => {
+                    return Err(invalid("known_hosts", "must be a path".into()))
+                }
+                Some(p) => expand_home(p),
+                None => default_known_hosts(),
+            },
+            policy: match &file.host_key_policy {
+                Some(p) => p
+                    .parse::<HostKeyPolicy>()
+                    .map_err(|e| invalid("host_key_policy", e.to_string()))?,
+                None => HostKeyPolicy::Strict,
+            },
+        };
+        let login = parse_login(&file.login, file.key_file.as_deref(), host_keys)
             .map_err(|problem| invalid("login", problem))?;
         if file.cores_per_node == 0 {
             return Err(invalid("cores_per_node", "must be at least 1".into()));
@@ -321,8 +345,13 @@ impl PlatformProfile {
     }
 }
 
-/// `local`, or `ssh://user@host[:port]` (port 22 by default) with a key file.
-fn parse_login(login: &str, key_file: Option<&str>) -> Result<Login, String> {
+/// `local`, or `ssh://user@host[:port]` (port 22 by default) with a key file and the
+/// host-key check.
+fn parse_login(
+    login: &str,
+    key_file: Option<&str>,
+    host_keys: HostKeyCheck,
+) -> Result<Login, String> {
     if login == "local" {
         return Ok(Login::Local);
     }
@@ -349,6 +378,7 @@ fn parse_login(login: &str, key_file: Option<&str>) -> Result<Login, String> {
         host: host.into(),
         port,
         key_file: expand_home(key_file),
+        host_keys,
     })
 }
 
@@ -391,5 +421,52 @@ work_dir = "/scratch"
             .unwrap_err()
             .to_string();
         assert!(err.contains("link_bandwidth"), "{err}");
+    }
+
+    fn ssh_host_keys(extra: &str) -> Result<HostKeyCheck, ProfileError> {
+        let login = "login = \"ssh://alice@login.example:2222\"\nkey_file = \"~/k\"\n";
+        match parse(&format!("{login}{extra}"))?.login {
+            Login::Ssh { host_keys, .. } => Ok(host_keys),
+            Login::Local => panic!("an ssh:// login"),
+        }
+    }
+
+    #[test]
+    fn host_keys_default_to_strict_checking_against_the_users_known_hosts() {
+        let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set for tests"));
+        let check = ssh_host_keys("").unwrap();
+        assert_eq!(check.known_hosts, home.join(".ssh/known_hosts"));
+        assert_eq!(check.policy, HostKeyPolicy::Strict);
+    }
+
+    #[test]
+    fn known_hosts_and_host_key_policy_are_read_and_validated() {
+        let check = ssh_host_keys(
+            "known_hosts = \"~/site/known_hosts\"\nhost_key_policy = \"accept-new\"\n",
+        )
+        .unwrap();
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+        assert_eq!(check.known_hosts, home.join("site/known_hosts"));
+        assert_eq!(check.policy, HostKeyPolicy::AcceptNew);
+        let check =
+            ssh_host_keys("known_hosts = \"/etc/kh\"\nhost_key_policy = \"strict\"\n").unwrap();
+        assert_eq!(check, HostKeyCheck::strict(Path::new("/etc/kh")));
+
+        let err = ssh_host_keys("host_key_policy = \"yes\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("field `host_key_policy`"), "{err}");
+        assert!(
+            err.contains("\"yes\"") && err.contains("accept-new"),
+            "{err}"
+        );
+        let err = ssh_host_keys("known_hosts = \"\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("field `known_hosts`"), "{err}");
+        let err = ssh_host_keys("host_key_policy = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("host_key_policy"), "{err}");
     }
 }

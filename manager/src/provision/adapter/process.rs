@@ -123,8 +123,11 @@ fn connect_like_login(
             user,
             port,
             key_file,
+            host_keys,
             ..
-        } => Ok(Arc::new(SshRunner::new(user, host, *port, key_file)?)),
+        } => Ok(Arc::new(SshRunner::new(
+            user, host, *port, key_file, host_keys,
+        )?)),
         Login::Local => Err(RunnerError::Unreachable {
             host: host.into(),
             problem: format!(

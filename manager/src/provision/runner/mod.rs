@@ -4,11 +4,14 @@
 
 mod local;
 mod ssh;
+mod ssh_connect;
 
 pub use local::LocalRunner;
 pub use ssh::SshRunner;
+pub use ssh_connect::look_up_host_key;
 
 use super::profile::Login;
+use hetpilot_shared::host_keys::HostKeyError;
 use std::path::PathBuf;
 use std::sync::Arc;
 /// What a command printed and how it ended.
@@ -40,6 +43,9 @@ pub enum RunnerError {
     },
     #[error("key file {path}: {problem}")]
     Key { path: PathBuf, problem: String },
+    /// The host's key is not in known_hosts, or differs from the one listed there.
+    #[error("SSH host key refused: {0}")]
+    HostKey(#[from] HostKeyError),
 }
 
 /// Runs commands and writes files on a platform's login side.
@@ -65,6 +71,7 @@ pub fn for_login(login: &Login) -> Result<Arc<dyn CommandRunner>, RunnerError> {
             host,
             port,
             key_file,
-        } => Arc::new(SshRunner::new(user, host, *port, key_file)?),
+            host_keys,
+        } => Arc::new(SshRunner::new(user, host, *port, key_file, host_keys)?),
     })
 }

@@ -1,19 +1,18 @@
 //! [`SshRunner`]: runs batch commands on a login host over one SSH session (ssh2 crate),
 //! opened on first use, reused by every later call, and reopened once when it broke.
-//! Files go over SFTP with the requested permission bits. The host key is checked against
-//! an OpenSSH known_hosts file (default `~/.ssh/known_hosts`): a host listed there with
-//! another key is refused; an unlisted host is accepted with a warning.
+//! Files go over SFTP with the requested permission bits. The host key is checked before
+//! logging in (see [`super::ssh_connect`]): an unknown host or a changed key is refused
+//! unless the profile's `host_key_policy` lets a new host's key in.
 
+use super::ssh_connect::open_verified;
 use super::{CommandOutput, CommandRunner, RunnerError};
-use ssh2::{CheckResult, FileStat, KnownHostFileKind, OpenFlags, OpenType, Session};
+use hetpilot_shared::host_keys::HostKeyCheck;
+use ssh2::{FileStat, OpenFlags, OpenType, Session};
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// How long connecting (TCP, handshake, authentication) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one blocking SSH operation (e.g. waiting for a command's output) may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -23,7 +22,7 @@ pub struct SshRunner {
     host: String,
     port: u16,
     key_file: PathBuf,
-    known_hosts: Option<PathBuf>,
+    host_keys: HostKeyCheck,
     session: Mutex<Option<Session>>,
 }
 
@@ -35,9 +34,15 @@ enum Failure {
 }
 
 impl SshRunner {
-    /// A runner for `user@host:port`; connects on first use. Fails at once if the key file
-    /// cannot be read.
-    pub fn new(user: &str, host: &str, port: u16, key_file: &Path) -> Result<Self, RunnerError> {
+    /// A runner for `user@host:port` checking the host's key with `host_keys`; connects on
+    /// first use. Fails at once if the key file cannot be read.
+    pub fn new(
+        user: &str,
+        host: &str,
+        port: u16,
+        key_file: &Path,
+        host_keys: &HostKeyCheck,
+    ) -> Result<Self, RunnerError> {
         std::fs::File::open(key_file).map_err(|e| RunnerError::Key {
             path: key_file.to_path_buf(),
             problem: format!("cannot read the private key: {e}"),
@@ -47,45 +52,9 @@ impl SshRunner {
             host: host.into(),
             port,
             key_file: key_file.to_path_buf(),
-            known_hosts: std::env::var_os("HOME")
-                .map(|home| PathBuf::from(home).join(".ssh/known_hosts")),
+            host_keys: host_keys.clone(),
             session: Mutex::new(None),
         })
-    }
-
-    /// Checks host keys against `path` (an OpenSSH known_hosts file) instead.
-    pub fn with_known_hosts(mut self, path: &Path) -> Self {
-        self.known_hosts = Some(path.to_path_buf());
-        self
-    }
-
-    /// Refuses a host whose key differs from the one known_hosts lists for it.
-    fn check_host_key(&self, session: &Session) -> Result<(), RunnerError> {
-        let Some(path) = self.known_hosts.as_ref().filter(|p| p.exists()) else {
-            tracing::warn!(place = %self.place(), "no known_hosts file: host key not checked");
-            return Ok(());
-        };
-        let (key, _) = session
-            .host_key()
-            .ok_or_else(|| self.unreachable("the server sent no host key".into()))?;
-        let mut known = session
-            .known_hosts()
-            .map_err(|e| self.unreachable(format!("known_hosts: {e}")))?;
-        known
-            .read_file(path, KnownHostFileKind::OpenSSH)
-            .map_err(|e| self.unreachable(format!("reading {}: {e}", path.display())))?;
-        match known.check_port(&self.host, self.port, key) {
-            CheckResult::Match => Ok(()),
-            CheckResult::Mismatch => Err(self.unreachable(format!(
-                "its host key differs from the one in {} (a different machine, or a \
-                 reinstalled one: check, then update that file)",
-                path.display()
-            ))),
-            CheckResult::NotFound | CheckResult::Failure => {
-                tracing::warn!(place = %self.place(), file = %path.display(), "host not in known_hosts: host key not checked");
-                Ok(())
-            }
-        }
     }
 
     fn unreachable(&self, problem: String) -> RunnerError {
@@ -96,29 +65,7 @@ impl SshRunner {
     }
 
     fn connect(&self) -> Result<Session, RunnerError> {
-        let addrs: Vec<_> = (self.host.as_str(), self.port)
-            .to_socket_addrs()
-            .map_err(|e| self.unreachable(format!("cannot resolve the host name: {e}")))?
-            .collect();
-        let mut last = String::from("no address");
-        let tcp = addrs
-            .iter()
-            .find_map(|a| match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    last = format!("TCP connect to {a}: {e}");
-                    None
-                }
-            })
-            .ok_or_else(|| self.unreachable(format!("{last} (is sshd running there?)")))?;
-        let mut session =
-            Session::new().map_err(|e| self.unreachable(format!("ssh session: {e}")))?;
-        session.set_tcp_stream(tcp);
-        session.set_timeout(CONNECT_TIMEOUT.as_millis() as u32);
-        session
-            .handshake()
-            .map_err(|e| self.unreachable(format!("SSH handshake: {e}")))?;
-        self.check_host_key(&session)?;
+        let session = open_verified(&self.host, self.port, &self.host_keys)?;
         session
             .userauth_pubkey_file(&self.user, None, &self.key_file, None)
             .map_err(|e| {
@@ -279,9 +226,20 @@ impl CommandRunner for SshRunner {
 mod tests {
     use super::*;
 
+    fn strict() -> HostKeyCheck {
+        HostKeyCheck::strict(Path::new("/nonexistent/known_hosts"))
+    }
+
     #[test]
     fn a_missing_key_file_is_reported_at_construction() {
-        let err = SshRunner::new("root", "127.0.0.1", 22, Path::new("/no/such/key")).err();
+        let err = SshRunner::new(
+            "root",
+            "127.0.0.1",
+            22,
+            Path::new("/no/such/key"),
+            &strict(),
+        )
+        .err();
         let err = err.expect("must fail");
         assert!(matches!(err, RunnerError::Key { .. }));
         assert!(err.to_string().contains("/no/such/key"), "{err}");
@@ -291,7 +249,7 @@ mod tests {
     fn a_closed_port_is_unreachable_with_the_address_in_the_message() {
         let key = tempfile::NamedTempFile::new().unwrap();
         // Port 1 on loopback: nothing listens there.
-        let runner = SshRunner::new("root", "127.0.0.1", 1, key.path()).unwrap();
+        let runner = SshRunner::new("root", "127.0.0.1", 1, key.path(), &strict()).unwrap();
         let err = runner.run(&["true"], None).unwrap_err();
         assert!(matches!(err, RunnerError::Unreachable { .. }), "{err}");
         assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
