@@ -6,6 +6,7 @@ pub mod byte_range;
 pub mod files;
 pub mod host_keys;
 pub mod http;
+pub mod http_file;
 pub mod ids;
 pub mod live;
 pub mod protocol;

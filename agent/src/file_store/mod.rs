@@ -11,7 +11,6 @@
 
 mod auth;
 mod paths;
-mod transfer;
 
 use anyhow::Context;
 use axum::body::Body;
@@ -21,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use hetpilot_shared::files::check_store_name;
+use hetpilot_shared::http_file::{self, HttpFileError};
 use hetpilot_shared::protocol::ErrorBody;
 use hetpilot_shared::store_grant::StoreSecret;
 use paths::PathError;
@@ -50,6 +50,19 @@ pub struct ServeFilesArgs {
 pub struct StoreError {
     pub status: StatusCode,
     pub message: String,
+}
+
+impl From<HttpFileError> for StoreError {
+    fn from(e: HttpFileError) -> Self {
+        let status = e.status();
+        if status.is_server_error() {
+            tracing::error!(error = %e, "file store I/O");
+        }
+        StoreError {
+            status,
+            message: e.to_string(),
+        }
+    }
 }
 
 impl IntoResponse for StoreError {
@@ -148,7 +161,7 @@ async fn get_file(
         auth::authorize(&store.secret, &store.name, &headers, &owner)?;
         let path = paths::existing(&store.root, &owner, &name)?;
         tracing::debug!(owner, file = name, "sending");
-        transfer::send(&path, &name, &headers).await
+        Ok(http_file::send(&path, &name, &headers).await?.0)
     };
     serve.await.map_err(|e| refused(e, "GET", &owner, &name))
 }
@@ -161,7 +174,7 @@ async fn put_file(
     let receive = async {
         auth::authorize(&store.secret, &store.name, req.headers(), &owner)?;
         let (dir, file) = paths::new_file(&store.root, &owner, &name)?;
-        let bytes = transfer::receive(&dir, &file, req.into_body()).await?;
+        let bytes = http_file::receive(&dir.join(&file), req.into_body()).await?;
         tracing::info!(owner, file = name, bytes, "stored");
         Ok(StatusCode::CREATED)
     };
