@@ -12,6 +12,7 @@ pub mod placement;
 pub mod profiling;
 pub mod provision_demand;
 pub mod scheduling;
+mod staging_model;
 mod staging_plan;
 mod store_grants;
 pub mod usage;
