@@ -55,8 +55,11 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
     let adapter = adapter_for(AdapterKind::Local);
     let script = adapter.render(&profile, &pilot).unwrap();
     let job = adapter.submit(&LocalRunner, &profile, &script).unwrap();
-    let (host, pid) = job.0.split_once(':').unwrap();
+    let (host, process) = job.0.split_once(':').unwrap();
     assert_eq!(host, "localhost");
+    // host:pid@start, the start as `ps -o lstart` says (cancel checks it before killing).
+    let (pid, start) = process.split_once('@').expect("a start stamp");
+    assert_eq!(start.split('-').count(), 5, "{start}");
     let pid: i32 = pid.parse().unwrap();
 
     let out = support::wait_until("the agent's output", Duration::from_secs(20), || {

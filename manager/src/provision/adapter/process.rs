@@ -1,7 +1,9 @@
 //! Agents started without a batch system: on a named host over SSH (the `ssh` adapter) or
 //! on this machine (the `local` adapter, used by the demo). The launch script runs under
-//! `setsid nohup` in its own session; the job id is `host:pid`; status is `ps`, cancel is
-//! SIGTERM to the whole process group, then SIGKILL after a grace period.
+//! `setsid nohup` in its own session; the job id is `host:pid@START` (START: the process's
+//! start time as `ps -o lstart` gives it, so a pid the system reused for another process is
+//! not taken for the agent); status is `ps`, cancel is SIGTERM to the whole process group,
+//! then SIGKILL after a grace period.
 
 use super::script::render_launch;
 use super::{
@@ -13,13 +15,30 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 /// Starts the script ($1) in a new session, output appended to $2 and $3; prints its pid
-/// (setsid does not fork here: a background child of a non-interactive shell is not a
-/// process-group leader, so the pid printed is the session's).
-const LAUNCH: &str = r#"setsid nohup /bin/sh "$1" </dev/null >>"$2" 2>>"$3" & echo $!"#;
+/// and start time (setsid does not fork here: a background child of a non-interactive
+/// shell is not a process-group leader, so the pid printed is the session's; setsid and
+/// nohup exec, so the start time stays the agent's).
+const LAUNCH: &str = r#"setsid nohup /bin/sh "$1" </dev/null >>"$2" 2>>"$3" &
+pid=$!
+echo "$pid $(LC_ALL=C ps -o lstart= -p "$pid" 2>/dev/null)""#;
 
-/// SIGTERM to process group $1, up to 5 s for it to go, then SIGKILL. (`kill -SIG -PGID`
-/// without `--`: dash's kill does not take `--`.)
-const STOP: &str = r#"kill -TERM -"$1" 2>/dev/null || exit 0
+/// The start time of a process from `ps -o lstart` words (`Mon Nov 23 02:51:06 2026`), as
+/// a job id keeps it (`Mon-Nov-23-02.51.06-2026`); None unless it has that shape.
+fn start_stamp<'a>(words: impl Iterator<Item = &'a str>) -> Option<String> {
+    let words: Vec<&str> = words.collect();
+    let plain =
+        |w: &&str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b':');
+    (words.len() == 5 && words.iter().all(plain)).then(|| words.join("-").replace(':', "."))
+}
+
+/// SIGTERM to process group $1, up to 5 s for it to go, then SIGKILL; nothing when $2 (a
+/// start stamp) is given and process $1 did not start then (the agent is gone and its pid
+/// was reused). (`kill -SIG -PGID` without `--`: dash's kill does not take `--`.)
+const STOP: &str = r#"if [ -n "$2" ]; then
+    started=$(LC_ALL=C ps -o lstart= -p "$1" | tr -s ' ' | sed 's/^ //; s/ $//' | tr ' :' '-.')
+    [ "$started" = "$2" ] || exit 0
+fi
+kill -TERM -"$1" 2>/dev/null || exit 0
 i=0
 while kill -0 -"$1" 2>/dev/null; do
     i=$((i + 1))
@@ -139,19 +158,36 @@ fn connect_like_login(
     }
 }
 
-/// `host:pid` split, the pid checked to be a number.
-fn split_id(job: &BatchJobId) -> Result<(&str, &str), AdapterError> {
-    match job.0.rsplit_once(':') {
-        Some((host, pid))
-            if !host.is_empty() && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            Ok((host, pid))
-        }
-        _ => Err(AdapterError::Parse {
-            command: "job id".into(),
-            problem: format!("{:?} is not host:pid", job.0),
-        }),
+/// A job id split: host, pid (a number) and the process's start stamp (ids of earlier
+/// versions, `host:pid`, have none).
+struct ProcessId<'a> {
+    host: &'a str,
+    pid: &'a str,
+    start: Option<&'a str>,
+}
+
+fn split_id(job: &BatchJobId) -> Result<ProcessId<'_>, AdapterError> {
+    let bad = || AdapterError::Parse {
+        command: "job id".into(),
+        problem: format!("{:?} is not host:pid@start", job.0),
+    };
+    let (host, rest) = job.0.split_once(':').ok_or_else(bad)?;
+    let (pid, start) = match rest.split_once('@') {
+        Some((pid, start)) => (pid, Some(start)),
+        None => (rest, None),
+    };
+    let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    let stamp = start.is_none_or(|s| {
+        let words: Vec<&str> = s.split('-').collect();
+        words.len() == 5
+            && words
+                .iter()
+                .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.'))
+    });
+    if host.is_empty() || !digits || !stamp {
+        return Err(bad());
     }
+    Ok(ProcessId { host, pid, start })
 }
 
 impl BatchAdapter for Process {
@@ -198,7 +234,8 @@ impl BatchAdapter for Process {
             &script.stderr_path,
         ];
         let out = run_ok(target, &argv, None)?;
-        let pid = out.stdout.trim();
+        let mut words = out.stdout.split_whitespace();
+        let pid = words.next().unwrap_or_default();
         if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
             return Err(AdapterError::Parse {
                 command: "setsid nohup".into(),
@@ -206,7 +243,11 @@ impl BatchAdapter for Process {
             });
         }
         tracing::info!(%host, pid, script = %script.path, "agent started");
-        Ok(BatchJobId(format!("{host}:{pid}")))
+        // No start time when the process already ended: it is found gone at the next poll.
+        Ok(BatchJobId(match start_stamp(words) {
+            Some(start) => format!("{host}:{pid}@{start}"),
+            None => format!("{host}:{pid}"),
+        }))
     }
 
     fn poll(
@@ -215,37 +256,55 @@ impl BatchAdapter for Process {
         profile: &PlatformProfile,
         jobs: &[BatchJobId],
     ) -> Result<HashMap<BatchJobId, JobState>, AdapterError> {
-        let mut by_host: BTreeMap<&str, Vec<(&BatchJobId, &str)>> = BTreeMap::new();
+        let mut by_host: BTreeMap<&str, Vec<(&BatchJobId, ProcessId<'_>)>> = BTreeMap::new();
         for job in jobs {
-            let (host, pid) = split_id(job)?;
-            by_host.entry(host).or_default().push((job, pid));
+            let id = split_id(job)?;
+            by_host.entry(id.host).or_default().push((job, id));
         }
         let mut states = HashMap::new();
         for (host, host_jobs) in by_host {
             let target = self.runner_for(runner, profile, host)?;
-            let pids: Vec<&str> = host_jobs.iter().map(|(_, pid)| *pid).collect();
+            let pids: Vec<&str> = host_jobs.iter().map(|(_, id)| id.pid).collect();
             let pid_list = pids.join(",");
-            let argv = ["ps", "-o", "pid=,stat=", "-p", &pid_list];
+            let argv = [
+                "env",
+                "LC_ALL=C",
+                "ps",
+                "-o",
+                "pid=,stat=,lstart=",
+                "-p",
+                &pid_list,
+            ];
             let out = target.get().run(&argv, None)?;
             // ps exits 1 when none of the pids exists.
             if out.status != 0 && !(out.status == 1 && out.stdout.trim().is_empty()) {
                 return Err(command_failed(&argv, &out));
             }
-            let alive: HashMap<&str, &str> = out
+            let alive: HashMap<&str, (&str, Option<String>)> = out
                 .stdout
                 .lines()
                 .filter_map(|l| {
                     let mut w = l.split_whitespace();
-                    Some((w.next()?, w.next()?))
+                    Some((w.next()?, (w.next()?, start_stamp(w))))
                 })
                 .collect();
-            for (job, pid) in host_jobs {
+            for (job, id) in host_jobs {
+                let pid = id.pid;
+                let exited = |reason: String| JobState::Ended {
+                    exit_code: None,
+                    reason,
+                };
                 let state = match alive.get(pid) {
-                    Some(stat) if !stat.starts_with('Z') => JobState::Running,
-                    _ => JobState::Ended {
-                        exit_code: None,
-                        reason: format!("process {pid} on {host} has exited"),
-                    },
+                    Some((stat, _)) if stat.starts_with('Z') => {
+                        exited(format!("process {pid} on {host} has exited"))
+                    }
+                    Some((_, started)) if id.start.is_some() && started.as_deref() != id.start => {
+                        exited(format!(
+                            "process {pid} on {host} has exited (the pid now belongs to another process)"
+                        ))
+                    }
+                    Some(_) => JobState::Running,
+                    None => exited(format!("process {pid} on {host} has exited")),
                 };
                 states.insert(job.clone(), state);
             }
@@ -259,11 +318,18 @@ impl BatchAdapter for Process {
         profile: &PlatformProfile,
         job: &BatchJobId,
     ) -> Result<(), AdapterError> {
-        let (host, pid) = split_id(job)?;
-        let target = self.runner_for(runner, profile, host)?;
+        let id = split_id(job)?;
+        let target = self.runner_for(runner, profile, id.host)?;
         run_ok(
             target.get(),
-            &["sh", "-c", STOP, "hetpilot-stop", pid],
+            &[
+                "sh",
+                "-c",
+                STOP,
+                "hetpilot-stop",
+                id.pid,
+                id.start.unwrap_or_default(),
+            ],
             None,
         )?;
         tracing::info!(%job, "agent stopped");
@@ -319,7 +385,18 @@ mod tests {
                 "/scratch/hetpilot/darth-p17.err"
             ]
         );
-        assert_eq!(calls[1], ["ps", "-o", "pid=,stat=", "-p", "4711"]);
+        assert_eq!(
+            calls[1],
+            [
+                "env",
+                "LC_ALL=C",
+                "ps",
+                "-o",
+                "pid=,stat=,lstart=",
+                "-p",
+                "4711"
+            ]
+        );
         assert_eq!(fake.files.lock().unwrap()[0].2, 0o700);
     }
 
@@ -346,18 +423,62 @@ mod tests {
             .unwrap();
         assert_eq!(
             runner.calls(),
-            vec![vec!["ps", "-o", "pid=,stat=", "-p", "10,11,12"]]
+            vec![vec![
+                "env",
+                "LC_ALL=C",
+                "ps",
+                "-o",
+                "pid=,stat=,lstart=",
+                "-p",
+                "10,11,12"
+            ]]
         );
         assert_eq!(states[&jobs[0]], JobState::Running);
         assert!(matches!(states[&jobs[1]], JobState::Ended { .. }));
         assert!(matches!(states[&jobs[2]], JobState::Ended { .. }));
     }
 
+    /// The agent's pid now belongs to a process that started later: the agent has ended,
+    /// and cancelling it kills nothing.
+    #[test]
+    fn a_reused_pid_is_not_taken_for_the_agent() {
+        let launch = FakeRunner::new(&[(0, "4711 Mon Nov  3 02:51:06 2026\n", "")]);
+        let p = profile(AdapterKind::Local);
+        let script = Process::local().render(&p, &pilot()).unwrap();
+        let id = Process::local().submit(&launch, &p, &script).unwrap();
+        assert_eq!(id.0, "localhost:4711@Mon-Nov-3-02.51.06-2026");
+        let poll = FakeRunner::new(&[
+            (0, "  4711 Ss   Mon Nov  3 02:51:06 2026\n", ""),
+            (0, "  4711 Ss   Tue Nov  4 09:00:00 2026\n", ""),
+        ]);
+        let ids = std::slice::from_ref(&id);
+        let states = Process::local().poll(&poll, &p, ids).unwrap();
+        assert_eq!(states[&id], JobState::Running);
+        let states = Process::local().poll(&poll, &p, ids).unwrap();
+        let JobState::Ended { reason, .. } = &states[&id] else {
+            panic!("{states:?}")
+        };
+        assert!(reason.contains("another process"), "{reason}");
+        let stop = FakeRunner::new(&[(0, "", "")]);
+        Process::local().cancel(&stop, &p, &id).unwrap();
+        assert_eq!(
+            stop.calls()[0][3..],
+            ["hetpilot-stop", "4711", "Mon-Nov-3-02.51.06-2026"]
+        );
+    }
+
     #[test]
     fn ids_that_are_not_host_pid_are_refused() {
         let runner = FakeRunner::new(&[]);
         let p = profile(AdapterKind::Local);
-        for bad in ["1234", "host:", "host:12;rm", ":12"] {
+        for bad in [
+            "1234",
+            "host:",
+            "host:12;rm",
+            ":12",
+            "host:12@x;y",
+            "host:12@",
+        ] {
             let job = BatchJobId(bad.into());
             assert!(Process::local().cancel(&runner, &p, &job).is_err(), "{bad}");
         }
