@@ -239,17 +239,20 @@ pub fn store_of(uri: &str) -> Option<&str> {
     Some(rest.split_once('/').map_or(rest, |(name, _)| name))
 }
 
-fn parse_store(uri: &str) -> Result<Source, FileError> {
-    let rest = uri.strip_prefix("store://").unwrap_or(uri);
+/// `store://NAME/path` (`rest` is what follows `store://`): the source and the path's
+/// last component.
+fn parse_store(uri: &str, rest: &str) -> Result<(Source, String), FileError> {
     let (store, path) = rest
         .split_once('/')
         .ok_or_else(|| invalid(uri, "a store URI needs a path: store://NAME/path"))?;
     check_store_name(store).map_err(|p| invalid(uri, p))?;
     check_relative(uri, path)?;
-    Ok(Source::Store {
+    let name = base_name(uri, path)?;
+    let source = Source::Store {
         store: store.into(),
         path: path.into(),
-    })
+    };
+    Ok((source, name))
 }
 
 /// Where an input lives, and the name the task sees.
@@ -262,13 +265,8 @@ pub fn parse_input(uri: &str) -> Result<(Source, String), FileError> {
         let name = base_name(uri, &url.path)?;
         return Ok((Source::Sftp(url), name));
     }
-    if uri.starts_with("store://") {
-        let source = parse_store(uri)?;
-        let Source::Store { path, .. } = &source else {
-            unreachable!("parse_store makes store sources")
-        };
-        let name = base_name(uri, path)?;
-        return Ok((source, name));
+    if let Some(rest) = uri.strip_prefix("store://") {
+        return parse_store(uri, rest);
     }
     if uri.starts_with("http://") || uri.starts_with("https://") {
         let rest = uri.split_once("://").map_or("", |(_, r)| r);
@@ -304,14 +302,11 @@ pub fn parse_output(uri: &str) -> Result<(Source, String), FileError> {
         let name = base_name(uri, &url.path)?;
         return Ok((Source::Sftp(url), name));
     }
-    if uri.starts_with("store://") {
-        let source = parse_store(uri)?;
-        let Source::Store { path, .. } = &source else {
-            unreachable!("parse_store makes store sources")
-        };
-        base_name(uri, path)?;
-        let name = path.clone();
-        return Ok((source, name));
+    if let Some(rest) = uri.strip_prefix("store://") {
+        // An output keeps its path as its name in the task's directory.
+        let (source, _) = parse_store(uri, rest)?;
+        let path = rest.split_once('/').map_or("", |(_, p)| p).to_string();
+        return Ok((source, path));
     }
     if uri.contains("://") {
         return Err(invalid(
