@@ -47,13 +47,14 @@ pub(super) struct Live {
 impl Live {
     /// The state rebuilt from what the store recorded.
     pub(super) fn new(settings: &Settings, measured: Measured) -> Result<Live, SchedError> {
-        let planner = match settings.scheduler.settings()? {
-            Some(s) => Some(Planner::new(s, &settings.scheduler)?),
-            None => None,
-        };
-        let provision_planner = match settings.scheduler.settings()? {
-            Some(s) => Some(Planner::new(s, &settings.scheduler)?),
-            None => None,
+        // One planner for the lease plan, one for the provisioning rounds (each keeps its
+        // previous allocation).
+        let (planner, provision_planner) = match settings.scheduler.settings()? {
+            Some(s) => (
+                Some(Planner::new(s.clone(), &settings.scheduler)?),
+                Some(Planner::new(s, &settings.scheduler)?),
+            ),
+            None => (None, None),
         };
         let mut usage = Usage::new(&settings.fairshare);
         for app in measured.apps {
