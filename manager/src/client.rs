@@ -3,7 +3,7 @@
 use hetpilot_shared::http::{self, CallError};
 use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_shared::protocol::{
-    AgentInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
+    AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
     TaskInfo, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
@@ -43,6 +43,12 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     token: String,
+}
+
+/// `s` made safe as one path segment (anything but hex digits and letters is dropped: ids
+/// are hex).
+fn url_segment(s: &str) -> String {
+    s.chars().filter(char::is_ascii_alphanumeric).collect()
 }
 
 impl Client {
@@ -131,6 +137,24 @@ impl Client {
 
     pub async fn create_user(&self, name: &str) -> Result<TokenResponse, ClientError> {
         self.call(self.post("/v1/users", &NewUser { name: name.into() }))
+            .await
+    }
+
+    /// Registration tokens still valid (admin).
+    pub async fn agent_tokens(&self) -> Result<Vec<AgentTokenInfo>, ClientError> {
+        self.call(self.get("/v1/agent-tokens")).await
+    }
+
+    /// Revokes a registration token by its id (admin).
+    pub async fn revoke_agent_token(&self, id: &str) -> Result<AgentTokenInfo, ClientError> {
+        let id: String = url_segment(id);
+        self.call(self.post(&format!("/v1/agent-tokens/{id}/revoke"), &serde_json::json!({})))
+            .await
+    }
+
+    /// A new token for the calling admin; the old one stops working (admin).
+    pub async fn rotate_admin_token(&self) -> Result<TokenResponse, ClientError> {
+        self.call(self.post("/v1/admin/rotate-token", &serde_json::json!({})))
             .await
     }
 

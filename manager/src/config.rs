@@ -2,8 +2,10 @@
 //! command-line flags. With nothing configured the manager runs on the embedded default:
 //! a data directory under the user's home, 127.0.0.1, and one `local` platform.
 
+mod quotas;
 mod storage;
 
+pub use quotas::Quotas;
 pub use storage::StorageConfig;
 
 use serde::Deserialize;
@@ -59,6 +61,15 @@ pub struct Settings {
     /// How long a grant to a store lasts; agents holding tasks get fresh ones meanwhile.
     #[serde(default = "storage::default_grant_ttl_secs")]
     pub store_grant_ttl_secs: u64,
+    /// Per-user quotas (`[quotas]`).
+    #[serde(default)]
+    pub quotas: Quotas,
+    /// How long a registration token from `hetpilot token agent` lasts unless it says.
+    #[serde(default = "quotas::default_agent_token_ttl_secs")]
+    pub agent_token_ttl_secs: u64,
+    /// The longest a registration token may be asked to last.
+    #[serde(default = "quotas::default_agent_token_max_ttl_secs")]
+    pub agent_token_max_ttl_secs: u64,
 }
 
 #[derive(Debug, Error)]
@@ -148,6 +159,19 @@ impl Settings {
         }
         storage::check(&self.storage)
             .map_err(|(field, problem)| ConfigError::Entry { field, problem })?;
+        if let Some((field, problem)) = self.quotas.problem() {
+            return Err(ConfigError::Invalid { field, problem });
+        }
+        if self.agent_token_ttl_secs == 0 || self.agent_token_ttl_secs > self.agent_token_max_ttl_secs
+        {
+            return Err(ConfigError::Invalid {
+                field: "agent_token_ttl_secs",
+                problem: format!(
+                    "{} is not in 1-{} (agent_token_max_ttl_secs)",
+                    self.agent_token_ttl_secs, self.agent_token_max_ttl_secs
+                ),
+            });
+        }
         if self.max_request_mib == 0 {
             return Err(ConfigError::Invalid {
                 field: "max_request_mib",

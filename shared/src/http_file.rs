@@ -27,6 +27,11 @@ pub enum HttpFileError {
     BadRange { spec: String, len: u64 },
     #[error("the upload was interrupted: {0}")]
     Interrupted(String),
+    #[error("the upload is larger than the {0} bytes one file may have")]
+    TooLarge(u64),
+    /// Opening beneath the owner's root failed (see [`crate::beneath::status_of`]).
+    #[error("{}", beneath_message(.0))]
+    Beneath(std::io::Error),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -40,11 +45,23 @@ impl HttpFileError {
             HttpFileError::NotAFile(_) => StatusCode::NOT_FOUND,
             HttpFileError::BadRange { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             HttpFileError::Interrupted(_) => StatusCode::BAD_REQUEST,
+            HttpFileError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            HttpFileError::Beneath(e) => crate::beneath::status_of(e, true),
             HttpFileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 StatusCode::NOT_FOUND
             }
             HttpFileError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
+    }
+}
+
+fn beneath_message(e: &std::io::Error) -> String {
+    match crate::beneath::status_of(e, true) {
+        StatusCode::NOT_FOUND => "no such file (or a path through a link or a file)".into(),
+        StatusCode::CONFLICT => "a directory is in the way".into(),
+        StatusCode::URI_TOO_LONG => "a name in the path is too long".into(),
+        StatusCode::BAD_REQUEST => "not a relative file name".into(),
+        _ => format!("file service: {e}"),
     }
 }
 
@@ -61,7 +78,17 @@ pub async fn send(
     headers: &HeaderMap,
 ) -> Result<(Response, u64), HttpFileError> {
     let what = format!("file `{name}`");
-    let mut file = tokio::fs::File::open(path).await.map_err(io(&what))?;
+    let file = tokio::fs::File::open(path).await.map_err(io(&what))?;
+    send_open(file, name, headers).await
+}
+
+/// Like [`send`], for a file already opened (e.g. with [`crate::beneath::open_read`]).
+pub async fn send_open(
+    mut file: tokio::fs::File,
+    name: &str,
+    headers: &HeaderMap,
+) -> Result<(Response, u64), HttpFileError> {
+    let what = format!("file `{name}`");
     let meta = file.metadata().await.map_err(io(&what))?;
     if !meta.is_file() {
         return Err(HttpFileError::NotAFile(name.to_string()));
@@ -126,10 +153,67 @@ pub async fn receive(dest: &Path, body: Body) -> Result<u64, HttpFileError> {
     stored
 }
 
+/// Stores `body` as `rel` beneath `root` (see [`crate::beneath`]): directories are
+/// created as needed, no link is followed, and a body longer than `max_bytes` is refused
+/// (`TooLarge`) without storing anything. Returns the bytes written.
+pub async fn receive_beneath(
+    root: &Path,
+    rel: &Path,
+    body: Body,
+    max_bytes: u64,
+) -> Result<u64, HttpFileError> {
+    static UPLOADS: AtomicU64 = AtomicU64::new(0);
+    let (root, rel_owned) = (root.to_path_buf(), rel.to_path_buf());
+    let tmp = format!(
+        ".upload-{}-{}",
+        std::process::id(),
+        UPLOADS.fetch_add(1, Ordering::Relaxed)
+    );
+    let name = rel
+        .file_name()
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| HttpFileError::Beneath(std::io::ErrorKind::InvalidInput.into()))?;
+    let t = tmp.clone();
+    let (dir, file) = tokio::task::spawn_blocking(move || {
+        let dir = crate::beneath::Dir::parent_of(&root, &rel_owned)?;
+        let file = dir.create_temp(&t)?;
+        Ok::<_, std::io::Error>((dir, file))
+    })
+    .await
+    .map_err(|e| HttpFileError::Interrupted(e.to_string()))?
+    .map_err(HttpFileError::Beneath)?;
+    let dir = std::sync::Arc::new(dir);
+    let written = write_open(tokio::fs::File::from_std(file), body, max_bytes).await;
+    let (d, t) = (dir.clone(), tmp.clone());
+    let stored = match written {
+        Ok(n) => tokio::task::spawn_blocking(move || {
+            d.rename(&t, &name)?;
+            d.sync()?;
+            Ok::<_, std::io::Error>(n)
+        })
+        .await
+        .map_err(|e| HttpFileError::Interrupted(e.to_string()))?
+        .map_err(HttpFileError::Beneath),
+        Err(e) => Err(e),
+    };
+    if stored.is_err() {
+        let _ = dir.remove(&tmp);
+    }
+    stored
+}
+
 async fn write_synced(tmp: &Path, body: Body) -> Result<u64, HttpFileError> {
     let file = tokio::fs::File::create(tmp)
         .await
         .map_err(io("creating the upload"))?;
+    write_open(file, body, u64::MAX).await
+}
+
+async fn write_open(
+    file: tokio::fs::File,
+    body: Body,
+    max_bytes: u64,
+) -> Result<u64, HttpFileError> {
     let mut out = tokio::io::BufWriter::with_capacity(CHUNK, file);
     let mut stream = body.into_data_stream();
     let mut n = 0u64;
@@ -138,7 +222,10 @@ async fn write_synced(tmp: &Path, body: Body) -> Result<u64, HttpFileError> {
         .await
         .map_err(|e| HttpFileError::Interrupted(e.to_string()))?
     {
-        n += chunk.len() as u64;
+        n = n.saturating_add(chunk.len() as u64);
+        if n > max_bytes {
+            return Err(HttpFileError::TooLarge(max_bytes));
+        }
         out.write_all(&chunk)
             .await
             .map_err(io("writing the upload"))?;

@@ -2,6 +2,7 @@
 //! task model, command templates, the JSON messages of the `/v1` HTTP protocol, and the
 //! SSH host-key check both use.
 
+pub mod beneath;
 pub mod byte_range;
 pub mod files;
 pub mod host_keys;

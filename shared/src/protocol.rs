@@ -368,8 +368,19 @@ pub struct NewUser {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewAgentToken {
     pub platform: String,
-    /// Seconds until the token expires (default: one week).
+    /// Seconds until the token expires (default: the manager's `agent_token_ttl_secs`).
     pub ttl_secs: Option<u64>,
+}
+
+/// `GET /v1/agent-tokens` (admin): a registration token still valid, by its id (the
+/// first 12 hex digits of its SHA-256; the token itself is never stored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentTokenInfo {
+    pub id: String,
+    pub platform: String,
+    pub created_by: String,
+    pub created_at_ms: u64,
+    pub expires_at_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -26,6 +26,26 @@ pub enum TokenCommand {
         #[command(flatten)]
         connect: Connect,
     },
+    /// Registration tokens still valid: id, platform, who made them, when they expire.
+    List {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connect: Connect,
+    },
+    /// Revoke a registration token by its id (from `token list`); agents it registered keep
+    /// running.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        connect: Connect,
+    },
+    /// Give the admin a new token; the old one stops working at once. On the manager's host
+    /// the data directory's `admin.token` is rewritten.
+    RotateAdmin {
+        #[command(flatten)]
+        connect: Connect,
+    },
 }
 
 #[derive(Debug, ClapArgs)]
@@ -45,18 +65,53 @@ pub async fn user(cmd: UserCommand) -> anyhow::Result<()> {
 }
 
 pub async fn token(cmd: TokenCommand) -> anyhow::Result<()> {
-    let TokenCommand::Agent {
-        platform,
-        ttl,
-        connect,
-    } = cmd;
-    let ttl = ttl
-        .as_deref()
-        .map(super::app_file::parse_duration_secs)
-        .transpose()?;
-    let t = connect.client()?.agent_token(&platform, ttl).await?;
-    println!("{}", t.token);
-    eprintln!("agent registration token for platform `{platform}` (pass it in HETPILOT_AGENT_TOKEN or --token-file)");
+    match cmd {
+        TokenCommand::Agent {
+            platform,
+            ttl,
+            connect,
+        } => {
+            let ttl = ttl
+                .as_deref()
+                .map(super::app_file::parse_duration_secs)
+                .transpose()?;
+            let t = connect.client()?.agent_token(&platform, ttl).await?;
+            println!("{}", t.token);
+            eprintln!(
+                "agent registration token for platform `{platform}` (put it in a file only you \
+                 can read and pass --token-file; see `hetpilot token list` for its expiry)"
+            );
+        }
+        TokenCommand::List { json, connect } => {
+            let tokens = connect.client()?.agent_tokens().await?;
+            if json {
+                return print_json(&tokens);
+            }
+            let now = hetpilot::service::now_ms();
+            let rows: Vec<Vec<String>> = tokens
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.id.clone(),
+                        t.platform.clone(),
+                        t.created_by.clone(),
+                        super::output::age(now, t.created_at_ms),
+                        super::output::millis(t.expires_at_ms.saturating_sub(now) as f64),
+                    ]
+                })
+                .collect();
+            print_table(&["ID", "PLATFORM", "BY", "CREATED", "EXPIRES IN"], &rows);
+        }
+        TokenCommand::Revoke { id, connect } => {
+            let t = connect.client()?.revoke_agent_token(&id).await?;
+            eprintln!("revoked registration token {} (platform `{}`)", t.id, t.platform);
+        }
+        TokenCommand::RotateAdmin { connect } => {
+            let t = connect.client()?.rotate_admin_token().await?;
+            println!("{}", t.token);
+            eprintln!("new admin token (shown once; the old one no longer works)");
+        }
+    }
     Ok(())
 }
 

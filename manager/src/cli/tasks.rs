@@ -28,10 +28,37 @@ pub struct LogsArgs {
     /// Which run (default: the last).
     #[arg(long)]
     pub attempt: Option<u32>,
+    /// Also print the stdout/stderr files the agent reported, when they are on this host
+    /// (a shared filesystem). Only regular files you can read are opened, never a link.
+    #[arg(long)]
+    pub local: bool,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub connect: Connect,
+}
+
+/// Reads a file an agent reported, only if it is a regular file and not a symlink: the
+/// path comes from the agent, not from you.
+fn read_reported(path: &str) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Task output made safe for a terminal: control characters (escape sequences that could
+/// rewrite the screen or the title) are shown escaped, newlines and tabs kept.
+fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c {
+            '\n' | '\t' => vec![c],
+            c if c.is_control() => c.escape_default().collect(),
+            c => vec![c],
+        })
+        .collect()
 }
 
 fn ended(a: &Option<AttemptRecord>) -> String {
@@ -125,19 +152,19 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
     }
     let mut shown = false;
     for (label, path) in [("stdout", &a.stdout_path), ("stderr", &a.stderr_path)] {
-        if let Some(text) = path
-            .as_deref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-        {
-            println!("--- {label} ({}) ---", path.as_deref().unwrap_or_default());
-            print!("{text}");
+        let Some(path) = path.as_deref().filter(|_| args.local) else {
+            continue;
+        };
+        if let Some(text) = read_reported(path) {
+            println!("--- {label} ({}) ---", printable(path));
+            print!("{}", printable(&text));
             shown = true;
         }
     }
     if !shown {
         if let Some(tail) = a.output_tail.as_deref().filter(|t| !t.is_empty()) {
-            println!("--- output tail (the files are on the node) ---");
-            print!("{tail}");
+            println!("--- output tail (the files are on the node; --local reads them here) ---");
+            print!("{}", printable(tail));
         } else if a.stdout_path.is_none() && a.stderr_path.is_none() {
             println!("(the task wrote no output)");
         }

@@ -39,6 +39,8 @@ pub struct AgentEntry {
     pub platform: String,
     pub hostname: String,
     pub slots: u32,
+    /// Cores the agent's node has (at least its slots): the most CPU a run there can use.
+    pub cores: u32,
     pub batch_job_id: Option<String>,
     pub registered_ms: u64,
     pub last_seen_ms: u64,
@@ -58,6 +60,7 @@ impl AgentEntry {
             platform,
             hostname,
             slots,
+            cores: slots,
             batch_job_id: None,
             registered_ms: now_ms,
             last_seen_ms: now_ms,

@@ -22,6 +22,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ServiceError::Conflict(_) => StatusCode::CONFLICT,
             ServiceError::Gone(_) => StatusCode::GONE,
+            ServiceError::Quota(_) => StatusCode::FORBIDDEN,
+            ServiceError::NameTooLong(_) => StatusCode::URI_TOO_LONG,
+            ServiceError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServiceError::Store(_) | ServiceError::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         if status.is_server_error() {

@@ -7,7 +7,7 @@
 
 use super::error::ApiError;
 use super::extract::Path;
-use crate::service::{Manager, Principal, ServiceError};
+use crate::service::{Manager, Principal, ServiceError, ServiceFile};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
@@ -15,9 +15,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
+use hetpilot_shared::beneath;
 use hetpilot_shared::http_file::{self, HttpFileError};
 use hetpilot_shared::AppId;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -81,8 +81,8 @@ async fn get_user(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let who = caller(&f, &headers)?;
-    let path = f.manager.user_file(&who, &name)?;
-    send(&f, path, &name, &headers).await
+    let file = f.manager.user_file(&who, &name)?;
+    send(&f, file, &name, &headers).await
 }
 
 async fn get_app(
@@ -91,8 +91,8 @@ async fn get_app(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let who = caller(&f, &headers)?;
-    let path = f.manager.app_file(&who, app, &name)?;
-    send(&f, path, &name, &headers).await
+    let file = f.manager.app_file(&who, app, &name)?;
+    send(&f, file, &name, &headers).await
 }
 
 async fn put_user(
@@ -101,8 +101,8 @@ async fn put_user(
     req: Request,
 ) -> Result<StatusCode, ApiError> {
     let who = caller(&f, req.headers())?;
-    let path = f.manager.user_file(&who, &name)?;
-    receive(&f, path, req.into_body()).await
+    let file = f.manager.user_file(&who, &name)?;
+    receive(&f, file, req.into_body()).await
 }
 
 async fn put_app(
@@ -111,8 +111,8 @@ async fn put_app(
     req: Request,
 ) -> Result<StatusCode, ApiError> {
     let who = caller(&f, req.headers())?;
-    let path = f.manager.app_file(&who, app, &name)?;
-    receive(&f, path, req.into_body()).await
+    let file = f.manager.app_file(&who, app, &name)?;
+    receive(&f, file, req.into_body()).await
 }
 
 impl From<HttpFileError> for ApiError {
@@ -128,39 +128,50 @@ impl From<HttpFileError> for ApiError {
     }
 }
 
-fn io_error(what: &str, e: std::io::Error) -> ApiError {
-    let status = match e.kind() {
-        std::io::ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
+/// Opens `file` beneath its owner's directory, off the async runtime.
+async fn open(file: &ServiceFile) -> std::io::Result<std::fs::File> {
+    let (root, rel) = (file.root.clone(), file.rel.clone());
+    tokio::task::spawn_blocking(move || beneath::open_read(&root, &rel))
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+fn open_error(name: &str, e: &std::io::Error) -> ApiError {
+    let status = beneath::status_of(e, false);
     if status.is_server_error() {
-        tracing::error!(error = %e, what, "file service");
+        tracing::error!(error = %e, name, "file service");
     }
-    ApiError {
-        status,
-        message: format!("{what}: {e}"),
-    }
+    let message = match status {
+        StatusCode::NOT_FOUND => format!("no file `{}`", name.escape_debug()),
+        StatusCode::URI_TOO_LONG => "a name in the path is too long".into(),
+        _ => format!("file `{}`: {e}", name.escape_debug()),
+    };
+    ApiError { status, message }
 }
 
 async fn send(
     f: &Files,
-    path: PathBuf,
+    file: ServiceFile,
     name: &str,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     f.stats.get_requests.fetch_add(1, Ordering::Relaxed);
-    let (resp, count) = http_file::send(&path, name, headers).await?;
+    let opened = open(&file).await.map_err(|e| open_error(name, &e))?;
+    let (resp, count) =
+        http_file::send_open(tokio::fs::File::from_std(opened), name, headers).await?;
     f.stats.bytes_sent.fetch_add(count, Ordering::Relaxed);
     Ok(resp)
 }
 
-async fn receive(f: &Files, path: PathBuf, body: Body) -> Result<StatusCode, ApiError> {
+async fn receive(f: &Files, file: ServiceFile, body: Body) -> Result<StatusCode, ApiError> {
     f.stats.put_requests.fetch_add(1, Ordering::Relaxed);
-    let dir = path.parent().expect("under the files root");
-    tokio::fs::create_dir_all(dir)
-        .await
-        .map_err(|e| io_error("creating the file's directory", e))?;
-    let n = http_file::receive(&path, body).await?;
+    let allowance = f.manager.upload_allowance(&file)?;
+    let replaced = match open(&file).await {
+        Ok(old) => old.metadata().map_or(0, |m| m.len()),
+        Err(_) => 0,
+    };
+    let n = http_file::receive_beneath(&file.root, &file.rel, body, allowance).await?;
+    f.manager.file_stored(&file.owner, n, replaced);
     f.stats.bytes_received.fetch_add(n, Ordering::Relaxed);
     Ok(StatusCode::CREATED)
 }

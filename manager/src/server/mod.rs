@@ -31,7 +31,15 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/apps/{app}/cancel", post(users::cancel))
         .route("/v1/tasks/{task}", get(users::task))
         .route("/v1/users", post(users::create_user))
-        .route("/v1/agent-tokens", post(users::create_agent_token))
+        .route(
+            "/v1/agent-tokens",
+            post(users::create_agent_token).get(users::list_agent_tokens),
+        )
+        .route(
+            "/v1/agent-tokens/{id}/revoke",
+            post(users::revoke_agent_token),
+        )
+        .route("/v1/admin/rotate-token", post(users::rotate_admin_token))
         .route("/v1/agents", post(agents::register).get(agents::list))
         .route("/v1/agents/{agent}/pull", post(agents::pull))
         .route("/v1/agents/{agent}/results", post(agents::results))

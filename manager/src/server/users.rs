@@ -5,7 +5,7 @@ use super::extract::{Caller, Json, Path, Query};
 use crate::service::{Manager, ServiceError};
 use axum::extract::State;
 use hetpilot_shared::protocol::{
-    AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse, TaskInfo,
+    AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse, TaskInfo,
     TaskState, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
@@ -115,4 +115,26 @@ pub async fn create_agent_token(
     Json(req): Json<NewAgentToken>,
 ) -> Result<TokenResponse> {
     Ok(Json(m.create_agent_token(&who, req).await?))
+}
+
+pub async fn list_agent_tokens(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+) -> Result<Vec<AgentTokenInfo>> {
+    Ok(Json(m.list_agent_tokens(&who).await?))
+}
+
+pub async fn revoke_agent_token(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+) -> Result<AgentTokenInfo> {
+    Ok(Json(m.revoke_agent_token(&who, &id).await?))
+}
+
+pub async fn rotate_admin_token(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+) -> Result<TokenResponse> {
+    Ok(Json(m.rotate_admin_token(&who).await?))
 }

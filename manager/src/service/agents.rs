@@ -1,7 +1,7 @@
 //! What agents do: register with a registration token, then long-poll for tasks, report
 //! results, heartbeat and deregister with their own credential.
 
-use super::{auth, next, now_ms, Manager, Principal, ServiceError};
+use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::queue::{AgentEntry, ReportCheck};
 use crate::store::{AgentResources, Write};
 use hetpilot_shared::protocol::{
@@ -66,6 +66,7 @@ impl Manager {
                 )));
             }
         }
+        bounds::check_register(&req)?;
         if self.settings.platform(&req.platform).is_none() {
             return Err(self.unknown_platform(&req.platform));
         }
@@ -76,10 +77,10 @@ impl Manager {
             )));
         }
         let slots = req.slots.unwrap_or(req.cores).max(1);
-        if slots > 4096 || req.hostname.is_empty() || req.hostname.len() > 255 {
-            return Err(ServiceError::BadRequest(
-                "fields `slots` (1-4096) and `hostname` (1-255 bytes)".into(),
-            ));
+        if slots > 4096 {
+            return Err(ServiceError::BadRequest(format!(
+                "field `slots`: {slots} is not in 1-4096"
+            )));
         }
         let id = AgentId(next(&self.next_agent));
         let credential = auth::new_token("hpa_");
@@ -96,6 +97,7 @@ impl Manager {
             .await?;
         let mut entry = AgentEntry::new(id, req.platform.clone(), req.hostname.clone(), slots, now);
         entry.batch_job_id = req.batch_job_id.clone();
+        entry.cores = req.cores.max(slots);
         self.queues().insert_agent(entry);
         self.tokens.insert(hash, Principal::Agent(id));
         self.agent_registered(AgentResources {
@@ -126,6 +128,7 @@ impl Manager {
         req: PullRequest,
     ) -> Result<PullResponse, ServiceError> {
         let id = agent(who, path)?;
+        bounds::check_listed("started", req.started.len())?;
         if !req.started.is_empty() {
             let changes = self.queues().started(id, &req.started, now_ms())?;
             self.writer.send(Write::Changes(changes));
@@ -173,7 +176,7 @@ impl Manager {
         &self,
         who: &Principal,
         path: AgentId,
-        req: ReportRequest,
+        mut req: ReportRequest,
     ) -> Result<ReportResponse, ServiceError> {
         let id = agent(who, path)?;
         if req.results.len() > MAX_RESULTS {
@@ -181,12 +184,23 @@ impl Manager {
                 "at most {MAX_RESULTS} results per report"
             )));
         }
-        let checks = {
+        for r in &req.results {
+            bounds::check_result(r)?;
+        }
+        let (checks, mut leased, cores) = {
             let queues = self.queues();
-            req.results
+            let checks = req
+                .results
                 .iter()
                 .map(|r| queues.check_result(id, r))
-                .collect::<Result<Vec<_>, _>>()?
+                .collect::<Result<Vec<_>, _>>()?;
+            let agent = queues.agent(id);
+            let leased: Vec<Option<u64>> = req
+                .results
+                .iter()
+                .map(|r| agent.and_then(|a| a.held.get(&r.task).copied()))
+                .collect();
+            (checks, leased, agent.map_or(1, |a| a.cores))
         };
         let to_look_up: Vec<(usize, TaskResult)> = checks
             .iter()
@@ -213,7 +227,10 @@ impl Manager {
         let mut duplicate = vec![false; req.results.len()];
         for (i, task, attempt, owner) in owners {
             match owner {
-                Some(o) if o.agent == id => duplicate[i] = o.recorded,
+                Some(o) if o.agent == id => {
+                    duplicate[i] = o.recorded;
+                    leased[i] = Some(o.leased_ms);
+                }
                 _ => {
                     return Err(crate::queue::ReportError::Foreign {
                         task,
@@ -224,6 +241,7 @@ impl Manager {
                 }
             }
         }
+        self.clamp_to_leases(id, &mut req.results, &leased, cores);
         let duplicates = duplicate.iter().filter(|d| **d).count() as u32;
         let recorded = req.results.len() as u32 - duplicates;
         let runs = super::live::runs(id, &req.results, &duplicate);
@@ -248,6 +266,24 @@ impl Manager {
         })
     }
 
+    /// Clamps each result's measurements to its lease (see `bounds::clamp_to_lease`), so a
+    /// report cannot charge a user, or teach a profile, more than the lease allowed.
+    fn clamp_to_leases(
+        &self,
+        id: AgentId,
+        results: &mut [TaskResult],
+        leased: &[Option<u64>],
+        cores: u32,
+    ) {
+        let now = now_ms();
+        for (r, leased) in results.iter_mut().zip(leased) {
+            let age = leased.map_or(0, |l| now.saturating_sub(l));
+            if bounds::clamp_to_lease(&mut r.measurements, r.staging.as_mut(), age, cores) {
+                tracing::warn!(agent = %id, task = %r.task, lease_age_ms = age, "a result claimed more time than its lease had; clamped");
+            }
+        }
+    }
+
     pub fn heartbeat(
         &self,
         who: &Principal,
@@ -255,6 +291,8 @@ impl Manager {
         req: HeartbeatRequest,
     ) -> Result<HeartbeatResponse, ServiceError> {
         let id = agent(who, path)?;
+        bounds::check_listed("started", req.started.len())?;
+        bounds::check_listed("held", req.held.len())?;
         let (mut changes, given_back, drain, kill, held_apps) = {
             let mut queues = self.queues();
             let changes = queues.started(id, &req.started, now_ms())?;
@@ -287,6 +325,7 @@ impl Manager {
         let id = agent(who, path)?;
         let changes = self.queues().deregister(id, now_ms())?;
         self.writer.commit(Write::Changes(changes)).await?;
+        self.revoke_agent_credential(id);
         self.work.notify_waiters();
         self.replan();
         tracing::info!(agent = %id, "agent deregistered");

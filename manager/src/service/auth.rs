@@ -61,6 +61,36 @@ impl Tokens {
             .remove(token_hash);
     }
 
+    /// Revokes every token whose principal matches `which`; returns how many.
+    pub fn revoke_where(&self, which: impl Fn(&Principal) -> bool) -> usize {
+        let mut map = self.by_hash.write().unwrap_or_else(|p| p.into_inner());
+        let before = map.len();
+        map.retain(|_, who| !which(who));
+        before - map.len()
+    }
+
+    /// Whether any valid token's principal matches `which`.
+    pub fn any(&self, which: impl Fn(&Principal) -> bool) -> bool {
+        self.by_hash
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .any(which)
+    }
+
+    /// The hashes of valid registration tokens starting with `prefix`.
+    pub fn registration_hashes(&self, prefix: &str) -> Vec<String> {
+        self.by_hash
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(h, who)| {
+                h.starts_with(prefix) && matches!(who, Principal::AgentRegistration { .. })
+            })
+            .map(|(h, _)| h.clone())
+            .collect()
+    }
+
     /// The principal of a presented token, if it is valid and not expired.
     pub fn resolve(&self, token: &str, now_ms: u64) -> Option<Principal> {
         let who = self

@@ -18,6 +18,15 @@ pub enum ServiceError {
     Conflict(String),
     #[error("{0}")]
     Gone(String),
+    /// A per-user quota (`[quotas]`) would be exceeded.
+    #[error("{0}")]
+    Quota(String),
+    /// A name longer than the filesystem allows.
+    #[error("{0}")]
+    NameTooLong(String),
+    /// The manager's own filesystem failed.
+    #[error("{0}")]
+    Io(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("database: {0}")]

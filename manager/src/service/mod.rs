@@ -3,6 +3,7 @@
 
 mod agents;
 pub mod auth;
+mod bounds;
 pub mod bandwidth;
 mod error;
 mod files;
@@ -20,6 +21,7 @@ mod users;
 
 pub use auth::Principal;
 pub use error::ServiceError;
+pub use files::ServiceFile;
 pub use pilots::{AgentActivity, PlatformStatus};
 
 use crate::config::Settings;
@@ -57,6 +59,8 @@ pub struct Manager {
     pilots: Mutex<pilots::PilotBook>,
     /// The secrets of `[[storage]]`, for grants to agents.
     stores: store_grants::StoreKeys,
+    /// Bytes each user keeps in the file service.
+    file_usage: files::FileUsage,
 }
 
 /// Where the admin token of a data directory is kept (mode 0600).
@@ -96,11 +100,15 @@ impl Manager {
     /// On first start an admin token is created and written to `admin.token` (mode 0600).
     pub fn open(settings: Settings) -> Result<Arc<Manager>, OpenError> {
         let dir = settings.data_dir.clone();
-        std::fs::create_dir_all(&dir).map_err(|source| OpenError::DataDir {
+        private_data_dir(&dir).map_err(|source| OpenError::DataDir {
             dir: dir.clone(),
             source,
         })?;
         let db = database_path(&dir);
+        private_files(&db).map_err(|source| OpenError::DataDir {
+            dir: dir.clone(),
+            source,
+        })?;
         let db_err = |source| OpenError::Database {
             path: db.clone(),
             source,
@@ -108,6 +116,9 @@ impl Manager {
         let conn = store::open(&db).map_err(db_err)?;
         let now = now_ms();
         let loaded = store::load(&conn, now).map_err(db_err)?;
+        for row in &loaded.skipped {
+            tracing::error!(%row, "a stored row cannot be read back and was skipped; the rest of the state is recovered");
+        }
         let stores = store_grants::StoreKeys::load(&settings)?;
         let live = live::Live::new(&settings, store::measured(&conn).map_err(db_err)?)?;
         let reader = Arc::new(Reader::open(&db).map_err(db_err)?);
@@ -187,6 +198,7 @@ impl Manager {
             replan: Arc::new(Notify::new()),
             pilots: Mutex::new(pilot_book),
             stores,
+            file_usage: files::FileUsage::default(),
             settings,
         }))
     }
@@ -230,6 +242,11 @@ impl Manager {
 
     fn expire_silent_agents(&self) {
         let changes = self.queues().expire(now_ms());
+        for change in &changes {
+            if let crate::queue::Change::AgentEnded { agent, .. } = change {
+                self.revoke_agent_credential(*agent);
+            }
+        }
         if !changes.is_empty() {
             tracing::warn!(
                 changes = changes.len(),
@@ -240,6 +257,61 @@ impl Manager {
             self.replan();
         }
     }
+}
+
+impl Manager {
+    /// An agent that left, was drained out or was declared lost loses its credential: a
+    /// copy of it (in a task's hands, say) reaches nothing any more.
+    fn revoke_agent_credential(&self, id: hetpilot_shared::AgentId) {
+        self.tokens
+            .revoke_where(|who| matches!(who, Principal::Agent(a) if *a == id));
+    }
+}
+
+/// Creates the data directory, or tightens an existing one we own, to mode 0700: it holds
+/// every user's commands, environments and files.
+fn private_data_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::metadata(dir)?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "it belongs to uid {}, not to this user (uid {me}); choose a data directory of your own",
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        tracing::warn!(dir = %dir.display(), "the data directory was readable by others; it is now 0700");
+    }
+    Ok(())
+}
+
+/// The database and its WAL files readable by their owner only (SQLite gives new WAL and
+/// shared-memory files the database file's mode).
+fn private_files(db: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(db)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let path = PathBuf::from(format!("{}{suffix}", db.display()));
+        match std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Writes a secret readable by its owner only.

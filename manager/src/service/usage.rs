@@ -90,10 +90,11 @@ pub struct Usage {
 /// An agent's node as the penalty sees it (a node that did not say its memory has so
 /// much that memory never dominates).
 fn node(agent: &AgentResources) -> Platform {
-    let ram = if agent.memory_mb == 0 {
-        u64::MAX / 2
-    } else {
-        agent.memory_mb << 20
+    // Unknown (0) or absurd sizes mean memory never dominates; `memory_mb` is bounded at
+    // registration, but rows stored by earlier versions are not.
+    let ram = match agent.memory_mb.checked_mul(1 << 20) {
+        Some(bytes) if bytes > 0 => bytes.min(u64::MAX / 2),
+        _ => u64::MAX / 2,
     };
     let machine = Machine::new(&agent.platform, 1, agent.slots.max(1), ram);
     Platform::new(vec![machine]).expect("one machine with CPUs, RAM and a node")
@@ -134,7 +135,9 @@ impl Usage {
         let request = JobRequest::uniform(
             1,
             app.cores.clamp(1, m.cpus_per_node),
-            (app.memory_mb << 20).min(m.ram_per_node),
+            app.memory_mb
+                .saturating_mul(1 << 20)
+                .min(m.ram_per_node),
             0,
         );
         let record = UsageRecord {

@@ -1,11 +1,11 @@
 //! What users and admins can do: submit, list, inspect, cancel; create users and agent
 //! registration tokens. A user sees only their own applications; admins see all.
 
-use super::{auth, next, now_ms, Manager, Principal, ServiceError};
+use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::queue::AppEntry;
 use crate::store::{AppResources, Write};
 use hetpilot_shared::protocol::{
-    AgentInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
+    AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
     TaskInfo, TaskState, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
@@ -60,10 +60,12 @@ impl Manager {
         spec: AppSpec,
     ) -> Result<SubmitResponse, ServiceError> {
         let (owner, _) = user(who)?;
+        bounds::check_spec(&spec)?;
         let template = spec
             .validate()
             .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
         self.check_stores(&spec)?;
+        self.check_task_quotas(owner, spec.tasks.len())?;
         let app = AppId(next(&self.next_app));
         let resources = AppResources {
             app,
@@ -89,6 +91,32 @@ impl Manager {
         self.app_submitted(resources);
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })
+    }
+
+    /// Refuses an application whose tasks would exceed the owner's quotas (`[quotas]`).
+    fn check_task_quotas(&self, owner: &str, tasks: u64) -> Result<(), ServiceError> {
+        let quotas = &self.settings.quotas;
+        if tasks > quotas.tasks_per_submit {
+            return Err(ServiceError::Quota(format!(
+                "field `tasks`: {tasks} tasks is more than the {} one application may have \
+                 (quotas.tasks_per_submit); split it into several applications",
+                quotas.tasks_per_submit
+            )));
+        }
+        let queued: u64 = self
+            .queues()
+            .apps()
+            .filter(|a| a.owner == owner && !a.cancelled)
+            .map(|a| a.counts.waiting + a.counts.leased + a.counts.running)
+            .sum();
+        if queued.saturating_add(tasks) > quotas.queued_tasks_per_user {
+            return Err(ServiceError::Quota(format!(
+                "{owner} already has {queued} tasks queued or running; {tasks} more would pass \
+                 the quota of {} (quotas.queued_tasks_per_user): wait for some to finish",
+                quotas.queued_tasks_per_user
+            )));
+        }
+        Ok(())
     }
 
     pub fn list_apps(&self, who: &Principal) -> Result<Vec<AppSummary>, ServiceError> {
@@ -161,41 +189,80 @@ impl Manager {
         self.visible(who, app)
     }
 
+    /// Creates a user, or gives an existing one a new token: the old token stops working at
+    /// once. Administrators are not re-issued here (`rotate_admin_token`).
     pub async fn create_user(
         &self,
         who: &Principal,
         new: NewUser,
     ) -> Result<TokenResponse, ServiceError> {
         admin(who)?;
-        let valid = !new.name.is_empty()
-            && new.name.len() <= 64
-            && new
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-        if !valid {
-            return Err(ServiceError::BadRequest(
-                "field `name`: 1-64 characters from a-z, A-Z, 0-9, `.`, `_`, `-`".into(),
-            ));
+        if !bounds::is_user_name(&new.name) {
+            return Err(ServiceError::BadRequest(format!(
+                "field `name`: `{}` is not a user name: 1-32 characters, a lowercase letter or `_` \
+                 first, then a-z, 0-9, `_` or `-`",
+                new.name.escape_debug()
+            )));
         }
+        if new.name == "admin" || self.is_admin_user(&new.name) {
+            return Err(ServiceError::Conflict(format!(
+                "`{}` is an administrator; rotate its token with `hetpilot token rotate-admin`",
+                new.name
+            )));
+        }
+        let token = self.issue_user_token(&new.name, false).await?;
+        Ok(TokenResponse { token })
+    }
+
+    /// Gives the calling administrator a new token; the old one stops working at once. The
+    /// `admin` user's token file in the data directory is rewritten.
+    pub async fn rotate_admin_token(&self, who: &Principal) -> Result<TokenResponse, ServiceError> {
+        let name = admin(who)?.to_string();
+        let token = self.issue_user_token(&name, true).await?;
+        if name == "admin" {
+            let path = super::admin_token_path(&self.settings.data_dir);
+            super::write_secret(&path, &token).map_err(|e| {
+                ServiceError::Io(format!(
+                    "the new admin token is in force but {} could not be written: {e}",
+                    path.display()
+                ))
+            })?;
+        }
+        tracing::info!(user = %name, "admin token rotated");
+        Ok(TokenResponse { token })
+    }
+
+    fn is_admin_user(&self, name: &str) -> bool {
+        self.tokens
+            .any(|who| matches!(who, Principal::User { name: n, admin: true } if n == name))
+    }
+
+    /// Stores a new token for `name` (committed first), then revokes the old ones.
+    async fn issue_user_token(&self, name: &str, admin: bool) -> Result<String, ServiceError> {
         let token = auth::new_token("hpu_");
         let hash = auth::hash(&token);
         self.writer
             .commit(Write::User {
-                name: new.name.clone(),
+                name: name.to_string(),
                 token_hash: hash.clone(),
-                admin: false,
+                admin,
                 now_ms: now_ms(),
             })
             .await?;
+        let revoked =
+            self.tokens
+                .revoke_where(|who| matches!(who, Principal::User { name: n, .. } if n == name));
+        if revoked > 0 {
+            tracing::info!(user = %name, "user token re-issued; the old one is revoked");
+        }
         self.tokens.insert(
             hash,
             Principal::User {
-                name: new.name,
-                admin: false,
+                name: name.to_string(),
+                admin,
             },
         );
-        Ok(TokenResponse { token })
+        Ok(token)
     }
 
     pub async fn create_agent_token(
@@ -207,15 +274,24 @@ impl Manager {
         if self.settings.platform(&req.platform).is_none() {
             return Err(self.unknown_platform(&req.platform));
         }
+        let max = self.settings.agent_token_max_ttl_secs;
+        let ttl = req.ttl_secs.unwrap_or(self.settings.agent_token_ttl_secs);
+        if ttl == 0 || ttl > max {
+            return Err(ServiceError::BadRequest(format!(
+                "field `ttl_secs`: {ttl} is not in 1-{max} (agent_token_max_ttl_secs)"
+            )));
+        }
         let token = auth::new_token("hpr_");
         let hash = auth::hash(&token);
-        let expires_ms = now_ms() + req.ttl_secs.unwrap_or(7 * 24 * 3600).saturating_mul(1000);
+        let now = now_ms();
+        let expires_ms = now.saturating_add(ttl.saturating_mul(1000));
         self.writer
             .commit(Write::AgentToken {
                 token_hash: hash.clone(),
                 platform: req.platform.clone(),
                 expires_ms,
                 created_by: by,
+                now_ms: now,
             })
             .await?;
         self.tokens.insert(
@@ -226,6 +302,58 @@ impl Manager {
             },
         );
         Ok(TokenResponse { token })
+    }
+
+    /// The registration tokens still valid (admin).
+    pub async fn list_agent_tokens(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<AgentTokenInfo>, ServiceError> {
+        admin(who)?;
+        let now = now_ms();
+        self.read(move |r| r.agent_tokens(now)).await
+    }
+
+    /// Revokes the registration token whose id (a prefix of its SHA-256, at least 8 hex
+    /// digits) is `id` (admin). Agents it already registered keep their own credentials.
+    pub async fn revoke_agent_token(
+        &self,
+        who: &Principal,
+        id: &str,
+    ) -> Result<AgentTokenInfo, ServiceError> {
+        admin(who)?;
+        let valid = (8..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit());
+        if !valid {
+            return Err(ServiceError::BadRequest(format!(
+                "`{}` is not a token id: 8-64 hex digits, as `hetpilot token list` shows",
+                id.escape_debug()
+            )));
+        }
+        let id = id.to_ascii_lowercase();
+        let info = self
+            .list_agent_tokens(who)
+            .await?
+            .into_iter()
+            .find(|t| id.starts_with(&t.id) || t.id.starts_with(&id));
+        let hashes = self.tokens.registration_hashes(&id);
+        let hash = match hashes.as_slice() {
+            [hash] => hash.clone(),
+            [] => return Err(ServiceError::NotFound(format!("no valid registration token {id}"))),
+            _ => {
+                return Err(ServiceError::BadRequest(format!(
+                    "{id} matches {} tokens; give more digits",
+                    hashes.len()
+                )))
+            }
+        };
+        self.writer
+            .commit(Write::RevokeAgentToken {
+                token_hash: hash.clone(),
+            })
+            .await?;
+        self.tokens.remove(&hash);
+        tracing::info!(token = %id, "registration token revoked");
+        info.ok_or_else(|| ServiceError::NotFound(format!("no valid registration token {id}")))
     }
 
     pub fn list_agents(&self, who: &Principal) -> Result<Vec<AgentInfo>, ServiceError> {

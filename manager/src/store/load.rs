@@ -2,6 +2,7 @@
 //! database when the manager starts, so nothing acknowledged is lost across a crash.
 
 use super::schema::state_from_code;
+use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
 use crate::queue::{AgentEntry, AgentState, AppEntry, TaskInputs, TaskSlot};
 use hetpilot_shared::protocol::TaskState;
 use hetpilot_shared::spec::{AppSpec, TaskSource};
@@ -26,6 +27,8 @@ pub struct StoredAgentToken {
     pub token_hash: String,
     pub platform: String,
     pub expires_ms: u64,
+    pub created_by: String,
+    pub created_ms: u64,
 }
 
 pub struct Loaded {
@@ -36,65 +39,87 @@ pub struct Loaded {
     pub pilots: Vec<super::StoredPilot>,
     pub next_app: u64,
     pub next_agent: u64,
+    /// Rows that could not be read back and were left out (see `skip`).
+    pub skipped: Vec<SkippedRow>,
 }
 
 /// Loads everything; `now_ms` becomes every active agent's last-seen time, so agents get
 /// a full lease timeout to reconnect after a manager restart.
 pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
-    let users = conn
-        .prepare("SELECT name, token_hash, is_admin FROM users")?
-        .query_map([], |r| {
+    let mut skipped = Vec::new();
+    let users = each_row(
+        &mut conn.prepare("SELECT name, token_hash, is_admin FROM users")?,
+        [],
+        "users",
+        &mut skipped,
+        |r| {
             Ok(StoredUser {
-                name: r.get(0)?,
-                token_hash: r.get(1)?,
-                admin: r.get(2)?,
+                name: col(r, 0)?,
+                token_hash: col(r, 1)?,
+                admin: col(r, 2)?,
             })
-        })?
-        .collect::<Result<_, _>>()?;
-    let agent_tokens = conn
-        .prepare("SELECT token_hash, platform, expires_ms FROM agent_tokens WHERE expires_ms > ?1")?
-        .query_map(params![now_ms as i64], |r| {
+        },
+    )?;
+    let agent_tokens = each_row(
+        &mut conn.prepare(
+            "SELECT token_hash, platform, expires_ms, created_by, created_ms FROM agent_tokens
+             WHERE expires_ms > ?1",
+        )?,
+        params![now_ms.min(i64::MAX as u64) as i64],
+        "agent_tokens",
+        &mut skipped,
+        |r| {
             Ok(StoredAgentToken {
-                token_hash: r.get(0)?,
-                platform: r.get(1)?,
-                expires_ms: r.get::<_, i64>(2)? as u64,
+                token_hash: col(r, 0)?,
+                platform: col(r, 1)?,
+                expires_ms: col_u64(r, 2)?,
+                created_by: col(r, 3)?,
+                created_ms: col_opt_u64(r, 4)?.unwrap_or(0),
             })
-        })?
-        .collect::<Result<_, _>>()?;
-    let agents = load_agents(conn, now_ms)?;
-    let apps = load_apps(conn)?;
-    let pilots = super::pilots::load_pilots(conn)?;
+        },
+    )?;
+    let agents = load_agents(conn, now_ms, &mut skipped)?;
+    let apps = load_apps(conn, &mut skipped)?;
+    let pilots = super::pilots::load_pilots(conn, &mut skipped)?;
     let next_app = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM apps", [], |r| {
         r.get::<_, i64>(0)
-    })? as u64;
+    })?;
     let next_agent = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM agents", [], |r| {
         r.get::<_, i64>(0)
-    })? as u64;
+    })?;
     Ok(Loaded {
         apps,
         agents,
         users,
         agent_tokens,
         pilots,
-        next_app,
-        next_agent,
+        next_app: u64::try_from(next_app).unwrap_or(1).max(1),
+        next_agent: u64::try_from(next_agent).unwrap_or(1).max(1),
+        skipped,
     })
 }
 
-fn load_agents(conn: &Connection, now_ms: u64) -> rusqlite::Result<Vec<StoredAgent>> {
+fn load_agents(
+    conn: &Connection,
+    now_ms: u64,
+    skipped: &mut Vec<SkippedRow>,
+) -> rusqlite::Result<Vec<StoredAgent>> {
     let mut stmt = conn.prepare(
-        "SELECT id, credential_hash, platform, hostname, slots, batch_job_id, registered_ms, state FROM agents",
+        "SELECT id, credential_hash, platform, hostname, slots, batch_job_id, registered_ms, state, cores
+         FROM agents",
     )?;
-    let rows = stmt.query_map([], |r| {
-        let state: String = r.get(7)?;
+    each_row(&mut stmt, [], "agents", skipped, |r| {
+        let state: String = col(r, 7)?;
+        let slots: u32 = col(r, 4)?;
         let mut entry = AgentEntry::new(
-            AgentId(r.get::<_, i64>(0)? as u64),
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get::<_, i64>(6)? as u64,
+            AgentId(col_u64(r, 0)?),
+            col(r, 2)?,
+            col(r, 3)?,
+            slots,
+            col_u64(r, 6)?,
         );
-        entry.batch_job_id = r.get(5)?;
+        entry.batch_job_id = col(r, 5)?;
+        entry.cores = col::<u32>(r, 8).unwrap_or(slots).max(slots);
         entry.last_seen_ms = now_ms;
         let active = state == "active" || state == "draining";
         entry.state = match state.as_str() {
@@ -105,72 +130,111 @@ fn load_agents(conn: &Connection, now_ms: u64) -> rusqlite::Result<Vec<StoredAge
         };
         Ok(StoredAgent {
             entry,
-            credential_hash: r.get(1)?,
+            credential_hash: col(r, 1)?,
             active,
         })
-    })?;
-    rows.collect()
+    })
 }
 
-fn load_apps(conn: &Connection) -> rusqlite::Result<Vec<AppEntry>> {
+fn load_apps(conn: &Connection, skipped: &mut Vec<SkippedRow>) -> rusqlite::Result<Vec<AppEntry>> {
     let mut apps = Vec::new();
     let mut stmt =
         conn.prepare("SELECT id, owner, spec, submitted_ms, cancelled FROM apps ORDER BY id")?;
-    let rows: Vec<(i64, String, String, i64, bool)> = stmt
-        .query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })?
-        .collect::<Result<_, _>>()?;
+    let rows: Vec<(u64, String, AppSpec, u64, bool)> =
+        each_row(&mut stmt, [], "apps", skipped, |r| {
+            let spec: String = col(r, 2)?;
+            let spec: AppSpec = serde_json::from_str(&spec)
+                .map_err(|e| format!("stored spec unreadable: {e}"))?;
+            Ok((col_u64(r, 0)?, col(r, 1)?, spec, col_u64(r, 3)?, col(r, 4)?))
+        })?;
     let mut tasks = conn.prepare(
         "SELECT idx, input, state, attempt, agent_id FROM tasks WHERE app_id = ?1 ORDER BY idx",
     )?;
-    for (id, owner, spec_json, submitted_ms, cancelled) in rows {
-        let bad =
-            |what: String| rusqlite::Error::InvalidColumnName(format!("application {id}: {what}"));
-        let spec: AppSpec = serde_json::from_str(&spec_json)
-            .map_err(|e| bad(format!("stored spec unreadable: {e}")))?;
-        let mut lines: Vec<Box<str>> = Vec::new();
-        let mut params: Vec<BTreeMap<String, String>> = Vec::new();
-        let mut slots = Vec::new();
-        let mut rows = tasks.query(params![id])?;
-        while let Some(r) = rows.next()? {
-            let input: Option<String> = r.get(1)?;
-            match (&spec.tasks, input) {
-                (TaskSource::Lines(_), Some(line)) => lines.push(line.into_boxed_str()),
-                (TaskSource::Params(_), Some(json)) => params.push(
-                    serde_json::from_str(&json)
-                        .map_err(|e| bad(format!("task parameters: {e}")))?,
-                ),
-                _ => {}
+    for (id, owner, spec, submitted_ms, cancelled) in rows {
+        match load_app(&mut tasks, id, owner, spec, submitted_ms)? {
+            Ok(mut app) => {
+                app.cancelled = cancelled;
+                apps.push(app);
             }
-            let state = state_from_code(r.get(2)?).unwrap_or(TaskState::Waiting);
-            // Tasks leased but never started before a crash stay with their agent: it was told.
-            slots.push(TaskSlot {
-                state,
-                attempt: r.get(3)?,
-                agent: r.get::<_, Option<i64>>(4)?.map(|a| AgentId(a as u64)),
-            });
+            Err(problem) => skipped.push(SkippedRow {
+                table: "apps",
+                key: id.to_string(),
+                problem,
+            }),
         }
-        let (inputs, kinds) = match &spec.tasks {
-            TaskSource::Lines(_) => (TaskInputs::Lines(lines), Inputs::Lines),
-            TaskSource::Array { start, .. } => (TaskInputs::Array { start: *start }, Inputs::Array),
-            TaskSource::Params(_) => {
-                let kinds = Inputs::of_params(&params);
-                (TaskInputs::Params(params), kinds)
-            }
-        };
-        let template = Template::parse(&spec.command, &kinds).map_err(|e| bad(e.to_string()))?;
-        let mut app = AppEntry::restore(
-            AppId(id as u64),
-            owner,
-            spec,
-            template,
-            inputs,
-            submitted_ms as u64,
-            slots,
-        );
-        app.cancelled = cancelled;
-        apps.push(app);
     }
     Ok(apps)
+}
+
+/// One application with its tasks; the inner error is a problem of its stored rows.
+fn load_app(
+    tasks: &mut rusqlite::Statement<'_>,
+    id: u64,
+    owner: String,
+    spec: AppSpec,
+    submitted_ms: u64,
+) -> rusqlite::Result<Result<AppEntry, String>> {
+    let mut lines: Vec<Box<str>> = Vec::new();
+    let mut params: Vec<BTreeMap<String, String>> = Vec::new();
+    let mut slots = Vec::new();
+    let Ok(key) = i64::try_from(id) else {
+        return Ok(Err(format!("id {id} out of range")));
+    };
+    let mut rows = tasks.query(params![key])?;
+    while let Some(r) = rows.next()? {
+        let index: u64 = match col_u64(r, 0) {
+            Ok(i) => i,
+            Err(e) => return Ok(Err(format!("a task: {e}"))),
+        };
+        if index != slots.len() as u64 {
+            return Ok(Err(format!(
+                "task {index} stored where task {} was expected",
+                slots.len()
+            )));
+        }
+        let input: Option<String> = r.get(1)?;
+        match (&spec.tasks, input) {
+            (TaskSource::Lines(_), Some(line)) => lines.push(line.into_boxed_str()),
+            (TaskSource::Params(_), Some(json)) => match serde_json::from_str(&json) {
+                Ok(p) => params.push(p),
+                Err(e) => return Ok(Err(format!("task {index} parameters: {e}"))),
+            },
+            (TaskSource::Lines(_) | TaskSource::Params(_), None) => {
+                return Ok(Err(format!("task {index}: its input is missing")))
+            }
+            (TaskSource::Array { .. }, _) => {}
+        }
+        let state = state_from_code(r.get(2)?).unwrap_or(TaskState::Waiting);
+        let (attempt, agent) = match (col(r, 3), col_opt_u64(r, 4)) {
+            (Ok(attempt), Ok(agent)) => (attempt, agent.map(AgentId)),
+            (Err(e), _) | (_, Err(e)) => return Ok(Err(format!("task {index}: {e}"))),
+        };
+        // Tasks leased but never started before a crash stay with their agent: it was told.
+        slots.push(TaskSlot {
+            state,
+            attempt,
+            agent,
+        });
+    }
+    let (inputs, kinds) = match &spec.tasks {
+        TaskSource::Lines(_) => (TaskInputs::Lines(lines), Inputs::Lines),
+        TaskSource::Array { start, .. } => (TaskInputs::Array { start: *start }, Inputs::Array),
+        TaskSource::Params(_) => {
+            let kinds = Inputs::of_params(&params);
+            (TaskInputs::Params(params), kinds)
+        }
+    };
+    let template = match Template::parse(&spec.command, &kinds) {
+        Ok(t) => t,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    Ok(Ok(AppEntry::restore(
+        AppId(id),
+        owner,
+        spec,
+        template,
+        inputs,
+        submitted_ms,
+        slots,
+    )))
 }

@@ -7,6 +7,7 @@ use hetpilot_shared::files::Transfer;
 use hetpilot_shared::protocol::Outcome;
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AgentId, AppId};
+use super::skip::{col, col_u64, each_row};
 use rusqlite::Connection;
 
 /// An application's owner and what each of its tasks reserves.
@@ -50,58 +51,72 @@ pub struct Measured {
 
 /// Reads every application, agent and recorded run.
 pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
-    let mut apps = Vec::new();
-    let mut stmt = conn.prepare("SELECT id, owner, spec FROM apps ORDER BY id")?;
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
-        let id: i64 = r.get(0)?;
-        let spec: AppSpec = serde_json::from_str(&r.get::<_, String>(2)?).map_err(|e| {
-            rusqlite::Error::InvalidColumnName(format!("application {id}: stored spec: {e}"))
-        })?;
-        apps.push(AppResources {
-            app: AppId(id as u64),
-            owner: r.get(1)?,
-            cores: spec.cores,
-            memory_mb: spec.memory_mb,
-        });
-    }
-    let agents = conn
-        .prepare("SELECT id, platform, slots, memory_mb FROM agents ORDER BY id")?
-        .query_map([], |r| {
-            Ok(AgentResources {
-                agent: AgentId(r.get::<_, i64>(0)? as u64),
-                platform: r.get(1)?,
-                slots: r.get(2)?,
-                memory_mb: r.get::<_, i64>(3)? as u64,
+    // Rows recovery already reported as unreadable are left out here too.
+    let mut skipped = Vec::new();
+    let apps = each_row(
+        &mut conn.prepare("SELECT id, owner, spec FROM apps ORDER BY id")?,
+        [],
+        "apps",
+        &mut skipped,
+        |r| {
+            let spec: AppSpec = serde_json::from_str(&col::<String>(r, 2)?)
+                .map_err(|e| format!("stored spec: {e}"))?;
+            Ok(AppResources {
+                app: AppId(col_u64(r, 0)?),
+                owner: col(r, 1)?,
+                cores: spec.cores,
+                memory_mb: spec.memory_mb,
             })
-        })?
-        .collect::<Result<_, _>>()?;
-    let runs = conn
-        .prepare(
+        },
+    )?;
+    let agents = each_row(
+        &mut conn.prepare("SELECT id, platform, slots, memory_mb FROM agents ORDER BY id")?,
+        [],
+        "agents",
+        &mut skipped,
+        |r| {
+            Ok(AgentResources {
+                agent: AgentId(col_u64(r, 0)?),
+                platform: col(r, 1)?,
+                slots: col(r, 2)?,
+                memory_mb: col_u64(r, 3)?,
+            })
+        },
+    )?;
+    let runs = each_row(
+        &mut conn.prepare(
             "SELECT a.app_id, a.agent_id, a.outcome, COALESCE(a.wall_ms, 0),
                     COALESCE(a.started_ms, 0), a.co_runners, s.transfers
              FROM attempts a LEFT JOIN attempt_staging s
                ON s.app_id = a.app_id AND s.idx = a.idx AND s.attempt = a.attempt
              WHERE a.outcome IS NOT NULL ORDER BY a.ended_ms",
-        )?
-        .query_map([], |r| {
-            let outcome: String = r.get(2)?;
+        )?,
+        [],
+        "attempts",
+        &mut skipped,
+        |r| {
+            let outcome: String = col(r, 2)?;
+            let wall_ms: f64 = col(r, 3)?;
+            if !(wall_ms.is_finite() && wall_ms >= 0.0) {
+                return Err(format!("wall_ms {wall_ms} is not a duration"));
+            }
             Ok(Run {
-                app: AppId(r.get::<_, i64>(0)? as u64),
-                agent: AgentId(r.get::<_, i64>(1)? as u64),
+                app: AppId(col_u64(r, 0)?),
+                agent: AgentId(col_u64(r, 1)?),
                 outcome: outcome_from_str(&outcome).unwrap_or(Outcome::Failed),
-                wall_ms: r.get(3)?,
-                started_ms: r.get::<_, i64>(4)? as u64,
-                co_runners: r
-                    .get::<_, Option<String>>(5)?
+                wall_ms,
+                started_ms: col_u64(r, 4)?,
+                co_runners: col::<Option<String>>(r, 5)?
                     .and_then(|s| serde_json::from_str(&s).ok())
                     .unwrap_or_default(),
-                transfers: r
-                    .get::<_, Option<String>>(6)?
+                transfers: col::<Option<String>>(r, 6)?
                     .and_then(|s| serde_json::from_str(&s).ok())
                     .unwrap_or_default(),
             })
-        })?
-        .collect::<Result<_, _>>()?;
+        },
+    )?;
+    for row in &skipped {
+        tracing::warn!(%row, "a stored measurement was left out of the profiles");
+    }
     Ok(Measured { apps, agents, runs })
 }

@@ -6,14 +6,16 @@ mod measured;
 mod pilots;
 mod read;
 mod schema;
+mod skip;
 mod staging;
 mod write;
 mod writer;
 
-pub use load::{load, Loaded, StoredAgent};
+pub use load::{load, Loaded, StoredAgent, StoredAgentToken};
 pub use measured::{measured, AgentResources, AppResources, Measured, Run};
 pub use pilots::{PilotCredential, StoredPilot};
 pub use read::Reader;
 pub use schema::open;
+pub use skip::SkippedRow;
 pub use write::Write;
 pub use writer::{StoreError, Writer};

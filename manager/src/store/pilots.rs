@@ -3,6 +3,7 @@
 //! registration credential (its SHA-256 only) is kept until its agent registers.
 
 use crate::provision::pilot::{PilotRecord, PilotState};
+use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
 use rusqlite::{params, Connection, Transaction};
 
 /// A pilot's registration credential: only its hash, and when it expires.
@@ -63,44 +64,42 @@ pub fn upsert_pilot(
 }
 
 /// Every pilot, oldest first.
-pub fn load_pilots(conn: &Connection) -> rusqlite::Result<Vec<StoredPilot>> {
+pub fn load_pilots(
+    conn: &Connection,
+    skipped: &mut Vec<SkippedRow>,
+) -> rusqlite::Result<Vec<StoredPilot>> {
     let mut stmt = conn.prepare(
         "SELECT name, platform, batch_job_id, state, reason, submitted_ms, job_started_ms,
             registered_ms, ended_ms, agent_id, walltime_end_ms, credential_hash,
             credential_expires_ms
          FROM pilots ORDER BY submitted_ms, name",
     )?;
-    let rows = stmt.query_map([], |r| {
-        let state: String = r.get(3)?;
-        let state = PilotState::parse(&state).ok_or_else(|| {
-            rusqlite::Error::InvalidColumnName(format!("pilots.state: unknown `{state}`"))
-        })?;
-        let u = |i: usize| -> rusqlite::Result<Option<u64>> {
-            Ok(r.get::<_, Option<i64>>(i)?.map(|v| v as u64))
-        };
-        let hash: Option<String> = r.get(11)?;
-        let credential = match (hash, u(12)?) {
+    each_row(&mut stmt, [], "pilots", skipped, |r| {
+        let state: String = col(r, 3)?;
+        let state =
+            PilotState::parse(&state).ok_or_else(|| format!("unknown state `{state}`"))?;
+        let hash: Option<String> = col(r, 11)?;
+        let credential = match (hash, col_opt_u64(r, 12)?) {
             (Some(hash), Some(expires_ms)) => Some(PilotCredential { hash, expires_ms }),
             _ => None,
         };
         Ok(StoredPilot {
             record: PilotRecord {
-                name: r.get(0)?,
-                platform: r.get(1)?,
-                batch_job_id: r.get(2)?,
+                name: col(r, 0)?,
+                platform: col(r, 1)?,
+                batch_job_id: col(r, 2)?,
                 state,
-                reason: r.get(4)?,
-                submitted_ms: r.get::<_, i64>(5)? as u64,
-                job_started_ms: u(6)?,
-                registered_ms: u(7)?,
-                ended_ms: u(8)?,
-                agent: u(9)?,
-                walltime_end_ms: u(10)?,
+                reason: col(r, 4)?,
+                submitted_ms: col_u64(r, 5)?,
+                job_started_ms: col_opt_u64(r, 6)?,
+                registered_ms: col_opt_u64(r, 7)?,
+                ended_ms: col_opt_u64(r, 8)?,
+                agent: col_opt_u64(r, 9)?,
+                walltime_end_ms: col_opt_u64(r, 10)?,
             },
             credential,
         })
-    })?;
-    rows.collect()
+    })
 }
 
 #[cfg(test)]
@@ -133,7 +132,7 @@ mod tests {
         r.batch_job_id = Some("42".into());
         upsert_pilot(&tx, &r, None).unwrap();
         tx.commit().unwrap();
-        let loaded = load_pilots(&conn).unwrap();
+        let loaded = load_pilots(&conn, &mut Vec::new()).unwrap();
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].record, r);
         assert_eq!(loaded[0].credential, Some(cred), "kept while queued");
@@ -144,7 +143,7 @@ mod tests {
         let tx = conn.transaction().unwrap();
         upsert_pilot(&tx, &r, None).unwrap();
         tx.commit().unwrap();
-        let loaded = load_pilots(&conn).unwrap();
+        let loaded = load_pilots(&conn, &mut Vec::new()).unwrap();
         assert_eq!(loaded[0].record, r);
         assert_eq!(loaded[0].credential, None, "erased once registered");
     }

@@ -3,7 +3,9 @@
 
 use super::schema::{open, state_from_code};
 use super::write::outcome_from_str;
-use hetpilot_shared::protocol::{AttemptRecord, Measurements, PlatformStats, TaskInfo, TaskState};
+use hetpilot_shared::protocol::{
+    AgentTokenInfo, AttemptRecord, Measurements, PlatformStats, TaskInfo, TaskState,
+};
 use hetpilot_shared::{AgentId, AppId, TaskRef};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use std::path::Path;
@@ -18,6 +20,8 @@ pub struct Reader {
 pub struct AttemptOwner {
     pub agent: AgentId,
     pub recorded: bool,
+    /// When the attempt was leased (manager time, unix ms).
+    pub leased_ms: u64,
 }
 
 const ATTEMPT_COLUMNS: &str = "a.attempt, a.agent_id, COALESCE(ag.platform, ''), COALESCE(ag.hostname, ''),
@@ -76,11 +80,35 @@ impl Reader {
         attempt: u32,
     ) -> rusqlite::Result<Option<AttemptOwner>> {
         self.conn()
-            .prepare_cached("SELECT agent_id, outcome IS NOT NULL FROM attempts WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3")?
+            .prepare_cached("SELECT agent_id, outcome IS NOT NULL, leased_ms FROM attempts WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3")?
             .query_row(params![task.app.0 as i64, task.index as i64, attempt], |r| {
-                Ok(AttemptOwner { agent: AgentId(r.get::<_, i64>(0)? as u64), recorded: r.get(1)? })
+                Ok(AttemptOwner {
+                    agent: AgentId(r.get::<_, i64>(0)? as u64),
+                    recorded: r.get(1)?,
+                    leased_ms: u64::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
+                })
             })
             .optional()
+    }
+
+    /// Registration tokens still valid at `now_ms`, newest first.
+    pub fn agent_tokens(&self, now_ms: u64) -> rusqlite::Result<Vec<AgentTokenInfo>> {
+        self.conn()
+            .prepare_cached(
+                "SELECT token_hash, platform, created_by, COALESCE(created_ms, 0), expires_ms
+                 FROM agent_tokens WHERE expires_ms > ?1 ORDER BY created_ms DESC, token_hash",
+            )?
+            .query_map(params![now_ms.min(i64::MAX as u64) as i64], |r| {
+                let hash: String = r.get(0)?;
+                Ok(AgentTokenInfo {
+                    id: hash.chars().take(12).collect(),
+                    platform: r.get(1)?,
+                    created_by: r.get(2)?,
+                    created_at_ms: r.get::<_, i64>(3)?.max(0) as u64,
+                    expires_at_ms: r.get::<_, i64>(4)?.max(0) as u64,
+                })
+            })?
+            .collect()
     }
 
     /// Tasks of an application (optionally in one state) with their last attempt.
@@ -103,7 +131,14 @@ impl Reader {
         let code = state.map(super::schema::state_code);
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(
-            params![app.0 as i64, code, limit as i64, offset as i64],
+            // Past i64::MAX is past every row (a cast would wrap to a negative offset,
+            // which SQLite reads as 0: the first page).
+            params![
+                i64::try_from(app.0).unwrap_or(i64::MAX),
+                code,
+                i64::try_from(limit).unwrap_or(i64::MAX),
+                i64::try_from(offset).unwrap_or(i64::MAX)
+            ],
             |r| {
                 let has_attempt = r.get::<_, Option<i64>>(5)?.is_some();
                 Ok(TaskInfo {

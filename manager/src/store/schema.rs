@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS agent_tokens (
     token_hash TEXT PRIMARY KEY,
     platform TEXT NOT NULL,
     expires_ms INTEGER NOT NULL,
-    created_by TEXT NOT NULL
+    created_by TEXT NOT NULL,
+    created_ms INTEGER
 );
 CREATE TABLE IF NOT EXISTS agents (
     id INTEGER PRIMARY KEY,
@@ -112,5 +113,24 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.execute_batch(SCHEMA)?;
     conn.execute_batch(super::staging::SCHEMA)?;
+    add_column_if_missing(&conn, "agent_tokens", "created_ms", "INTEGER")?;
     Ok(conn)
+}
+
+/// Upgrades a database made by an earlier version: adds a column it lacks.
+fn add_column_if_missing(
+    conn: &Connection,
+    table: &str,
+    column: &str,
+    declaration: &str,
+) -> rusqlite::Result<()> {
+    let present = conn
+        .prepare(&format!("SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"))?
+        .exists([column])?;
+    if !present {
+        conn.execute_batch(&format!(
+            "ALTER TABLE {table} ADD COLUMN {column} {declaration}"
+        ))?;
+    }
+    Ok(())
 }

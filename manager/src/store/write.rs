@@ -31,7 +31,10 @@ pub enum Write {
         platform: String,
         expires_ms: u64,
         created_by: String,
+        now_ms: u64,
     },
+    /// A registration token is revoked.
+    RevokeAgentToken { token_hash: String },
     Agent {
         agent: AgentId,
         credential_hash: String,
@@ -115,10 +118,18 @@ impl Write {
                 platform,
                 expires_ms,
                 created_by,
+                now_ms,
             } => {
                 tx.execute(
-                    "INSERT INTO agent_tokens (token_hash, platform, expires_ms, created_by) VALUES (?1, ?2, ?3, ?4)",
-                    params![token_hash, platform, *expires_ms as i64, created_by],
+                    "INSERT INTO agent_tokens (token_hash, platform, expires_ms, created_by, created_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![token_hash, platform, *expires_ms as i64, created_by, *now_ms as i64],
+                )?;
+            }
+            Write::RevokeAgentToken { token_hash } => {
+                tx.execute(
+                    "DELETE FROM agent_tokens WHERE token_hash = ?1",
+                    params![token_hash],
                 )?;
             }
             Write::Agent {

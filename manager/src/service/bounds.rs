@@ -1,0 +1,323 @@
+//! Bounds on what agents send, checked before anything is stored or counted. Every number
+//! an agent reports is treated as hostile: a field out of range is refused with a 400 that
+//! names it, and measurements are checked against the lease they belong to (a run cannot
+//! have lasted longer than its lease has existed, nor used more CPU than its node has) before
+//! they reach usage, profiles or bandwidth estimates.
+
+use super::ServiceError;
+use hetpilot_shared::protocol::{Measurements, RegisterRequest, TaskResult};
+use hetpilot_shared::spec::AppSpec;
+
+/// Most cores an agent may say its node has.
+pub const MAX_CORES: u32 = 65_536;
+/// Most memory an agent may say its node has: 64 TiB.
+pub const MAX_MEMORY_MB: u64 = 64 << 20;
+/// Longest host name, batch job id or pilot name.
+const MAX_NAME_BYTES: usize = 255;
+/// Latest walltime end an agent may announce: year 2200 (unix seconds).
+const MAX_WALLTIME_END: u64 = 7_258_118_400;
+/// Most task attempts one pull or heartbeat may list.
+pub const MAX_LISTED: usize = 100_000;
+/// Longest output tail or error text kept from a result.
+const MAX_TEXT_BYTES: usize = 64 << 10;
+/// Longest reported output path.
+const MAX_PATH_BYTES: usize = 4096;
+/// Most co-runners or transfers one result may list.
+const MAX_LIST: usize = 4096;
+/// Clock slack allowed between a lease and the run the agent measured (ms): agents and
+/// the manager keep separate clocks, and a lease is granted before it travels.
+pub const LEASE_SLACK_MS: f64 = 5_000.0;
+
+fn bad(field: &str, problem: impl std::fmt::Display) -> ServiceError {
+    ServiceError::BadRequest(format!("field `{field}`: {problem}"))
+}
+
+fn check_name(field: &str, value: &str, required: bool) -> Result<(), ServiceError> {
+    if required && value.is_empty() {
+        return Err(bad(field, "must not be empty"));
+    }
+    if value.len() > MAX_NAME_BYTES {
+        return Err(bad(field, format!("at most {MAX_NAME_BYTES} bytes")));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(bad(field, "control characters are not allowed"));
+    }
+    Ok(())
+}
+
+/// A registration's numbers and names are within bounds.
+pub fn check_register(req: &RegisterRequest) -> Result<(), ServiceError> {
+    check_name("platform", &req.platform, true)?;
+    check_name("hostname", &req.hostname, true)?;
+    if let Some(job) = &req.batch_job_id {
+        check_name("batch_job_id", job, false)?;
+    }
+    if let Some(pilot) = &req.pilot {
+        check_name("pilot", pilot, true)?;
+    }
+    if req.cores == 0 || req.cores > MAX_CORES {
+        return Err(bad("cores", format!("{} is not in 1-{MAX_CORES}", req.cores)));
+    }
+    if req.memory_mb > MAX_MEMORY_MB {
+        return Err(bad(
+            "memory_mb",
+            format!("{} is more than {MAX_MEMORY_MB} (64 TiB)", req.memory_mb),
+        ));
+    }
+    if let Some(end) = req.walltime_end {
+        if end > MAX_WALLTIME_END {
+            return Err(bad(
+                "walltime_end",
+                format!("{end} is not a plausible time (unix seconds)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A list of task attempts in a pull or heartbeat is not absurdly long.
+pub fn check_listed(field: &str, len: usize) -> Result<(), ServiceError> {
+    if len > MAX_LISTED {
+        return Err(bad(field, format!("at most {MAX_LISTED} entries")));
+    }
+    Ok(())
+}
+
+fn finite_ms(field: &str, task: &str, v: f64) -> Result<(), ServiceError> {
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(bad(field, format!("task {task}: {v} is not a duration")));
+    }
+    Ok(())
+}
+
+/// A result is well formed: finite, non-negative measurements and bounded texts. Run before
+/// the report touches anything.
+pub fn check_result(r: &TaskResult) -> Result<(), ServiceError> {
+    let task = r.task.to_string();
+    let m = &r.measurements;
+    finite_ms("measurements.wall_ms", &task, m.wall_ms)?;
+    finite_ms("measurements.user_cpu_ms", &task, m.user_cpu_ms)?;
+    finite_ms("measurements.sys_cpu_ms", &task, m.sys_cpu_ms)?;
+    if m.co_runners.len() > MAX_LIST {
+        return Err(bad(
+            "measurements.co_runners",
+            format!("task {task}: at most {MAX_LIST}"),
+        ));
+    }
+    for (field, text, max) in [
+        ("output_tail", Some(&r.output_tail), MAX_TEXT_BYTES),
+        ("error", r.error.as_ref(), MAX_TEXT_BYTES),
+        ("stdout_path", r.stdout_path.as_ref(), MAX_PATH_BYTES),
+        ("stderr_path", r.stderr_path.as_ref(), MAX_PATH_BYTES),
+    ] {
+        if text.is_some_and(|t| t.len() > max) {
+            return Err(bad(field, format!("task {task}: at most {max} bytes")));
+        }
+    }
+    if let Some(s) = &r.staging {
+        if s.transfers.len() > MAX_LIST {
+            return Err(bad(
+                "staging.transfers",
+                format!("task {task}: at most {MAX_LIST}"),
+            ));
+        }
+        for t in &s.transfers {
+            finite_ms("staging.transfers.ms", &task, t.ms)?;
+            if !(t.mib_per_s.is_finite() && t.mib_per_s >= 0.0) {
+                return Err(bad(
+                    "staging.transfers.mib_per_s",
+                    format!("task {task}: {} is not a bandwidth", t.mib_per_s),
+                ));
+            }
+            check_name("staging.transfers.endpoint", &t.endpoint, true)?;
+        }
+    }
+    Ok(())
+}
+
+/// Clamps a run's measurements to what its lease allows: wall time no longer than the
+/// lease has existed (plus slack), CPU time no more than `cores` × wall time, transfers no
+/// longer than the run. Returns whether anything had to be clamped.
+pub fn clamp_to_lease(
+    m: &mut Measurements,
+    staging: Option<&mut hetpilot_shared::files::StagingStats>,
+    lease_age_ms: u64,
+    cores: u32,
+) -> bool {
+    let max_wall = lease_age_ms as f64 + LEASE_SLACK_MS;
+    let mut clamped = false;
+    if m.wall_ms > max_wall {
+        m.wall_ms = max_wall;
+        clamped = true;
+    }
+    let max_cpu = f64::from(cores.max(1)) * m.wall_ms + LEASE_SLACK_MS;
+    let cpu = m.user_cpu_ms + m.sys_cpu_ms;
+    if cpu > max_cpu {
+        let scale = max_cpu / cpu;
+        m.user_cpu_ms *= scale;
+        m.sys_cpu_ms *= scale;
+        clamped = true;
+    }
+    if let Some(s) = staging {
+        for t in &mut s.transfers {
+            if t.ms > max_wall {
+                t.ms = max_wall;
+                clamped = true;
+            }
+            // The bandwidth is recomputed from what is left, never taken on trust.
+            let seconds = t.ms / 1000.0;
+            let rate = if seconds > 0.0 {
+                t.bytes as f64 / seconds / f64::from(1u32 << 20)
+            } else {
+                0.0
+            };
+            if t.mib_per_s > rate * 1.01 + 1e-9 {
+                t.mib_per_s = rate;
+                clamped = true;
+            }
+        }
+    }
+    clamped
+}
+
+/// Most cores one task may ask for.
+const MAX_TASK_CORES: u32 = MAX_CORES;
+/// Most attempts one task may be given.
+const MAX_ATTEMPTS: u32 = 100;
+
+/// Whether `c` changes how surrounding text is displayed (bidirectional overrides and
+/// isolates, zero-width and invisible formatting characters): refused in names people read.
+fn is_deceptive(c: char) -> bool {
+    matches!(c,
+        '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}'
+        | '\u{FEFF}' | '\u{061C}')
+}
+
+/// An application's resources and name are within bounds (the spec's own `validate`
+/// checks its structure).
+pub fn check_spec(spec: &AppSpec) -> Result<(), ServiceError> {
+    if let Some(c) = spec.name.chars().find(|c| is_deceptive(*c)) {
+        return Err(bad(
+            "name",
+            format!("U+{:04X} (a formatting character) is not allowed", c as u32),
+        ));
+    }
+    if spec.cores > MAX_TASK_CORES {
+        return Err(bad(
+            "cores",
+            format!("{} is more than {MAX_TASK_CORES}", spec.cores),
+        ));
+    }
+    if spec.memory_mb > MAX_MEMORY_MB {
+        return Err(bad(
+            "memory_mb",
+            format!("{} is more than {MAX_MEMORY_MB} (64 TiB)", spec.memory_mb),
+        ));
+    }
+    if spec.max_attempts > MAX_ATTEMPTS {
+        return Err(bad(
+            "max_attempts",
+            format!("{} is more than {MAX_ATTEMPTS}", spec.max_attempts),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `name` is a valid user name: `[a-z_][a-z0-9_-]{0,31}`, like a POSIX login name.
+pub fn is_user_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some('a'..='z' | '_'))
+        && name.len() <= 32
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetpilot_shared::protocol::Outcome;
+    use hetpilot_shared::{AppId, TaskRef};
+
+    fn register() -> RegisterRequest {
+        RegisterRequest {
+            platform: "local".into(),
+            hostname: "node1".into(),
+            cores: 4,
+            memory_mb: 8192,
+            slots: None,
+            batch_job_id: None,
+            walltime_end: None,
+            pilot: None,
+        }
+    }
+
+    fn result(wall_ms: f64, cpu_ms: f64) -> TaskResult {
+        TaskResult {
+            task: TaskRef {
+                app: AppId(1),
+                index: 0,
+            },
+            attempt: 1,
+            outcome: Outcome::Success,
+            exit_code: Some(0),
+            signal: None,
+            measurements: Measurements {
+                wall_ms,
+                user_cpu_ms: cpu_ms,
+                ..Default::default()
+            },
+            stdout_path: None,
+            stderr_path: None,
+            output_tail: String::new(),
+            error: None,
+            staging: None,
+        }
+    }
+
+    #[test]
+    fn registrations_out_of_bounds_name_the_field() {
+        assert!(check_register(&register()).is_ok());
+        let cases: [(&str, fn(&mut RegisterRequest)); 5] = [
+            ("memory_mb", |r| r.memory_mb = 1 << 44),
+            ("cores", |r| r.cores = 0),
+            ("hostname", |r| r.hostname = "a\u{1b}[2J".into()),
+            ("walltime_end", |r| r.walltime_end = Some(u64::MAX)),
+            ("batch_job_id", |r| r.batch_job_id = Some("x".repeat(300))),
+        ];
+        for (field, edit) in cases {
+            let mut r = register();
+            edit(&mut r);
+            let err = check_register(&r).unwrap_err().to_string();
+            assert!(err.contains(field), "{field}: {err}");
+        }
+    }
+
+    #[test]
+    fn non_finite_or_negative_measurements_are_refused() {
+        for wall in [f64::NAN, f64::INFINITY, -1.0] {
+            let err = check_result(&result(wall, 0.0)).unwrap_err().to_string();
+            assert!(err.contains("wall_ms"), "{err}");
+        }
+        assert!(check_result(&result(1e300, 0.0)).is_ok(), "finite: clamped later");
+    }
+
+    #[test]
+    fn user_names_are_login_names() {
+        for ok in ["alice", "_svc", "a1-b_c", &"a".repeat(32)] {
+            assert!(is_user_name(ok), "{ok}");
+        }
+        for bad in ["", ".", "..", "Alice", "1abc", "a.b", "a/b", &"a".repeat(33), "al\u{202E}ce"] {
+            assert!(!is_user_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn measurements_are_clamped_to_the_lease() {
+        let mut r = result(1e300, 1e300);
+        assert!(clamp_to_lease(&mut r.measurements, None, 10_000, 2));
+        assert_eq!(r.measurements.wall_ms, 15_000.0);
+        assert!(r.measurements.user_cpu_ms <= 2.0 * 15_000.0 + LEASE_SLACK_MS);
+        let mut honest = result(900.0, 1700.0);
+        assert!(!clamp_to_lease(&mut honest.measurements, None, 1_000, 2));
+        assert_eq!(honest.measurements.wall_ms, 900.0);
+    }
+}
