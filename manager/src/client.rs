@@ -3,8 +3,8 @@
 use hetpilot_shared::http::{self, CallError};
 use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_shared::protocol::{
-    AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
-    TaskInfo, TokenResponse,
+    AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser,
+    SubmitResponse, TaskInfo, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AppId, TaskRef};
@@ -148,8 +148,11 @@ impl Client {
     /// Revokes a registration token by its id (admin).
     pub async fn revoke_agent_token(&self, id: &str) -> Result<AgentTokenInfo, ClientError> {
         let id: String = url_segment(id);
-        self.call(self.post(&format!("/v1/agent-tokens/{id}/revoke"), &serde_json::json!({})))
-            .await
+        self.call(self.post(
+            &format!("/v1/agent-tokens/{id}/revoke"),
+            &serde_json::json!({}),
+        ))
+        .await
     }
 
     /// A new token for the calling admin; the old one stops working (admin).

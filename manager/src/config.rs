@@ -162,7 +162,8 @@ impl Settings {
         if let Some((field, problem)) = self.quotas.problem() {
             return Err(ConfigError::Invalid { field, problem });
         }
-        if self.agent_token_ttl_secs == 0 || self.agent_token_ttl_secs > self.agent_token_max_ttl_secs
+        if self.agent_token_ttl_secs == 0
+            || self.agent_token_ttl_secs > self.agent_token_max_ttl_secs
         {
             return Err(ConfigError::Invalid {
                 field: "agent_token_ttl_secs",

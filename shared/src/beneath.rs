@@ -79,7 +79,11 @@ impl Dir {
     pub fn parent_of(root: &Path, rel: &Path) -> io::Result<Dir> {
         relative(rel)?;
         let mut dir = open_root(root)?;
-        let parents: Vec<_> = rel.parent().into_iter().flat_map(Path::components).collect();
+        let parents: Vec<_> = rel
+            .parent()
+            .into_iter()
+            .flat_map(Path::components)
+            .collect();
         for c in parents {
             let name = Path::new(c.as_os_str());
             let flags = OFlags::PATH | OFlags::DIRECTORY;
@@ -174,10 +178,17 @@ mod tests {
             .unwrap();
         assert_eq!(s, "inside");
         assert_eq!(read_status(d.path(), "out"), StatusCode::NOT_FOUND);
-        assert_eq!(read_status(d.path(), "in"), StatusCode::NOT_FOUND, "no symlinks at all");
+        assert_eq!(
+            read_status(d.path(), "in"),
+            StatusCode::NOT_FOUND,
+            "no symlinks at all"
+        );
         assert_eq!(read_status(d.path(), "sub"), StatusCode::NOT_FOUND);
         assert_eq!(read_status(d.path(), "file.txt/x"), StatusCode::NOT_FOUND);
-        assert_eq!(read_status(d.path(), &"n".repeat(300)), StatusCode::URI_TOO_LONG);
+        assert_eq!(
+            read_status(d.path(), &"n".repeat(300)),
+            StatusCode::URI_TOO_LONG
+        );
         assert_eq!(read_status(d.path(), "../x"), StatusCode::BAD_REQUEST);
         assert_eq!(read_status(d.path(), "missing"), StatusCode::NOT_FOUND);
     }
@@ -201,7 +212,9 @@ mod tests {
         dir.create_temp(".u").unwrap();
         let e = dir.rename(".u", Path::new("sub")).unwrap_err();
         assert_eq!(status_of(&e, true), StatusCode::CONFLICT, "{e}");
-        let e = Dir::parent_of(d.path(), Path::new("file.txt/x")).err().unwrap();
+        let e = Dir::parent_of(d.path(), Path::new("file.txt/x"))
+            .err()
+            .unwrap();
         assert_eq!(status_of(&e, true), StatusCode::NOT_FOUND, "{e}");
         std::os::unix::fs::symlink("/tmp", d.path().join("link")).unwrap();
         let e = Dir::parent_of(d.path(), Path::new("link/x")).err().unwrap();

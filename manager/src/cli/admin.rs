@@ -104,7 +104,10 @@ pub async fn token(cmd: TokenCommand) -> anyhow::Result<()> {
         }
         TokenCommand::Revoke { id, connect } => {
             let t = connect.client()?.revoke_agent_token(&id).await?;
-            eprintln!("revoked registration token {} (platform `{}`)", t.id, t.platform);
+            eprintln!(
+                "revoked registration token {} (platform `{}`)",
+                t.id, t.platform
+            );
         }
         TokenCommand::RotateAdmin { connect } => {
             let t = connect.client()?.rotate_admin_token().await?;

@@ -28,19 +28,22 @@ pub struct LogsArgs {
     /// Which run (default: the last).
     #[arg(long)]
     pub attempt: Option<u32>,
-    /// Also print the stdout/stderr files the agent reported, when they are on this host
-    /// (a shared filesystem). Only regular files you can read are opened, never a link.
-    #[arg(long)]
-    pub local: bool,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub connect: Connect,
 }
 
-/// Reads a file an agent reported, only if it is a regular file and not a symlink: the
-/// path comes from the agent, not from you.
-fn read_reported(path: &str) -> Option<String> {
+/// Reads an output file an agent reported when it is on this host (a shared filesystem or
+/// a local agent). The path comes from the agent, not from you, so only a regular file (no
+/// symlink) named as the agent names outputs, `app-A/task-I.N.out` or `.err`, is read.
+fn read_reported(path: &str, task: TaskRef, attempt: u32, ext: &str) -> Option<String> {
+    let path = std::path::Path::new(path);
+    let name_ok = path.file_name()? == format!("task-{}.{attempt}.{ext}", task.index).as_str()
+        && path.parent()?.file_name()? == format!("app-{}", task.app).as_str();
+    if !name_ok {
+        return None;
+    }
     let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.file_type().is_file() {
         return None;
@@ -151,11 +154,14 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
         println!("error: {e}");
     }
     let mut shown = false;
-    for (label, path) in [("stdout", &a.stdout_path), ("stderr", &a.stderr_path)] {
-        let Some(path) = path.as_deref().filter(|_| args.local) else {
+    for (label, ext, path) in [
+        ("stdout", "out", &a.stdout_path),
+        ("stderr", "err", &a.stderr_path),
+    ] {
+        let Some(path) = path.as_deref() else {
             continue;
         };
-        if let Some(text) = read_reported(path) {
+        if let Some(text) = read_reported(path, args.task, a.attempt, ext) {
             println!("--- {label} ({}) ---", printable(path));
             print!("{}", printable(&text));
             shown = true;
@@ -163,7 +169,7 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
     }
     if !shown {
         if let Some(tail) = a.output_tail.as_deref().filter(|t| !t.is_empty()) {
-            println!("--- output tail (the files are on the node; --local reads them here) ---");
+            println!("--- output tail (the files are on the node) ---");
             print!("{}", printable(tail));
         } else if a.stdout_path.is_none() && a.stderr_path.is_none() {
             println!("(the task wrote no output)");

@@ -34,7 +34,10 @@ impl Quotas {
         for (field, v) in [
             ("quotas.tasks_per_submit", self.tasks_per_submit),
             ("quotas.queued_tasks_per_user", self.queued_tasks_per_user),
-            ("quotas.file_service_gib_per_user", self.file_service_gib_per_user),
+            (
+                "quotas.file_service_gib_per_user",
+                self.file_service_gib_per_user,
+            ),
             ("quotas.file_gib", self.file_gib),
         ] {
             if v == 0 {

@@ -5,8 +5,8 @@ use super::extract::{Caller, Json, Path, Query};
 use crate::service::{Manager, ServiceError};
 use axum::extract::State;
 use hetpilot_shared::protocol::{
-    AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse, TaskInfo,
-    TaskState, TokenResponse,
+    AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
+    TaskInfo, TaskState, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AppId, TaskRef};

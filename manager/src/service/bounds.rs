@@ -56,7 +56,10 @@ pub fn check_register(req: &RegisterRequest) -> Result<(), ServiceError> {
         check_name("pilot", pilot, true)?;
     }
     if req.cores == 0 || req.cores > MAX_CORES {
-        return Err(bad("cores", format!("{} is not in 1-{MAX_CORES}", req.cores)));
+        return Err(bad(
+            "cores",
+            format!("{} is not in 1-{MAX_CORES}", req.cores),
+        ));
     }
     if req.memory_mb > MAX_MEMORY_MB {
         return Err(bad(
@@ -276,7 +279,8 @@ mod tests {
     #[test]
     fn registrations_out_of_bounds_name_the_field() {
         assert!(check_register(&register()).is_ok());
-        let cases: [(&str, fn(&mut RegisterRequest)); 5] = [
+        type Edit = fn(&mut RegisterRequest);
+        let cases: [(&str, Edit); 5] = [
             ("memory_mb", |r| r.memory_mb = 1 << 44),
             ("cores", |r| r.cores = 0),
             ("hostname", |r| r.hostname = "a\u{1b}[2J".into()),
@@ -297,7 +301,10 @@ mod tests {
             let err = check_result(&result(wall, 0.0)).unwrap_err().to_string();
             assert!(err.contains("wall_ms"), "{err}");
         }
-        assert!(check_result(&result(1e300, 0.0)).is_ok(), "finite: clamped later");
+        assert!(
+            check_result(&result(1e300, 0.0)).is_ok(),
+            "finite: clamped later"
+        );
     }
 
     #[test]
@@ -305,7 +312,17 @@ mod tests {
         for ok in ["alice", "_svc", "a1-b_c", &"a".repeat(32)] {
             assert!(is_user_name(ok), "{ok}");
         }
-        for bad in ["", ".", "..", "Alice", "1abc", "a.b", "a/b", &"a".repeat(33), "al\u{202E}ce"] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "Alice",
+            "1abc",
+            "a.b",
+            "a/b",
+            &"a".repeat(33),
+            "al\u{202E}ce",
+        ] {
             assert!(!is_user_name(bad), "{bad}");
         }
     }

@@ -148,7 +148,11 @@ impl Manager {
     }
 
     fn file_bytes_used(&self, owner: &str, root: &Path) -> u64 {
-        let mut bytes = self.file_usage.bytes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bytes = self
+            .file_usage
+            .bytes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         *bytes
             .entry(owner.to_string())
             .or_insert_with(|| bytes_under(root))
@@ -156,7 +160,11 @@ impl Manager {
 
     /// Counts an upload of `written` bytes that replaced `replaced` bytes.
     pub fn file_stored(&self, owner: &str, written: u64, replaced: u64) {
-        let mut bytes = self.file_usage.bytes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bytes = self
+            .file_usage
+            .bytes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if let Some(b) = bytes.get_mut(owner) {
             *b = b.saturating_add(written).saturating_sub(replaced);
         }

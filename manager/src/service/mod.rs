@@ -3,8 +3,8 @@
 
 mod agents;
 pub mod auth;
-mod bounds;
 pub mod bandwidth;
+mod bounds;
 mod error;
 mod files;
 mod live;

@@ -135,9 +135,7 @@ impl Usage {
         let request = JobRequest::uniform(
             1,
             app.cores.clamp(1, m.cpus_per_node),
-            app.memory_mb
-                .saturating_mul(1 << 20)
-                .min(m.ram_per_node),
+            app.memory_mb.saturating_mul(1 << 20).min(m.ram_per_node),
             0,
         );
         let record = UsageRecord {

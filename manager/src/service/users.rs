@@ -5,8 +5,8 @@ use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::queue::AppEntry;
 use crate::store::{AppResources, Write};
 use hetpilot_shared::protocol::{
-    AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
-    TaskInfo, TaskState, TokenResponse,
+    AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser,
+    SubmitResponse, TaskInfo, TaskState, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AppId, TaskRef};
@@ -249,9 +249,9 @@ impl Manager {
                 now_ms: now_ms(),
             })
             .await?;
-        let revoked =
-            self.tokens
-                .revoke_where(|who| matches!(who, Principal::User { name: n, .. } if n == name));
+        let revoked = self
+            .tokens
+            .revoke_where(|who| matches!(who, Principal::User { name: n, .. } if n == name));
         if revoked > 0 {
             tracing::info!(user = %name, "user token re-issued; the old one is revoked");
         }
@@ -338,7 +338,11 @@ impl Manager {
         let hashes = self.tokens.registration_hashes(&id);
         let hash = match hashes.as_slice() {
             [hash] => hash.clone(),
-            [] => return Err(ServiceError::NotFound(format!("no valid registration token {id}"))),
+            [] => {
+                return Err(ServiceError::NotFound(format!(
+                    "no valid registration token {id}"
+                )))
+            }
             _ => {
                 return Err(ServiceError::BadRequest(format!(
                     "{id} matches {} tokens; give more digits",

@@ -143,8 +143,8 @@ fn load_apps(conn: &Connection, skipped: &mut Vec<SkippedRow>) -> rusqlite::Resu
     let rows: Vec<(u64, String, AppSpec, u64, bool)> =
         each_row(&mut stmt, [], "apps", skipped, |r| {
             let spec: String = col(r, 2)?;
-            let spec: AppSpec = serde_json::from_str(&spec)
-                .map_err(|e| format!("stored spec unreadable: {e}"))?;
+            let spec: AppSpec =
+                serde_json::from_str(&spec).map_err(|e| format!("stored spec unreadable: {e}"))?;
             Ok((col_u64(r, 0)?, col(r, 1)?, spec, col_u64(r, 3)?, col(r, 4)?))
         })?;
     let mut tasks = conn.prepare(

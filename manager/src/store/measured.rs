@@ -2,12 +2,12 @@
 //! start-up: every recorded run with its measurements and transfers, and the resources of
 //! the applications and agents involved.
 
+use super::skip::{col, col_u64, each_row};
 use super::write::outcome_from_str;
 use hetpilot_shared::files::Transfer;
 use hetpilot_shared::protocol::Outcome;
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AgentId, AppId};
-use super::skip::{col, col_u64, each_row};
 use rusqlite::Connection;
 
 /// An application's owner and what each of its tasks reserves.

@@ -2,8 +2,8 @@
 //! start so a restarted manager keeps following its pilots' batch jobs. A queued pilot's
 //! registration credential (its SHA-256 only) is kept until its agent registers.
 
-use crate::provision::pilot::{PilotRecord, PilotState};
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
+use crate::provision::pilot::{PilotRecord, PilotState};
 use rusqlite::{params, Connection, Transaction};
 
 /// A pilot's registration credential: only its hash, and when it expires.
@@ -76,8 +76,7 @@ pub fn load_pilots(
     )?;
     each_row(&mut stmt, [], "pilots", skipped, |r| {
         let state: String = col(r, 3)?;
-        let state =
-            PilotState::parse(&state).ok_or_else(|| format!("unknown state `{state}`"))?;
+        let state = PilotState::parse(&state).ok_or_else(|| format!("unknown state `{state}`"))?;
         let hash: Option<String> = col(r, 11)?;
         let credential = match (hash, col_opt_u64(r, 12)?) {
             (Some(hash), Some(expires_ms)) => Some(PilotCredential { hash, expires_ms }),

@@ -125,7 +125,9 @@ fn add_column_if_missing(
     declaration: &str,
 ) -> rusqlite::Result<()> {
     let present = conn
-        .prepare(&format!("SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"))?
+        .prepare(&format!(
+            "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+        ))?
         .exists([column])?;
     if !present {
         conn.execute_batch(&format!(

@@ -34,7 +34,9 @@ pub enum Write {
         now_ms: u64,
     },
     /// A registration token is revoked.
-    RevokeAgentToken { token_hash: String },
+    RevokeAgentToken {
+        token_hash: String,
+    },
     Agent {
         agent: AgentId,
         credential_hash: String,
