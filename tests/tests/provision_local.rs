@@ -88,3 +88,66 @@ fn local_pilots_run_an_application_and_end_when_work_is_done() {
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), ended.len());
 }
+
+#[test]
+fn per_user_pilots_run_only_their_users_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("mine.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"mine\"\nadapter = \"local\"\ncores_per_node = 1\nmemory_per_node = \"1GB\"\n\
+             max_walltime = \"1h\"\nmax_queued = 2\nmax_running = 2\npilots = \"per-user\"\n\
+             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
+            bin("hetpilot-agent").display(),
+            dir.path().join("pilots").display()
+        ),
+    )
+    .unwrap();
+    let env = configure(
+        dir.path(),
+        &[("mine", &profile)],
+        "interval_secs = 0.3\nbackoff_base_secs = 1",
+    );
+    let m = start_manager(dir.path(), &env);
+    let http = m.http();
+    let mut apps = Vec::new();
+    for user in ["alice", "bob"] {
+        let token = m.create_user(user);
+        let (s, b) = http.post("/v1/apps", &token, &array_app(user, "sleep 0.1", 8));
+        assert_eq!(s, 200, "{b}");
+        apps.push((user, b["app"].as_u64().unwrap()));
+    }
+    for (_, app) in &apps {
+        let summary = m.wait_finished(*app, Duration::from_secs(120));
+        assert_eq!(summary["counts"]["done"], 8, "{summary}");
+    }
+    let registered: Vec<serde_json::Value> = pilots(&m)
+        .into_iter()
+        .filter(|p| p["agent"].is_u64())
+        .collect();
+    let user_of_agent = |agent: u64| {
+        registered
+            .iter()
+            .find(|p| p["agent"] == agent)
+            .map(|p| p["user"].as_str().unwrap_or("(none)").to_string())
+    };
+    let db = m.db();
+    for (user, app) in &apps {
+        let agents: Vec<u64> = db
+            .prepare("SELECT DISTINCT agent_id FROM attempts WHERE app_id = ?1")
+            .unwrap()
+            .query_map([*app as i64], |r| r.get::<_, i64>(0))
+            .unwrap()
+            .map(|a| a.unwrap() as u64)
+            .collect();
+        assert!(!agents.is_empty());
+        for a in agents {
+            assert_eq!(
+                user_of_agent(a).as_deref(),
+                Some(*user),
+                "{user}'s tasks ran on agent {a}: {registered:?}"
+            );
+        }
+    }
+}

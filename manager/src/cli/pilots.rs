@@ -38,6 +38,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 p.registered_ms.map_or("-".into(), |t| age(now, t)),
                 p.ended_ms.map_or("-".into(), |t| age(now, t)),
                 p.agent.map_or("-".into(), |a| a.to_string()),
+                p.user.clone().unwrap_or_else(|| "(shared)".into()),
                 p.reason.clone(),
             ]
         })
@@ -52,6 +53,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             "REGISTERED",
             "ENDED",
             "AGENT",
+            "USER",
             "REASON",
         ],
         &rows,

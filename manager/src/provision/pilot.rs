@@ -68,4 +68,7 @@ pub struct PilotRecord {
     pub agent: Option<u64>,
     /// When its batch job's walltime ends (unix ms), once known.
     pub walltime_end_ms: Option<u64>,
+    /// The one user whose tasks it runs (`pilots = "per-user"` platforms); `None`: anyone's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }

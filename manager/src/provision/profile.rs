@@ -24,6 +24,7 @@
 //! relative_speed = 1.0
 //! hosts = ["node1", "node2"]      # ssh adapter only: the hosts agents start on
 //! account = "proj42"              # optional, passed to the batch system
+//! pilots = "shared"               # or "per-user": each pilot runs one user's tasks only
 //!
 //! [staging]                       # optional: what Het-HPS assumes until it has measured
 //! disk_mib_per_s = 500            # LBW_i, each node's local disk
@@ -64,6 +65,18 @@ impl AdapterKind {
     }
 }
 
+/// Whose tasks a pilot of the platform may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PilotSharing {
+    /// Any user's: the two-level scheduler may co-locate users' tasks on one node.
+    #[default]
+    Shared,
+    /// One user's only: the provisioner asks for pilots per user, and a pilot's agent is
+    /// leased only its user's tasks (the scheduler's shares still apply).
+    PerUser,
+}
+
 /// Where the platform's commands run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Login {
@@ -99,6 +112,7 @@ pub struct PlatformProfile {
     pub relative_speed: f64,
     pub hosts: Vec<String>,
     pub staging: StagingProfile,
+    pub pilots: PilotSharing,
 }
 
 /// What the live staging model assumes of a platform's nodes (paper Section 3: LBW_i and
@@ -181,6 +195,8 @@ struct ProfileFile {
     hosts: Vec<String>,
     #[serde(default)]
     staging: StagingProfile,
+    #[serde(default)]
+    pilots: PilotSharing,
 }
 
 fn local_login() -> String {
@@ -338,6 +354,7 @@ impl PlatformProfile {
             agent_binary: file.agent_binary,
             setup: file.setup,
             work_dir: file.work_dir,
+            pilots: file.pilots,
             relative_speed: file.relative_speed,
             hosts: file.hosts,
             staging: file.staging,

@@ -8,11 +8,11 @@
 
 use super::adapter::{adapter_for, AdapterError, BatchAdapter, BatchJobId, JobState, PilotSpec};
 use super::pilot::{PilotRecord, PilotState};
-use super::profile::PlatformProfile;
+use super::profile::{PilotSharing, PlatformProfile};
 use super::reconcile::{self, Backoff, Caps, Input, PilotView};
 use super::runner::{self, CommandRunner, RunnerError};
 use super::settings::ProvisionSettings;
-use crate::service::{now_ms, Manager, PlatformStatus};
+use crate::service::{now_ms, AgentActivity, Manager, PlatformStatus};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
@@ -206,44 +206,124 @@ async fn cycle(
     now = now_ms();
     let agents: Vec<u64> = pilots.iter().filter_map(|p| p.agent).collect();
     let activity = m.agent_activity(&agents);
-    let walltime = profile.pilot_walltime.as_millis() as u64;
-    let views: Vec<PilotView<'_>> = pilots
-        .iter()
-        .map(|p| {
-            let act = p.agent.and_then(|a| activity.get(&a));
-            PilotView {
-                name: &p.name,
-                state: p.state,
-                job: p
-                    .batch_job_id
-                    .as_ref()
-                    .and_then(|id| jobs.get(&BatchJobId(id.clone()))),
-                submitted_ms: p.submitted_ms,
-                job_started_ms: p.job_started_ms,
-                walltime_end_ms: p.walltime_end_ms.or(p.job_started_ms.map(|s| s + walltime)),
-                agent_idle: act.is_some_and(|a| a.idle),
-                draining: act.is_some_and(|a| a.draining),
-                agent_lost: act.is_some_and(|a| a.lost),
-                exit_awaited: track.awaiting_exit.contains(&p.name),
-            }
-        })
-        .collect();
-    let input = Input {
-        now_ms: now,
-        demand_cores: m.demand_cores(&profile.name),
-        caps: Caps {
-            max_queued: profile.max_queued,
-            max_running: profile.max_running,
+    let mut awaiting_exit = HashSet::new();
+    let mut submitted_earlier = 0u32;
+    let mut back_off = false;
+    for (user, demand_cores) in groups(m, profile, &pilots) {
+        let mine: Vec<&PilotRecord> = pilots.iter().filter(|p| p.user == user).collect();
+        // Per-user groups share the platform's caps: what other users' pilots hold (and
+        // what this cycle already submitted) is not theirs to take.
+        let others = pilots.iter().filter(|p| p.user != user);
+        let others_live = others.clone().count() as u32 + submitted_earlier;
+        let others_queued =
+            others.filter(|p| p.state == PilotState::Queued).count() as u32 + submitted_earlier;
+        let caps = Caps {
+            max_queued: profile.max_queued.saturating_sub(others_queued),
+            max_running: profile.max_running.saturating_sub(others_live),
             cores_per_pilot: u64::from(profile.cores_per_node),
-        },
-        policy: settings.policy(),
-        backoff: track.backoff,
-        pilots: &views,
-    };
-    let d = reconcile::decide(&input);
-    track.awaiting_exit = d.await_exit.iter().cloned().collect();
+        };
+        let views: Vec<PilotView<'_>> = mine
+            .iter()
+            .map(|p| view(p, &jobs, &activity, track, profile))
+            .collect();
+        let input = Input {
+            now_ms: now,
+            demand_cores,
+            caps,
+            policy: settings.policy(),
+            backoff: track.backoff,
+            pilots: &views,
+        };
+        let d = reconcile::decide(&input);
+        awaiting_exit.extend(d.await_exit.iter().cloned());
+        back_off |= d.back_off;
+        apply(m, platform, &mine, &d, now, track, settings).await;
+        for _ in 0..d.submit {
+            if let Err(e) = submit(m, platform, url, settings, track, user.as_deref()).await {
+                tracing::warn!(platform = %profile.name, error = %e, "submission failed; backing off");
+                fail(track, now_ms(), settings, e, true);
+                track.awaiting_exit = awaiting_exit;
+                return;
+            }
+            submitted_earlier += 1;
+        }
+    }
+    track.awaiting_exit = awaiting_exit;
+    if !back_off && pilots.iter().any(|p| p.state == PilotState::Running) {
+        track.backoff = Backoff::default();
+    }
+}
+
+/// The groups of pilots the reconciler decides for, each with its demand: one group on a
+/// shared platform; one per user (with waiting work or pilots) on a per-user platform,
+/// those with the fewest pilots first so every user gets a pilot before any gets more.
+fn groups(
+    m: &Manager,
+    profile: &PlatformProfile,
+    pilots: &[PilotRecord],
+) -> Vec<(Option<String>, u64)> {
+    if profile.pilots == PilotSharing::Shared {
+        return vec![(None, m.demand_cores(&profile.name))];
+    }
+    let demand = m.demand_by_user(&profile.name);
+    let mut users: Vec<Option<String>> = demand.keys().cloned().map(Some).collect();
+    for p in pilots {
+        if !users.contains(&p.user) {
+            users.push(p.user.clone());
+        }
+    }
+    users.sort_by_key(|u| (pilots.iter().filter(|p| p.user == *u).count(), u.clone()));
+    users
+        .into_iter()
+        .map(|u| {
+            let cores = u.as_ref().and_then(|u| demand.get(u)).copied().unwrap_or(0);
+            (u, cores)
+        })
+        .collect()
+}
+
+fn view<'a>(
+    p: &'a PilotRecord,
+    jobs: &'a HashMap<BatchJobId, JobState>,
+    activity: &HashMap<u64, AgentActivity>,
+    track: &Track,
+    profile: &PlatformProfile,
+) -> PilotView<'a> {
+    let walltime = profile.pilot_walltime.as_millis() as u64;
+    let act = p.agent.and_then(|a| activity.get(&a));
+    PilotView {
+        name: &p.name,
+        state: p.state,
+        job: p
+            .batch_job_id
+            .as_ref()
+            .and_then(|id| jobs.get(&BatchJobId(id.clone()))),
+        submitted_ms: p.submitted_ms,
+        job_started_ms: p.job_started_ms,
+        walltime_end_ms: p
+            .walltime_end_ms
+            .or(p.job_started_ms.map(|s| s.saturating_add(walltime))),
+        agent_idle: act.is_some_and(|a| a.idle),
+        draining: act.is_some_and(|a| a.draining),
+        agent_lost: act.is_some_and(|a| a.lost),
+        exit_awaited: track.awaiting_exit.contains(&p.name),
+    }
+}
+
+/// Carries out one group's decisions but submissions: records transitions, cancels jobs,
+/// drains idle agents, backs off after a failure that says the platform is broken.
+async fn apply(
+    m: &Arc<Manager>,
+    platform: &Arc<Platform>,
+    pilots: &[&PilotRecord],
+    d: &reconcile::Decisions,
+    now: u64,
+    track: &mut Track,
+    settings: &ProvisionSettings,
+) {
+    let profile = &platform.profile;
     let by_name: HashMap<&str, &PilotRecord> =
-        pilots.iter().map(|p| (p.name.as_str(), p)).collect();
+        pilots.iter().map(|p| (p.name.as_str(), *p)).collect();
     for name in &d.job_started {
         m.update_pilot(name, |r| {
             r.job_started_ms.get_or_insert(now);
@@ -290,15 +370,6 @@ async fn cycle(
             .map(|t| format!("pilot {} failed: {}", t.pilot, t.reason))
             .unwrap_or_default();
         fail(track, now, settings, reason, false);
-    } else if pilots.iter().any(|p| p.state == PilotState::Running) {
-        track.backoff = Backoff::default();
-    }
-    for _ in 0..d.submit {
-        if let Err(e) = submit(m, platform, url, settings, track).await {
-            tracing::warn!(platform = %profile.name, error = %e, "submission failed; backing off");
-            fail(track, now_ms(), settings, e, true);
-            break;
-        }
     }
 }
 
@@ -319,18 +390,20 @@ pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec
     }
 }
 
-/// Submits one pilot: a new record and credential, the credential written on the
-/// platform (0600), the job script rendered and submitted.
+/// Submits one pilot (for `user` only, on a per-user platform): a new record and
+/// credential, the credential written on the platform (0600), the job script rendered and
+/// submitted.
 async fn submit(
     m: &Arc<Manager>,
     platform: &Arc<Platform>,
     url: &str,
     settings: &ProvisionSettings,
     track: &mut Track,
+    user: Option<&str>,
 ) -> Result<(), String> {
     let profile = &platform.profile;
     let (record, token) = m
-        .new_pilot(&profile.name, settings.credential_ttl_ms())
+        .new_pilot(&profile.name, settings.credential_ttl_ms(), user)
         .await
         .map_err(|e| format!("cannot create a pilot: {e}"))?;
     let mut spec = pilot_spec(profile, url, &record.name);

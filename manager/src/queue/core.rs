@@ -41,6 +41,8 @@ pub struct AgentEntry {
     pub slots: u32,
     /// Cores the agent's node has (at least its slots): the most CPU a run there can use.
     pub cores: u32,
+    /// The one user whose tasks it may run (a per-user pilot); `None`: anyone's.
+    pub only_user: Option<String>,
     pub batch_job_id: Option<String>,
     pub registered_ms: u64,
     pub last_seen_ms: u64,
@@ -61,6 +63,7 @@ impl AgentEntry {
             hostname,
             slots,
             cores: slots,
+            only_user: None,
             batch_job_id: None,
             registered_ms: now_ms,
             last_seen_ms: now_ms,
@@ -420,6 +423,11 @@ impl Queues {
         };
         if app.cancelled || app.runtime.cores > *remaining {
             return 0;
+        }
+        if let Some(user) = &self.agents[&id].only_user {
+            if app.owner != *user {
+                return 0;
+            }
         }
         if app.runtime.cores > 1 && !self.parallel_fits(id, app_id) {
             return 0;

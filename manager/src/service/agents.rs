@@ -98,6 +98,7 @@ impl Manager {
         let mut entry = AgentEntry::new(id, req.platform.clone(), req.hostname.clone(), slots, now);
         entry.batch_job_id = req.batch_job_id.clone();
         entry.cores = req.cores.max(slots);
+        entry.only_user = pilot.and_then(|p| self.pilot_user(p));
         self.queues().insert_agent(entry);
         self.tokens.insert(hash, Principal::Agent(id));
         self.agent_registered(AgentResources {

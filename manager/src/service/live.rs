@@ -36,7 +36,7 @@ pub(super) struct Live {
     provision_planner: Option<Planner>,
     /// Waiting cores per platform as the last provisioning round split them (None: no
     /// round yet, every platform sees all the waiting work).
-    pub(super) provision_demand: Option<HashMap<String, u64>>,
+    pub(super) provision_demand: Option<super::provision_demand::Demand>,
     /// Relative platform speeds as of the last round (fairshare normalizes by them).
     pub(super) speeds: HashMap<String, f64>,
     usage: Usage,

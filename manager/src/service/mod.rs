@@ -147,7 +147,14 @@ impl Manager {
         for app in loaded.apps {
             queues.insert_app(app);
         }
-        for a in loaded.agents {
+        // A per-user pilot's agent stays its user's after a restart.
+        let pilot_users: std::collections::HashMap<u64, String> = loaded
+            .pilots
+            .iter()
+            .filter_map(|p| Some((p.record.agent?, p.record.user.clone()?)))
+            .collect();
+        for mut a in loaded.agents {
+            a.entry.only_user = pilot_users.get(&a.entry.id.0).cloned();
             if a.active {
                 tokens.insert(a.credential_hash, Principal::Agent(a.entry.id));
             }

@@ -87,10 +87,12 @@ impl Manager {
     /// Creates a pilot on `platform` with its own registration credential, valid for
     /// `ttl_ms` and only for this pilot; the record is committed before this returns.
     /// Returns the record and the credential (to be written on the platform, mode 0600).
+    /// A pilot of a `per-user` platform names its `user`.
     pub async fn new_pilot(
         &self,
         platform: &str,
         ttl_ms: u64,
+        user: Option<&str>,
     ) -> Result<(PilotRecord, String), ServiceError> {
         let now = now_ms();
         let name = {
@@ -119,6 +121,7 @@ impl Manager {
             ended_ms: None,
             agent: None,
             walltime_end_ms: None,
+            user: user.map(str::to_string),
         };
         self.writer
             .commit(Write::Pilot {
@@ -225,6 +228,11 @@ impl Manager {
         Ok(())
     }
 
+    /// The one user whose tasks pilot `name` may run, if it is a per-user pilot.
+    pub(super) fn pilot_user(&self, name: &str) -> Option<String> {
+        self.book().records.get(name).and_then(|r| r.user.clone())
+    }
+
     /// Whether pilot `name` may still register an agent.
     pub(super) fn pilot_may_register(&self, name: &str) -> bool {
         self.book()
@@ -247,14 +255,22 @@ impl Manager {
     /// last provisioning round's split (`provision_demand`), or, before any round or
     /// without a scheduler, every application's waiting tasks × its cores.
     pub fn demand_cores(&self, platform: &str) -> u64 {
+        self.demand_by_user(platform).values().sum()
+    }
+
+    /// [`Self::demand_cores`] per owner of the waiting applications (for per-user pilots).
+    pub fn demand_by_user(&self, platform: &str) -> BTreeMap<String, u64> {
         if let Some(demand) = &self.live().provision_demand {
-            return demand.get(platform).copied().unwrap_or(0);
+            return demand.get(platform).cloned().unwrap_or_default();
         }
-        self.queues()
-            .apps()
-            .filter(|a| !a.cancelled)
-            .map(|a| a.counts.waiting * u64::from(a.runtime.cores.max(1)))
-            .sum()
+        let mut by_user = BTreeMap::new();
+        for a in self.queues().apps().filter(|a| !a.cancelled) {
+            let cores = a.counts.waiting * u64::from(a.runtime.cores.max(1));
+            if cores > 0 {
+                *by_user.entry(a.owner.clone()).or_insert(0) += cores;
+            }
+        }
+        by_user
     }
 
     /// Whether each of `agents` holds no tasks, is draining, or was lost.
@@ -345,8 +361,8 @@ mod tests {
         let admin_token =
             std::fs::read_to_string(super::super::admin_token_path(dir.path())).unwrap();
         let admin = m.authenticate(Some(admin_token.trim())).unwrap();
-        let (p1, t1) = m.new_pilot("local", 60_000).await.unwrap();
-        let (p2, _t2) = m.new_pilot("local", 60_000).await.unwrap();
+        let (p1, t1) = m.new_pilot("local", 60_000, None).await.unwrap();
+        let (p2, _t2) = m.new_pilot("local", 60_000, None).await.unwrap();
         assert_eq!(
             (p1.name.as_str(), p2.name.as_str()),
             ("local-p1", "local-p2")
@@ -386,7 +402,7 @@ mod tests {
         assert!(m.list_pilots(&who).is_err(), "admin only");
 
         // A commit after the pilot's update flushes it; then a restart recovers both.
-        m.new_pilot("local", 60_000).await.unwrap();
+        m.new_pilot("local", 60_000, None).await.unwrap();
         drop(m);
         let m = Manager::open(settings).unwrap();
         let listed = m.list_pilots(&admin).unwrap();
@@ -397,7 +413,7 @@ mod tests {
             m.authenticate(Some(&t1)).is_err(),
             "still used up after a restart"
         );
-        let (p4, _) = m.new_pilot("local", 60_000).await.unwrap();
+        let (p4, _) = m.new_pilot("local", 60_000, None).await.unwrap();
         assert_eq!(p4.name, "local-p4", "names are not reused");
     }
 }

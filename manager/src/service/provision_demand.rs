@@ -51,8 +51,12 @@ pub fn capacity_agents(
     out
 }
 
-/// Waiting cores per platform: each application's waiting cores split in proportion to
-/// the cores a capacity round gives it on each platform.
+/// Waiting cores per platform and owner.
+pub type Demand = HashMap<String, BTreeMap<String, u64>>;
+
+/// Waiting cores per platform (and, within it, per owner, for per-user pilots): each
+/// application's waiting cores split in proportion to the cores a capacity round gives it
+/// on each platform.
 pub fn demand_by_platform(
     planner: &mut Planner,
     stats: &RunStats,
@@ -60,8 +64,8 @@ pub fn demand_by_platform(
     agents: &[LiveAgent],
     weights: &HashMap<String, f64>,
     now_ms: u64,
-) -> Result<HashMap<String, u64>, RoundError> {
-    let mut demand: HashMap<String, u64> = HashMap::new();
+) -> Result<Demand, RoundError> {
+    let mut demand = Demand::new();
     let waiting: Vec<&LiveApp> = apps.iter().filter(|a| a.waiting > 0).collect();
     if waiting.is_empty() || agents.is_empty() {
         return Ok(demand);
@@ -76,7 +80,11 @@ pub fn demand_by_platform(
                 Some(g) if total > 0 => (cores * u64::from(g.cores[j])).div_ceil(total),
                 _ => cores,
             };
-            *demand.entry(platform.name.clone()).or_insert(0) += share;
+            *demand
+                .entry(platform.name.clone())
+                .or_default()
+                .entry(app.owner.clone())
+                .or_insert(0) += share;
         }
     }
     Ok(demand)
@@ -160,8 +168,32 @@ mod tests {
         stats
     }
 
+    /// Per platform, summed over owners.
     fn demand(stats: &RunStats, apps: &[LiveApp], agents: &[LiveAgent]) -> HashMap<String, u64> {
-        demand_by_platform(&mut planner(), stats, apps, agents, &HashMap::new(), 1_000).unwrap()
+        demand_by_platform(&mut planner(), stats, apps, agents, &HashMap::new(), 1_000)
+            .unwrap()
+            .into_iter()
+            .map(|(p, by_owner)| (p, by_owner.values().sum()))
+            .collect()
+    }
+
+    #[test]
+    fn demand_is_split_by_owner_within_each_platform() {
+        let agents = capacity_agents(&[], &capacities());
+        let mut bob = app(2, 5, 2);
+        bob.owner = "bob".into();
+        let d = demand_by_platform(
+            &mut planner(),
+            &measured(),
+            &[app(1, 20, 1), bob],
+            &agents,
+            &HashMap::new(),
+            1_000,
+        )
+        .unwrap();
+        let of = |user: &str| -> u64 { d.values().filter_map(|m| m.get(user)).sum() };
+        assert!((20..=21).contains(&of("alice")), "{d:?}");
+        assert!((10..=11).contains(&of("bob")), "{d:?}");
     }
 
     /// App 1 runs 6× faster on `fast`, app 2 the same on both.

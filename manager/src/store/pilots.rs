@@ -33,8 +33,8 @@ pub fn upsert_pilot(
     tx.prepare_cached(
         "INSERT INTO pilots (name, platform, batch_job_id, state, reason, submitted_ms,
             job_started_ms, registered_ms, ended_ms, agent_id, walltime_end_ms,
-            credential_hash, credential_expires_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+            credential_hash, credential_expires_ms, user)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
          ON CONFLICT(name) DO UPDATE SET batch_job_id = excluded.batch_job_id,
             state = excluded.state, reason = excluded.reason,
             job_started_ms = excluded.job_started_ms, registered_ms = excluded.registered_ms,
@@ -59,6 +59,7 @@ pub fn upsert_pilot(
         opt(r.walltime_end_ms),
         credential.map(|c| c.hash.as_str()),
         credential.map(|c| c.expires_ms as i64),
+        r.user,
     ])?;
     Ok(())
 }
@@ -71,7 +72,7 @@ pub fn load_pilots(
     let mut stmt = conn.prepare(
         "SELECT name, platform, batch_job_id, state, reason, submitted_ms, job_started_ms,
             registered_ms, ended_ms, agent_id, walltime_end_ms, credential_hash,
-            credential_expires_ms
+            credential_expires_ms, user
          FROM pilots ORDER BY submitted_ms, name",
     )?;
     each_row(&mut stmt, [], "pilots", skipped, |r| {
@@ -95,6 +96,7 @@ pub fn load_pilots(
                 ended_ms: col_opt_u64(r, 8)?,
                 agent: col_opt_u64(r, 9)?,
                 walltime_end_ms: col_opt_u64(r, 10)?,
+                user: col(r, 13)?,
             },
             credential,
         })
@@ -121,6 +123,7 @@ mod tests {
             ended_ms: None,
             agent: None,
             walltime_end_ms: None,
+            user: None,
         };
         let cred = PilotCredential {
             hash: "h".into(),

@@ -84,7 +84,8 @@ CREATE TABLE IF NOT EXISTS pilots (
     agent_id INTEGER,
     walltime_end_ms INTEGER,
     credential_hash TEXT,
-    credential_expires_ms INTEGER
+    credential_expires_ms INTEGER,
+    user TEXT
 );
 "#;
 
@@ -114,6 +115,7 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.execute_batch(SCHEMA)?;
     conn.execute_batch(super::staging::SCHEMA)?;
     add_column_if_missing(&conn, "agent_tokens", "created_ms", "INTEGER")?;
+    add_column_if_missing(&conn, "pilots", "user", "TEXT")?;
     Ok(conn)
 }
 
