@@ -337,4 +337,74 @@ mod tests {
         assert!(!clamp_to_lease(&mut honest.measurements, None, 1_000, 2));
         assert_eq!(honest.measurements.wall_ms, 900.0);
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn any_f64() -> impl Strategy<Value = f64> {
+            prop_oneof![
+                any::<f64>(),
+                Just(f64::NAN),
+                Just(f64::INFINITY),
+                Just(1e300),
+                Just(-0.0),
+                0.0..1e7
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn any_registration_is_checked_without_panicking(
+                cores in any::<u32>(),
+                memory_mb in any::<u64>(),
+                walltime_end in proptest::option::of(any::<u64>()),
+                hostname in ".{0,300}",
+            ) {
+                let r = RegisterRequest { cores, memory_mb, walltime_end, hostname, ..register() };
+                if check_register(&r).is_ok() {
+                    // What passes can be turned into bytes and a node without overflow.
+                    prop_assert!(r.memory_mb.checked_mul(1 << 20).is_some());
+                    prop_assert!((1..=MAX_CORES).contains(&r.cores));
+                }
+            }
+
+            #[test]
+            fn clamped_measurements_always_fit_their_lease(
+                wall in any_f64(),
+                user in any_f64(),
+                sys in any_f64(),
+                age in 0u64..u64::MAX / 4,
+                cores in any::<u32>(),
+            ) {
+                let mut r = result(wall, user);
+                r.measurements.sys_cpu_ms = sys;
+                if check_result(&r).is_ok() {
+                    clamp_to_lease(&mut r.measurements, None, age, cores);
+                    let m = &r.measurements;
+                    prop_assert!(m.wall_ms.is_finite() && m.wall_ms <= age as f64 + LEASE_SLACK_MS);
+                    let cpu = m.user_cpu_ms + m.sys_cpu_ms;
+                    let max = f64::from(cores.max(1)) * m.wall_ms + LEASE_SLACK_MS;
+                    prop_assert!(cpu.is_finite() && cpu <= max * (1.0 + 1e-9), "{cpu} > {max}");
+                } else {
+                    prop_assert!(!(wall.is_finite() && wall >= 0.0
+                        && user.is_finite() && user >= 0.0 && sys.is_finite() && sys >= 0.0));
+                }
+            }
+
+            #[test]
+            fn any_spec_resources_are_checked_without_panicking(
+                cores in any::<u32>(),
+                memory_mb in any::<u64>(),
+                max_attempts in any::<u32>(),
+                name in "\\PC{0,40}",
+            ) {
+                let spec: AppSpec = serde_json::from_value(serde_json::json!({
+                    "name": name, "command": "true", "tasks": {"array": {"start": 0, "end": 0}},
+                    "cores": cores, "memory_mb": memory_mb, "max_attempts": max_attempts,
+                })).unwrap();
+                let _ = check_spec(&spec);
+            }
+        }
+    }
 }
