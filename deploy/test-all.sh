@@ -8,6 +8,13 @@ cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# The pure core stays pure: no async runtime, database, HTTP or SSH crate in its tree.
+impure=$(cargo tree -p hetpilot-core -e normal --prefix none \
+  | sed 's/ v[0-9].*//' | sort -u | grep -xE 'tokio|rusqlite|reqwest|axum|hyper|ssh2' || true)
+if [ -n "$impure" ]; then
+  echo "hetpilot-core depends on I/O crates: $impure (cargo tree -p hetpilot-core -i NAME)" >&2
+  exit 1
+fi
 # The end-to-end tests start the real `hetpilot` and `hetpilot-agent` binaries.
 cargo build --workspace --bins
 

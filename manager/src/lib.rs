@@ -1,21 +1,18 @@
-//! The hetpilot manager library.
+//! The hetpilot manager library: the I/O shell around the pure core.
 //!
-//! The *pure core* (`sched`, `sim`, `staging`, `fairshare`, `ptg`, `alloc`)
-//! takes data and returns decisions: no clock, no network, no files, randomness only through
-//! an injected seeded RNG. The *I/O shell* (`store`, `server`, `provision`) turns events
-//! into calls of the core and the core's decisions into actions, so the live manager and the
-//! simulator run the very same policy code.
+//! The *pure core* (`sched`, `sim`, `staging`, `fairshare`, `alloc`, `trace`) lives in the
+//! `hetpilot-core` crate and is re-exported here under the same names: it takes data and
+//! returns decisions (no clock, no network, no files; randomness only through an injected
+//! seeded RNG). The *I/O shell* (`store`, `server`, `service`, `provision`) turns events
+//! into calls of the core and the core's decisions into actions, so the live manager and
+//! the simulator run the very same policy code.
 
-pub mod alloc;
+pub use hetpilot_core::{alloc, fairshare, sched, sim, staging, trace};
+
 pub mod client;
 pub mod config;
-pub mod fairshare;
 pub mod provision;
 pub mod queue;
-pub mod sched;
 pub mod server;
 pub mod service;
-pub mod sim;
-pub mod staging;
 pub mod store;
-pub mod trace;

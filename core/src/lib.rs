@@ -1,0 +1,20 @@
+//! hetpilot's pure core: the policies the live manager and the simulators share.
+//!
+//! Every module here takes data and returns decisions: no clock, no network, no files,
+//! no database, randomness only through an injected seeded RNG. The crate's dependencies
+//! exclude tokio, rusqlite, reqwest, axum and ssh2 (checked by `deploy/test-all.sh` with
+//! `cargo tree -p hetpilot-core -e normal`), so the compiler keeps it that way.
+//!
+//! - [`sched`]: two-level scheduling (platform and co-runner affinity, Algorithms 1–3).
+//! - [`staging`]: batch-shared I/O: hypergraph partitioning, Het-HPS and its baselines.
+//! - [`fairshare`]: multi-resource fairshare penalties, usage and priority.
+//! - [`alloc`]: rigid parallel jobs across clusters (best fit, fastest first, TLPA).
+//! - [`trace`]: workload traces (SWF, machine descriptions) as plain data.
+//! - [`sim`]: discrete-event, trace-driven simulators over the policies above.
+
+pub mod alloc;
+pub mod fairshare;
+pub mod sched;
+pub mod sim;
+pub mod staging;
+pub mod trace;
