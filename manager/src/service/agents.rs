@@ -140,7 +140,7 @@ impl Manager {
             let notified = self.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            self.plan_staging();
+            self.plan_staging().await;
             let (batch, drain, kill) = {
                 let mut queues = self.queues();
                 let batch = queues.lease(id, req.max.min(8192), now_ms())?;

@@ -250,52 +250,76 @@ impl Manager {
         tokio::spawn(async move {
             loop {
                 let Some(manager) = weak.upgrade() else { break };
-                manager.schedule_round();
-                drop(manager);
+                // A round is CPU work: off the async runtime, so pulls and heartbeats are
+                // served meanwhile.
+                let round = tokio::task::spawn_blocking(move || manager.schedule_round());
+                if let Err(e) = round.await {
+                    tracing::error!(error = %e, "scheduling round aborted");
+                }
                 let _ = tokio::time::timeout(interval, replan.notified()).await;
             }
         });
     }
 
-    /// One round: the live state in, a new lease plan out.
+    /// One round: the live state in, a new lease plan out. The rounds run on copies, with
+    /// no lock held, so reports and reads never wait behind them.
     pub fn schedule_round(&self) {
         let (apps, agents) = live_state(&self.queues());
         let unavailable = self.unavailable_platforms();
         let now = now_ms();
-        let mut guard = self.live();
-        let live = &mut *guard;
-        let Some(planner) = live.planner.as_mut() else {
-            return;
+        let (mut planner, mut provision_planner, stats, weights, mut reachable) = {
+            let mut live = self.live();
+            let Some(planner) = live.planner.take() else {
+                return; // a round is already running
+            };
+            live.speeds = live.stats.speeds();
+            let weights = live
+                .usage
+                .weights(apps.iter().map(|a| a.owner.as_str()), now);
+            let provision_planner = live.provision_planner.take();
+            (
+                planner,
+                provision_planner,
+                live.stats.clone(),
+                weights,
+                live.capacities.clone(),
+            )
         };
-        live.speeds = live.stats.speeds();
-        let weights = live
-            .usage
-            .weights(apps.iter().map(|a| a.owner.as_str()), now);
-        let plan = match planner.round(&live.stats, &apps, &agents, &weights, now) {
-            Ok(round) => {
-                live.view = round.view;
-                Some(round.plan)
+        let round = planner.round(&stats, &apps, &agents, &weights, now);
+        let profiled = !reachable.is_empty();
+        // A platform that cannot take pilots now takes no share of the demand.
+        reachable.retain(|name, _| !unavailable.contains(name));
+        let demand = match provision_planner.as_mut() {
+            Some(p) if profiled => {
+                let capacity = capacity_agents(&agents, &reachable);
+                Some(demand_by_platform(
+                    p, &stats, &apps, &capacity, &weights, now,
+                ))
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan");
-                None
-            }
+            _ => None,
         };
-        if let (Some(planner), false) =
-            (live.provision_planner.as_mut(), live.capacities.is_empty())
-        {
-            // A platform that cannot take pilots now takes no share of the demand.
-            let mut reachable = live.capacities.clone();
-            reachable.retain(|name, _| !unavailable.contains(name));
-            let capacity = capacity_agents(&agents, &reachable);
-            match demand_by_platform(planner, &live.stats, &apps, &capacity, &weights, now) {
-                Ok(demand) => live.provision_demand = Some(demand),
-                Err(e) => {
+        let plan = {
+            let mut live = self.live();
+            live.planner = Some(planner);
+            live.provision_planner = provision_planner;
+            match demand {
+                Some(Ok(demand)) => live.provision_demand = Some(demand),
+                Some(Err(e)) => {
                     tracing::warn!(error = %e, "provisioning round failed; pilots follow the last demand")
                 }
+                None => {}
             }
-        }
-        drop(guard);
+            match round {
+                Ok(round) => {
+                    live.view = round.view;
+                    Some(round.plan)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan");
+                    None
+                }
+            }
+        };
         if let Some(plan) = plan {
             self.queues().set_plan(plan);
         }

@@ -61,6 +61,8 @@ pub struct Manager {
     stores: store_grants::StoreKeys,
     /// Bytes each user keeps in the file service.
     file_usage: files::FileUsage,
+    /// Het-HPS plans being made (see `staging_plan`).
+    staging_in_flight: staging_plan::StagingInFlight,
 }
 
 /// Where the admin token of a data directory is kept (mode 0600).
@@ -206,6 +208,7 @@ impl Manager {
             pilots: Mutex::new(pilot_book),
             stores,
             file_usage: files::FileUsage::default(),
+            staging_in_flight: Default::default(),
             settings,
         }))
     }

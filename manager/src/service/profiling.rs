@@ -43,7 +43,7 @@ impl Mean {
 }
 
 /// What was measured on one platform.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct PlatformRuns {
     /// Every successful run of each application.
     apps: HashMap<AppId, Mean>,
@@ -52,7 +52,7 @@ struct PlatformRuns {
 }
 
 /// Runtime statistics of successful runs.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RunStats {
     platforms: HashMap<String, PlatformRuns>,
 }

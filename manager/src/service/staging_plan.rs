@@ -2,7 +2,8 @@
 //! waiting tasks and the agent set is new to it, the manager builds the staging model from
 //! live data (`staging_model`) and runs the pure planner with a seeded RNG, then binds the
 //! node lists to the agents as the queues' partitions. It runs before a lease only when a
-//! plan is due, never per pull.
+//! plan is due, never per pull, and off the async runtime (the blocking pool), with no
+//! lock held while it plans.
 //!
 //! A plan is made with what is measured when it is made: an application's first plan uses
 //! the profiles' numbers, later plans (a new agent set, a new application) the measured ones.
@@ -12,40 +13,126 @@ use super::Manager;
 use crate::queue::{Partitions, StagingRequest};
 use crate::staging::{policy_by_name, StagingError, StagingPlan};
 use hetpilot_shared::files::{Source, TaskFile};
+use hetpilot_shared::AppId;
+use std::collections::HashSet;
+
+/// The staging plans being made, so concurrent pulls plan each application once and wait
+/// for that plan instead of leasing before it.
+#[derive(Default)]
+pub(super) struct StagingInFlight {
+    planning: std::sync::Mutex<HashSet<(AppId, u64)>>,
+    done: tokio::sync::Notify,
+}
 
 impl Manager {
-    /// Plans every data-intensive application whose partitions are missing or stale.
-    pub(super) fn plan_staging(&self) {
-        let due = self.queues().staging_due();
-        if due.is_empty() {
-            return;
-        }
-        for req in due {
-            let root = self.files_root().join(&req.owner);
-            let size = |f: &TaskFile| match (&f.size, &f.source) {
-                (Some(s), _) => *s,
-                (None, Source::Service(name)) => std::fs::metadata(root.join(name))
-                    .map(|m| m.len())
-                    .unwrap_or(0),
-                (None, _) => 0,
-            };
-            let files = request_files(&req, size);
-            let platform = staging_platform(&req, &files, &Measures::of(&self.live()));
-            let partitions = match policy_by_name("het-hps")
-                .expect("het-hps is a policy")
-                .plan(&files.workload, &platform, req.app.0)
-            {
-                Ok(plan) => bind(&req, plan),
-                Err(e) => {
-                    log_failure(&req, &e);
-                    Partitions::new(req.generation, Vec::new(), task_indices(&req))
-                }
-            };
-            if self.queues().set_partitions(req.app, partitions) {
-                tracing::info!(app = %req.app, tasks = req.tasks.len(), agents = req.agents.len(),
-                    "het-hps staging plan bound to agents");
+    /// Plans every data-intensive application whose partitions are missing or stale. The
+    /// planning (file sizes, the Het-HPS partitioning) runs on the blocking pool, so the
+    /// async runtime keeps serving heartbeats and other pulls; no lock is held meanwhile.
+    pub(super) async fn plan_staging(&self) {
+        loop {
+            let due = self.queues().staging_due();
+            if due.is_empty() {
+                return;
             }
+            let flight = &self.staging_in_flight;
+            let done = flight.done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            let mine: Vec<StagingRequest> = {
+                let mut planning = flight.planning.lock().unwrap_or_else(|p| p.into_inner());
+                due.into_iter()
+                    .filter(|r| planning.insert((r.app, r.generation)))
+                    .collect()
+            };
+            if mine.is_empty() {
+                // Another pull is planning them: wait for its plan.
+                done.await;
+                continue;
+            }
+            let keys: Vec<(AppId, u64)> = mine.iter().map(|r| (r.app, r.generation)).collect();
+            for (app, partitions) in self.plan_off_runtime(mine).await {
+                if self.queues().set_partitions(app, partitions) {
+                    tracing::info!(%app, "het-hps staging plan bound to agents");
+                }
+            }
+            {
+                let mut planning = flight.planning.lock().unwrap_or_else(|p| p.into_inner());
+                for k in &keys {
+                    planning.remove(k);
+                }
+            }
+            flight.done.notify_waiters();
         }
+    }
+
+    /// Each request's partitions: Het-HPS's plan, or first come, first served when planning
+    /// fails (or its thread died).
+    async fn plan_off_runtime(&self, reqs: Vec<StagingRequest>) -> Vec<(AppId, Partitions)> {
+        let fallback: Vec<(AppId, Partitions)> = reqs
+            .iter()
+            .map(|r| {
+                (
+                    r.app,
+                    Partitions::new(r.generation, Vec::new(), task_indices(r)),
+                )
+            })
+            .collect();
+        let root = self.files_root();
+        // File sizes come from the disk: blocking.
+        let sized = tokio::task::spawn_blocking(move || {
+            reqs.into_iter()
+                .map(|req| {
+                    let root = root.join(&req.owner);
+                    let size = |f: &TaskFile| match (&f.size, &f.source) {
+                        (Some(s), _) => *s,
+                        (None, Source::Service(name)) => std::fs::metadata(root.join(name))
+                            .map(|m| m.len())
+                            .unwrap_or(0),
+                        (None, _) => 0,
+                    };
+                    let files = request_files(&req, size);
+                    (req, files)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        let Ok(sized) = sized else {
+            return fallback;
+        };
+        let models: Vec<_> = {
+            let live = self.live();
+            let measures = Measures::of(&live);
+            sized
+                .into_iter()
+                .map(|(req, files)| {
+                    let platform = staging_platform(&req, &files, &measures);
+                    (req, files, platform)
+                })
+                .collect()
+        };
+        let planned = tokio::task::spawn_blocking(move || {
+            models
+                .into_iter()
+                .map(|(req, files, platform)| {
+                    let partitions = match policy_by_name("het-hps")
+                        .expect("het-hps is a policy")
+                        .plan(&files.workload, &platform, req.app.0)
+                    {
+                        Ok(plan) => bind(&req, plan),
+                        Err(e) => {
+                            log_failure(&req, &e);
+                            Partitions::new(req.generation, Vec::new(), task_indices(&req))
+                        }
+                    };
+                    (req.app, partitions)
+                })
+                .collect()
+        })
+        .await;
+        planned.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "staging planning aborted; first come, first served");
+            fallback
+        })
     }
 }
 
