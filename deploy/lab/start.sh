@@ -43,7 +43,7 @@ wait_for() {
 }
 
 # ------------------------------------------------------------------ packages
-PKGS="munge slurmctld slurmd slurm-client slurm-wlm-torque openssh-server openssh-client libssl-dev pkg-config"
+PKGS="munge slurmctld slurmd slurm-client slurm-wlm-torque openssh-server openssh-client libssl-dev pkg-config bubblewrap"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
