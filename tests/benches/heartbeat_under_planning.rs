@@ -2,7 +2,7 @@
 //! `cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
 //! heartbeat_under_planning` (`-- TASKS AGENTS` to change the defaults, 20000 and 16).
 //!
-//! A data-intensive application of TASKS tasks (each reads two of 400 shared 1 MiB files,
+//! A data-intensive application of TASKS tasks (each reads two of 2,000 shared 1 MiB files, paired pseudo-randomly,
 //! declared with their sizes) is submitted to a release manager. AGENTS agents register and
 //! heartbeat every 50 ms over HTTP; then one agent pulls, which makes the manager build and
 //! run the Het-HPS plan for all TASKS tasks. Reported: how long that pull took (the
@@ -34,14 +34,14 @@ fn main() {
     let m = Manager::start(dir.path(), 60.0);
     let http = m.http();
     let params: Vec<serde_json::Value> = (0..tasks)
-        .map(|i| json!({"a": (i % 200).to_string(), "b": ((i / 7) % 200).to_string()}))
+        .map(|i| json!({"a": (i % 1000).to_string(), "b": (i * 7919 % 1000).to_string()}))
         .collect();
     let (s, b) = http.post(
         "/v1/apps",
         &m.admin,
         &json!({
             "name": "planning", "command": "true", "tasks": {"params": params},
-            "inputs": [{"uri": "a/{a}.bin", "size": 1 << 20}, {"uri": "b/{b}.bin", "size": 1 << 20}],
+            "inputs": [{"uri": "a/a{a}.bin", "size": 1 << 20}, {"uri": "b/b{b}.bin", "size": 1 << 20}],
             "data_intensive": true
         }),
     );

@@ -48,7 +48,8 @@ pub struct AppEntry {
     pub owner: String,
     pub runtime: AppRuntime,
     pub template: Template,
-    pub inputs: TaskInputs,
+    /// Shared, so planners can render tasks' files without holding the queues.
+    pub inputs: std::sync::Arc<TaskInputs>,
     pub max_attempts: u32,
     pub submitted_ms: u64,
     pub cancelled: bool,
@@ -131,7 +132,7 @@ impl AppEntry {
             owner,
             runtime,
             template,
-            inputs,
+            inputs: std::sync::Arc::new(inputs),
             max_attempts,
             submitted_ms,
             cancelled: false,

@@ -14,7 +14,7 @@ pub use changes::Change;
 pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
 pub use partitions::Partitions;
 pub use plan::{LeasePlan, PlatformPlan};
-pub use staging::StagingRequest;
+pub use staging::{StagingDue, StagingRequest};
 
 #[cfg(test)]
 mod staging_tests;

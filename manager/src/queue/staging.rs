@@ -3,12 +3,14 @@
 //! them, and installing the partitions it returns. The planning itself runs outside the
 //! queues (`service::staging_plan`), never once per pull.
 
+use super::app::TaskInputs;
 use super::core::{AgentState, Queues};
 use super::partitions::Partitions;
-use hetpilot_shared::files::TaskFile;
+use hetpilot_shared::files::{FileTemplates, TaskFile};
 use hetpilot_shared::protocol::TaskState;
 use hetpilot_shared::{AgentId, AppId};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// What the planner needs to partition one application's waiting tasks.
 #[derive(Debug)]
@@ -23,6 +25,46 @@ pub struct StagingRequest {
     pub tasks: Vec<(u64, Vec<TaskFile>)>,
 }
 
+/// A plan that is due, as taken from the queues in a moment: rendering each waiting task's
+/// files ([`StagingDue::render`]) happens later, without the queues' lock.
+#[derive(Debug)]
+pub struct StagingDue {
+    pub app: AppId,
+    pub owner: String,
+    pub generation: u64,
+    pub agents: Vec<(AgentId, String)>,
+    /// The waiting tasks in queue order.
+    waiting: Vec<u64>,
+    files: Option<FileTemplates>,
+    inputs: Arc<TaskInputs>,
+}
+
+impl StagingDue {
+    /// The request: every waiting task with the files it reads.
+    pub fn render(self) -> StagingRequest {
+        let tasks = self
+            .waiting
+            .iter()
+            .map(|&t| {
+                let inputs = self
+                    .files
+                    .as_ref()
+                    .and_then(|f| f.for_task(t, &self.inputs.input_string(t)).ok())
+                    .map(|f| f.inputs)
+                    .unwrap_or_default();
+                (t, inputs)
+            })
+            .collect();
+        StagingRequest {
+            app: self.app,
+            owner: self.owner,
+            generation: self.generation,
+            agents: self.agents,
+            tasks,
+        }
+    }
+}
+
 impl Queues {
     /// An agent stops taking tasks: its partitions go to the pools and plans are stale.
     pub(super) fn agent_left(&mut self, id: AgentId) {
@@ -34,7 +76,7 @@ impl Queues {
 
     /// The data-intensive applications with waiting tasks whose plan is missing or was
     /// made for another agent set (empty when there is no active agent).
-    pub fn staging_due(&self) -> Vec<StagingRequest> {
+    pub fn staging_due(&self) -> Vec<StagingDue> {
         let mut agents: Vec<(AgentId, String)> = self
             .agents
             .values()
@@ -52,28 +94,20 @@ impl Queues {
             .filter(|a| self.partitions.get(&a.id).map(|p| p.generation) != Some(generation))
             .map(|app| {
                 let mut seen = HashSet::new();
-                let tasks = app
-                    .waiting
-                    .iter()
-                    .filter(|&&t| app.tasks[t as usize].state == TaskState::Waiting)
-                    .filter(|&&t| seen.insert(t))
-                    .map(|&t| {
-                        let inputs = app
-                            .runtime
-                            .files
-                            .as_ref()
-                            .and_then(|f| f.for_task(t, &app.inputs.input_string(t)).ok())
-                            .map(|f| f.inputs)
-                            .unwrap_or_default();
-                        (t, inputs)
-                    })
-                    .collect();
-                StagingRequest {
+                StagingDue {
                     app: app.id,
                     owner: app.owner.clone(),
                     generation,
                     agents: agents.clone(),
-                    tasks,
+                    waiting: app
+                        .waiting
+                        .iter()
+                        .copied()
+                        .filter(|&t| app.tasks[t as usize].state == TaskState::Waiting)
+                        .filter(|&t| seen.insert(t))
+                        .collect(),
+                    files: app.runtime.files.clone(),
+                    inputs: app.inputs.clone(),
                 }
             })
             .collect()

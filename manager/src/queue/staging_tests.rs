@@ -42,9 +42,9 @@ fn setup() -> Queues {
 
 /// Installs the plan a planner would make: group a on agent 1, group b on agent 2.
 fn plan(q: &mut Queues) {
-    let due = q.staging_due();
+    let mut due = q.staging_due();
     assert_eq!(due.len(), 1);
-    let req = &due[0];
+    let req = &due.remove(0).render();
     assert_eq!(req.tasks.len(), 6);
     assert_eq!(req.tasks[1].1[0].source.to_string(), "db/b.bin");
     let p = Partitions::new(

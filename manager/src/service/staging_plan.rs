@@ -10,7 +10,7 @@
 
 use super::staging_model::{request_files, staging_platform, Measures};
 use super::Manager;
-use crate::queue::{Partitions, StagingRequest};
+use crate::queue::{Partitions, StagingDue, StagingRequest};
 use crate::staging::{policy_by_name, StagingError, StagingPlan};
 use hetpilot_shared::files::{Source, TaskFile};
 use hetpilot_shared::AppId;
@@ -38,7 +38,7 @@ impl Manager {
             let done = flight.done.notified();
             tokio::pin!(done);
             done.as_mut().enable();
-            let mine: Vec<StagingRequest> = {
+            let mine: Vec<StagingDue> = {
                 let mut planning = flight.planning.lock().unwrap_or_else(|p| p.into_inner());
                 due.into_iter()
                     .filter(|r| planning.insert((r.app, r.generation)))
@@ -67,20 +67,17 @@ impl Manager {
 
     /// Each request's partitions: Het-HPS's plan, or first come, first served when planning
     /// fails (or its thread died).
-    async fn plan_off_runtime(&self, reqs: Vec<StagingRequest>) -> Vec<(AppId, Partitions)> {
-        let fallback: Vec<(AppId, Partitions)> = reqs
+    async fn plan_off_runtime(&self, due: Vec<StagingDue>) -> Vec<(AppId, Partitions)> {
+        // Without a plan, no partitions: the application's tasks go first come, first served.
+        let fallback: Vec<(AppId, Partitions)> = due
             .iter()
-            .map(|r| {
-                (
-                    r.app,
-                    Partitions::new(r.generation, Vec::new(), task_indices(r)),
-                )
-            })
+            .map(|d| (d.app, Partitions::new(d.generation, Vec::new(), Vec::new())))
             .collect();
         let root = self.files_root();
-        // File sizes come from the disk: blocking.
+        // Rendering each task's files and reading sizes from the disk: blocking.
         let sized = tokio::task::spawn_blocking(move || {
-            reqs.into_iter()
+            due.into_iter()
+                .map(StagingDue::render)
                 .map(|req| {
                     let root = root.join(&req.owner);
                     let size = |f: &TaskFile| match (&f.size, &f.source) {
