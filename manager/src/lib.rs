@@ -10,6 +10,8 @@ pub mod alloc;
 pub mod client;
 pub mod config;
 pub mod fairshare;
+#[cfg(test)]
+mod fuzz;
 pub mod provision;
 pub mod queue;
 pub mod sched;
