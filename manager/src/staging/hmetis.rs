@@ -121,9 +121,9 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
             if w <= 0 {
                 return Err(err(line, format!("net weight {w} must be positive")));
             }
-            total_net_weight = total_net_weight.checked_add(w).ok_or_else(|| {
-                err(line, "the net weights add up to more than 2^63 - 1")
-            })?;
+            total_net_weight = total_net_weight
+                .checked_add(w)
+                .ok_or_else(|| err(line, "the net weights add up to more than 2^63 - 1"))?;
             w
         } else {
             1
@@ -162,9 +162,9 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
             if w <= 0 {
                 return Err(err(line, format!("vertex weight {w} must be positive")));
             }
-            total_vertex_weight = total_vertex_weight.checked_add(w).ok_or_else(|| {
-                err(line, "the vertex weights add up to more than 2^63 - 1")
-            })?;
+            total_vertex_weight = total_vertex_weight
+                .checked_add(w)
+                .ok_or_else(|| err(line, "the vertex weights add up to more than 2^63 - 1"))?;
             *weight = w;
         }
     }
@@ -296,10 +296,17 @@ mod tests {
     fn huge_declared_sizes_are_refused_before_allocating() {
         // 2^60 vertices: refused at the header instead of `vec![1; 2^60]`.
         let e = read("1 1152921504606846976\n1 2\n").unwrap_err();
-        assert!(e.to_string().contains("line 1: 1152921504606846976 vertices is more than"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("line 1: 1152921504606846976 vertices is more than"),
+            "{e}"
+        );
         // 2^62 nets with one net present: an error for the missing second net, no
         // `Vec::with_capacity(2^62)` (which would abort with a capacity overflow).
-        assert_eq!(line_of(read("4611686018427387904 2\n1 2\n").unwrap_err()), 3);
+        assert_eq!(
+            line_of(read("4611686018427387904 2\n1 2\n").unwrap_err()),
+            3
+        );
     }
 
     #[test]
