@@ -1,6 +1,9 @@
 //! The `hetpilot` binary: the command-line edge of the manager (errors through `anyhow`).
 
 mod cli;
+#[cfg(test)]
+#[path = "fuzz.rs"]
+mod fuzz;
 
 use clap::Parser;
 
