@@ -113,7 +113,7 @@ proptest! {
         if let Ok(spec) = serde_json::from_str::<AppSpec>(&text) {
             if let Ok(template) = spec.validate() {
                 let n = spec.tasks.count().expect("validated counts fit");
-                prop_assert!(n >= 1 && n <= MAX_TASKS);
+                prop_assert!((1..=MAX_TASKS).contains(&n));
                 let argv = match &spec.tasks {
                     TaskSource::Lines(l) => template.render(0, TaskInput::Line(&l[0])),
                     TaskSource::Array { start, .. } => template.render(0, TaskInput::Array(*start)),
@@ -147,10 +147,8 @@ proptest! {
         "(sftp://[a-z@:0-9]{0,12}|store://[a-z.]{0,4})/[a-z./]{0,20}",
         (1usize..2000).prop_map(|n| "é".repeat(n)),
     ]) {
-        for parsed in [parse_input(&uri), parse_output(&uri)] {
-            if let Ok((_, name)) = parsed {
-                prop_assert!(!name.is_empty());
-            }
+        for (_, name) in [parse_input(&uri), parse_output(&uri)].into_iter().flatten() {
+            prop_assert!(!name.is_empty());
         }
     }
 }

@@ -65,8 +65,9 @@ pub fn parse_memory_mb(s: &str) -> anyhow::Result<u64> {
         _ => bail!("`{s}`: unknown unit `{unit}` (use K, M, G or T)"),
     };
     let mib = mib.ceil();
-    // 2^64 is the first f64 past u64::MAX; `as` would saturate a larger size silently.
-    if !(mib < 18_446_744_073_709_551_616.0) {
+    // 2^64 is the first f64 past u64::MAX (`as` would saturate a larger size silently);
+    // `value` is digits and dots, never NaN, so infinity is caught here too.
+    if mib >= 18_446_744_073_709_551_616.0 {
         bail!("`{s}` is too large a memory size");
     }
     Ok(mib as u64)

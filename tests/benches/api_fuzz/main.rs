@@ -5,8 +5,10 @@
 //! query parameters, and every kind of token (none, garbage, admin, owner, another user,
 //! registration, agent). It counts answers by status class, writes every 5xx (and every
 //! request that got no answer) with its request to `<out>/api_fuzz_5xx.txt`, checks that
-//! the manager is still alive and never logged a panic, and that it restarts on the same
-//! data directory. Exit status 0 only when all of that holds.
+//! the manager is still alive and never logged a panic, probes a few known wrong answers
+//! that are not 5xx (task listing offsets past 2^63, users named `.` and `..` and what their
+//! file roots reach), and that the manager restarts on the same data directory. Exit status
+//! 0 only when all of that holds; on failure the data directory is kept for inspection.
 //!
 //! Run (debug binaries, as the e2e tests):
 //! `cargo build --workspace --bins && nice cargo test -p hetpilot-e2e --bench api_fuzz --
@@ -129,13 +131,16 @@ fn setup(m: &Manager) -> World {
     }
 }
 
+/// A 5xx or unanswered request's kind: status (0: no answer), method, route, damage.
+type FailureKey = (u16, &'static str, &'static str, &'static str);
+
 /// What the run saw.
 #[derive(Default)]
 struct Tally {
     /// Index 0: no answer (transport error or timeout); 1..=5: status class.
     classes: [AtomicU64; 6],
     /// (status, method, route, damage) -> count, for 5xx and transport errors.
-    failures: Mutex<BTreeMap<(u16, &'static str, &'static str, &'static str), u64>>,
+    failures: Mutex<BTreeMap<FailureKey, u64>>,
     /// Requests answered only on a fresh connection after the pooled one broke.
     retried: AtomicU64,
 }
@@ -169,16 +174,29 @@ fn record(tally: &Tally, findings: &Mutex<std::fs::File>, req: &Req, answer: &An
     .expect("writing findings");
 }
 
-fn worker(
-    t: u64,
-    a: &Args,
-    world: &World,
+/// What every worker shares.
+struct Run<'a> {
+    args: &'a Args,
+    world: &'a World,
     addr: SocketAddr,
-    next: &AtomicU64,
+    /// Requests handed out so far.
+    next: AtomicU64,
     deadline: Instant,
-    tally: &Tally,
-    findings: &Mutex<std::fs::File>,
-) {
+    tally: Tally,
+    findings: Mutex<std::fs::File>,
+}
+
+fn worker(t: u64, run: &Run) {
+    let Run {
+        args: a,
+        world,
+        addr,
+        next,
+        deadline,
+        tally,
+        findings,
+    } = run;
+    let (addr, deadline) = (*addr, *deadline);
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed.wrapping_mul(1_000_003).wrapping_add(t));
     let client = Client::builder()
         .timeout(TIMEOUT)
@@ -214,8 +232,10 @@ fn panics_in(log: &Path) -> usize {
         .count()
 }
 
-/// Known wrong answers that are not 5xx: prints what the manager does today.
-fn probes(m: &Manager, world: &World) {
+/// Known wrong answers that are not 5xx: prints what the manager does today and returns
+/// how many answers were wrong.
+fn probes(m: &Manager, world: &World) -> u32 {
+    let mut wrong = 0;
     let http = m.http();
     let app = world.alice_apps[1];
     for offset in [
@@ -228,10 +248,40 @@ fn probes(m: &Manager, world: &World) {
             &world.alice,
         );
         let n = b.as_array().map_or(0, Vec::len);
+        wrong += u32::from(n > 0);
         println!("probe,tasks_offset={offset},status={s},tasks_returned={n}");
     }
     let (s, _) = http.get(&format!("/v1/apps/{}", world.bob_apps[0]), &world.alice);
     println!("probe,foreign_app_as_alice,status={s}");
+    let client = Client::new();
+    for name in [".", "..", "a/b", &"u".repeat(256)] {
+        let (s, b) = http.post("/v1/users", &world.admin, &json!({ "name": name }));
+        let shown = name.get(..8).unwrap_or(name);
+        wrong += u32::from(s == 200 && matches!(name, "." | ".."));
+        println!("probe,user_named={shown:?}(len {}),status={s}", name.len());
+        let Some(token) = b["token"].as_str() else {
+            continue;
+        };
+        // Does this user's file root lie outside `files/`, or hold other users' files?
+        let put = client
+            .put(format!("{}/v1/files/escape-probe.txt", m.url))
+            .bearer_auth(token)
+            .body("probe")
+            .send()
+            .map(|r| r.status().as_u16());
+        let escaped = m.dir.join("escape-probe.txt").exists();
+        let read = client
+            .get(format!("{}/v1/files/alice/{FILE}", m.url))
+            .bearer_auth(token)
+            .send()
+            .map(|r| r.status().as_u16());
+        wrong += u32::from(escaped) + u32::from(matches!(read, Ok(200)));
+        println!(
+            "probe,user_named={shown:?},put_status={put:?},file_outside_files_root={escaped},\
+             get_alice_file_status={read:?}"
+        );
+    }
+    wrong
 }
 
 /// Stops the manager (SIGTERM, then SIGKILL) and starts it again on the same data directory.
@@ -267,16 +317,23 @@ fn main() {
     let mut m = Manager::start(dir.path(), 30.0);
     let world = setup(&m);
     let addr: SocketAddr = m.url.trim_start_matches("http://").parse().expect("URL");
-    let tally = Tally::default();
-    let next = AtomicU64::new(0);
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(a.max_secs);
+    let run = Run {
+        args: &a,
+        world: &world,
+        addr,
+        next: AtomicU64::new(0),
+        deadline: started + Duration::from_secs(a.max_secs),
+        tally: Tally::default(),
+        findings,
+    };
     std::thread::scope(|s| {
         for t in 0..a.concurrency {
-            let (a, world, next, tally, findings) = (&a, &world, &next, &tally, &findings);
-            s.spawn(move || worker(t, a, world, addr, next, deadline, tally, findings));
+            let run = &run;
+            s.spawn(move || worker(t, run));
         }
     });
+    let tally = run.tally;
     let secs = started.elapsed().as_secs_f64();
     let sent: u64 = tally
         .classes
@@ -284,9 +341,7 @@ fn main() {
         .map(|c| c.load(Ordering::Relaxed))
         .sum();
     let alive = m.child.try_wait().ok().flatten().is_none();
-    if alive {
-        probes(&m, &world);
-    }
+    let wrong = if alive { probes(&m, &world) } else { 0 };
     let log = dir.path().join("manager.log");
     let panics = panics_in(&log);
     let restarted = restart(&mut m);
@@ -295,7 +350,7 @@ fn main() {
     println!(
         "api_fuzz,requests={sent},secs={secs:.1},req_per_s={:.0},concurrency={},seed={},\
          1xx={},2xx={},3xx={},4xx={},5xx={},no_answer={},retried_on_fresh_connection={},alive={alive},panics={panics},\
-         restart={}",
+         wrong_probe_answers={wrong},restart={}",
         sent as f64 / secs,
         a.concurrency,
         a.seed,
@@ -322,10 +377,15 @@ fn main() {
     );
     let ok = c(5) == 0
         && c(0) == 0
+        && wrong == 0
         && alive
         && panics == 0
         && panics_after_restart == 0
         && restarted.is_ok();
     drop(m);
+    if !ok {
+        let kept = dir.keep();
+        println!("data directory kept for inspection: {}", kept.display());
+    }
     std::process::exit(if ok { 0 } else { 1 });
 }

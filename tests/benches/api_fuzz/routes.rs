@@ -75,6 +75,20 @@ pub struct World {
     pub agents: Mutex<Vec<(u64, String)>>,
 }
 
+/// What is done to a valid request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Damage {
+    None,
+    /// Hostile path parameters.
+    Path,
+    /// Random edits of the JSON body (and hostile query values).
+    Body,
+    /// A body that is not the expected JSON.
+    Garbage,
+    /// Someone else's token.
+    Token,
+}
+
 /// One request to send.
 #[derive(Debug, Clone)]
 pub struct Req {
@@ -121,9 +135,15 @@ impl World {
         let (agent, credential) = self.agent(rng);
         let mut body = valid_body(route, app, rng);
         let mut how = "valid";
-        let damage = rng.random_range(0..100);
+        let damage = match rng.random_range(0..100) {
+            0..30 => Damage::None,
+            30..55 => Damage::Path,
+            55..85 => Damage::Body,
+            85..92 => Damage::Garbage,
+            _ => Damage::Token,
+        };
         let mut id = |what: &str| -> String {
-            if damage >= 30 && damage < 55 {
+            if damage == Damage::Path {
                 how = "path";
                 nasty_id(rng)
             } else {
@@ -139,7 +159,7 @@ impl World {
             .replace("{task}", &id("task"))
             .replace("{agent}", &id("agent"));
         if path.contains("{*name}") {
-            let name = if damage >= 30 && damage < 55 {
+            let name = if damage == Damage::Path {
                 nasty_file_name(rng, FILE, DIR)
             } else {
                 [FILE, "notes.txt", "data/in1.txt"]
@@ -151,7 +171,7 @@ impl World {
         }
         if route == "/v1/apps/{app}/tasks" {
             let q = |k: &str, v: String| format!("{k}={v}");
-            let params = if damage >= 55 && damage < 80 {
+            let params = if damage == Damage::Body {
                 how = "query";
                 [
                     q("state", nasty_query_value(rng)),
@@ -167,7 +187,7 @@ impl World {
             };
             path = format!("{path}?{}", params.join("&"));
         }
-        if damage >= 55 && damage < 85 {
+        if damage == Damage::Body {
             if let Some(Value::Object(_)) = &body {
                 let v = body.as_mut().expect("object body");
                 mutate(v, rng);
@@ -175,7 +195,7 @@ impl World {
             }
         }
         let mut raw = body.map(|b| serde_json::to_vec(&b).expect("JSON body"));
-        if damage >= 85 && damage < 92 {
+        if damage == Damage::Garbage {
             raw = Some(garbage_body(rng));
             how = "garbage body";
         }
@@ -183,7 +203,7 @@ impl World {
             let len = rng.random_range(0..4096);
             raw = Some((0..len).map(|_| rng.random()).collect());
         }
-        let tok = if damage >= 92 || rng.random_bool(0.25) {
+        let tok = if damage == Damage::Token || rng.random_bool(0.25) {
             *TOKENS.choose(rng).expect("tokens")
         } else {
             valid_tok
