@@ -275,10 +275,18 @@ fn probes(m: &Manager, world: &World) -> u32 {
             .bearer_auth(token)
             .send()
             .map(|r| r.status().as_u16());
-        wrong += u32::from(escaped) + u32::from(matches!(read, Ok(200)));
+        // The manager's own files sit one level above `files/`.
+        let admin_token = client
+            .get(format!("{}/v1/files/admin.token", m.url))
+            .bearer_auth(token)
+            .send()
+            .map(|r| r.status().as_u16());
+        wrong += u32::from(escaped)
+            + u32::from(matches!(read, Ok(200)))
+            + u32::from(matches!(admin_token, Ok(200)));
         println!(
             "probe,user_named={shown:?},put_status={put:?},file_outside_files_root={escaped},\
-             get_alice_file_status={read:?}"
+             get_alice_file_status={read:?},get_admin_token_status={admin_token:?}"
         );
     }
     wrong
