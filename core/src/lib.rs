@@ -14,6 +14,10 @@
 
 pub mod alloc;
 pub mod fairshare;
+/// Input generators for parsers' property tests (tests, and `--features fuzzing`).
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz;
 pub mod sched;
 pub mod sim;
 pub mod staging;

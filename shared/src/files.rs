@@ -157,13 +157,31 @@ fn invalid(uri: &str, problem: impl Into<String>) -> FileError {
     }
 }
 
-/// Checks a relative name: not empty, not absolute, no `..` component, no NUL.
+/// The longest name of one path component a filesystem takes (Linux `NAME_MAX`), bytes.
+pub const MAX_COMPONENT_BYTES: usize = 255;
+/// The longest relative name, bytes (Linux `PATH_MAX` less room for the root it is under).
+pub const MAX_NAME_BYTES: usize = 1024;
+
+/// Checks a relative name: not empty, not absolute, no `..` component, no NUL, and short
+/// enough to be stored (components of at most 255 bytes, 1024 bytes in all).
 fn check_relative(uri: &str, name: &str) -> Result<(), FileError> {
     if name.is_empty() {
         return Err(invalid(uri, "the name is empty"));
     }
     if name.starts_with('/') {
         return Err(invalid(uri, "an absolute path escapes the file root"));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(invalid(
+            uri,
+            format!("the name is longer than {MAX_NAME_BYTES} bytes"),
+        ));
+    }
+    if name.split('/').any(|c| c.len() > MAX_COMPONENT_BYTES) {
+        return Err(invalid(
+            uri,
+            format!("a component of the name is longer than {MAX_COMPONENT_BYTES} bytes"),
+        ));
     }
     check_components(uri, name)
 }
@@ -543,6 +561,26 @@ mod tests {
             inputs: inputs.iter().map(|s| FileDecl::from(*s)).collect(),
             outputs: outputs.iter().map(|s| FileDecl::from(*s)).collect(),
         }
+    }
+
+    #[test]
+    fn names_too_long_to_store_are_refused() {
+        // A 256-byte component was a 500 from the file service (ENAMETOOLONG).
+        let long = "a".repeat(256);
+        for uri in [
+            long.clone(),
+            format!("d/{long}"),
+            format!("store://s/{long}"),
+        ] {
+            let e = parse_output(&uri).unwrap_err().to_string();
+            assert!(e.contains("longer than 255 bytes"), "{e}");
+        }
+        assert!(parse_output(&"a".repeat(255)).is_ok());
+        let deep = vec!["abcdefgh"; 120].join("/");
+        let e = parse_input(&deep).unwrap_err().to_string();
+        assert!(e.contains("longer than 1024 bytes"), "{e}");
+        // 2-byte characters count as 2.
+        assert!(parse_output(&"é".repeat(128)).is_err());
     }
 
     #[test]

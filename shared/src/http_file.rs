@@ -10,6 +10,7 @@ use axum::http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, RANGE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::TryStreamExt;
+use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
@@ -47,10 +48,19 @@ impl HttpFileError {
             HttpFileError::Interrupted(_) => StatusCode::BAD_REQUEST,
             HttpFileError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             HttpFileError::Beneath(e) => crate::beneath::status_of(e, true),
-            HttpFileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                StatusCode::NOT_FOUND
-            }
-            HttpFileError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            HttpFileError::Io { source, .. } => match source.kind() {
+                // A name under a file (`a.txt/x`) does not exist either.
+                ErrorKind::NotFound | ErrorKind::NotADirectory => StatusCode::NOT_FOUND,
+                // Storing onto a directory, or a directory where a file is.
+                ErrorKind::IsADirectory | ErrorKind::AlreadyExists => StatusCode::CONFLICT,
+                // A name the filesystem refuses as too long.
+                _ if source.raw_os_error()
+                    == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()) =>
+                {
+                    StatusCode::BAD_REQUEST
+                }
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            },
         }
     }
 }
@@ -236,4 +246,31 @@ async fn write_open(
         .await
         .map_err(io("syncing the upload"))?;
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status_of(errno: i32) -> StatusCode {
+        HttpFileError::Io {
+            what: "file `x`".into(),
+            source: std::io::Error::from_raw_os_error(errno),
+        }
+        .status()
+    }
+
+    #[test]
+    fn caller_mistakes_on_the_filesystem_are_not_server_errors() {
+        // These were all 500 (found by the API fuzz run): `a.txt/x` (ENOTDIR), a PUT onto a
+        // directory (EISDIR), a directory where a file is (EEXIST), a name the filesystem
+        // refuses (ENAMETOOLONG).
+        assert_eq!(status_of(20), StatusCode::NOT_FOUND);
+        assert_eq!(status_of(21), StatusCode::CONFLICT);
+        assert_eq!(status_of(17), StatusCode::CONFLICT);
+        assert_eq!(status_of(36), StatusCode::BAD_REQUEST);
+        assert_eq!(status_of(2), StatusCode::NOT_FOUND);
+        // Everything else is still the server's problem.
+        assert_eq!(status_of(28), StatusCode::INTERNAL_SERVER_ERROR);
+    }
 }

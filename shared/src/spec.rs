@@ -20,22 +20,25 @@ pub enum TaskSource {
 }
 
 impl TaskSource {
-    pub fn len(&self) -> u64 {
+    /// How many tasks there are; None when the count does not fit a `u64` (only
+    /// `array 0..=u64::MAX`: 2^64 tasks).
+    pub fn count(&self) -> Option<u64> {
         match self {
-            TaskSource::Lines(l) => l.len() as u64,
-            TaskSource::Array { start, end } => {
-                if end < start {
-                    0
-                } else {
-                    end - start + 1
-                }
-            }
-            TaskSource::Params(p) => p.len() as u64,
+            TaskSource::Lines(l) => u64::try_from(l.len()).ok(),
+            TaskSource::Array { start, end } if end < start => Some(0),
+            TaskSource::Array { start, end } => (end - start).checked_add(1),
+            TaskSource::Params(p) => u64::try_from(p.len()).ok(),
         }
     }
 
+    /// How many tasks there are, `u64::MAX` standing for the one count past it (2^64, which
+    /// [`AppSpec::validate`] refuses): never wraps to 0.
+    pub fn len(&self) -> u64 {
+        self.count().unwrap_or(u64::MAX)
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.count() == Some(0)
     }
 
     /// What a command template may refer to for these tasks.
@@ -140,14 +143,15 @@ impl AppSpec {
         if self.tasks.is_empty() {
             return Err(SpecError::NoTasks);
         }
-        if self.tasks.len() > MAX_TASKS {
-            return Err(SpecError::Field {
-                field: "tasks",
-                problem: format!(
-                    "{} tasks is more than the limit of {MAX_TASKS}",
-                    self.tasks.len()
-                ),
-            });
+        match self.tasks.count() {
+            Some(n) if n <= MAX_TASKS => {}
+            n => {
+                let n = n.map_or_else(|| "18446744073709551616".to_string(), |n| n.to_string());
+                return Err(SpecError::Field {
+                    field: "tasks",
+                    problem: format!("{n} tasks is more than the limit of {MAX_TASKS}"),
+                });
+            }
         }
         if let TaskSource::Lines(lines) = &self.tasks {
             if let Some(i) = lines.iter().position(|l| l.contains('\0')) {
@@ -236,6 +240,10 @@ impl AppSpec {
 }
 
 #[cfg(test)]
+#[path = "spec_fuzz_tests.rs"]
+mod fuzz_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -279,6 +287,39 @@ mod tests {
         assert_eq!(TaskSource::Array { start: 1, end: 10 }.len(), 10);
         assert_eq!(TaskSource::Array { start: 5, end: 4 }.len(), 0);
         assert_eq!(TaskSource::Lines(vec!["x".into(); 3]).len(), 3);
+    }
+
+    #[test]
+    fn the_largest_arrays_do_not_wrap() {
+        // `array 0..=u64::MAX` holds 2^64 tasks: its count wrapped to 0 ("the task list is
+        // empty"), and overflowed (a panic) in debug builds.
+        let all = TaskSource::Array {
+            start: 0,
+            end: u64::MAX,
+        };
+        assert_eq!(all.count(), None);
+        assert_eq!(all.len(), u64::MAX);
+        assert!(!all.is_empty());
+        let err = spec(all).validate().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "field `tasks`: 18446744073709551616 tasks is more than the limit of 100000000"
+        );
+        let one = TaskSource::Array {
+            start: u64::MAX,
+            end: u64::MAX,
+        };
+        assert_eq!(one.count(), Some(1));
+        let most = TaskSource::Array {
+            start: 1,
+            end: u64::MAX,
+        };
+        assert_eq!(most.count(), Some(u64::MAX));
+        assert!(spec(most)
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("limit"));
     }
 
     #[test]

@@ -303,8 +303,8 @@ fn hostile_names_and_paths_get_clear_4xx_and_reach_nothing() {
     assert_eq!(get(&m, &alice, "/v1/files/f.txt/x").0, 404);
     assert_eq!(put(&m, &alice, "/v1/files/f.txt/x", b"x"), 404);
     let long = "n".repeat(300);
-    assert_eq!(get(&m, &alice, &format!("/v1/files/{long}")).0, 414);
-    assert_eq!(put(&m, &alice, &format!("/v1/files/{long}"), b"x"), 414);
+    assert_eq!(get(&m, &alice, &format!("/v1/files/{long}")).0, 400);
+    assert_eq!(put(&m, &alice, &format!("/v1/files/{long}"), b"x"), 400);
     // A user stored before names were checked reaches no other directory.
     {
         let db = rusqlite::Connection::open(dir.path().join("hetpilot.db")).unwrap();

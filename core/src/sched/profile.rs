@@ -479,6 +479,10 @@ impl ProfileFile {
 }
 
 #[cfg(test)]
+#[path = "profile_fuzz_tests.rs"]
+mod fuzz_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::sched::affinity_tables::AffinityTables;

@@ -39,6 +39,13 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
+/// The most vertices a file may declare: vertex ids are `u32`, and the weights of this
+/// many vertices are allocated before the nets are read.
+pub const MAX_VERTICES: i64 = 100_000_000;
+/// Capacity reserved up front for nets; more grow as they are read, so a header cannot
+/// make the reader allocate for nets the file does not hold.
+const NETS_RESERVED: usize = 1 << 16;
+
 fn parse_number(line: usize, token: &str, what: &str) -> Result<i64, StagingError> {
     token
         .parse::<i64>()
@@ -72,6 +79,12 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
             format!("need num_nets >= 0 and num_vertices >= 1, got {num_nets} and {num_vertices}"),
         ));
     }
+    if num_vertices > MAX_VERTICES {
+        return Err(err(
+            header_line,
+            format!("{num_vertices} vertices is more than this reader's limit of {MAX_VERTICES}"),
+        ));
+    }
     let fmt = match fields.get(2) {
         None => 0,
         Some(f) => parse_number(header_line, f, "fmt code")?,
@@ -89,8 +102,9 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
         }
     };
     let (num_nets, num_vertices) = (num_nets as usize, num_vertices as usize);
-    let mut nets = Vec::with_capacity(num_nets);
-    let mut net_weights = Vec::with_capacity(num_nets);
+    let mut nets = Vec::with_capacity(num_nets.min(NETS_RESERVED));
+    let mut net_weights = Vec::with_capacity(num_nets.min(NETS_RESERVED));
+    let mut total_net_weight = 0i64;
     for e in 0..num_nets {
         let (line, text) = lines.next_content()?.ok_or_else(|| {
             err(
@@ -107,6 +121,9 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
             if w <= 0 {
                 return Err(err(line, format!("net weight {w} must be positive")));
             }
+            total_net_weight = total_net_weight
+                .checked_add(w)
+                .ok_or_else(|| err(line, "the net weights add up to more than 2^63 - 1"))?;
             w
         } else {
             1
@@ -129,6 +146,7 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
         net_weights.push(weight);
     }
     let mut vertex_weights = vec![1i64; num_vertices];
+    let mut total_vertex_weight = 0i64;
     if vertex_weighted {
         for (v, weight) in vertex_weights.iter_mut().enumerate() {
             let (line, text) = lines.next_content()?.ok_or_else(|| {
@@ -144,6 +162,9 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
             if w <= 0 {
                 return Err(err(line, format!("vertex weight {w} must be positive")));
             }
+            total_vertex_weight = total_vertex_weight
+                .checked_add(w)
+                .ok_or_else(|| err(line, "the vertex weights add up to more than 2^63 - 1"))?;
             *weight = w;
         }
     }
@@ -220,6 +241,10 @@ pub fn read_partition(
 }
 
 #[cfg(test)]
+#[path = "hmetis_fuzz_tests.rs"]
+mod fuzz_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -265,6 +290,33 @@ mod tests {
         assert_eq!(line_of(read("1 2\n1 2\n1 2\n").unwrap_err()), 3);
         assert_eq!(line_of(read("1 2\n0 2\n").unwrap_err()), 2);
         assert_eq!(line_of(read("").unwrap_err()), 1);
+    }
+
+    #[test]
+    fn huge_declared_sizes_are_refused_before_allocating() {
+        // 2^60 vertices: refused at the header instead of `vec![1; 2^60]`.
+        let e = read("1 1152921504606846976\n1 2\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("line 1: 1152921504606846976 vertices is more than"),
+            "{e}"
+        );
+        // 2^62 nets with one net present: an error for the missing second net, no
+        // `Vec::with_capacity(2^62)` (which would abort with a capacity overflow).
+        assert_eq!(
+            line_of(read("4611686018427387904 2\n1 2\n").unwrap_err()),
+            3
+        );
+    }
+
+    #[test]
+    fn weights_whose_sum_overflows_are_refused() {
+        // The total vertex weight overflowed an i64 in `Hypergraph::new` (a panic).
+        let max = i64::MAX;
+        let e = read(&format!("1 2 10\n1 2\n{max}\n{max}\n")).unwrap_err();
+        assert_eq!(line_of(e), 4);
+        let e = read(&format!("2 2 1\n{max} 1 2\n{max} 1\n")).unwrap_err();
+        assert_eq!(line_of(e), 3);
     }
 
     #[test]

@@ -43,25 +43,40 @@ pub fn parse_alea_machines(text: &str) -> Result<Vec<Machine>, MachinesError> {
             continue;
         }
         let fields: Vec<&str> = trimmed.split_whitespace().collect();
+        let bad = |field: usize, name: &'static str| MachinesError::BadNumber {
+            line,
+            field,
+            name,
+            text: fields[field - 1].to_string(),
+        };
         let number = |field: usize, name: &'static str| -> Result<f64, MachinesError> {
             fields[field - 1]
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| MachinesError::BadNumber {
-                    line,
-                    field,
-                    name,
-                    text: fields[field - 1].to_string(),
-                })
+                .ok_or_else(|| bad(field, name))
+        };
+        // Counts are whole numbers that fit a u32 (no silent rounding or saturation).
+        let count = |field: usize, name: &'static str| -> Result<u32, MachinesError> {
+            let v = number(field, name)?;
+            (v.fract() == 0.0 && v <= f64::from(u32::MAX))
+                .then_some(v as u32)
+                .ok_or_else(|| bad(field, name))
+        };
+        let bytes = |field: usize, name: &'static str, unit: f64| -> Result<u64, MachinesError> {
+            let v = (number(field, name)? * unit).round();
+            // 2^64 is the first f64 past u64::MAX.
+            (v < 18_446_744_073_709_551_616.0)
+                .then_some(v as u64)
+                .ok_or_else(|| bad(field, name))
         };
         let mut machine = match fields.len() {
             6 => {
                 let mut m = Machine::new(
                     fields[1],
-                    number(3, "nodes")? as u32,
-                    number(4, "CPUs per node")? as u32,
-                    (number(6, "RAM per node KB")? * 1024.0) as u64,
+                    count(3, "nodes")?,
+                    count(4, "CPUs per node")?,
+                    bytes(6, "RAM per node KB", 1024.0)?,
                 );
                 m.speed = number(5, "speed")?;
                 m
@@ -69,12 +84,12 @@ pub fn parse_alea_machines(text: &str) -> Result<Vec<Machine>, MachinesError> {
             8 => {
                 let mut m = Machine::new(
                     fields[1],
-                    number(3, "nodes")? as u32,
-                    number(4, "PEs per node")? as u32,
-                    (number(6, "RAM per node GB")? * (1u64 << 30) as f64) as u64,
+                    count(3, "nodes")?,
+                    count(4, "PEs per node")?,
+                    bytes(6, "RAM per node GB", (1u64 << 30) as f64)?,
                 );
                 m.speed = number(7, "speed")?;
-                m.gpus_per_node = number(8, "GPUs per node")? as u32;
+                m.gpus_per_node = count(8, "GPUs per node")?;
                 m
             }
             found => return Err(MachinesError::FieldCount { line, found }),
@@ -126,5 +141,22 @@ mod tests {
             Err(MachinesError::FieldCount { line: 1, found: 3 })
         ));
         assert_eq!(parse_alea_machines("\n"), Err(MachinesError::Empty));
+    }
+
+    #[test]
+    fn counts_and_sizes_out_of_range_are_refused_not_saturated() {
+        // These used to be read as u32::MAX nodes, 1 CPU and u64::MAX bytes of RAM.
+        for (text, field) in [
+            ("0 a 4294967296 8 1 100\n", 3),
+            ("0 a 1 1.5 1 100\n", 4),
+            ("0 a 1 8 1 1e300\n", 6),
+            ("0 a 1 8 1 20000000000 1 1\n", 6),
+            ("0 a 1 8 1 1 1 1e10\n", 8),
+        ] {
+            match parse_alea_machines(text) {
+                Err(MachinesError::BadNumber { field: f, .. }) => assert_eq!(f, field, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
     }
 }

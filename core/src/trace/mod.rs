@@ -14,3 +14,6 @@ pub use nodespec::{parse_nodespec, NodeGroup, NodespecError};
 pub use platform_profile::{parse_platform_profile, PlatformProfileError};
 pub use size::{parse_size, SizeError};
 pub use swf::{parse_swf, SwfError, SwfJob, SwfOptions, SwfStats, SwfTrace};
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -64,7 +64,13 @@ pub fn parse_memory_mb(s: &str) -> anyhow::Result<u64> {
         "T" => value * 1024.0 * 1024.0,
         _ => bail!("`{s}`: unknown unit `{unit}` (use K, M, G or T)"),
     };
-    Ok(mib.ceil() as u64)
+    let mib = mib.ceil();
+    // 2^64 is the first f64 past u64::MAX (`as` would saturate a larger size silently);
+    // `value` is digits and dots, never NaN, so infinity is caught here too.
+    if mib >= 18_446_744_073_709_551_616.0 {
+        bail!("`{s}` is too large a memory size");
+    }
+    Ok(mib as u64)
 }
 
 /// Parses `90s`, `10m`, `2h`, or plain seconds.
@@ -222,6 +228,10 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
 }
 
 #[cfg(test)]
+#[path = "app_file_fuzz_tests.rs"]
+mod fuzz_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -316,6 +326,10 @@ mod tests {
         assert_eq!(parse_memory_mb("2GiB").unwrap(), 2048);
         assert_eq!(parse_memory_mb("300").unwrap(), 300);
         assert!(parse_memory_mb("lots").is_err());
+        // 400 digits: read as u64::MAX MiB before.
+        let e = parse_memory_mb(&"9".repeat(400)).unwrap_err().to_string();
+        assert!(e.contains("too large"), "{e}");
+        assert!(parse_memory_mb("20000000000000000T").is_err());
         assert_eq!(parse_duration_secs("10m").unwrap(), 600);
         assert_eq!(parse_duration_secs("45").unwrap(), 45);
         assert!(parse_duration_secs("soon").is_err());

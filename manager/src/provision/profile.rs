@@ -407,6 +407,10 @@ fn expand_home(path: &str) -> PathBuf {
 }
 
 #[cfg(test)]
+#[path = "profile_fuzz_tests.rs"]
+mod fuzz_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -134,6 +134,10 @@ fn parse_llsubmit(stdout: &str) -> Result<BatchJobId, AdapterError> {
 }
 
 #[cfg(test)]
+#[path = "loadleveler_fuzz_tests.rs"]
+mod fuzz_tests;
+
+#[cfg(test)]
 mod tests {
     use super::super::testing::{pilot, profile, FakeRunner};
     use super::*;

@@ -162,6 +162,10 @@ fn job_state(attrs: &Attributes) -> Result<JobState, AdapterError> {
 }
 
 #[cfg(test)]
+#[path = "pbs_fuzz_tests.rs"]
+mod fuzz_tests;
+
+#[cfg(test)]
 mod tests {
     use super::super::testing::{pilot, profile, FakeRunner};
     use super::*;

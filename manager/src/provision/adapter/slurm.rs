@@ -214,7 +214,8 @@ fn parse_sacct(stdout: &str) -> HashMap<BatchJobId, JobState> {
         }
         let exit_code = match code.split_once(':') {
             Some((c, s)) => match (c.parse::<i32>(), s.parse::<i32>()) {
-                (Ok(_), Ok(sig)) if sig != 0 => Some(128 + sig),
+                // A signal number past i32::MAX - 128 is nonsense, not an exit code.
+                (Ok(_), Ok(sig)) if sig != 0 => 128i32.checked_add(sig),
                 (Ok(c), _) => Some(c),
                 _ => None,
             },
@@ -226,6 +227,10 @@ fn parse_sacct(stdout: &str) -> HashMap<BatchJobId, JobState> {
     }
     states
 }
+
+#[cfg(test)]
+#[path = "slurm_fuzz_tests.rs"]
+mod fuzz_tests;
 
 #[cfg(test)]
 mod tests {
@@ -310,6 +315,27 @@ exec "$agent"
             "{err}"
         );
         assert!(parse_sbatch("Submitted batch job 12\n").is_err());
+    }
+
+    #[test]
+    fn sacct_signals_past_i32_do_not_overflow() {
+        // `128 + sig` overflowed (a panic in debug builds) for this line.
+        let states = parse_sacct("7|CANCELLED|0:2147483647\n");
+        assert_eq!(
+            states[&BatchJobId("7".into())],
+            JobState::Ended {
+                exit_code: None,
+                reason: "CANCELLED".into()
+            }
+        );
+        let states = parse_sacct("8|CANCELLED|0:9\n");
+        assert!(matches!(
+            states[&BatchJobId("8".into())],
+            JobState::Ended {
+                exit_code: Some(137),
+                ..
+            }
+        ));
     }
 
     #[test]
