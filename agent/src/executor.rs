@@ -145,7 +145,7 @@ impl Executor {
                     }));
                     for a in tasks {
                         let cores = self.cores_of(&st, &a);
-                        st.queued_cores += cores;
+                        st.queued_cores = st.queued_cores.saturating_add(cores);
                         st.queue.push_back((a, cores));
                     }
                     // Acknowledged once started, so the puller's next call reports the starts.
@@ -158,7 +158,7 @@ impl Executor {
                             .iter()
                             .position(|(a, _)| a.task == at.task && a.attempt == at.attempt);
                         if let Some((_, cores)) = queued.and_then(|i| st.queue.remove(i)) {
-                            st.queued_cores -= cores;
+                            st.queued_cores = st.queued_cores.saturating_sub(cores);
                             self.held.release([at]);
                         }
                         if let Some(killed) = st.staging.get_mut(&at) {
@@ -204,7 +204,7 @@ impl Executor {
         let ahead = self
             .prefetch
             .unwrap_or_else(|| prefetch(self.slots, st.mean_wall_ms));
-        let want = (st.free + ahead).saturating_sub(queued);
+        let want = st.free.saturating_add(ahead).saturating_sub(queued);
         // Refill in batches: while tasks are queued, wait until half the prefetch is used.
         let worth_a_call = queued == 0 || want >= (ahead / 2).max(1);
         let demand = Demand {
@@ -233,7 +233,7 @@ impl Executor {
                 break;
             }
             let (a, _) = st.queue.pop_front().expect("front exists");
-            st.queued_cores -= cores;
+            st.queued_cores = st.queued_cores.saturating_sub(cores);
             let at = TaskAttempt {
                 task: a.task,
                 attempt: a.attempt,
@@ -512,7 +512,7 @@ pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
         Some(ms) if ms < 100.0 => {
             // Saturating float-to-int cast: a zero mean gives u32::MAX, then the clamp.
             let by_work = (f64::from(slots) * AHEAD_MS_PER_SLOT / ms) as u32;
-            by_work.max(slots * 4).clamp(64, 1024)
+            by_work.max(slots.saturating_mul(4)).clamp(64, 1024)
         }
         _ => slots,
     }
@@ -540,5 +540,11 @@ mod tests {
         // Shrinks again as the tasks get longer.
         assert_eq!(prefetch(2, Some(5.0)), 100);
         assert_eq!(prefetch(2, Some(20.0)), 64);
+    }
+
+    #[test]
+    fn prefetch_cannot_overflow() {
+        assert_eq!(prefetch(u32::MAX, Some(1.0)), 1024);
+        assert_eq!(prefetch(u32::MAX, None), u32::MAX);
     }
 }

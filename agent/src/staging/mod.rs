@@ -152,7 +152,11 @@ impl Stager {
         let mut stats = StagingStats::default();
         // Inputs this run fetched (a later pass finds them in the cache).
         let mut fetched_here = HashSet::new();
-        let declared: u64 = inputs.iter().filter_map(|f| f.size).sum();
+        // Sizes are declared by users: a sum past u64::MAX is "too big", not a panic.
+        let declared = inputs
+            .iter()
+            .filter_map(|f| f.size)
+            .fold(0u64, u64::saturating_add);
         if declared > self.cache.max() {
             return Err(format!(
                 "the task's inputs total {declared} bytes, more than the node cache holds ({} \
