@@ -188,6 +188,7 @@ mod tests {
     /// The attacker's probe: a task with a timeout of i64::MAX seconds must run and be
     /// reaped like any other (the watcher used to panic on `started + timeout`).
     #[tokio::test]
+    #[allow(clippy::zombie_processes)] // reaped by wait_exit's wait4
     async fn a_huge_timeout_neither_panics_nor_kills() {
         let child = std::process::Command::new("/bin/sleep")
             .arg("0.2")
@@ -205,6 +206,7 @@ mod tests {
     }
 
     #[tokio::test]
+    #[allow(clippy::zombie_processes)] // reaped by wait_exit's wait4
     async fn a_timeout_still_kills_the_task() {
         let child = std::process::Command::new("/bin/sleep")
             .arg("30")
