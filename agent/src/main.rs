@@ -3,7 +3,8 @@
 //! SIGTERM or before its batch job's walltime ends.
 //!
 //! The registration token never appears on the command line (it would show in `ps`): it is
-//! read from `--token-file` or the `HETPILOT_AGENT_TOKEN` environment variable.
+//! read from `--token-file` or the `HETPILOT_AGENT_TOKEN` environment variable, and left
+//! nowhere a task can read it (see `token`).
 //!
 //! `hetpilot-agent serve-files` runs it in another role instead: a file store near the
 //! storage that agents fetch inputs from and store outputs to (see `file_store`).
@@ -19,6 +20,7 @@ mod reporter;
 mod runner;
 mod spawn;
 mod staging;
+mod token;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
@@ -62,9 +64,13 @@ struct Args {
     /// Platform this agent belongs to (must be configured on the manager).
     #[arg(long, env = "HETPILOT_PLATFORM", required = true)]
     platform: Option<String>,
-    /// File holding the agent registration token (else `HETPILOT_AGENT_TOKEN`).
+    /// File holding the agent registration token, readable by its owner only (else
+    /// `HETPILOT_AGENT_TOKEN`, which the agent then drops from its environment).
     #[arg(long, env = "HETPILOT_AGENT_TOKEN_FILE")]
     token_file: Option<PathBuf>,
+    /// Delete the token file once read (a pilot's one-use credential).
+    #[arg(long)]
+    delete_token_file: bool,
     /// Task slots (default: the cores this agent may use).
     #[arg(long)]
     slots: Option<u32>,
@@ -168,20 +174,6 @@ fn parse_bytes(s: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("`{s}` is too large"))
 }
 
-fn registration_token(file: Option<&PathBuf>) -> anyhow::Result<String> {
-    let token = match file {
-        Some(f) => std::fs::read_to_string(f)
-            .with_context(|| format!("reading the token file {}", f.display()))?,
-        None => std::env::var("HETPILOT_AGENT_TOKEN")
-            .context("no registration token: pass --token-file FILE or set HETPILOT_AGENT_TOKEN")?,
-    };
-    let token = token.trim().to_string();
-    if token.is_empty() {
-        bail!("the registration token is empty");
-    }
-    Ok(token)
-}
-
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let default = ["info", "info", "debug", "trace"][usize::from(cli.verbose.min(3))];
@@ -204,7 +196,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
     let (Some(manager), Some(platform)) = (args.manager.clone(), args.platform.clone()) else {
         bail!("a pilot needs --manager and --platform");
     };
-    let token = registration_token(args.token_file.as_ref())?;
+    // Before any thread exists: this may re-execute the agent.
+    token::drop_from_environment()?;
+    token::make_undumpable()?;
+    let token = token::read(args.token_file.as_deref(), args.delete_token_file)?;
     let mut cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);

@@ -23,7 +23,8 @@ const PER_TASK: [&str; 5] = [
 /// An application's runtime with what every one of its tasks shares, built once.
 pub struct Prepared {
     pub runtime: AppRuntime,
-    /// `KEY=VALUE` entries: the agent's environment without its token, plus the app's.
+    /// `KEY=VALUE` entries: the agent's environment without its own `HETPILOT_*` settings
+    /// (the token, its file, keys), plus the app's.
     env: Vec<CString>,
     cwd: PathBuf,
     cwd_c: CString,
@@ -41,9 +42,11 @@ fn cstring(bytes: Vec<u8>, what: &str) -> Result<CString, String> {
 
 impl Prepared {
     pub fn new(runtime: AppRuntime, work_dir: &Path, output_dir: &Path) -> Prepared {
-        let kept = |k: &str| k != "HETPILOT_AGENT_TOKEN" && !PER_TASK.contains(&k);
+        let kept = |k: &str| !k.starts_with("HETPILOT_AGENT_TOKEN") && !PER_TASK.contains(&k);
+        // The agent's own settings (its token's file, SFTP key, a CLI token) are not the
+        // tasks' business.
         let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| k.to_str().is_none_or(kept))
+            .filter(|(k, _)| !k.as_encoded_bytes().starts_with(b"HETPILOT_"))
             .collect();
         for (k, v) in &runtime.env {
             if kept(k) {
@@ -347,6 +350,21 @@ mod tests {
             )
         );
         assert_eq!(status, 0);
+    }
+
+    #[test]
+    fn the_agents_own_settings_are_not_passed_to_tasks() {
+        // Set before any task of this test binary could read it; only HETPILOT_ names.
+        std::env::set_var("HETPILOT_AGENT_TOKEN_FILE", "/secret/token");
+        std::env::set_var("HETPILOT_SFTP_KEY", "/secret/key");
+        let dir = tempfile::tempdir().unwrap();
+        let p = Prepared::new(app(&[("MINE", "1")]), dir.path(), dir.path());
+        let (out, _) = run(&task(&["/bin/sh", "-c", "env | sort"]), &p);
+        assert!(!out.contains("/secret/"), "{out}");
+        assert!(
+            out.contains("MINE=1") && out.contains("HETPILOT_TASK=7.3"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -73,3 +73,130 @@ fn tasks_with_long_and_short_timeouts_free_their_slots() {
     signal(&agent.child, libc::SIGTERM);
     assert_eq!(agent.wait_exit(LONG), Some(0), "{}", agent.log());
 }
+
+/// The text of a finished task's stdout file.
+fn stdout_of(m: &Manager, task: &str) -> String {
+    let (s, detail) = m.http().get(&format!("/v1/tasks/{task}"), &m.admin);
+    assert_eq!(s, 200, "{detail}");
+    let path = detail["last"]["stdout_path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no stdout: {detail}"));
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// A script that prints what a task can learn of the agent (`pid`) and of itself.
+fn snoop(pid: u32) -> String {
+    format!(
+        "sh -c 'echo environ:; cat /proc/{pid}/environ 2>&1 | tr \"\\0\" \"\\n\"; \
+         echo cmdline:; cat /proc/{pid}/cmdline 2>&1 | tr \"\\0\" \" \"; \
+         echo mem:; head -c 1 /proc/{pid}/mem >/dev/null 2>&1 && echo mem-readable; \
+         echo own:; env'"
+    )
+}
+
+/// An agent started as the README shows, with the token in its environment: a task finds
+/// the token neither in the agent's /proc files nor in its own environment.
+#[test]
+fn a_task_cannot_read_the_agents_token_from_its_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let token = m.agent_token("local");
+    let agent =
+        hetpilot_e2e::Agent::start(&m.url, "local", &token, 1, &dir.path().join("agent"), &[]);
+    let app = m.submit(json!({"name": "snoop", "command": snoop(agent.child.id()),
+        "tasks": {"array": {"start": 0, "end": 0}}}));
+    assert_eq!(m.wait_finished(app, LONG)["counts"]["done"], 1);
+    let out = stdout_of(&m, &format!("{app}.0"));
+    assert!(out.contains("cmdline:"), "{out}");
+    assert!(
+        out.contains("--platform local"),
+        "the task did read the agent's cmdline: {out}"
+    );
+    assert!(!out.contains(&token), "the token leaked to a task:\n{out}");
+    let own = out.split("own:").nth(1).unwrap();
+    assert!(!own.contains("HETPILOT_AGENT_TOKEN"), "{own}");
+    assert!(own.contains("HETPILOT_TASK="), "{own}");
+}
+
+/// The same with an agent running as an ordinary user (its tasks share its uid): being
+/// non-dumpable, the agent's /proc files and memory are closed to them.
+#[test]
+fn a_task_of_the_same_uid_cannot_open_the_agents_proc_files() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let token = m.agent_token("local");
+    let work = dir.path().join("nobody-agent");
+    std::fs::create_dir(&work).unwrap();
+    std::os::unix::fs::chown(&work, Some(NOBODY), Some(NOBODY)).unwrap();
+    // The manager's data dir is the test's private temp dir: let `nobody` through to its
+    // own work dir.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o711),
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.path().join("nobody-agent.log")).unwrap();
+    let mut child = std::process::Command::new(hetpilot_e2e::bin("hetpilot-agent"))
+        .args(["--manager", &m.url, "--platform", "local", "--slots", "1"])
+        .arg("--work-dir")
+        .arg(&work)
+        .env("HETPILOT_AGENT_TOKEN", &token)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let app = m.submit(json!({"name": "snoop", "command": snoop(child.id()),
+        "tasks": {"array": {"start": 0, "end": 0}}}));
+    let finished = m.wait_finished(app, LONG);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(finished["counts"]["done"], 1, "{finished}");
+    let out = stdout_of(&m, &format!("{app}.0"));
+    let environ = out.split("cmdline:").next().unwrap();
+    assert!(environ.contains("Permission denied"), "{out}");
+    assert!(!out.contains("mem-readable"), "{out}");
+    assert!(!out.contains(&token), "the token leaked to a task:\n{out}");
+}
+
+const NOBODY: u32 = 65534;
+
+/// A token file others may read is refused with a fix-it message; a one-use file given
+/// with `--delete-token-file` is gone once the agent registered.
+#[test]
+fn token_files_must_be_private_and_one_use_ones_are_deleted() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let file = dir.path().join("token");
+    std::fs::write(&file, m.agent_token("local")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = |extra: &[&str]| {
+        std::process::Command::new(hetpilot_e2e::bin("hetpilot-agent"))
+            .args(["--manager", &m.url, "--platform", "local", "--slots", "1"])
+            .arg("--work-dir")
+            .arg(dir.path().join("agent"))
+            .arg("--token-file")
+            .arg(&file)
+            .args(extra)
+            .env_remove("HETPILOT_AGENT_TOKEN")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let refused = run(&[]).wait_with_output().unwrap();
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("chmod 600"), "{err}");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut agent = run(&["--delete-token-file"]);
+    hetpilot_e2e::wait_until("the agent to register", LONG, || {
+        let (_, agents) = m.http().get("/v1/agents", &m.admin);
+        (agents.as_array().is_some_and(|a| !a.is_empty())).then_some(())
+    });
+    assert!(!file.exists(), "the one-use token file was deleted");
+    let _ = agent.kill();
+    let _ = agent.wait();
+}
