@@ -21,6 +21,7 @@ mod runner;
 mod spawn;
 mod staging;
 mod token;
+mod work_dir;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
@@ -81,7 +82,9 @@ struct Args {
     /// CPUs this agent and its tasks are pinned to, e.g. `0` or `0-3,8`.
     #[arg(long)]
     cpus: Option<String>,
-    /// Working directory for tasks and their output.
+    /// Working directory for tasks and their output: this uid's own, writable by no one
+    /// else (created with mode 0700 if missing). Default: a fresh private directory
+    /// `hetpilot-agent-XXXXXX` in the temp dir.
     #[arg(long, env = "HETPILOT_WORK_DIR")]
     work_dir: Option<PathBuf>,
     /// Batch job id (default: from SLURM_JOB_ID, PBS_JOBID or LOADL_STEP_ID).
@@ -215,12 +218,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             .iter()
             .find_map(|v| std::env::var(v).ok())
     });
-    let work_dir = match &args.work_dir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("hetpilot-agent-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work_dir)
-        .with_context(|| format!("creating work dir {}", work_dir.display()))?;
+    let work_dir = work_dir::prepare(args.work_dir.as_deref())?;
+    if let Some(cache) = &args.cache_dir {
+        work_dir::private_dir(cache, "cache dir (--cache-dir)")?;
+    }
     let cache_max = parse_bytes(&args.cache_max).context("--cache-max")?;
     let staging = staging::Settings {
         cache_dir: args

@@ -200,3 +200,22 @@ fn token_files_must_be_private_and_one_use_ones_are_deleted() {
     let _ = agent.kill();
     let _ = agent.wait();
 }
+
+/// A work dir another uid owns (it could swap what is in it under the agent) is refused.
+#[test]
+fn an_agent_refuses_a_work_dir_of_another_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+    let out = std::process::Command::new(hetpilot_e2e::bin("hetpilot-agent"))
+        .args(["--manager", "http://127.0.0.1:9", "--platform", "local"])
+        .arg("--work-dir")
+        .arg(&theirs)
+        .env("HETPILOT_AGENT_TOKEN", "not-used")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("belongs to uid 65534"), "{err}");
+}
