@@ -5,6 +5,7 @@ use crate::api::{Api, ApiError};
 use crate::executor::{Demand, Event, Executor};
 use crate::held::Held;
 use crate::reporter;
+use crate::sandbox::Sandbox;
 use crate::staging::{self, Grants, Stager};
 use hetpilot_shared::protocol::{
     HeartbeatResponse, PullRequest, PullResponse, RegisterRequest, RegisterResponse, TaskAttempt,
@@ -27,6 +28,8 @@ pub struct Options {
     pub register_timeout: Duration,
     /// The node cache and the keys for tasks' files.
     pub staging: staging::Settings,
+    /// The sandbox every task runs in, if any.
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 /// How the agent ended.
@@ -105,6 +108,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         results: results_tx,
         demand: demand_tx,
         events: events_tx.clone(),
+        sandbox: opts.sandbox.clone(),
     };
     let reporter = tokio::spawn(reporter::run(
         api.clone(),

@@ -7,7 +7,8 @@ use crate::corunners::CoRunners;
 use crate::held::Held;
 use crate::output::{self, Captured};
 use crate::runner::{self, Finished};
-use crate::spawn::{self, Prepared};
+use crate::sandbox::Sandbox;
+use crate::spawn::{self, Place, Prepared};
 use crate::staging::{Prepared as StagedFiles, Stager};
 use hetpilot_shared::files::StagingStats;
 use hetpilot_shared::protocol::{
@@ -94,6 +95,8 @@ pub struct Executor {
     pub events: mpsc::UnboundedSender<Event>,
     pub held: Held,
     pub stager: Arc<Stager>,
+    /// Each task runs in this sandbox, if set.
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 struct State {
@@ -309,11 +312,33 @@ impl Executor {
             task: a.task,
             attempt: a.attempt,
         };
+        // A sandboxed task without files still runs in a run directory of its own: the only
+        // place it may write.
+        let scratch = match (&self.sandbox, &files) {
+            (Some(_), None) => match self.scratch_dir(&a, &app) {
+                Ok(dir) => Some(dir),
+                Err(reason) => return self.finish(st, at, None, Some(reason)),
+            },
+            _ => None,
+        };
         {
             let started_at_ms = runner::unix_ms();
             let started = Instant::now();
-            match spawn::start(&a, &app, files.as_ref().map(|f| f.dir.as_path())) {
-                Err(reason) => self.finish(st, at, None, Some(reason)),
+            let place = Place {
+                run_dir: files
+                    .as_ref()
+                    .map(|f| f.dir.as_path())
+                    .or(scratch.as_deref()),
+                sandbox: self.sandbox.as_deref(),
+                read_only: files.as_ref().map_or(&[][..], |f| &f.read_only),
+            };
+            match spawn::start(&a, &app, place) {
+                Err(reason) => {
+                    if let Some(dir) = &scratch {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
+                    self.finish(st, at, None, Some(reason))
+                }
                 Ok(child) => {
                     st.free -= cores;
                     st.started += 1;
@@ -331,22 +356,48 @@ impl Executor {
                             cancelled: false,
                         },
                     );
-                    self.watch(a, child, started, app, files);
+                    self.watch(a, child, started, app, (files, scratch));
                 }
             }
         }
     }
 
+    /// The run directory of a sandboxed task that has no files (emptied if it exists).
+    fn scratch_dir(&self, a: &Assignment, app: &Prepared) -> Result<PathBuf, String> {
+        if app.runtime.workdir.is_some() {
+            return Err(
+                "this agent runs tasks in a sandbox, where a task works in a run \
+                 directory of its own: the application's `workdir` cannot be used (declare \
+                 its input and output files instead)"
+                    .into(),
+            );
+        }
+        let dir = self
+            .work_dir
+            .join("runs")
+            .join(format!("app-{}", a.task.app))
+            .join(format!("task-{}.{}", a.task.index, a.attempt));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(dir)
+    }
+
     /// Drains the task's output and waits for its process, all in one tokio task (no
-    /// thread per task), killing it at its timeout.
+    /// thread per task), killing it at its timeout. `run` holds the task's staged files or
+    /// the scratch run directory of a sandboxed task; both are cleaned up after it.
     fn watch(
         &self,
         a: Assignment,
         child: spawn::Child,
         started: Instant,
         app: Arc<Prepared>,
-        files: Option<StagedFiles>,
+        run: (Option<StagedFiles>, Option<PathBuf>),
     ) {
+        let (files, scratch) = run;
         let events = self.events.clone();
         tokio::spawn(async move {
             let (mut stdout, mut stderr) = (Captured::default(), Captured::default());
@@ -390,6 +441,11 @@ impl Executor {
                 Some(f) => Some(f.finish(finished.outcome == Outcome::Success).await),
                 None => None,
             };
+            if let Some(dir) = scratch {
+                if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a run directory");
+                }
+            }
             let at = TaskAttempt {
                 task: a.task,
                 attempt: a.attempt,

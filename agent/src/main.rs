@@ -18,6 +18,7 @@ mod held;
 mod output;
 mod reporter;
 mod runner;
+mod sandbox;
 mod spawn;
 mod staging;
 mod token;
@@ -75,6 +76,10 @@ struct Args {
     /// Task slots (default: the cores this agent may use).
     #[arg(long)]
     slots: Option<u32>,
+    /// How tasks are isolated from each other and from the agent: `bwrap` runs each in a
+    /// bubblewrap sandbox (the agent refuses to start if bwrap does not work here).
+    #[arg(long, env = "HETPILOT_SANDBOX", value_enum, default_value_t = sandbox::Mode::None)]
+    sandbox: sandbox::Mode,
     /// Extra tasks fetched ahead so slots never wait on the manager (default: adaptive, a
     /// slot's worth for long tasks, up to 1024 for sub-millisecond ones).
     #[arg(long)]
@@ -241,7 +246,31 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             },
         }),
     };
+    let sandbox = match args.sandbox {
+        sandbox::Mode::None => None,
+        sandbox::Mode::Bwrap => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let mut dirs: Vec<PathBuf> = home
+                .into_iter()
+                .filter(|h| h.is_absolute() && h.parent().is_some() && h.is_dir())
+                .collect();
+            dirs.push(work_dir.clone());
+            if !staging.cache_dir.starts_with(&work_dir) {
+                dirs.push(staging.cache_dir.clone());
+            }
+            let files: Vec<PathBuf> = args
+                .token_file
+                .iter()
+                .chain(args.sftp_key.iter())
+                .cloned()
+                .collect();
+            let s = sandbox::Sandbox::new(&work_dir, dirs, files)?;
+            tracing::info!("tasks run in a bubblewrap sandbox");
+            Some(std::sync::Arc::new(s))
+        }
+    };
     let opts = agent::Options {
+        sandbox,
         staging,
         manager,
         registration_token: token,

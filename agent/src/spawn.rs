@@ -3,6 +3,7 @@
 //! application instead of rebuilt from the agent's environment for every task, and output
 //! pipes whose read ends are made non-blocking with one `fcntl` each.
 
+use crate::sandbox::{Sandbox, TaskView};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, OsString};
@@ -146,10 +147,19 @@ fn search(program: &str, path: &OsString, cwd: &Path) -> Option<PathBuf> {
         })
 }
 
-/// Starts task `a` of application `app`, in `run_dir` instead of the application's working
-/// directory when one is given (a task with staged files); errors are "could not start"
-/// reasons.
-pub fn start(a: &Assignment, app: &Prepared, run_dir: Option<&Path>) -> Result<Child, String> {
+/// How a task is placed: its run directory, if it has one (it then replaces the
+/// application's working directory), and the sandbox it runs in with the run directory's
+/// files that stay read-only.
+#[derive(Default)]
+pub struct Place<'a> {
+    pub run_dir: Option<&'a Path>,
+    pub sandbox: Option<&'a Sandbox>,
+    pub read_only: &'a [PathBuf],
+}
+
+/// Starts task `a` of application `app` at `place`; errors are "could not start" reasons.
+pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, String> {
+    let run_dir = place.run_dir;
     if let Some(problem) = &app.problem {
         return Err(problem.clone());
     }
@@ -192,14 +202,41 @@ pub fn start(a: &Assignment, app: &Prepared, run_dir: Option<&Path>) -> Result<C
     let (out_r, out_w) = pipe().map_err(fail)?;
     let (err_r, err_w) = pipe().map_err(fail)?;
     let null = dev_null().map_err(fail)?;
-    let pid = spawn(
-        searched_c.as_deref().unwrap_or(&argv[0]),
-        searched_c.is_none(),
-        &argp,
-        &envp,
-        [null, out_w.as_raw_fd(), err_w.as_raw_fd()],
-        run_dir_c.as_deref().unwrap_or(&app.cwd_c),
-    )
+    let stdio = [null, out_w.as_raw_fd(), err_w.as_raw_fd()];
+    let cwd_c = run_dir_c.as_deref().unwrap_or(&app.cwd_c);
+    let pid = match place.sandbox {
+        None => spawn(
+            searched_c.as_deref().unwrap_or(&argv[0]),
+            searched_c.is_none(),
+            &argp,
+            &envp,
+            stdio,
+            cwd_c,
+        ),
+        Some(sandbox) => {
+            let run_dir = run_dir.ok_or("a sandboxed task needs a run directory")?;
+            let mut command = vec![searched_c.clone().unwrap_or_else(|| argv[0].clone())];
+            command.extend(argv[1..].iter().cloned());
+            let env: Vec<&[u8]> = app
+                .env
+                .iter()
+                .map(|c| c.as_bytes())
+                .chain(task_env.iter().flatten().map(|c| c.as_bytes()))
+                .collect();
+            let view = TaskView {
+                run_dir,
+                read_only: place.read_only,
+                env: &env,
+            };
+            let bwrap_argv = sandbox.argv(&view, &command)?;
+            let mut bwrap_argp: Vec<*const libc::c_char> =
+                bwrap_argv.iter().map(|c| c.as_ptr()).collect();
+            bwrap_argp.push(std::ptr::null());
+            // bwrap itself runs with an empty environment: the task's is in its arguments.
+            let no_env = [std::ptr::null()];
+            spawn(sandbox.program(), false, &bwrap_argp, &no_env, stdio, cwd_c)
+        }
+    }
     .map_err(fail)?;
     Ok(Child {
         pid,
@@ -315,7 +352,7 @@ mod tests {
     }
 
     fn run(a: &Assignment, p: &Prepared) -> (String, i32) {
-        let c = start(a, p, None).unwrap();
+        let c = start(a, p, Place::default()).unwrap();
         let mut status = 0;
         // SAFETY: c.pid is our child; status is a live local.
         assert_eq!(unsafe { libc::waitpid(c.pid, &mut status, 0) }, c.pid);
@@ -383,7 +420,9 @@ mod tests {
         );
         assert_eq!(run(&task(&["mytool"]), &with_path).0, "from-mytool\n");
         let without = Prepared::new(app(&[]), dir.path(), dir.path());
-        let err = start(&task(&["mytool"]), &without, None).err().unwrap();
+        let err = start(&task(&["mytool"]), &without, Place::default())
+            .err()
+            .unwrap();
         assert!(err.contains("cannot start `mytool`"), "{err}");
     }
 
@@ -391,7 +430,9 @@ mod tests {
     fn a_nul_byte_is_a_start_error() {
         let dir = tempfile::tempdir().unwrap();
         let p = Prepared::new(app(&[("BAD", "a\0b")]), dir.path(), dir.path());
-        let err = start(&task(&["/bin/true"]), &p, None).err().unwrap();
+        let err = start(&task(&["/bin/true"]), &p, Place::default())
+            .err()
+            .unwrap();
         assert!(err.contains("NUL"), "{err}");
     }
 }

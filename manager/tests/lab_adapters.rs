@@ -118,6 +118,7 @@ impl Sandbox {
             relative_speed: 1.0,
             hosts: vec!["127.0.0.1".into()],
             staging: Default::default(),
+            sandbox: Default::default(),
         }
     }
 

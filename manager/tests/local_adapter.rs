@@ -40,6 +40,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
         relative_speed: 1.0,
         hosts: vec![],
         staging: Default::default(),
+        sandbox: Default::default(),
     };
     let pilot = PilotSpec {
         name: "here-p1".into(),

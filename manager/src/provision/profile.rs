@@ -23,6 +23,8 @@
 //! work_dir = "/scratch/hetpilot"  # pilots' scripts, credentials and task output
 //! relative_speed = 1.0
 //! hosts = ["node1", "node2"]      # ssh adapter only: the hosts agents start on
+//! sandbox = "bwrap"               # optional: "none" (default) or "bwrap": each task in its
+//!                                 # own bubblewrap sandbox (agents refuse to start without it)
 //! account = "proj42"              # optional, passed to the batch system
 //!
 //! [staging]                       # optional: what Het-HPS assumes until it has measured
@@ -78,6 +80,27 @@ pub enum Login {
     },
 }
 
+/// How the platform's agents isolate their tasks from each other and from the agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sandbox {
+    /// Tasks run as plain processes of the agent's uid.
+    #[default]
+    None,
+    /// Each task runs in a bubblewrap sandbox (`hetpilot-agent --sandbox bwrap`).
+    Bwrap,
+}
+
+impl Sandbox {
+    /// The agent's `--sandbox` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sandbox::None => "none",
+            Sandbox::Bwrap => "bwrap",
+        }
+    }
+}
+
 /// A validated platform profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlatformProfile {
@@ -99,6 +122,7 @@ pub struct PlatformProfile {
     pub relative_speed: f64,
     pub hosts: Vec<String>,
     pub staging: StagingProfile,
+    pub sandbox: Sandbox,
 }
 
 /// What the live staging model assumes of a platform's nodes (paper Section 3: LBW_i and
@@ -181,6 +205,8 @@ struct ProfileFile {
     hosts: Vec<String>,
     #[serde(default)]
     staging: StagingProfile,
+    #[serde(default)]
+    sandbox: Sandbox,
 }
 
 fn local_login() -> String {
@@ -341,6 +367,7 @@ impl PlatformProfile {
             relative_speed: file.relative_speed,
             hosts: file.hosts,
             staging: file.staging,
+            sandbox: file.sandbox,
         })
     }
 }
@@ -421,6 +448,17 @@ work_dir = "/scratch"
             .unwrap_err()
             .to_string();
         assert!(err.contains("link_bandwidth"), "{err}");
+    }
+
+    #[test]
+    fn sandbox_is_optional_and_validated() {
+        assert_eq!(parse("").unwrap().sandbox, Sandbox::None);
+        assert_eq!(
+            parse("sandbox = \"bwrap\"\n").unwrap().sandbox,
+            Sandbox::Bwrap
+        );
+        let err = parse("sandbox = \"docker\"\n").unwrap_err().to_string();
+        assert!(err.contains("sandbox"), "{err}");
     }
 
     fn ssh_host_keys(extra: &str) -> Result<HostKeyCheck, ProfileError> {

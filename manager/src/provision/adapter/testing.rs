@@ -87,6 +87,7 @@ pub fn profile(adapter: AdapterKind) -> PlatformProfile {
         relative_speed: 1.0,
         hosts: vec!["node1".into()],
         staging: Default::default(),
+        sandbox: Default::default(),
     }
 }
 
