@@ -364,7 +364,8 @@ fn sandboxed_tasks_of_two_users_cannot_reach_each_other_or_the_agent() {
 }
 
 /// In the sandbox, wall and CPU time are still measured (wait4 on bwrap includes the
-/// task's CPU), and a timeout kills everything the task started.
+/// task's CPU), a timeout kills everything the task started, and an application's own
+/// `workdir` is refused (a sandboxed task works only in its run dir).
 #[test]
 #[ignore = "needs bubblewrap (deploy/lab/start.sh installs it); run with --include-ignored"]
 fn sandboxed_tasks_are_measured_and_killed_at_their_timeout() {
@@ -378,7 +379,19 @@ fn sandboxed_tasks_are_measured_and_killed_at_their_timeout() {
     slow["timeout_secs"] = json!(1);
     slow["max_attempts"] = json!(1);
     let slow = m.submit(slow);
+    let mut elsewhere = array_app("elsewhere", "/bin/true", 1);
+    elsewhere["workdir"] = json!("/tmp");
+    elsewhere["max_attempts"] = json!(1);
+    let elsewhere = m.submit(elsewhere);
     assert_eq!(m.wait_finished(burn, LONG)["counts"]["done"], 1);
+    m.wait_finished(elsewhere, LONG);
+    let refused = tasks(&m, elsewhere, "failed");
+    assert!(
+        refused[0]["last"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("`workdir` cannot be used")),
+        "a sandboxed task runs only in its own run dir: {refused:?}"
+    );
     let (wall, cpu): (f64, f64) = m
         .db()
         .query_row(
@@ -419,4 +432,55 @@ fn an_agent_asked_for_a_sandbox_without_bwrap_refuses_to_start() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("install it"), "{err}");
+}
+
+/// A platform profile with `sandbox = "bwrap"`: its pilots (local adapter) run tasks
+/// sandboxed, and delete their one-use credential.
+#[test]
+#[ignore = "needs bubblewrap (deploy/lab/start.sh installs it); run with --include-ignored"]
+fn a_sandboxed_platforms_pilots_run_tasks_in_the_sandbox() {
+    use hetpilot_e2e::lab::{configure, pilots, start_manager};
+    need_bwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("boxed.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"boxed\"\nadapter = \"local\"\ncores_per_node = 1\nmemory_per_node = \"1GB\"\n\
+             max_walltime = \"1h\"\nmax_queued = 1\nmax_running = 1\nsandbox = \"bwrap\"\n\
+             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
+            hetpilot_e2e::bin("hetpilot-agent").display(),
+            dir.path().join("pilots").display()
+        ),
+    )
+    .unwrap();
+    let env = configure(
+        dir.path(),
+        &[("boxed", &profile)],
+        "interval_secs = 0.3\nbackoff_base_secs = 1",
+    );
+    let m = start_manager(dir.path(), &env);
+    let app = m.submit(array_app(
+        "boxed",
+        "sh -c 'touch /boxed-escape 2>/dev/null && echo ESCAPE; echo pids $(ls /proc | grep -c ^[0-9])'",
+        1,
+    ));
+    let summary = m.wait_finished(app, LONG);
+    assert_eq!(summary["counts"]["done"], 1, "{summary}");
+    let out = stdout_of(&m, &format!("{app}.0"));
+    assert!(!out.contains("ESCAPE"), "{out}");
+    let pids: u32 = out.trim().strip_prefix("pids ").unwrap().parse().unwrap();
+    assert!(pids < 5, "the task runs in its own PID namespace: {out}");
+    let ps = pilots(&m);
+    let name = ps[0]["name"].as_str().unwrap();
+    let pdir = dir.path().join("pilots").join(name);
+    assert!(!pdir.join("credential").exists(), "{ps:?}");
+    let script = std::fs::read_dir(&pdir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sh"))
+        .unwrap();
+    assert!(std::fs::read_to_string(script)
+        .unwrap()
+        .contains("HETPILOT_SANDBOX=bwrap"));
 }
