@@ -43,10 +43,20 @@ fn cstring(bytes: Vec<u8>, what: &str) -> Result<CString, String> {
 
 impl Prepared {
     pub fn new(runtime: AppRuntime, work_dir: &Path, output_dir: &Path) -> Prepared {
+        Prepared::with_env(runtime, work_dir, output_dir, std::env::vars_os())
+    }
+
+    /// [`Prepared::new`] with `agent_env` standing for the agent's environment.
+    fn with_env(
+        runtime: AppRuntime,
+        work_dir: &Path,
+        output_dir: &Path,
+        agent_env: impl Iterator<Item = (OsString, OsString)>,
+    ) -> Prepared {
         let kept = |k: &str| !k.starts_with("HETPILOT_AGENT_TOKEN") && !PER_TASK.contains(&k);
         // The agent's own settings (its token's file, SFTP key, a CLI token) are not the
         // tasks' business.
-        let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
+        let mut vars: BTreeMap<OsString, OsString> = agent_env
             .filter(|(k, _)| !k.as_encoded_bytes().starts_with(b"HETPILOT_"))
             .collect();
         for (k, v) in &runtime.env {
@@ -391,11 +401,20 @@ mod tests {
 
     #[test]
     fn the_agents_own_settings_are_not_passed_to_tasks() {
-        // Set before any task of this test binary could read it; only HETPILOT_ names.
-        std::env::set_var("HETPILOT_AGENT_TOKEN_FILE", "/secret/token");
-        std::env::set_var("HETPILOT_SFTP_KEY", "/secret/key");
         let dir = tempfile::tempdir().unwrap();
-        let p = Prepared::new(app(&[("MINE", "1")]), dir.path(), dir.path());
+        let agent_env = [
+            ("HETPILOT_AGENT_TOKEN_FILE", "/secret/token"),
+            ("HETPILOT_SFTP_KEY", "/secret/key"),
+            ("HETPILOT_TOKEN", "/secret/cli"),
+            ("PATH", "/usr/bin:/bin"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let p = Prepared::with_env(
+            app(&[("MINE", "1")]),
+            dir.path(),
+            dir.path(),
+            agent_env.into_iter(),
+        );
         let (out, _) = run(&task(&["/bin/sh", "-c", "env | sort"]), &p);
         assert!(!out.contains("/secret/"), "{out}");
         assert!(
