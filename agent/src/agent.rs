@@ -5,6 +5,7 @@ use crate::api::{Api, ApiError};
 use crate::executor::{Demand, Event, Executor};
 use crate::held::Held;
 use crate::reporter;
+use crate::sandbox::Sandbox;
 use crate::staging::{self, Grants, Stager};
 use hetpilot_shared::protocol::{
     HeartbeatResponse, PullRequest, PullResponse, RegisterRequest, RegisterResponse, TaskAttempt,
@@ -27,6 +28,8 @@ pub struct Options {
     pub register_timeout: Duration,
     /// The node cache and the keys for tasks' files.
     pub staging: staging::Settings,
+    /// The sandbox every task runs in, if any.
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 /// How the agent ended.
@@ -44,11 +47,12 @@ async fn register(
     req: &RegisterRequest,
     give_up: Duration,
 ) -> Result<RegisterResponse, ApiError> {
-    let deadline = tokio::time::Instant::now() + give_up;
+    let deadline = tokio::time::Instant::now().checked_add(give_up);
     let mut backoff = Duration::from_millis(100);
     loop {
+        let time_left = deadline.is_none_or(|d| tokio::time::Instant::now() + backoff < d);
         match api.post("/v1/agents", req, Duration::from_secs(30)).await {
-            Err(e) if e.is_transient() && tokio::time::Instant::now() + backoff < deadline => {
+            Err(e) if e.is_transient() && time_left => {
                 tracing::warn!(error = %e, "registration failed; retrying");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -60,7 +64,8 @@ async fn register(
 
 pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let api = Api::new(&opts.manager, opts.registration_token.clone());
-    let reg = register(&api, &opts.register, opts.register_timeout).await?;
+    let mut reg = register(&api, &opts.register, opts.register_timeout).await?;
+    reg.slots = reg.slots.clamp(1, MAX_SLOTS);
     tracing::info!(agent = %reg.agent, slots = reg.slots, "registered");
     let api = api.with_token(reg.credential.clone());
     let base = format!("/v1/agents/{}", reg.agent);
@@ -73,7 +78,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (results_tx, results_rx) = mpsc::unbounded_channel();
     let (demand_tx, demand_rx) = watch::channel(Demand {
-        want: reg.slots + opts.prefetch.unwrap_or(reg.slots),
+        want: reg.slots.saturating_add(opts.prefetch.unwrap_or(reg.slots)),
         draining: false,
         started: 0,
     });
@@ -103,6 +108,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         results: results_tx,
         demand: demand_tx,
         events: events_tx.clone(),
+        sandbox: opts.sandbox.clone(),
     };
     let reporter = tokio::spawn(reporter::run(
         api.clone(),
@@ -123,7 +129,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         demand_rx,
         channels.clone(),
     ));
-    let beat = Duration::from_millis(reg.heartbeat_interval_ms);
+    let beat = heartbeat_every(reg.heartbeat_interval_ms);
     let heart = tokio::spawn(heartbeat_loop(api.clone(), base.clone(), beat, channels));
     let signals = tokio::spawn(drain_on_signal_or_walltime(
         events_tx.clone(),
@@ -156,6 +162,16 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         results_refused,
         lost,
     })
+}
+
+/// Most slots an agent runs, whatever the manager answers (its slot counts are summed
+/// with prefetch counts and multiplied: they must stay far from overflowing).
+const MAX_SLOTS: u32 = 1 << 16;
+
+/// The heartbeat interval the manager asked for, within sane bounds: zero would make
+/// `tokio::time::interval` panic, and a huge value would silence the agent.
+fn heartbeat_every(ms: u64) -> Duration {
+    Duration::from_millis(ms.clamp(100, 3_600_000))
 }
 
 /// Shortest interval between two pulls that only report started tasks.
@@ -339,4 +355,16 @@ async fn drain_on_signal_or_walltime(
         _ = walltime => "the walltime end is near",
     };
     let _ = events.send(Event::Drain(why));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manager_sent_intervals_are_bounded() {
+        assert_eq!(heartbeat_every(0), Duration::from_millis(100));
+        assert_eq!(heartbeat_every(u64::MAX), Duration::from_secs(3600));
+        assert_eq!(heartbeat_every(5_000), Duration::from_secs(5));
+    }
 }

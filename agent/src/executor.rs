@@ -7,7 +7,8 @@ use crate::corunners::CoRunners;
 use crate::held::Held;
 use crate::output::{self, Captured};
 use crate::runner::{self, Finished};
-use crate::spawn::{self, Prepared};
+use crate::sandbox::Sandbox;
+use crate::spawn::{self, Place, Prepared};
 use crate::staging::{Prepared as StagedFiles, Stager};
 use hetpilot_shared::files::StagingStats;
 use hetpilot_shared::protocol::{
@@ -94,6 +95,8 @@ pub struct Executor {
     pub events: mpsc::UnboundedSender<Event>,
     pub held: Held,
     pub stager: Arc<Stager>,
+    /// Each task runs in this sandbox, if set.
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 struct State {
@@ -145,7 +148,7 @@ impl Executor {
                     }));
                     for a in tasks {
                         let cores = self.cores_of(&st, &a);
-                        st.queued_cores += cores;
+                        st.queued_cores = st.queued_cores.saturating_add(cores);
                         st.queue.push_back((a, cores));
                     }
                     // Acknowledged once started, so the puller's next call reports the starts.
@@ -158,7 +161,7 @@ impl Executor {
                             .iter()
                             .position(|(a, _)| a.task == at.task && a.attempt == at.attempt);
                         if let Some((_, cores)) = queued.and_then(|i| st.queue.remove(i)) {
-                            st.queued_cores -= cores;
+                            st.queued_cores = st.queued_cores.saturating_sub(cores);
                             self.held.release([at]);
                         }
                         if let Some(killed) = st.staging.get_mut(&at) {
@@ -204,7 +207,7 @@ impl Executor {
         let ahead = self
             .prefetch
             .unwrap_or_else(|| prefetch(self.slots, st.mean_wall_ms));
-        let want = (st.free + ahead).saturating_sub(queued);
+        let want = st.free.saturating_add(ahead).saturating_sub(queued);
         // Refill in batches: while tasks are queued, wait until half the prefetch is used.
         let worth_a_call = queued == 0 || want >= (ahead / 2).max(1);
         let demand = Demand {
@@ -233,7 +236,7 @@ impl Executor {
                 break;
             }
             let (a, _) = st.queue.pop_front().expect("front exists");
-            st.queued_cores -= cores;
+            st.queued_cores = st.queued_cores.saturating_sub(cores);
             let at = TaskAttempt {
                 task: a.task,
                 attempt: a.attempt,
@@ -309,11 +312,33 @@ impl Executor {
             task: a.task,
             attempt: a.attempt,
         };
+        // A sandboxed task without files still runs in a run directory of its own: the only
+        // place it may write.
+        let scratch = match (&self.sandbox, &files) {
+            (Some(_), None) => match self.scratch_dir(&a, &app) {
+                Ok(dir) => Some(dir),
+                Err(reason) => return self.finish(st, at, None, Some(reason)),
+            },
+            _ => None,
+        };
         {
             let started_at_ms = runner::unix_ms();
             let started = Instant::now();
-            match spawn::start(&a, &app, files.as_ref().map(|f| f.dir.as_path())) {
-                Err(reason) => self.finish(st, at, None, Some(reason)),
+            let place = Place {
+                run_dir: files
+                    .as_ref()
+                    .map(|f| f.dir.as_path())
+                    .or(scratch.as_deref()),
+                sandbox: self.sandbox.as_deref(),
+                read_only: files.as_ref().map_or(&[][..], |f| &f.read_only),
+            };
+            match spawn::start(&a, &app, place) {
+                Err(reason) => {
+                    if let Some(dir) = &scratch {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
+                    self.finish(st, at, None, Some(reason))
+                }
                 Ok(child) => {
                     st.free -= cores;
                     st.started += 1;
@@ -331,22 +356,48 @@ impl Executor {
                             cancelled: false,
                         },
                     );
-                    self.watch(a, child, started, app, files);
+                    self.watch(a, child, started, app, (files, scratch));
                 }
             }
         }
     }
 
+    /// The run directory of a sandboxed task that has no files (emptied if it exists).
+    fn scratch_dir(&self, a: &Assignment, app: &Prepared) -> Result<PathBuf, String> {
+        if app.runtime.workdir.is_some() {
+            return Err(
+                "this agent runs tasks in a sandbox, where a task works in a run \
+                 directory of its own: the application's `workdir` cannot be used (declare \
+                 its input and output files instead)"
+                    .into(),
+            );
+        }
+        let dir = self
+            .work_dir
+            .join("runs")
+            .join(format!("app-{}", a.task.app))
+            .join(format!("task-{}.{}", a.task.index, a.attempt));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(dir)
+    }
+
     /// Drains the task's output and waits for its process, all in one tokio task (no
-    /// thread per task), killing it at its timeout.
+    /// thread per task), killing it at its timeout. `run` holds the task's staged files or
+    /// the scratch run directory of a sandboxed task; both are cleaned up after it.
     fn watch(
         &self,
         a: Assignment,
         child: spawn::Child,
         started: Instant,
         app: Arc<Prepared>,
-        files: Option<StagedFiles>,
+        run: (Option<StagedFiles>, Option<PathBuf>),
     ) {
+        let (files, scratch) = run;
         let events = self.events.clone();
         tokio::spawn(async move {
             let (mut stdout, mut stderr) = (Captured::default(), Captured::default());
@@ -390,6 +441,11 @@ impl Executor {
                 Some(f) => Some(f.finish(finished.outcome == Outcome::Success).await),
                 None => None,
             };
+            if let Some(dir) = scratch {
+                if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a run directory");
+                }
+            }
             let at = TaskAttempt {
                 task: a.task,
                 attempt: a.attempt,
@@ -512,7 +568,7 @@ pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
         Some(ms) if ms < 100.0 => {
             // Saturating float-to-int cast: a zero mean gives u32::MAX, then the clamp.
             let by_work = (f64::from(slots) * AHEAD_MS_PER_SLOT / ms) as u32;
-            by_work.max(slots * 4).clamp(64, 1024)
+            by_work.max(slots.saturating_mul(4)).clamp(64, 1024)
         }
         _ => slots,
     }
@@ -540,5 +596,11 @@ mod tests {
         // Shrinks again as the tasks get longer.
         assert_eq!(prefetch(2, Some(5.0)), 100);
         assert_eq!(prefetch(2, Some(20.0)), 64);
+    }
+
+    #[test]
+    fn prefetch_cannot_overflow() {
+        assert_eq!(prefetch(u32::MAX, Some(1.0)), 1024);
+        assert_eq!(prefetch(u32::MAX, None), u32::MAX);
     }
 }

@@ -3,7 +3,8 @@
 //! SIGTERM or before its batch job's walltime ends.
 //!
 //! The registration token never appears on the command line (it would show in `ps`): it is
-//! read from `--token-file` or the `HETPILOT_AGENT_TOKEN` environment variable.
+//! read from `--token-file` or the `HETPILOT_AGENT_TOKEN` environment variable, and left
+//! nowhere a task can read it (see `token`).
 //!
 //! `hetpilot-agent serve-files` runs it in another role instead: a file store near the
 //! storage that agents fetch inputs from and store outputs to (see `file_store`).
@@ -17,8 +18,11 @@ mod held;
 mod output;
 mod reporter;
 mod runner;
+mod sandbox;
 mod spawn;
 mod staging;
+mod token;
+mod work_dir;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
@@ -62,12 +66,20 @@ struct Args {
     /// Platform this agent belongs to (must be configured on the manager).
     #[arg(long, env = "HETPILOT_PLATFORM", required = true)]
     platform: Option<String>,
-    /// File holding the agent registration token (else `HETPILOT_AGENT_TOKEN`).
+    /// File holding the agent registration token, readable by its owner only (else
+    /// `HETPILOT_AGENT_TOKEN`, which the agent then drops from its environment).
     #[arg(long, env = "HETPILOT_AGENT_TOKEN_FILE")]
     token_file: Option<PathBuf>,
+    /// Delete the token file once read (a pilot's one-use credential).
+    #[arg(long)]
+    delete_token_file: bool,
     /// Task slots (default: the cores this agent may use).
     #[arg(long)]
     slots: Option<u32>,
+    /// How tasks are isolated from each other and from the agent: `bwrap` runs each in a
+    /// bubblewrap sandbox (the agent refuses to start if bwrap does not work here).
+    #[arg(long, env = "HETPILOT_SANDBOX", value_enum, default_value_t = sandbox::Mode::None)]
+    sandbox: sandbox::Mode,
     /// Extra tasks fetched ahead so slots never wait on the manager (default: adaptive, a
     /// slot's worth for long tasks, up to 1024 for sub-millisecond ones).
     #[arg(long)]
@@ -75,7 +87,9 @@ struct Args {
     /// CPUs this agent and its tasks are pinned to, e.g. `0` or `0-3,8`.
     #[arg(long)]
     cpus: Option<String>,
-    /// Working directory for tasks and their output.
+    /// Working directory for tasks and their output: this uid's own, writable by no one
+    /// else (created with mode 0700 if missing). Default: a fresh private directory
+    /// `hetpilot-agent-XXXXXX` in the temp dir.
     #[arg(long, env = "HETPILOT_WORK_DIR")]
     work_dir: Option<PathBuf>,
     /// Batch job id (default: from SLURM_JOB_ID, PBS_JOBID or LOADL_STEP_ID).
@@ -168,20 +182,6 @@ fn parse_bytes(s: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("`{s}` is too large"))
 }
 
-fn registration_token(file: Option<&PathBuf>) -> anyhow::Result<String> {
-    let token = match file {
-        Some(f) => std::fs::read_to_string(f)
-            .with_context(|| format!("reading the token file {}", f.display()))?,
-        None => std::env::var("HETPILOT_AGENT_TOKEN")
-            .context("no registration token: pass --token-file FILE or set HETPILOT_AGENT_TOKEN")?,
-    };
-    let token = token.trim().to_string();
-    if token.is_empty() {
-        bail!("the registration token is empty");
-    }
-    Ok(token)
-}
-
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let default = ["info", "info", "debug", "trace"][usize::from(cli.verbose.min(3))];
@@ -204,7 +204,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
     let (Some(manager), Some(platform)) = (args.manager.clone(), args.platform.clone()) else {
         bail!("a pilot needs --manager and --platform");
     };
-    let token = registration_token(args.token_file.as_ref())?;
+    // Before any thread exists: this may re-execute the agent.
+    token::drop_from_environment()?;
+    token::make_undumpable()?;
+    let token = token::read(args.token_file.as_deref(), args.delete_token_file)?;
     let mut cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
@@ -220,12 +223,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             .iter()
             .find_map(|v| std::env::var(v).ok())
     });
-    let work_dir = match &args.work_dir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("hetpilot-agent-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work_dir)
-        .with_context(|| format!("creating work dir {}", work_dir.display()))?;
+    let work_dir = work_dir::prepare(args.work_dir.as_deref())?;
+    if let Some(cache) = &args.cache_dir {
+        work_dir::private_dir(cache, "cache dir (--cache-dir)")?;
+    }
     let cache_max = parse_bytes(&args.cache_max).context("--cache-max")?;
     let staging = staging::Settings {
         cache_dir: args
@@ -245,7 +246,31 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             },
         }),
     };
+    let sandbox = match args.sandbox {
+        sandbox::Mode::None => None,
+        sandbox::Mode::Bwrap => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let mut dirs: Vec<PathBuf> = home
+                .into_iter()
+                .filter(|h| h.is_absolute() && h.parent().is_some() && h.is_dir())
+                .collect();
+            dirs.push(work_dir.clone());
+            if !staging.cache_dir.starts_with(&work_dir) {
+                dirs.push(staging.cache_dir.clone());
+            }
+            let files: Vec<PathBuf> = args
+                .token_file
+                .iter()
+                .chain(args.sftp_key.iter())
+                .cloned()
+                .collect();
+            let s = sandbox::Sandbox::new(&work_dir, dirs, files)?;
+            tracing::info!("tasks run in a bubblewrap sandbox");
+            Some(std::sync::Arc::new(s))
+        }
+    };
     let opts = agent::Options {
+        sandbox,
         staging,
         manager,
         registration_token: token,

@@ -104,12 +104,20 @@ fn pidfd(pid: i32) -> Option<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
 }
 
+/// When a task started at `started` with `timeout` must be killed; `None` for no limit,
+/// and for a limit so far away that the clock cannot express it (the manager bounds
+/// timeouts, but a deadline past the end of time is no deadline, never a panic).
+pub fn deadline(started: Instant, timeout: Option<Duration>) -> Option<Instant> {
+    timeout.and_then(|t| started.checked_add(t))
+}
+
 /// Waits for the task's process to end, killing its process group `timeout` after it
 /// started.
 pub async fn wait_exit(pid: i32, started: Instant, timeout: Option<Duration>) -> Finished {
+    let deadline = deadline(started, timeout);
     let limit = async {
-        match timeout {
-            Some(t) => tokio::time::sleep_until((started + t).into()).await,
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
             None => std::future::pending().await,
         }
     };
@@ -155,4 +163,76 @@ pub fn kill_group(pid: i32) {
 /// How long the task may run.
 pub fn timeout_of(app: &AppRuntime) -> Option<Duration> {
     app.timeout_secs.map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_timeout_past_the_end_of_time_is_no_deadline() {
+        let now = Instant::now();
+        assert_eq!(deadline(now, None), None);
+        assert_eq!(deadline(now, Some(Duration::from_secs(u64::MAX))), None);
+        assert_eq!(
+            deadline(now, Some(Duration::from_secs(i64::MAX as u64))),
+            None
+        );
+        assert_eq!(
+            deadline(now, Some(Duration::from_secs(5))),
+            Some(now + Duration::from_secs(5))
+        );
+    }
+
+    /// The attacker's probe: a task with a timeout of i64::MAX seconds must run and be
+    /// reaped like any other (the watcher used to panic on `started + timeout`).
+    #[tokio::test]
+    #[allow(clippy::zombie_processes)] // reaped by wait_exit's wait4
+    async fn a_huge_timeout_neither_panics_nor_kills() {
+        let child = std::process::Command::new("/bin/sleep")
+            .arg("0.2")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let started = Instant::now();
+        let timeout = timeout_of(&AppRuntime {
+            timeout_secs: Some(i64::MAX as u64),
+            ..test_app()
+        });
+        let finished = wait_exit(pid, started, timeout).await;
+        assert_eq!(finished.outcome, Outcome::Success);
+        assert!(finished.wall_ms >= 150.0, "{}", finished.wall_ms);
+    }
+
+    #[tokio::test]
+    #[allow(clippy::zombie_processes)] // reaped by wait_exit's wait4
+    async fn a_timeout_still_kills_the_task() {
+        let child = std::process::Command::new("/bin/sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let finished = wait_exit(
+            child.id() as i32,
+            Instant::now(),
+            Some(Duration::from_millis(200)),
+        )
+        .await;
+        assert_eq!(finished.outcome, Outcome::TimedOut);
+        assert!(finished.wall_ms < 10_000.0, "{}", finished.wall_ms);
+    }
+
+    fn test_app() -> AppRuntime {
+        AppRuntime {
+            app: hetpilot_shared::AppId(1),
+            name: "t".into(),
+            cores: 1,
+            env: Default::default(),
+            workdir: None,
+            output_dir: None,
+            timeout_secs: None,
+            files: None,
+        }
+    }
 }

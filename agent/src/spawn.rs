@@ -3,6 +3,7 @@
 //! application instead of rebuilt from the agent's environment for every task, and output
 //! pipes whose read ends are made non-blocking with one `fcntl` each.
 
+use crate::sandbox::{Sandbox, TaskView};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, OsString};
@@ -23,7 +24,8 @@ const PER_TASK: [&str; 5] = [
 /// An application's runtime with what every one of its tasks shares, built once.
 pub struct Prepared {
     pub runtime: AppRuntime,
-    /// `KEY=VALUE` entries: the agent's environment without its token, plus the app's.
+    /// `KEY=VALUE` entries: the agent's environment without its own `HETPILOT_*` settings
+    /// (the token, its file, keys), plus the app's.
     env: Vec<CString>,
     cwd: PathBuf,
     cwd_c: CString,
@@ -41,9 +43,21 @@ fn cstring(bytes: Vec<u8>, what: &str) -> Result<CString, String> {
 
 impl Prepared {
     pub fn new(runtime: AppRuntime, work_dir: &Path, output_dir: &Path) -> Prepared {
-        let kept = |k: &str| k != "HETPILOT_AGENT_TOKEN" && !PER_TASK.contains(&k);
-        let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| k.to_str().is_none_or(kept))
+        Prepared::with_env(runtime, work_dir, output_dir, std::env::vars_os())
+    }
+
+    /// [`Prepared::new`] with `agent_env` standing for the agent's environment.
+    fn with_env(
+        runtime: AppRuntime,
+        work_dir: &Path,
+        output_dir: &Path,
+        agent_env: impl Iterator<Item = (OsString, OsString)>,
+    ) -> Prepared {
+        let kept = |k: &str| !k.starts_with("HETPILOT_AGENT_TOKEN") && !PER_TASK.contains(&k);
+        // The agent's own settings (its token's file, SFTP key, a CLI token) are not the
+        // tasks' business.
+        let mut vars: BTreeMap<OsString, OsString> = agent_env
+            .filter(|(k, _)| !k.as_encoded_bytes().starts_with(b"HETPILOT_"))
             .collect();
         for (k, v) in &runtime.env {
             if kept(k) {
@@ -143,10 +157,19 @@ fn search(program: &str, path: &OsString, cwd: &Path) -> Option<PathBuf> {
         })
 }
 
-/// Starts task `a` of application `app`, in `run_dir` instead of the application's working
-/// directory when one is given (a task with staged files); errors are "could not start"
-/// reasons.
-pub fn start(a: &Assignment, app: &Prepared, run_dir: Option<&Path>) -> Result<Child, String> {
+/// How a task is placed: its run directory, if it has one (it then replaces the
+/// application's working directory), and the sandbox it runs in with the run directory's
+/// files that stay read-only.
+#[derive(Default)]
+pub struct Place<'a> {
+    pub run_dir: Option<&'a Path>,
+    pub sandbox: Option<&'a Sandbox>,
+    pub read_only: &'a [PathBuf],
+}
+
+/// Starts task `a` of application `app` at `place`; errors are "could not start" reasons.
+pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, String> {
+    let run_dir = place.run_dir;
     if let Some(problem) = &app.problem {
         return Err(problem.clone());
     }
@@ -189,14 +212,41 @@ pub fn start(a: &Assignment, app: &Prepared, run_dir: Option<&Path>) -> Result<C
     let (out_r, out_w) = pipe().map_err(fail)?;
     let (err_r, err_w) = pipe().map_err(fail)?;
     let null = dev_null().map_err(fail)?;
-    let pid = spawn(
-        searched_c.as_deref().unwrap_or(&argv[0]),
-        searched_c.is_none(),
-        &argp,
-        &envp,
-        [null, out_w.as_raw_fd(), err_w.as_raw_fd()],
-        run_dir_c.as_deref().unwrap_or(&app.cwd_c),
-    )
+    let stdio = [null, out_w.as_raw_fd(), err_w.as_raw_fd()];
+    let cwd_c = run_dir_c.as_deref().unwrap_or(&app.cwd_c);
+    let pid = match place.sandbox {
+        None => spawn(
+            searched_c.as_deref().unwrap_or(&argv[0]),
+            searched_c.is_none(),
+            &argp,
+            &envp,
+            stdio,
+            cwd_c,
+        ),
+        Some(sandbox) => {
+            let run_dir = run_dir.ok_or("a sandboxed task needs a run directory")?;
+            let mut command = vec![searched_c.clone().unwrap_or_else(|| argv[0].clone())];
+            command.extend(argv[1..].iter().cloned());
+            let env: Vec<&[u8]> = app
+                .env
+                .iter()
+                .map(|c| c.as_bytes())
+                .chain(task_env.iter().flatten().map(|c| c.as_bytes()))
+                .collect();
+            let view = TaskView {
+                run_dir,
+                read_only: place.read_only,
+                env: &env,
+            };
+            let bwrap_argv = sandbox.argv(&view, &command)?;
+            let mut bwrap_argp: Vec<*const libc::c_char> =
+                bwrap_argv.iter().map(|c| c.as_ptr()).collect();
+            bwrap_argp.push(std::ptr::null());
+            // bwrap itself runs with an empty environment: the task's is in its arguments.
+            let no_env = [std::ptr::null()];
+            spawn(sandbox.program(), false, &bwrap_argp, &no_env, stdio, cwd_c)
+        }
+    }
     .map_err(fail)?;
     Ok(Child {
         pid,
@@ -312,7 +362,7 @@ mod tests {
     }
 
     fn run(a: &Assignment, p: &Prepared) -> (String, i32) {
-        let c = start(a, p, None).unwrap();
+        let c = start(a, p, Place::default()).unwrap();
         let mut status = 0;
         // SAFETY: c.pid is our child; status is a live local.
         assert_eq!(unsafe { libc::waitpid(c.pid, &mut status, 0) }, c.pid);
@@ -350,6 +400,30 @@ mod tests {
     }
 
     #[test]
+    fn the_agents_own_settings_are_not_passed_to_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent_env = [
+            ("HETPILOT_AGENT_TOKEN_FILE", "/secret/token"),
+            ("HETPILOT_SFTP_KEY", "/secret/key"),
+            ("HETPILOT_TOKEN", "/secret/cli"),
+            ("PATH", "/usr/bin:/bin"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let p = Prepared::with_env(
+            app(&[("MINE", "1")]),
+            dir.path(),
+            dir.path(),
+            agent_env.into_iter(),
+        );
+        let (out, _) = run(&task(&["/bin/sh", "-c", "env | sort"]), &p);
+        assert!(!out.contains("/secret/"), "{out}");
+        assert!(
+            out.contains("MINE=1") && out.contains("HETPILOT_TASK=7.3"),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn bare_names_search_the_apps_path() {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
@@ -365,7 +439,9 @@ mod tests {
         );
         assert_eq!(run(&task(&["mytool"]), &with_path).0, "from-mytool\n");
         let without = Prepared::new(app(&[]), dir.path(), dir.path());
-        let err = start(&task(&["mytool"]), &without, None).err().unwrap();
+        let err = start(&task(&["mytool"]), &without, Place::default())
+            .err()
+            .unwrap();
         assert!(err.contains("cannot start `mytool`"), "{err}");
     }
 
@@ -373,7 +449,9 @@ mod tests {
     fn a_nul_byte_is_a_start_error() {
         let dir = tempfile::tempdir().unwrap();
         let p = Prepared::new(app(&[("BAD", "a\0b")]), dir.path(), dir.path());
-        let err = start(&task(&["/bin/true"]), &p, None).err().unwrap();
+        let err = start(&task(&["/bin/true"]), &p, Place::default())
+            .err()
+            .unwrap();
         assert!(err.contains("NUL"), "{err}");
     }
 }

@@ -6,6 +6,7 @@
 #   * the PBS/TORQUE layer: Debian's qsub/qstat/qdel wrappers, spank_pbs and a TaskProlog
 #     that sets PBS_NODEFILE & co.
 #   * an sshd on 127.0.0.1:$LAB_SSH_PORT with key-only root login (the "login host")
+#   * bubblewrap, for the agent's task sandbox (`--sandbox bwrap`) and its tests
 # Exits 0 only when every node is idle, a smoke job completed and ssh works.
 #
 # Knobs: HETPILOT_LAB (state root, default /var/tmp/hetpilot-lab), LAB_SSH_PORT (2222).

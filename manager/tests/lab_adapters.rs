@@ -119,6 +119,7 @@ impl Sandbox {
             hosts: vec!["127.0.0.1".into()],
             staging: Default::default(),
             pilots: Default::default(),
+            sandbox: Default::default(),
         }
     }
 

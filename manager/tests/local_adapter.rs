@@ -41,6 +41,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
         hosts: vec![],
         staging: Default::default(),
         pilots: Default::default(),
+        sandbox: Default::default(),
     };
     let pilot = PilotSpec {
         name: "here-p1".into(),

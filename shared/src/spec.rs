@@ -128,6 +128,9 @@ pub enum SpecError {
     },
 }
 
+/// The longest per-task timeout, in seconds (365 days): agents add it to clocks.
+pub const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
+
 /// The most tasks one application may hold.
 pub const MAX_TASKS: u64 = 100_000_000;
 
@@ -177,6 +180,15 @@ impl AppSpec {
             return Err(SpecError::Field {
                 field: "timeout_secs",
                 problem: "must be at least 1 second (omit it for no limit)".into(),
+            });
+        }
+        if let Some(t) = self.timeout_secs.filter(|&t| t > MAX_TIMEOUT_SECS) {
+            return Err(SpecError::Field {
+                field: "timeout_secs",
+                problem: format!(
+                    "{t} seconds is more than the limit of {MAX_TIMEOUT_SECS} (365 days; omit \
+                     it for no limit)"
+                ),
             });
         }
         if let Some(key) = self
@@ -366,5 +378,17 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("field `command`"));
+    }
+
+    #[test]
+    fn timeouts_are_bounded() {
+        let mut s = spec(TaskSource::Array { start: 1, end: 2 });
+        s.timeout_secs = Some(i64::MAX as u64);
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.starts_with("field `timeout_secs`"), "{err}");
+        s.timeout_secs = Some(MAX_TIMEOUT_SECS + 1);
+        assert!(s.validate().is_err());
+        s.timeout_secs = Some(MAX_TIMEOUT_SECS);
+        assert!(s.validate().is_ok());
     }
 }

@@ -129,7 +129,7 @@ fn io(dir: &Path, e: std::io::Error) -> CacheError {
 impl State {
     /// Evicts unpinned files, least recently used first, until `need` more bytes fit.
     fn make_room(&mut self, dir: &Path, need: u64, max: u64) -> bool {
-        while self.used + need > max {
+        while self.used.saturating_add(need) > max {
             let victim = self
                 .entries
                 .iter()
@@ -245,9 +245,9 @@ impl Cache {
                     }
                     Some(Entry::Fetching { .. }) => {}
                     None => {
-                        if reserved + wait.held() > self.inner.max {
+                        if reserved.saturating_add(wait.held()) > self.inner.max {
                             return Err(CacheError::TooBig {
-                                size: reserved + wait.held(),
+                                size: reserved.saturating_add(wait.held()),
                                 max: self.inner.max,
                             });
                         }
@@ -319,9 +319,9 @@ impl Cache {
         size: u64,
         wait: Wait,
     ) -> Result<(), CacheError> {
-        if size + wait.held() > self.inner.max {
+        if size.saturating_add(wait.held()) > self.inner.max {
             return Err(CacheError::TooBig {
-                size: size + wait.held(),
+                size: size.saturating_add(wait.held()),
                 max: self.inner.max,
             });
         }
@@ -403,6 +403,25 @@ mod tests {
         assert!(!get(&c, "a", 100).await.1);
         assert!(!get(&c, "c", 100).await.1);
         assert!(get(&c, "b", 100).await.1, "evicted files are fetched again");
+    }
+
+    /// Declared sizes come from users: u64::MAX is "too big", not an overflow panic.
+    #[tokio::test]
+    async fn a_declared_size_near_u64_max_is_too_big() {
+        let d = tempfile::tempdir().unwrap();
+        let c = Cache::open(d.path(), 300).unwrap();
+        let err = c
+            .get("x", Some(u64::MAX), Wait::Holding(100), write(1, 1))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(
+            err,
+            CacheError::TooBig {
+                size: u64::MAX,
+                max: 300
+            }
+        );
     }
 
     #[tokio::test]

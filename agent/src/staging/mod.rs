@@ -64,6 +64,9 @@ pub struct Prepared {
     stats: StagingStats,
     _pins: Vec<Pin>,
     stager: Arc<Stager>,
+    /// Cached input files the task must not change (a sandbox binds them read-only): the
+    /// hard links in the run directory, or the cached files symlinks point to.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl Stager {
@@ -122,7 +125,7 @@ impl Stager {
                     .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
         }
-        let (pins, stats) = self
+        let (pins, stats, read_only) = self
             .link_inputs(a.task.app, &templates.owner, &files.inputs, &dir)
             .await?;
         tracing::debug!(task = %a.task, fetched = stats.bytes_fetched,
@@ -135,6 +138,7 @@ impl Stager {
             stats,
             _pins: pins,
             stager: self,
+            read_only,
         })
     }
 
@@ -148,11 +152,15 @@ impl Stager {
         owner: &str,
         inputs: &[TaskFile],
         dir: &Path,
-    ) -> Result<(Vec<Pin>, StagingStats), String> {
+    ) -> Result<(Vec<Pin>, StagingStats, Vec<PathBuf>), String> {
         let mut stats = StagingStats::default();
         // Inputs this run fetched (a later pass finds them in the cache).
         let mut fetched_here = HashSet::new();
-        let declared: u64 = inputs.iter().filter_map(|f| f.size).sum();
+        // Sizes are declared by users: a sum past u64::MAX is "too big", not a panic.
+        let declared = inputs
+            .iter()
+            .filter_map(|f| f.size)
+            .fold(0u64, u64::saturating_add);
         if declared > self.cache.max() {
             return Err(format!(
                 "the task's inputs total {declared} bytes, more than the node cache holds ({} \
@@ -164,6 +172,7 @@ impl Stager {
         'pass: loop {
             let mut pins = Vec::new();
             let mut cached_sizes = Vec::new();
+            let mut read_only = Vec::new();
             for (i, input) in inputs.iter().enumerate() {
                 let link = dir.join(&input.name);
                 let _ = std::fs::remove_file(&link);
@@ -200,14 +209,17 @@ impl Stager {
                     None if !fetched_here.contains(&i) => cached_sizes.push(pin.size),
                     None => {}
                 }
-                if std::fs::hard_link(&pin.path, &link).is_err() {
+                if std::fs::hard_link(&pin.path, &link).is_ok() {
+                    read_only.push(link);
+                } else {
                     std::os::unix::fs::symlink(&pin.path, &link)
                         .map_err(|e| format!("input `{}`: cannot link it: {e}", input.source))?;
+                    read_only.push(pin.path.clone());
                 }
                 pins.push(pin);
             }
             stats.bytes_cached = cached_sizes.iter().sum();
-            return Ok((pins, stats));
+            return Ok((pins, stats, read_only));
         }
     }
 
@@ -349,6 +361,7 @@ impl Prepared {
             mut stats,
             _pins,
             stager,
+            read_only: _,
         } = self;
         drop(_pins);
         let problem = match succeeded {

@@ -5,7 +5,7 @@
 use super::{add_transfer, http, sftp, store_url, Stager};
 use hetpilot_shared::files::{Source, StagingStats, TaskFile};
 use hetpilot_shared::AppId;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Uploads `outputs` from the run directory `dir`; `None` when all were stored.
@@ -19,7 +19,13 @@ pub async fn store(
 ) -> Option<String> {
     let mut problems = Vec::new();
     for out in outputs {
-        let src = dir.join(&out.name);
+        let src = match inside(dir, &out.name) {
+            Ok(src) => src,
+            Err(problem) => {
+                problems.push(problem);
+                continue;
+            }
+        };
         if !src.is_file() {
             problems.push(format!(
                 "output `{}` was not written by the task (expected {})",
@@ -68,4 +74,48 @@ pub async fn store(
         }
     }
     (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// Where output `name` of the run directory `dir` really is, refused when the task made it
+/// (or a directory above it) a link out of the run directory: the agent would store a file
+/// of its own, or another user's, as this user's output.
+fn inside(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let path = dir.join(name);
+    let (Ok(root), Ok(real)) = (dir.canonicalize(), path.canonicalize()) else {
+        // Missing: reported as not written.
+        return Ok(path);
+    };
+    if real.starts_with(&root) {
+        Ok(real)
+    } else {
+        Err(format!(
+            "output `{name}` is a link out of the run directory (to {}): not stored",
+            real.display()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inside;
+
+    #[test]
+    fn outputs_linked_out_of_the_run_dir_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let run = t.path().join("run");
+        std::fs::create_dir_all(run.join("sub")).unwrap();
+        std::fs::write(t.path().join("secret"), "x").unwrap();
+        std::fs::write(run.join("sub/ok"), "y").unwrap();
+        std::os::unix::fs::symlink(t.path().join("secret"), run.join("leak")).unwrap();
+        std::os::unix::fs::symlink(t.path(), run.join("up")).unwrap();
+        std::os::unix::fs::symlink(run.join("sub/ok"), run.join("alias")).unwrap();
+        assert!(inside(&run, "leak").unwrap_err().contains("link out"));
+        assert!(inside(&run, "up/secret").unwrap_err().contains("link out"));
+        assert!(inside(&run, "sub/ok").is_ok());
+        assert!(
+            inside(&run, "alias").is_ok(),
+            "a link inside the run dir is fine"
+        );
+        assert_eq!(inside(&run, "missing").unwrap(), run.join("missing"));
+    }
 }

@@ -23,6 +23,8 @@
 //! work_dir = "/scratch/hetpilot"  # pilots' scripts, credentials and task output
 //! relative_speed = 1.0
 //! hosts = ["node1", "node2"]      # ssh adapter only: the hosts agents start on
+//! sandbox = "bwrap"               # optional: "none" (default) or "bwrap": each task in its
+//!                                 # own bubblewrap sandbox (agents refuse to start without it)
 //! account = "proj42"              # optional, passed to the batch system
 //! pilots = "shared"               # or "per-user": each pilot runs one user's tasks only
 //!
@@ -91,6 +93,27 @@ pub enum Login {
     },
 }
 
+/// How the platform's agents isolate their tasks from each other and from the agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sandbox {
+    /// Tasks run as plain processes of the agent's uid.
+    #[default]
+    None,
+    /// Each task runs in a bubblewrap sandbox (`hetpilot-agent --sandbox bwrap`).
+    Bwrap,
+}
+
+impl Sandbox {
+    /// The agent's `--sandbox` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sandbox::None => "none",
+            Sandbox::Bwrap => "bwrap",
+        }
+    }
+}
+
 /// A validated platform profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlatformProfile {
@@ -113,6 +136,7 @@ pub struct PlatformProfile {
     pub hosts: Vec<String>,
     pub staging: StagingProfile,
     pub pilots: PilotSharing,
+    pub sandbox: Sandbox,
 }
 
 /// What the live staging model assumes of a platform's nodes (paper Section 3: LBW_i and
@@ -197,6 +221,8 @@ struct ProfileFile {
     staging: StagingProfile,
     #[serde(default)]
     pilots: PilotSharing,
+    #[serde(default)]
+    sandbox: Sandbox,
 }
 
 fn local_login() -> String {
@@ -358,6 +384,7 @@ impl PlatformProfile {
             relative_speed: file.relative_speed,
             hosts: file.hosts,
             staging: file.staging,
+            sandbox: file.sandbox,
         })
     }
 }
@@ -442,6 +469,17 @@ work_dir = "/scratch"
             .unwrap_err()
             .to_string();
         assert!(err.contains("link_bandwidth"), "{err}");
+    }
+
+    #[test]
+    fn sandbox_is_optional_and_validated() {
+        assert_eq!(parse("").unwrap().sandbox, Sandbox::None);
+        assert_eq!(
+            parse("sandbox = \"bwrap\"\n").unwrap().sandbox,
+            Sandbox::Bwrap
+        );
+        let err = parse("sandbox = \"docker\"\n").unwrap_err().to_string();
+        assert!(err.contains("sandbox"), "{err}");
     }
 
     fn ssh_host_keys(extra: &str) -> Result<HostKeyCheck, ProfileError> {

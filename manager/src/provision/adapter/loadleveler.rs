@@ -169,7 +169,7 @@ if [ ! -x "$agent" ]; then
     echo "hetpilot: the agent binary $agent is missing or not executable on $(hostname); fix agent_binary in the platform profile" >&2
     exit 127
 fi
-exec "$agent"
+exec "$agent" --delete-token-file
 "#;
         assert_eq!(script.text, expected);
     }

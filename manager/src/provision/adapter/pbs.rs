@@ -193,7 +193,7 @@ mod tests {
             ]
         );
         assert!(text.starts_with("#!/bin/sh\n#PBS"));
-        assert!(text.ends_with("exec \"$agent\"\n"));
+        assert!(text.ends_with("exec \"$agent\" --delete-token-file\n"));
     }
 
     #[test]

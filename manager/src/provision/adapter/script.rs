@@ -3,7 +3,7 @@
 //! reaches a batch directive.
 
 use super::{AdapterError, JobScript, PilotSpec};
-use crate::provision::profile::PlatformProfile;
+use crate::provision::profile::{PlatformProfile, Sandbox};
 use std::time::Duration;
 
 pub(super) const SLURM: &str = include_str!("../../../../deploy/templates/slurm.sh");
@@ -101,6 +101,10 @@ fn body(profile: &PlatformProfile, pilot: &PilotSpec) -> String {
             ("work_dir", q(&pilot.work_dir)),
             ("walltime_secs", Some(pilot.walltime.as_secs().to_string())),
             ("agent_binary", q(&profile.agent_binary)),
+            (
+                "sandbox",
+                (profile.sandbox != Sandbox::None).then(|| profile.sandbox.name().to_string()),
+            ),
         ],
     )
 }
@@ -315,6 +319,24 @@ mod tests {
             !script.text.contains("TOKEN="),
             "only the file's path is passed"
         );
+    }
+
+    #[test]
+    fn a_sandboxed_platforms_agents_are_told_so_and_delete_their_credential() {
+        let mut p = profile(AdapterKind::Slurm);
+        let plain = render_batch(SLURM, &p, &pilot()).unwrap().text;
+        assert!(!plain.contains("HETPILOT_SANDBOX"), "{plain}");
+        assert!(
+            plain.ends_with("exec \"$agent\" --delete-token-file\n"),
+            "{plain}"
+        );
+        p.sandbox = Sandbox::Bwrap;
+        for text in [
+            render_batch(SLURM, &p, &pilot()).unwrap().text,
+            render_launch(&p, &pilot()).unwrap().text,
+        ] {
+            assert!(text.contains("\nexport HETPILOT_SANDBOX=bwrap\n"), "{text}");
+        }
     }
 
     #[test]

@@ -88,6 +88,7 @@ pub fn profile(adapter: AdapterKind) -> PlatformProfile {
         hosts: vec!["node1".into()],
         staging: Default::default(),
         pilots: Default::default(),
+        sandbox: Default::default(),
     }
 }
 
