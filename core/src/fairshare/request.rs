@@ -2,8 +2,6 @@
 //! GPUs and constraints, plus the queue cost of eq. 5/8 and optional SPEC bounds
 //! (Section 3.2: users may give the minimum and maximum eligible SPEC).
 
-use crate::trace::NodeGroup;
-
 use super::machine::Machine;
 
 /// A constraint a node request places on a machine.
@@ -106,42 +104,6 @@ impl JobRequest {
         }
     }
 
-    /// From parsed PBS nodespec groups and the job's total requested memory (bytes). A
-    /// group's own `mem=` wins; otherwise the job's memory is split over its nodes in
-    /// proportion to their CPUs (PBS `mem` is per job).
-    pub fn from_nodespec(groups: &[NodeGroup], job_memory: Option<u64>) -> Self {
-        let total_cpus: u64 = groups
-            .iter()
-            .map(|g| u64::from(g.count) * u64::from(g.ppn))
-            .sum::<u64>()
-            .max(1);
-        let nodes = groups
-            .iter()
-            .map(|g| {
-                let ram = g.mem.unwrap_or_else(|| {
-                    let total = job_memory.unwrap_or(0) as f64;
-                    (total * f64::from(g.ppn) / total_cpus as f64).round() as u64
-                });
-                let mut constraints: Vec<Constraint> = g
-                    .properties
-                    .iter()
-                    .map(|p| Constraint::Property(p.clone()))
-                    .collect();
-                constraints.extend(g.excluded.iter().map(|p| Constraint::Excluded(p.clone())));
-                constraints.extend(g.host.iter().map(|h| Constraint::Host(h.clone())));
-                NodeRequest {
-                    count: g.count,
-                    cpus: g.ppn,
-                    ram,
-                    gpus: g.gpus,
-                    exclusive: g.exclusive,
-                    constraints,
-                }
-            })
-            .collect();
-        JobRequest::from_requests(nodes)
-    }
-
     /// Total CPUs asked for (Σ_k reqCPU_{k,j}).
     pub fn total_cpus(&self) -> u64 {
         self.nodes
@@ -180,75 +142,5 @@ impl JobRequest {
             .iter()
             .enumerate()
             .filter(move |(_, m)| request.fits(m) && self.speed_ok(m))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::parse_nodespec;
-
-    fn cluster(name: &str, nodes: u32, cpus: u32, ram: u64) -> Machine {
-        Machine::new(name, nodes, cpus, ram)
-    }
-
-    #[test]
-    fn constraints_select_machines() {
-        let machines = [cluster("zewura", 20, 80, 500), cluster("zegox", 48, 12, 90)];
-        let job = JobRequest::from_nodespec(&parse_nodespec("1:ppn=8:cl_zegox").unwrap(), Some(16));
-        assert_eq!(
-            job.suitable(0, &machines)
-                .map(|(i, _)| i)
-                .collect::<Vec<_>>(),
-            vec![1]
-        );
-        let job =
-            JobRequest::from_nodespec(&parse_nodespec("1:ppn=8:^cl_zegox").unwrap(), Some(16));
-        assert_eq!(
-            job.suitable(0, &machines)
-                .map(|(i, _)| i)
-                .collect::<Vec<_>>(),
-            vec![0]
-        );
-        let job = JobRequest::from_nodespec(&parse_nodespec("1:ppn=4:nodecpus80").unwrap(), None);
-        assert_eq!(job.suitable(0, &machines).count(), 1);
-        let job =
-            JobRequest::from_nodespec(&parse_nodespec("zegox20.cerit-sc.cz:ppn=4").unwrap(), None);
-        assert_eq!(
-            job.suitable(0, &machines)
-                .map(|(i, _)| i)
-                .collect::<Vec<_>>(),
-            vec![1]
-        );
-        let job = JobRequest::from_nodespec(
-            &parse_nodespec("1:ppn=4:^zewura12.cerit-sc.cz").unwrap(),
-            None,
-        );
-        assert_eq!(
-            job.suitable(0, &machines).count(),
-            2,
-            "one excluded host leaves the cluster usable"
-        );
-        let job = JobRequest::from_nodespec(&parse_nodespec("1:ppn=4:infiniband").unwrap(), None);
-        assert_eq!(
-            job.suitable(0, &machines).count(),
-            0,
-            "unknown properties must be provided"
-        );
-        let job = JobRequest::from_nodespec(&parse_nodespec("49:ppn=1").unwrap(), None);
-        assert_eq!(
-            job.suitable(0, &machines).count(),
-            0,
-            "more nodes than any cluster"
-        );
-    }
-
-    #[test]
-    fn job_memory_is_split_by_cpus() {
-        let job = JobRequest::from_nodespec(&parse_nodespec("1:ppn=1+3:ppn=2").unwrap(), Some(700));
-        assert_eq!(job.nodes[0].ram, 100);
-        assert_eq!(job.nodes[1].ram, 200);
-        assert_eq!(job.total_ram(), 700);
-        assert_eq!(job.total_cpus(), 7);
     }
 }

@@ -52,7 +52,7 @@ pub fn fairshare_jobs(
         let memory = record.requested_mem.map(|m| m.round() as u64);
         let request = match record.nodespec.as_deref() {
             Some(spec) => match parse_nodespec(spec) {
-                Ok(groups) => JobRequest::from_nodespec(&groups, memory),
+                Ok(groups) => crate::trace::job_request(&groups, memory),
                 Err(_) => {
                     conv.bad_nodespec += 1;
                     if conv.bad_nodespec_examples.len() < 5 {

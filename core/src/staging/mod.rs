@@ -24,9 +24,11 @@ pub mod ordering;
 pub mod partition;
 pub mod platforms;
 pub mod policy;
+pub mod registry;
 pub mod workload;
 
 pub use error::StagingError;
 pub use hypergraph::Hypergraph;
 pub use partition::{partition, Partition, PartitionConfig};
-pub use policy::{policy_by_name, StagingPlan, StagingPolicy, POLICY_NAMES};
+pub use policy::{StagingPlan, StagingPolicy};
+pub use registry::{policy_by_name, POLICY_NAMES};

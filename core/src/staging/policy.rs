@@ -63,36 +63,6 @@ pub trait StagingPolicy: Send + Sync {
     ) -> Result<StagingPlan, StagingError>;
 }
 
-/// Names of all policies, in report order.
-pub const POLICY_NAMES: [&str; 7] = [
-    "het-hps",
-    "het-hps-paper",
-    "hps",
-    "minmin",
-    "maxmin",
-    "sufferage",
-    "sjf",
-];
-
-/// The policy called `name`.
-pub fn policy_by_name(name: &str) -> Option<Box<dyn StagingPolicy>> {
-    use crate::staging::baselines::{Hps, Mct, MctSelection, Sjf};
-    use crate::staging::het_hps::HetHps;
-    Some(match name {
-        "het-hps" => Box::new(HetHps::default()),
-        "het-hps-paper" => Box::new(HetHps {
-            capacity_aware_start: false,
-            ..HetHps::default()
-        }),
-        "hps" => Box::new(Hps::default()),
-        "minmin" => Box::new(Mct(MctSelection::MinMin)),
-        "maxmin" => Box::new(Mct(MctSelection::MaxMin)),
-        "sufferage" => Box::new(Mct(MctSelection::Sufferage)),
-        "sjf" => Box::new(Sjf),
-        _ => return None,
-    })
-}
-
 /// Checks the inputs every policy needs.
 pub(crate) fn validate(workload: &Workload, platform: &Platform) -> Result<(), StagingError> {
     platform.validate()?;

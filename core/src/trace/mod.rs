@@ -5,12 +5,14 @@
 
 pub mod machines;
 pub mod nodespec;
+mod nodespec_request;
 pub mod platform_profile;
 pub mod size;
 pub mod swf;
 
 pub use machines::{parse_alea_machines, MachinesError};
 pub use nodespec::{parse_nodespec, NodeGroup, NodespecError};
+pub use nodespec_request::job_request;
 pub use platform_profile::{parse_platform_profile, PlatformProfileError};
 pub use size::{parse_size, SizeError};
 pub use swf::{parse_swf, SwfError, SwfJob, SwfOptions, SwfStats, SwfTrace};
