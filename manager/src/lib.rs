@@ -10,6 +10,7 @@
 pub use hetpilot_core::{alloc, fairshare, sched, sim, staging, trace};
 
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod provision;
 pub mod queue;

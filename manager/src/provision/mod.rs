@@ -11,6 +11,7 @@
 //! - [`settings`]: the provisioner's knobs (`[provision]`).
 //! - [`pilot`]: a pilot's record and states.
 //! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
+//! - [`host`]: the narrow trait through which the provisioner talks to the manager.
 //! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,
 //!   drain or mark failed.
 //!
@@ -19,6 +20,7 @@
 
 pub mod adapter;
 pub mod catalog;
+pub mod host;
 pub mod pilot;
 pub mod profile;
 pub mod provisioner;
@@ -29,6 +31,7 @@ pub mod settings;
 pub use adapter::{
     adapter_for, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
 };
+pub use host::{AgentActivity, PilotHost, PlatformStatus};
 pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
 pub use runner::{for_login, CommandOutput, CommandRunner, LocalRunner, RunnerError, SshRunner};
 pub use settings::ProvisionSettings;

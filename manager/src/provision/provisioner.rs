@@ -7,12 +7,13 @@
 //! and backs off exponentially; the other platforms' tasks are not affected.
 
 use super::adapter::{adapter_for, AdapterError, BatchAdapter, BatchJobId, JobState, PilotSpec};
+use super::host::{AgentActivity, PilotHost, PlatformStatus};
 use super::pilot::{PilotRecord, PilotState};
 use super::profile::{PilotSharing, PlatformProfile};
 use super::reconcile::{self, Backoff, Caps, Input, PilotView};
 use super::runner::{self, CommandRunner, RunnerError};
 use super::settings::ProvisionSettings;
-use crate::service::{now_ms, AgentActivity, Manager, PlatformStatus};
+use crate::clock::now_ms;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
@@ -50,8 +51,8 @@ struct Track {
 /// Starts one provisioning loop per profile; they stop when the manager is dropped. A
 /// platform whose login cannot even be set up (e.g. its key file is unreadable) is shown
 /// unavailable with the reason.
-pub fn start(
-    manager: &Arc<Manager>,
+pub fn start<H: PilotHost>(
+    manager: &Arc<H>,
     profiles: Vec<PlatformProfile>,
     manager_url: String,
     settings: ProvisionSettings,
@@ -83,8 +84,8 @@ pub fn start(
     }
 }
 
-async fn run(
-    manager: Weak<Manager>,
+async fn run<H: PilotHost>(
+    manager: Weak<H>,
     platform: Arc<Platform>,
     url: String,
     settings: ProvisionSettings,
@@ -141,8 +142,8 @@ fn fail(track: &mut Track, now: u64, settings: &ProvisionSettings, reason: Strin
     track.last_failure = reason;
 }
 
-async fn cycle(
-    m: &Arc<Manager>,
+async fn cycle<H: PilotHost>(
+    m: &Arc<H>,
     platform: &Arc<Platform>,
     url: &str,
     settings: &ProvisionSettings,
@@ -209,7 +210,7 @@ async fn cycle(
     let mut awaiting_exit = HashSet::new();
     let mut submitted_earlier = 0u32;
     let mut back_off = false;
-    for (user, demand_cores) in groups(m, profile, &pilots) {
+    for (user, demand_cores) in groups(m.as_ref(), profile, &pilots) {
         let mine: Vec<&PilotRecord> = pilots.iter().filter(|p| p.user == user).collect();
         // Per-user groups share the platform's caps: what other users' pilots hold (and
         // what this cycle already submitted) is not theirs to take.
@@ -257,8 +258,8 @@ async fn cycle(
 /// The groups of pilots the reconciler decides for, each with its demand: one group on a
 /// shared platform; one per user (with waiting work or pilots) on a per-user platform,
 /// those with the fewest pilots first so every user gets a pilot before any gets more.
-fn groups(
-    m: &Manager,
+fn groups<H: PilotHost>(
+    m: &H,
     profile: &PlatformProfile,
     pilots: &[PilotRecord],
 ) -> Vec<(Option<String>, u64)> {
@@ -312,8 +313,8 @@ fn view<'a>(
 
 /// Carries out one group's decisions but submissions: records transitions, cancels jobs,
 /// drains idle agents, backs off after a failure that says the platform is broken.
-async fn apply(
-    m: &Arc<Manager>,
+async fn apply<H: PilotHost>(
+    m: &Arc<H>,
     platform: &Arc<Platform>,
     pilots: &[&PilotRecord],
     d: &reconcile::Decisions,
@@ -393,8 +394,8 @@ pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec
 /// Submits one pilot (for `user` only, on a per-user platform): a new record and
 /// credential, the credential written on the platform (0600), the job script rendered and
 /// submitted.
-async fn submit(
-    m: &Arc<Manager>,
+async fn submit<H: PilotHost>(
+    m: &Arc<H>,
     platform: &Arc<Platform>,
     url: &str,
     settings: &ProvisionSettings,

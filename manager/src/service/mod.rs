@@ -19,10 +19,11 @@ mod store_grants;
 pub mod usage;
 mod users;
 
+pub use crate::clock::now_ms;
+pub use crate::provision::{AgentActivity, PlatformStatus};
 pub use auth::Principal;
 pub use error::ServiceError;
 pub use files::ServiceFile;
-pub use pilots::{AgentActivity, PlatformStatus};
 
 use crate::config::Settings;
 use crate::queue::Queues;
@@ -32,15 +33,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::Notify;
-
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 pub struct Manager {
     pub settings: Settings,

@@ -6,30 +6,11 @@
 use super::users::admin;
 use super::{auth, now_ms, Manager, Principal, ServiceError};
 use crate::provision::pilot::{PilotRecord, PilotState};
+use crate::provision::{AgentActivity, PilotHost, PlatformStatus};
 use crate::queue::AgentState;
 use crate::store::{PilotCredential, StoredPilot, Write};
 use hetpilot_shared::AgentId;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
-
-/// A platform's provisioning status, as `hetpilot platforms` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlatformStatus {
-    pub name: String,
-    pub adapter: String,
-    /// False while its login host or batch system fails.
-    pub available: bool,
-    /// Why it is unavailable, or the last failure.
-    pub reason: String,
-    /// Consecutive failures, and when the next attempt may run (unix ms).
-    pub failures: u32,
-    pub retry_at_ms: u64,
-    pub checked_at_ms: u64,
-    /// Cores' worth of waiting tasks the provisioner wants pilots for here (filled in
-    /// when listed).
-    #[serde(default)]
-    pub demand_cores: u64,
-}
 
 /// Pilots and platform statuses held by the manager.
 #[derive(Default)]
@@ -70,25 +51,115 @@ impl PilotBook {
     }
 }
 
-/// What the provisioner needs to know about one tracked pilot's agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AgentActivity {
-    pub idle: bool,
-    pub draining: bool,
-    /// Declared lost after missing heartbeats.
-    pub lost: bool,
-}
-
 impl Manager {
     fn book(&self) -> std::sync::MutexGuard<'_, PilotBook> {
         self.pilots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Changes a pilot's record in memory; returns the write that persists it.
+    fn change_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) -> Option<Write> {
+        let (record, revoked) = {
+            let mut book = self.book();
+            let r = book.records.get_mut(name)?;
+            change(r);
+            if r.state.is_final() && r.ended_ms.is_none() {
+                r.ended_ms = Some(now_ms());
+            }
+            let record = r.clone();
+            let revoked = if record.state == PilotState::Queued {
+                None
+            } else {
+                book.credentials.remove(name)
+            };
+            (record, revoked)
+        };
+        if let Some(hash) = revoked {
+            self.tokens.remove(&hash);
+        }
+        Some(Write::Pilot {
+            record,
+            credential: None,
+        })
+    }
+
+    /// Called when an agent registered with pilot `name`'s credential; the link is
+    /// committed before the agent is answered, so a restart keeps it.
+    pub(super) async fn pilot_registered(
+        &self,
+        name: &str,
+        agent: AgentId,
+        walltime_end_s: Option<u64>,
+    ) -> Result<(), ServiceError> {
+        let now = now_ms();
+        let write = self.change_pilot(name, |r| {
+            r.state = PilotState::Running;
+            r.reason = String::new();
+            r.registered_ms = Some(now);
+            r.job_started_ms.get_or_insert(now);
+            r.agent = Some(agent.0);
+            if let Some(end) = walltime_end_s {
+                r.walltime_end_ms = Some(end.saturating_mul(1000));
+            }
+        });
+        if let Some(write) = write {
+            self.writer.commit(write).await?;
+        }
+        Ok(())
+    }
+
+    /// The one user whose tasks pilot `name` may run, if it is a per-user pilot.
+    pub(super) fn pilot_user(&self, name: &str) -> Option<String> {
+        self.book().records.get(name).and_then(|r| r.user.clone())
+    }
+
+    /// Whether pilot `name` may still register an agent.
+    pub(super) fn pilot_may_register(&self, name: &str) -> bool {
+        self.book()
+            .records
+            .get(name)
+            .is_some_and(|r| r.state == PilotState::Queued)
+    }
+
+    /// Every pilot, oldest first (admin).
+    pub fn list_pilots(&self, who: &Principal) -> Result<Vec<PilotRecord>, ServiceError> {
+        admin(who)?;
+        let mut pilots: Vec<PilotRecord> = self.book().records.values().cloned().collect();
+        pilots.sort_by(|a, b| (a.submitted_ms, &a.name).cmp(&(b.submitted_ms, &b.name)));
+        Ok(pilots)
+    }
+
+    /// The profiled platforms whose login host or batch system fails now.
+    pub(super) fn unavailable_platforms(&self) -> HashSet<String> {
+        self.book()
+            .platforms
+            .values()
+            .filter(|s| !s.available)
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// The provisioning status of every platform with a profile (admin).
+    pub fn list_platform_status(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<PlatformStatus>, ServiceError> {
+        admin(who)?;
+        let mut statuses: Vec<PlatformStatus> = self.book().platforms.values().cloned().collect();
+        for s in &mut statuses {
+            s.demand_cores = self.demand_cores(&s.name);
+        }
+        Ok(statuses)
+    }
+}
+
+impl PilotHost for Manager {
+    type Error = ServiceError;
+
     /// Creates a pilot on `platform` with its own registration credential, valid for
     /// `ttl_ms` and only for this pilot; the record is committed before this returns.
     /// Returns the record and the credential (to be written on the platform, mode 0600).
     /// A pilot of a `per-user` platform names its `user`.
-    pub async fn new_pilot(
+    async fn new_pilot(
         &self,
         platform: &str,
         ttl_ms: u64,
@@ -150,48 +221,16 @@ impl Manager {
 
     /// Changes a pilot's record and persists it (without waiting for the commit). A pilot
     /// that leaves `queued` loses its registration credential.
-    pub fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) {
+    fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) {
         if let Some(write) = self.change_pilot(name, change) {
             self.writer.send(write);
         }
     }
 
-    /// Changes a pilot's record in memory; returns the write that persists it.
-    fn change_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) -> Option<Write> {
-        let (record, revoked) = {
-            let mut book = self.book();
-            let r = book.records.get_mut(name)?;
-            change(r);
-            if r.state.is_final() && r.ended_ms.is_none() {
-                r.ended_ms = Some(now_ms());
-            }
-            let record = r.clone();
-            let revoked = if record.state == PilotState::Queued {
-                None
-            } else {
-                book.credentials.remove(name)
-            };
-            (record, revoked)
-        };
-        if let Some(hash) = revoked {
-            self.tokens.remove(&hash);
-        }
-        Some(Write::Pilot {
-            record,
-            credential: None,
-        })
-    }
-
     /// Moves pilot `name` from `from` to `to` with `reason`, unless its state changed in
     /// the meantime (e.g. its agent registered while the provisioner was deciding).
     /// Returns whether it moved.
-    pub fn transition_pilot(
-        &self,
-        name: &str,
-        from: PilotState,
-        to: PilotState,
-        reason: &str,
-    ) -> bool {
+    fn transition_pilot(&self, name: &str, from: PilotState, to: PilotState, reason: &str) -> bool {
         let current = self.book().records.get(name).map(|r| r.state);
         if current != Some(from) {
             return false;
@@ -203,46 +242,8 @@ impl Manager {
         true
     }
 
-    /// Called when an agent registered with pilot `name`'s credential; the link is
-    /// committed before the agent is answered, so a restart keeps it.
-    pub(super) async fn pilot_registered(
-        &self,
-        name: &str,
-        agent: AgentId,
-        walltime_end_s: Option<u64>,
-    ) -> Result<(), ServiceError> {
-        let now = now_ms();
-        let write = self.change_pilot(name, |r| {
-            r.state = PilotState::Running;
-            r.reason = String::new();
-            r.registered_ms = Some(now);
-            r.job_started_ms.get_or_insert(now);
-            r.agent = Some(agent.0);
-            if let Some(end) = walltime_end_s {
-                r.walltime_end_ms = Some(end.saturating_mul(1000));
-            }
-        });
-        if let Some(write) = write {
-            self.writer.commit(write).await?;
-        }
-        Ok(())
-    }
-
-    /// The one user whose tasks pilot `name` may run, if it is a per-user pilot.
-    pub(super) fn pilot_user(&self, name: &str) -> Option<String> {
-        self.book().records.get(name).and_then(|r| r.user.clone())
-    }
-
-    /// Whether pilot `name` may still register an agent.
-    pub(super) fn pilot_may_register(&self, name: &str) -> bool {
-        self.book()
-            .records
-            .get(name)
-            .is_some_and(|r| r.state == PilotState::Queued)
-    }
-
     /// The non-final pilots of `platform`.
-    pub fn tracked_pilots(&self, platform: &str) -> Vec<PilotRecord> {
+    fn tracked_pilots(&self, platform: &str) -> Vec<PilotRecord> {
         self.book()
             .records
             .values()
@@ -254,12 +255,12 @@ impl Manager {
     /// Cores' worth of waiting tasks `platform` should get pilots for: its part of the
     /// last provisioning round's split (`provision_demand`), or, before any round or
     /// without a scheduler, every application's waiting tasks × its cores.
-    pub fn demand_cores(&self, platform: &str) -> u64 {
+    fn demand_cores(&self, platform: &str) -> u64 {
         self.demand_by_user(platform).values().sum()
     }
 
     /// [`Self::demand_cores`] per owner of the waiting applications (for per-user pilots).
-    pub fn demand_by_user(&self, platform: &str) -> BTreeMap<String, u64> {
+    fn demand_by_user(&self, platform: &str) -> BTreeMap<String, u64> {
         if let Some(demand) = &self.live().provision_demand {
             return demand.get(platform).cloned().unwrap_or_default();
         }
@@ -274,7 +275,7 @@ impl Manager {
     }
 
     /// Whether each of `agents` holds no tasks, is draining, or was lost.
-    pub fn agent_activity(&self, agents: &[u64]) -> HashMap<u64, AgentActivity> {
+    fn agent_activity(&self, agents: &[u64]) -> HashMap<u64, AgentActivity> {
         let queues = self.queues();
         agents
             .iter()
@@ -293,43 +294,12 @@ impl Manager {
     }
 
     /// Asks a pilot's agent to finish its tasks and leave.
-    pub fn drain_agent(&self, agent: u64) {
+    fn drain_agent(&self, agent: u64) {
         self.queues().drain(AgentId(agent));
     }
 
-    pub fn set_platform_status(&self, status: PlatformStatus) {
+    fn set_platform_status(&self, status: PlatformStatus) {
         self.book().platforms.insert(status.name.clone(), status);
-    }
-
-    /// Every pilot, oldest first (admin).
-    pub fn list_pilots(&self, who: &Principal) -> Result<Vec<PilotRecord>, ServiceError> {
-        admin(who)?;
-        let mut pilots: Vec<PilotRecord> = self.book().records.values().cloned().collect();
-        pilots.sort_by(|a, b| (a.submitted_ms, &a.name).cmp(&(b.submitted_ms, &b.name)));
-        Ok(pilots)
-    }
-
-    /// The profiled platforms whose login host or batch system fails now.
-    pub(super) fn unavailable_platforms(&self) -> HashSet<String> {
-        self.book()
-            .platforms
-            .values()
-            .filter(|s| !s.available)
-            .map(|s| s.name.clone())
-            .collect()
-    }
-
-    /// The provisioning status of every platform with a profile (admin).
-    pub fn list_platform_status(
-        &self,
-        who: &Principal,
-    ) -> Result<Vec<PlatformStatus>, ServiceError> {
-        admin(who)?;
-        let mut statuses: Vec<PlatformStatus> = self.book().platforms.values().cloned().collect();
-        for s in &mut statuses {
-            s.demand_cores = self.demand_cores(&s.name);
-        }
-        Ok(statuses)
     }
 }
 

@@ -1,0 +1,78 @@
+//! What the provisioner needs of the manager, as one narrow trait: the pilots it tracks and
+//! their records, the demand per platform (and per user), the activity of pilots' agents,
+//! and where to post each platform's status. `service::Manager` implements it; the
+//! provisioner never calls into the manager otherwise, so provisioning depends on no
+//! service internals (and tests can drive it with a stand-in host).
+
+use super::pilot::{PilotRecord, PilotState};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+
+/// A platform's provisioning status, as `hetpilot platforms` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformStatus {
+    pub name: String,
+    pub adapter: String,
+    /// False while its login host or batch system fails.
+    pub available: bool,
+    /// Why it is unavailable, or the last failure.
+    pub reason: String,
+    /// Consecutive failures, and when the next attempt may run (unix ms).
+    pub failures: u32,
+    pub retry_at_ms: u64,
+    pub checked_at_ms: u64,
+    /// Cores' worth of waiting tasks the provisioner wants pilots for here (filled in
+    /// when listed).
+    #[serde(default)]
+    pub demand_cores: u64,
+}
+
+/// What the provisioner needs to know about one tracked pilot's agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentActivity {
+    pub idle: bool,
+    pub draining: bool,
+    /// Declared lost after missing heartbeats.
+    pub lost: bool,
+}
+
+/// The manager, as the provisioner sees it.
+pub trait PilotHost: Send + Sync + 'static {
+    /// Why a pilot could not be created.
+    type Error: std::fmt::Display + Send;
+
+    /// Creates a pilot on `platform` (for `user` only, on a per-user platform) with its own
+    /// registration credential valid for `ttl_ms`, committed before it returns; returns the
+    /// record and the credential to write on the platform.
+    fn new_pilot(
+        &self,
+        platform: &str,
+        ttl_ms: u64,
+        user: Option<&str>,
+    ) -> impl Future<Output = Result<(PilotRecord, String), Self::Error>> + Send;
+
+    /// Changes a pilot's record and persists it.
+    fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord));
+
+    /// Moves a pilot from `from` to a final `to` with a reason; false if it was no longer
+    /// in `from`.
+    fn transition_pilot(&self, name: &str, from: PilotState, to: PilotState, reason: &str) -> bool;
+
+    /// The non-final pilots of `platform`.
+    fn tracked_pilots(&self, platform: &str) -> Vec<PilotRecord>;
+
+    /// Cores' worth of waiting work `platform` should get pilots for.
+    fn demand_cores(&self, platform: &str) -> u64;
+
+    /// [`Self::demand_cores`] per owner of the waiting work.
+    fn demand_by_user(&self, platform: &str) -> BTreeMap<String, u64>;
+
+    /// Whether each of `agents` holds no tasks, is draining, or was lost.
+    fn agent_activity(&self, agents: &[u64]) -> HashMap<u64, AgentActivity>;
+
+    /// Asks a pilot's agent to finish its tasks and leave.
+    fn drain_agent(&self, agent: u64);
+
+    fn set_platform_status(&self, status: PlatformStatus);
+}
