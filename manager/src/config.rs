@@ -2,10 +2,14 @@
 //! command-line flags. With nothing configured the manager runs on the embedded default:
 //! a data directory under the user's home, 127.0.0.1, and one `local` platform.
 
+mod fairshare;
 mod quotas;
+mod scheduler;
 mod storage;
 
+pub use fairshare::FairshareConfig;
 pub use quotas::Quotas;
+pub use scheduler::SchedulerConfig;
 pub use storage::StorageConfig;
 
 use serde::Deserialize;
@@ -45,10 +49,10 @@ pub struct Settings {
     pub platforms: Vec<PlatformConfig>,
     /// Live two-level scheduling (`[scheduler]`).
     #[serde(default)]
-    pub scheduler: crate::service::scheduling::SchedulerConfig,
+    pub scheduler: SchedulerConfig,
     /// Live fairshare (`[fairshare]`).
     #[serde(default)]
-    pub fairshare: crate::service::usage::FairshareConfig,
+    pub fairshare: FairshareConfig,
     /// The URL pilots' agents reach the manager at (default: `http://` + the listen address).
     #[serde(default)]
     pub advertise_url: Option<String>,

@@ -93,7 +93,7 @@ pub fn demand_by_platform(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::scheduling::SchedulerConfig;
+    use crate::config::SchedulerConfig;
     use hetpilot_shared::AppId;
 
     fn app(id: u64, waiting: u64, cores: u32) -> LiveApp {

@@ -7,6 +7,7 @@
 
 use super::placement::{place, Node, ParallelApp};
 use super::profiling::{RoundPlatform, RunStats};
+use crate::config::SchedulerConfig;
 use crate::queue::{LeasePlan, PlatformPlan};
 use crate::sched::{
     ApplicationState, CoreAllocation, PlatformState, ProfileError, SchedError, Scheduler,
@@ -16,67 +17,7 @@ use hetpilot_shared::live::{AppAllocation, PlatformView, ScheduleView};
 use hetpilot_shared::{AgentId, AppId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
-
-/// `[scheduler]` in the configuration.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct SchedulerConfig {
-    /// First-level policy (`fairness`, `paf`, `aaf`, `pa-rr`, `water-fill`), or
-    /// `round-robin` to serve applications in turn without scheduling rounds.
-    pub policy: String,
-    /// Second-level policy (`all-core`, `random`, `maf`, `ca-rr`).
-    pub second_level: String,
-    /// Platform-affinity metric (`throughput`, `epa`, `rpa`).
-    pub metric: String,
-    /// Longest time between two rounds; rounds also run on every change that matters.
-    pub interval_ms: u64,
-    /// Tasks each application runs on each platform before only the plan decides.
-    pub explore_samples: u32,
-    /// Seed of the rounds' random generator.
-    pub seed: u64,
-    /// TLPA look-ahead depth d for multi-core applications (waiting tasks simulated).
-    pub tlpa_depth: usize,
-}
-
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        SchedulerConfig {
-            policy: "pa-rr".into(),
-            second_level: "maf".into(),
-            metric: "rpa".into(),
-            interval_ms: 1000,
-            explore_samples: 2,
-            seed: 1,
-            tlpa_depth: 8,
-        }
-    }
-}
-
-impl SchedulerConfig {
-    /// The core's settings, or None for `round-robin`; errors name the field and the
-    /// accepted values.
-    pub fn settings(&self) -> Result<Option<SchedulerSettings>, SchedError> {
-        if self.policy == "round-robin" {
-            return Ok(None);
-        }
-        let settings = SchedulerSettings {
-            first_level: self.policy.clone(),
-            second_level: self.second_level.clone(),
-            platform_affinity: self.metric.parse()?,
-            ..SchedulerSettings::default()
-        };
-        Scheduler::new(settings.clone())?;
-        if self.interval_ms < 10 {
-            return Err(SchedError::InvalidSetting {
-                field: "interval_ms",
-                problem: format!("{} ms is too short (at least 10)", self.interval_ms),
-            });
-        }
-        Ok(Some(settings))
-    }
-}
 
 /// An application as a round sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,70 +8,15 @@
 //! PE = max(reqCPU / availCPU, reqRAM / availRAM) × availCPU. Charges decay with a
 //! half-life; the priority is the fairshare factor 2^(-U/S).
 
+use crate::config::FairshareConfig;
 use crate::fairshare::{
     penalty_by_name, priorities, JobRequest, Machine, PenaltyFunction, Platform, Shares,
-    UsageLedger, UsageRecord, PENALTY_NAMES,
+    UsageLedger, UsageRecord,
 };
 use crate::store::{AgentResources, AppResources, Run};
 use hetpilot_shared::live::UserUsage;
 use hetpilot_shared::{AgentId, AppId};
-use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap};
-
-/// `[fairshare]` in the configuration.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct FairshareConfig {
-    /// Weight users by fairshare priority (false: equal weights; usage is still counted).
-    pub enabled: bool,
-    /// Charges halve every this many hours (0: no decay).
-    pub half_life_hours: f64,
-    /// Penalty function P(j): `multi-resource`, `cpu` or `processor-equivalent`.
-    pub penalty: String,
-    /// Per-user shares (`[fairshare.shares] alice = 2.0`); users not listed have 1. A
-    /// user's first-level weight is their share × their fairshare factor.
-    pub shares: BTreeMap<String, f64>,
-}
-
-impl Default for FairshareConfig {
-    fn default() -> Self {
-        FairshareConfig {
-            enabled: true,
-            half_life_hours: 168.0,
-            penalty: "multi-resource".into(),
-            shares: BTreeMap::new(),
-        }
-    }
-}
-
-impl FairshareConfig {
-    /// The first problem with these values, in words that name the accepted ones.
-    pub fn problem(&self) -> Option<String> {
-        if penalty_by_name(&self.penalty).is_none() {
-            return Some(format!(
-                "unknown penalty `{}` (known: {})",
-                self.penalty,
-                PENALTY_NAMES.join(", ")
-            ));
-        }
-        if !(self.half_life_hours.is_finite() && self.half_life_hours >= 0.0) {
-            return Some(format!(
-                "half_life_hours must be a number of hours >= 0, got {}",
-                self.half_life_hours
-            ));
-        }
-        if let Some((user, share)) = self
-            .shares
-            .iter()
-            .find(|(_, s)| !(s.is_finite() && **s > 0.0))
-        {
-            return Some(format!(
-                "shares: the share of `{user}` must be a positive number, got {share}"
-            ));
-        }
-        None
-    }
-}
+use std::collections::HashMap;
 
 /// The lowest weight a user gets, so that a heavy user still gets some cores.
 const MIN_WEIGHT: f64 = 1e-3;
