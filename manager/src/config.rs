@@ -2,8 +2,10 @@
 //! command-line flags. With nothing configured the manager runs on the embedded default:
 //! a data directory under the user's home, 127.0.0.1, and one `local` platform.
 
+mod limits;
 mod storage;
 
+pub use limits::LimitsConfig;
 pub use storage::StorageConfig;
 
 use serde::Deserialize;
@@ -13,7 +15,6 @@ use thiserror::Error;
 const DEFAULTS: &str = r#"
 listen = "127.0.0.1:8470"
 lease_timeout_secs = 30.0
-max_request_mib = 256
 [[platforms]]
 name = "local"
 description = "agents started on this machine"
@@ -38,8 +39,9 @@ pub struct Settings {
     pub data_dir: PathBuf,
     /// An agent silent for this long is lost and its tasks go back to their queues.
     pub lease_timeout_secs: f64,
-    /// Largest request body accepted (bigger ones get 413).
-    pub max_request_mib: u64,
+    /// What the HTTP API accepts (`[limits]`, see `config::limits`).
+    #[serde(default)]
+    pub limits: LimitsConfig,
     pub platforms: Vec<PlatformConfig>,
     /// Live two-level scheduling (`[scheduler]`).
     #[serde(default)]
@@ -148,11 +150,8 @@ impl Settings {
         }
         storage::check(&self.storage)
             .map_err(|(field, problem)| ConfigError::Entry { field, problem })?;
-        if self.max_request_mib == 0 {
-            return Err(ConfigError::Invalid {
-                field: "max_request_mib",
-                problem: "must be at least 1".into(),
-            });
+        if let Some((field, problem)) = self.limits.problem() {
+            return Err(ConfigError::Invalid { field, problem });
         }
         Ok(())
     }

@@ -27,6 +27,8 @@ pub enum HttpFileError {
     BadRange { spec: String, len: u64 },
     #[error("the upload was interrupted: {0}")]
     Interrupted(String),
+    #[error("the upload is larger than this server accepts")]
+    TooLarge,
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -40,6 +42,7 @@ impl HttpFileError {
             HttpFileError::NotAFile(_) => StatusCode::NOT_FOUND,
             HttpFileError::BadRange { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             HttpFileError::Interrupted(_) => StatusCode::BAD_REQUEST,
+            HttpFileError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             HttpFileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 StatusCode::NOT_FOUND
             }
@@ -126,6 +129,18 @@ pub async fn receive(dest: &Path, body: Body) -> Result<u64, HttpFileError> {
     stored
 }
 
+/// A body that failed while read: over a `RequestBodyLimitLayer`'s limit, or interrupted.
+fn body_error(e: axum::Error) -> HttpFileError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return HttpFileError::TooLarge;
+        }
+        source = s.source();
+    }
+    HttpFileError::Interrupted(e.to_string())
+}
+
 async fn write_synced(tmp: &Path, body: Body) -> Result<u64, HttpFileError> {
     let file = tokio::fs::File::create(tmp)
         .await
@@ -133,11 +148,7 @@ async fn write_synced(tmp: &Path, body: Body) -> Result<u64, HttpFileError> {
     let mut out = tokio::io::BufWriter::with_capacity(CHUNK, file);
     let mut stream = body.into_data_stream();
     let mut n = 0u64;
-    while let Some(chunk) = stream
-        .try_next()
-        .await
-        .map_err(|e| HttpFileError::Interrupted(e.to_string()))?
-    {
+    while let Some(chunk) = stream.try_next().await.map_err(body_error)? {
         n += chunk.len() as u64;
         out.write_all(&chunk)
             .await

@@ -10,6 +10,7 @@ pub mod http_file;
 pub mod ids;
 pub mod live;
 pub mod protocol;
+pub mod serve;
 pub mod spec;
 pub mod store_grant;
 pub mod template;
