@@ -59,7 +59,15 @@ async fn register(
 }
 
 pub async fn run(opts: Options) -> Result<Summary, ApiError> {
-    let api = Api::new(&opts.manager, opts.registration_token.clone());
+    let api = Api::new(
+        &opts.manager,
+        opts.registration_token.clone(),
+        &opts.staging.trust,
+    )
+    .map_err(|e| ApiError::Unreachable {
+        url: opts.manager.clone(),
+        message: e.to_string(),
+    })?;
     let reg = register(&api, &opts.register, opts.register_timeout).await?;
     tracing::info!(agent = %reg.agent, slots = reg.slots, "registered");
     let api = api.with_token(reg.credential.clone());

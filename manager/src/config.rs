@@ -39,6 +39,16 @@ pub struct Settings {
     pub data_dir: PathBuf,
     /// An agent silent for this long is lost and its tasks go back to their queues.
     pub lease_timeout_secs: f64,
+    /// The HTTPS certificate chain (PEM); with `tls_key`, the API is served over TLS.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    /// The HTTPS certificate's private key (PEM).
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// Allow plain HTTP on an address other than loopback (tokens would cross the network
+    /// unencrypted).
+    #[serde(default)]
+    pub insecure_http: bool,
     /// What the HTTP API accepts (`[limits]`, see `config::limits`).
     #[serde(default)]
     pub limits: LimitsConfig,
@@ -150,6 +160,21 @@ impl Settings {
         }
         storage::check(&self.storage)
             .map_err(|(field, problem)| ConfigError::Entry { field, problem })?;
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => {
+                return Err(ConfigError::Invalid {
+                    field: "tls_key",
+                    problem: "tls_cert is set, so the key is needed too".into(),
+                })
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::Invalid {
+                    field: "tls_cert",
+                    problem: "tls_key is set, so the certificate is needed too".into(),
+                })
+            }
+            _ => {}
+        }
         if let Some((field, problem)) = self.limits.problem() {
             return Err(ConfigError::Invalid { field, problem });
         }

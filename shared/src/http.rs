@@ -29,3 +29,16 @@ pub async fn call<T: DeserializeOwned>(req: reqwest::RequestBuilder) -> Result<T
         message,
     })
 }
+
+/// An error and its causes, `top: cause: cause`: reqwest's own message ("error sending
+/// request") leaves out why, e.g. which certificate was refused.
+pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}

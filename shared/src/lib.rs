@@ -14,5 +14,6 @@ pub mod serve;
 pub mod spec;
 pub mod store_grant;
 pub mod template;
+pub mod tls;
 
 pub use ids::{AgentId, AppId, TaskRef};

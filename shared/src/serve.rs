@@ -5,7 +5,8 @@
 //! longer than `header_read_timeout`, holds at most `max_connections` connections (further
 //! ones wait in the listen queue) and at most `max_connections_per_ip` from one address
 //! (further ones are closed at once), and gives each request its peer address as
-//! `axum::extract::ConnectInfo<SocketAddr>`.
+//! `axum::extract::ConnectInfo<SocketAddr>`. With a TLS configuration it serves HTTPS (the
+//! handshake gets the header-read timeout too).
 
 use axum::extract::ConnectInfo;
 use axum::Router;
@@ -35,6 +36,8 @@ pub struct ServeLimits {
     pub max_connections: usize,
     /// Connections held at once from one IP address; further ones are closed at once.
     pub max_connections_per_ip: usize,
+    /// Serve HTTPS with this configuration (see `tls::server_config`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets open requests finish
@@ -52,6 +55,7 @@ pub async fn serve(
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
+    let tls = limits.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -78,9 +82,35 @@ pub async fn serve(
             req.extensions_mut().insert(ConnectInfo(peer));
             router.clone().call(req)
         });
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let (http, watcher) = (http.clone(), graceful.watcher());
+        let tls = tls.clone();
+        let handshake_timeout = limits.header_read_timeout;
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            let served = match tls {
+                None => {
+                    watcher
+                        .watch(http.serve_connection(TokioIo::new(stream), service))
+                        .await
+                }
+                Some(tls) => {
+                    match tokio::time::timeout(handshake_timeout, tls.accept(stream)).await {
+                        Ok(Ok(stream)) => {
+                            watcher
+                                .watch(http.serve_connection(TokioIo::new(stream), service))
+                                .await
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            Ok(())
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            Ok(())
+                        }
+                    }
+                }
+            };
+            if let Err(e) = served {
                 tracing::debug!(%peer, error = %e, "connection ended");
             }
             drop((permit, slot));

@@ -86,6 +86,17 @@ impl Manager {
         lease_timeout_secs: f64,
         env: &[(&str, &str)],
     ) -> Manager {
+        Manager::start_with(dir, port, lease_timeout_secs, &[], env)
+    }
+
+    /// Starts a manager on `port` with extra `hetpilot serve` flags (e.g. `--tls self-signed`).
+    pub fn start_with(
+        dir: &Path,
+        port: u16,
+        lease_timeout_secs: f64,
+        flags: &[&str],
+        env: &[(&str, &str)],
+    ) -> Manager {
         let url_file = dir.join("manager.url");
         let _ = std::fs::remove_file(&url_file);
         let log = std::fs::OpenOptions::new()
@@ -103,6 +114,7 @@ impl Manager {
             .arg(lease_timeout_secs.to_string())
             .arg("--data-dir")
             .arg(dir)
+            .args(flags)
             .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -131,6 +143,16 @@ impl Manager {
     pub fn http(&self) -> Http {
         Http {
             client: Client::new(),
+            base: self.url.clone(),
+        }
+    }
+
+    /// Raw HTTPS calls trusting only the PEM certificate `ca`.
+    pub fn https(&self, ca: &Path) -> Http {
+        let pem = std::fs::read(ca).expect("reading the CA file");
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).expect("a PEM certificate");
+        Http {
+            client: Client::builder().tls_certs_only(certs).build().unwrap(),
             base: self.url.clone(),
         }
     }

@@ -24,6 +24,7 @@ use hetpilot_shared::http_file::{self, HttpFileError};
 use hetpilot_shared::protocol::ErrorBody;
 use hetpilot_shared::serve::ServeLimits;
 use hetpilot_shared::store_grant::StoreSecret;
+use hetpilot_shared::tls::server_config;
 use paths::PathError;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,6 +60,12 @@ pub struct ServeFilesArgs {
     /// Connections held at once.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     max_connections: u64,
+    /// HTTPS certificate chain (PEM); with `--tls-key`, files are served over TLS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// HTTPS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Connections held at once from one IP address.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
     max_connections_per_ip: u64,
@@ -133,6 +140,10 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
         .root
         .canonicalize()
         .with_context(|| format!("--root {}", args.root.display()))?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(server_config(cert, key).context("--tls-cert/--tls-key")?),
+        _ => None,
+    };
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("--listen {}", args.listen))?;
@@ -152,6 +163,7 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
         header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
         max_connections: args.max_connections as usize,
         max_connections_per_ip: args.max_connections_per_ip as usize,
+        tls,
     };
     hetpilot_shared::serve::serve(listener, app, limits, stop_signal())
         .await

@@ -22,6 +22,7 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use hetpilot_shared::serve::ServeLimits;
+use hetpilot_shared::tls::ServerConfig;
 use rate::RateLimit;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -76,10 +77,11 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .layer(RequestBodyTimeoutLayer::new(limits.body_timeout()))
 }
 
-/// Serves the API on `listener` until `shutdown` resolves.
+/// Serves the API on `listener` (HTTPS if `tls` is given) until `shutdown` resolves.
 pub async fn serve(
     manager: Arc<Manager>,
     listener: tokio::net::TcpListener,
+    tls: Option<Arc<ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     manager.spawn_sweeper();
@@ -89,6 +91,7 @@ pub async fn serve(
         header_read_timeout: limits.header_read_timeout(),
         max_connections: limits.max_connections,
         max_connections_per_ip: limits.max_connections_per_ip,
+        tls,
     };
     hetpilot_shared::serve::serve(listener, router(manager), serve_limits, shutdown).await
 }
