@@ -140,3 +140,59 @@ fn plain_http_on_a_non_loopback_address_needs_insecure_http() {
     assert!(err.contains("--insecure-http"), "{err}");
     assert!(!dir.path().join("manager.url").exists(), "it did not start");
 }
+
+#[test]
+fn provisioned_pilots_pin_the_manager_s_fingerprint() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("here.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"here\"\nadapter = \"local\"\ncores_per_node = 2\nmemory_per_node = \"1GB\"\n\
+             max_walltime = \"1h\"\nmax_queued = 1\nmax_running = 1\n\
+             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
+            bin("hetpilot-agent").display(),
+            dir.path().join("pilots").display()
+        ),
+    )
+    .unwrap();
+    let env = hetpilot_e2e::lab::configure(
+        dir.path(),
+        &[("here", &profile)],
+        "interval_secs = 0.3\nbackoff_base_secs = 1",
+    );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let m = Manager::start_with(
+        dir.path(),
+        free_port(),
+        10.0,
+        &["--tls", "self-signed"],
+        &env,
+    );
+    let https = m.https(&dir.path().join("tls-cert.pem"));
+    let (s, b) = https.post("/v1/apps", &m.admin, &array_app("pilots", "true", 4));
+    assert_eq!(s, 200, "{b}");
+    let app = b["app"].as_u64().unwrap();
+    wait_until(
+        "the pilots to finish the tasks",
+        Duration::from_secs(120),
+        || {
+            let (_, s) = https.get(&format!("/v1/apps/{app}"), &m.admin);
+            (s["counts"]["done"].as_u64() == Some(4)).then_some(())
+        },
+    );
+    let script = std::fs::read_dir(dir.path().join("pilots"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sh"))
+        .expect("a pilot's job script");
+    let text = std::fs::read_to_string(script).unwrap();
+    assert!(
+        text.contains(&format!(
+            "HETPILOT_TLS_FINGERPRINT='{}'",
+            fingerprint(dir.path())
+        )),
+        "{text}"
+    );
+}

@@ -93,13 +93,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| url.clone());
     let profiles = hetpilot::provision::catalog::load_all(&settings)?;
-    let provision = settings.provision.clone();
+    let fingerprint = match &cert {
+        Some((cert, _)) => Some(tls::fingerprint_of(cert)?),
+        None => None,
+    };
+    let mut provision = settings.provision.clone();
+    provision.manager_tls_fingerprint = fingerprint.clone();
     let manager = Manager::open(settings)?;
     manager.use_profiles(&profiles);
     hetpilot::provision::provisioner::start(&manager, profiles, advertise, provision);
-    match &cert {
-        Some((cert, _)) => {
-            let fp = tls::fingerprint_of(cert)?;
+    match cert.as_ref().zip(fingerprint) {
+        Some(((cert, _), fp)) => {
             std::fs::write(fingerprint_file(&data_dir), format!("{fp}\n"))
                 .context("writing the TLS fingerprint")?;
             println!(
