@@ -6,6 +6,8 @@ use hetpilot_e2e::{array_app, free_port, wait_until, Manager};
 use serde_json::json;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Half-sent connections the flood test opens: about 20,000, as many as this process may
@@ -28,27 +30,41 @@ fn soft_open_files(n: Option<u64>) -> u64 {
     lim.rlim_max
 }
 
-/// Opens `n` connections from 127.0.0.2 to `to`, each sending half a request's headers.
-fn half_sent_connections(to: SocketAddr, n: usize) -> Vec<TcpStream> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut open = Vec::with_capacity(n);
-        for _ in 0..n {
-            let socket = tokio::net::TcpSocket::new_v4().unwrap();
-            socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
-            let mut stream = socket.connect(to).await.expect("connecting from 127.0.0.2");
-            // The manager may already have closed it (over the per-address cap).
-            let _ = tokio::io::AsyncWriteExt::write_all(
-                &mut stream,
-                b"GET /v1/apps HTTP/1.1\r\nHost: manager\r\nAuthor",
-            )
-            .await;
-            open.push(stream.into_std().unwrap());
-        }
-        open
+/// Opens `n` connections from 127.0.0.2 to `to` on a thread of its own, up to 1024 at a time,
+/// each sending half a request's headers; counts them in `opened` as they open.
+fn half_sent_connections(
+    to: SocketAddr,
+    n: usize,
+    opened: Arc<AtomicUsize>,
+) -> std::thread::JoinHandle<Vec<TcpStream>> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let slots = Arc::new(tokio::sync::Semaphore::new(1024));
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..n {
+                let permit = slots.clone().acquire_owned().await.unwrap();
+                let opened = opened.clone();
+                tasks.spawn(async move {
+                    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+                    let mut stream = socket.connect(to).await.expect("connecting from 127.0.0.2");
+                    // The manager may already have closed it (over the per-address cap).
+                    let _ = tokio::io::AsyncWriteExt::write_all(
+                        &mut stream,
+                        b"GET /v1/apps HTTP/1.1\r\nHost: manager\r\nAuthor",
+                    )
+                    .await;
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    drop(permit);
+                    stream.into_std().unwrap()
+                });
+            }
+            tasks.join_all().await
+        })
     })
 }
 
@@ -69,13 +85,17 @@ fn closed(stream: &mut TcpStream) -> bool {
 fn half_sent_requests_from_one_host_neither_lock_out_others_nor_stay_open() {
     let dir = tempfile::tempdir().unwrap();
     // The manager starts with a common soft limit on open files (it may raise it up to the
-    // hard limit); this client takes all it can.
+    // hard limit); this client takes all it can. The manager holds fewer connections than
+    // the flood, so only the per-address cap keeps room for other hosts.
     soft_open_files(Some(4096));
     let m = Manager::start_on(
         dir.path(),
         free_port(),
         30.0,
-        &[("HETPILOT_LIMITS__HEADER_READ_TIMEOUT_SECS", "2")],
+        &[
+            ("HETPILOT_LIMITS__HEADER_READ_TIMEOUT_SECS", "2"),
+            ("HETPILOT_LIMITS__MAX_CONNECTIONS", "5000"),
+        ],
     );
     let hard = soft_open_files(None);
     assert!(
@@ -84,7 +104,11 @@ fn half_sent_requests_from_one_host_neither_lock_out_others_nor_stay_open() {
     );
     let alice = m.create_user("alice");
     let to: SocketAddr = format!("127.0.0.1:{}", m.port).parse().unwrap();
-    let mut flood = half_sent_connections(to, FLOOD);
+    let opened = Arc::new(AtomicUsize::new(0));
+    let flooding = half_sent_connections(to, FLOOD, opened.clone());
+    wait_until("half the flood to connect", Duration::from_secs(60), || {
+        (opened.load(Ordering::Relaxed) >= FLOOD / 2).then_some(())
+    });
 
     let started = Instant::now();
     let (status, body) = m.http().get("/v1/apps", &alice);
@@ -94,6 +118,7 @@ fn half_sent_requests_from_one_host_neither_lock_out_others_nor_stay_open() {
         took < Duration::from_secs(1),
         "a user waited {took:?} behind {FLOOD} half-sent requests"
     );
+    let mut flood = flooding.join().expect("the flood");
 
     let still_open = flood.iter_mut().map(closed).filter(|c| !c).count();
     assert!(
@@ -231,4 +256,58 @@ fn submits_beyond_the_burst_get_429_with_retry_after() {
         200,
         "another user has a budget of their own"
     );
+}
+
+/// A submit request's head for a body of `len` bytes.
+fn submit_head(port: u16, token: &str, len: usize) -> String {
+    format!(
+        "POST /v1/apps HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// Reads until the peer closes; returns the status line.
+fn read_status(s: &mut TcpStream) -> String {
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("an answer");
+    answer.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn large_bodies_are_read_a_bounded_number_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[("HETPILOT_LIMITS__MAX_LARGE_REQUESTS", "1")],
+    );
+    let body = serde_json::to_vec(&array_app("slow", "true", 1)).unwrap();
+    // The first submit sends half its body and holds the only permit while it is read.
+    let mut first = TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+    first
+        .write_all(submit_head(m.port, &m.admin, body.len()).as_bytes())
+        .unwrap();
+    first.write_all(&body[..body.len() / 2]).unwrap();
+    // A second, complete submit waits for it.
+    let mut second = TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+    second
+        .write_all(submit_head(m.port, &m.admin, body.len()).as_bytes())
+        .unwrap();
+    second.write_all(&body).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let early = second.read(&mut buf);
+    assert!(
+        matches!(&early, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the second submit was read while the first held the permit: {early:?}"
+    );
+    first.write_all(&body[body.len() / 2..]).unwrap();
+    assert!(read_status(&mut first).starts_with("HTTP/1.1 200"));
+    second
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert!(read_status(&mut second).starts_with("HTTP/1.1 200"));
 }
