@@ -140,11 +140,22 @@ impl Manager {
         }
     }
 
+    /// Raw HTTP calls; over HTTPS (`--tls self-signed`) trusting the manager's certificate.
     pub fn http(&self) -> Http {
+        if let Some(ca) = self.ca_file() {
+            return self.https(&ca);
+        }
         Http {
             client: Client::new(),
             base: self.url.clone(),
         }
+    }
+
+    /// The self-signed certificate of a manager serving HTTPS, which clients trust.
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.url
+            .starts_with("https://")
+            .then(|| self.dir.join("tls-cert.pem"))
     }
 
     /// Raw HTTPS calls trusting only the PEM certificate `ca`.
@@ -171,20 +182,28 @@ impl Manager {
     /// Starts an agent of `platform` with `slots` slots.
     pub fn agent(&self, platform: &str, slots: u32, extra: &[&str]) -> Agent {
         let token = self.agent_token(platform);
+        let ca = self.ca_file().map(|f| f.display().to_string());
+        let mut flags: Vec<&str> = extra.to_vec();
+        if let Some(ca) = &ca {
+            flags.extend(["--ca-file", ca]);
+        }
         Agent::start(
             &self.url,
             platform,
             &token,
             slots,
             &self.dir.join(format!("agent-{}", free_port())),
-            extra,
+            &flags,
         )
     }
 
     /// Runs the `hetpilot` CLI against this manager as admin.
     pub fn cli(&self, args: &[&str]) -> Output {
-        Command::new(bin("hetpilot"))
-            .args(args)
+        let mut cmd = Command::new(bin("hetpilot"));
+        if let Some(ca) = self.ca_file() {
+            cmd.env("HETPILOT_CA_FILE", ca);
+        }
+        cmd.args(args)
             .env("HETPILOT_URL", &self.url)
             .env("HETPILOT_TOKEN", &self.admin)
             .output()
