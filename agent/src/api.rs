@@ -48,7 +48,7 @@ impl Api {
     pub fn new(base: &str, token: String, trust: &ClientTrust) -> Result<Api, TlsError> {
         let builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
-            .pool_idle_timeout(Duration::from_secs(60));
+            .pool_idle_timeout(http::POOL_IDLE_TIMEOUT);
         let http = trust
             .apply(builder)?
             .build()

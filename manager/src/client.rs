@@ -51,6 +51,7 @@ impl Client {
     pub fn new(base: &str, token: &str, trust: &ClientTrust) -> Result<Client, TlsError> {
         let builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(http::POOL_IDLE_TIMEOUT)
             .timeout(Duration::from_secs(600));
         let http = trust
             .apply(builder)?

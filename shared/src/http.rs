@@ -5,6 +5,11 @@
 use crate::protocol::ErrorBody;
 use serde::de::DeserializeOwned;
 
+/// How long clients keep an idle connection for reuse: below the servers' header-read
+/// timeout (`hetpilot_shared::serve`, 10 s by default), which closes idle kept-alive
+/// connections too, so a client does not send on a connection as the server closes it.
+pub const POOL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Debug)]
 pub enum CallError {
     /// No usable answer: connection refused, timed out, or an unreadable body.

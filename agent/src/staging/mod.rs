@@ -79,8 +79,9 @@ impl Stager {
     ) -> Result<Stager, String> {
         let cache =
             Cache::open(&settings.cache_dir, settings.cache_max).map_err(|e| e.to_string())?;
-        let builder =
-            reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(10));
+        let builder = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .pool_idle_timeout(hetpilot_shared::http::POOL_IDLE_TIMEOUT);
         let http = settings
             .trust
             .apply(builder)
