@@ -4,16 +4,14 @@
 //! serves HTTP/1.1 with hyper and a timer, closes a connection whose request headers take
 //! longer than `header_read_timeout`, holds at most `max_connections` connections (further
 //! ones wait in the listen queue) and at most `max_connections_per_ip` from one address
-//! (further ones are closed at once), and gives each request its peer address as
-//! `axum::extract::ConnectInfo<SocketAddr>`. With a TLS configuration it serves HTTPS (the
+//! (further ones are closed at once). With a TLS configuration it serves HTTPS (the
 //! handshake gets the header-read timeout too).
 
-use axum::extract::ConnectInfo;
 use axum::Router;
-use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
@@ -21,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tower_service::Service;
 
 /// How long open connections get to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -77,11 +74,7 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let router = router.clone();
-        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-            req.extensions_mut().insert(ConnectInfo(peer));
-            router.clone().call(req)
-        });
+        let service = TowerToHyperService::new(router.clone());
         let (http, watcher) = (http.clone(), graceful.watcher());
         let tls = tls.clone();
         let handshake_timeout = limits.header_read_timeout;
