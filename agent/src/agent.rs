@@ -63,7 +63,15 @@ async fn register(
 }
 
 pub async fn run(opts: Options) -> Result<Summary, ApiError> {
-    let api = Api::new(&opts.manager, opts.registration_token.clone());
+    let api = Api::new(
+        &opts.manager,
+        opts.registration_token.clone(),
+        &opts.staging.trust,
+    )
+    .map_err(|e| ApiError::Unreachable {
+        url: opts.manager.clone(),
+        message: e.to_string(),
+    })?;
     let mut reg = register(&api, &opts.register, opts.register_timeout).await?;
     reg.slots = reg.slots.clamp(1, MAX_SLOTS);
     tracing::info!(agent = %reg.agent, slots = reg.slots, "registered");

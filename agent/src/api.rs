@@ -2,6 +2,7 @@
 //! reported as retryable so a manager restart never loses an agent's results.
 
 use hetpilot_shared::http::{self, CallError};
+use hetpilot_shared::tls::{ClientTrust, TlsError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
@@ -43,17 +44,20 @@ pub struct Api {
 }
 
 impl Api {
-    pub fn new(base: &str, token: String) -> Api {
-        let http = reqwest::Client::builder()
+    /// A client of the manager at `base` (trusting its certificate as `trust` says).
+    pub fn new(base: &str, token: String, trust: &ClientTrust) -> Result<Api, TlsError> {
+        let builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
-            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_idle_timeout(http::POOL_IDLE_TIMEOUT);
+        let http = trust
+            .apply(builder)?
             .build()
             .expect("building the HTTP client");
-        Api {
+        Ok(Api {
             http,
             base: base.trim_end_matches('/').to_string(),
             token,
-        }
+        })
     }
 
     pub fn with_token(&self, token: String) -> Api {
@@ -80,7 +84,7 @@ impl Api {
         http::call(req).await.map_err(|e| match e {
             CallError::Unreachable(e) => ApiError::Unreachable {
                 url,
-                message: e.to_string(),
+                message: http::with_causes(&e),
             },
             CallError::Refused { status, message } => ApiError::Refused {
                 path: path.to_string(),

@@ -28,6 +28,7 @@ use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use hetpilot_shared::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use hetpilot_shared::protocol::RegisterRequest;
+use hetpilot_shared::tls::ClientTrust;
 use std::path::PathBuf;
 use std::time::Duration;
 use sysinfo::System;
@@ -124,6 +125,14 @@ struct Args {
     /// (like OpenSSH's `StrictHostKeyChecking accept-new`); a changed key is still refused.
     #[arg(long)]
     accept_new_host_keys: bool,
+    /// PEM file of the CA (or the self-signed certificate) the manager's HTTPS certificate
+    /// must chain to, instead of the system's roots.
+    #[arg(long, env = "HETPILOT_CA_FILE")]
+    ca_file: Option<PathBuf>,
+    /// SHA-256 fingerprint of the manager's certificate to accept (what `hetpilot serve --tls
+    /// self-signed` prints), instead of checking a chain.
+    #[arg(long, env = "HETPILOT_TLS_FINGERPRINT")]
+    tls_fingerprint: Option<String>,
 }
 
 fn parse_cpus(list: &str) -> anyhow::Result<Vec<usize>> {
@@ -229,6 +238,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
     }
     let cache_max = parse_bytes(&args.cache_max).context("--cache-max")?;
     let staging = staging::Settings {
+        trust: ClientTrust {
+            ca_file: args.ca_file.clone(),
+            fingerprint: args.tls_fingerprint.clone(),
+        },
         cache_dir: args
             .cache_dir
             .clone()

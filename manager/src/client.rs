@@ -7,6 +7,7 @@ use hetpilot_shared::protocol::{
     SubmitResponse, TaskInfo, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
+use hetpilot_shared::tls::{ClientTrust, TlsError};
 use hetpilot_shared::{AppId, TaskRef};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -52,17 +53,21 @@ fn url_segment(s: &str) -> String {
 }
 
 impl Client {
-    pub fn new(base: &str, token: &str) -> Client {
-        let http = reqwest::Client::builder()
+    /// A client of the manager at `base` (trusting its certificate as `trust` says).
+    pub fn new(base: &str, token: &str, trust: &ClientTrust) -> Result<Client, TlsError> {
+        let builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(600))
+            .pool_idle_timeout(http::POOL_IDLE_TIMEOUT)
+            .timeout(Duration::from_secs(600));
+        let http = trust
+            .apply(builder)?
             .build()
             .expect("building the HTTP client");
-        Client {
+        Ok(Client {
             http,
             base: base.trim_end_matches('/').to_string(),
             token: token.trim().to_string(),
-        }
+        })
     }
 
     pub fn base(&self) -> &str {
@@ -78,7 +83,7 @@ impl Client {
             .map_err(|e| match e {
                 CallError::Unreachable(e) => ClientError::Unreachable {
                     url: self.base.clone(),
-                    message: e.to_string(),
+                    message: http::with_causes(&e),
                 },
                 CallError::Refused { status, message } => ClientError::Refused { status, message },
             })

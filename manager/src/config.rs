@@ -3,11 +3,13 @@
 //! a data directory under the user's home, 127.0.0.1, and one `local` platform.
 
 mod fairshare;
+mod limits;
 mod quotas;
 mod scheduler;
 mod storage;
 
 pub use fairshare::FairshareConfig;
+pub use limits::LimitsConfig;
 pub use quotas::Quotas;
 pub use scheduler::SchedulerConfig;
 pub use storage::StorageConfig;
@@ -19,7 +21,6 @@ use thiserror::Error;
 const DEFAULTS: &str = r#"
 listen = "127.0.0.1:8470"
 lease_timeout_secs = 30.0
-max_request_mib = 256
 [[platforms]]
 name = "local"
 description = "agents started on this machine"
@@ -44,8 +45,19 @@ pub struct Settings {
     pub data_dir: PathBuf,
     /// An agent silent for this long is lost and its tasks go back to their queues.
     pub lease_timeout_secs: f64,
-    /// Largest request body accepted (bigger ones get 413).
-    pub max_request_mib: u64,
+    /// The HTTPS certificate chain (PEM); with `tls_key`, the API is served over TLS.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    /// The HTTPS certificate's private key (PEM).
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// Allow plain HTTP on an address other than loopback (tokens would cross the network
+    /// unencrypted).
+    #[serde(default)]
+    pub insecure_http: bool,
+    /// What the HTTP API accepts (`[limits]`, see `config::limits`).
+    #[serde(default)]
+    pub limits: LimitsConfig,
     pub platforms: Vec<PlatformConfig>,
     /// Live two-level scheduling (`[scheduler]`).
     #[serde(default)]
@@ -177,11 +189,23 @@ impl Settings {
                 ),
             });
         }
-        if self.max_request_mib == 0 {
-            return Err(ConfigError::Invalid {
-                field: "max_request_mib",
-                problem: "must be at least 1".into(),
-            });
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => {
+                return Err(ConfigError::Invalid {
+                    field: "tls_key",
+                    problem: "tls_cert is set, so the key is needed too".into(),
+                })
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::Invalid {
+                    field: "tls_cert",
+                    problem: "tls_key is set, so the certificate is needed too".into(),
+                })
+            }
+            _ => {}
+        }
+        if let Some((field, problem)) = self.limits.problem() {
+            return Err(ConfigError::Invalid { field, problem });
         }
         Ok(())
     }

@@ -130,6 +130,7 @@ impl Sandbox {
         PilotSpec {
             name: name.into(),
             manager_url: "http://127.0.0.1:9".into(),
+            tls_fingerprint: None,
             nodes,
             cores_per_node: cores,
             walltime: Duration::from_secs(120),

@@ -46,6 +46,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
     let pilot = PilotSpec {
         name: "here-p1".into(),
         manager_url: "http://127.0.0.1:9".into(),
+        tls_fingerprint: None,
         nodes: 1,
         cores_per_node: 1,
         walltime: Duration::from_secs(60),

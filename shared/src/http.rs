@@ -5,6 +5,11 @@
 use crate::protocol::ErrorBody;
 use serde::de::DeserializeOwned;
 
+/// How long clients keep an idle connection for reuse: below the servers' header-read
+/// timeout (`hetpilot_shared::serve`, 10 s by default), which closes idle kept-alive
+/// connections too, so a client does not send on a connection as the server closes it.
+pub const POOL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Debug)]
 pub enum CallError {
     /// No usable answer: connection refused, timed out, or an unreadable body.
@@ -28,4 +33,17 @@ pub async fn call<T: DeserializeOwned>(req: reqwest::RequestBuilder) -> Result<T
         status: status.as_u16(),
         message,
     })
+}
+
+/// An error and its causes, `top: cause: cause`: reqwest's own message ("error sending
+/// request") leaves out why, e.g. which certificate was refused.
+pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }

@@ -28,8 +28,10 @@ pub enum HttpFileError {
     BadRange { spec: String, len: u64 },
     #[error("the upload was interrupted: {0}")]
     Interrupted(String),
-    #[error("the upload is larger than the {0} bytes one file may have")]
-    TooLarge(u64),
+    #[error("the upload is larger than this server accepts")]
+    TooLarge,
+    #[error("the upload is larger than the {0} bytes its owner may still store (per-file limit or quota)")]
+    OverAllowance(u64),
     /// Opening beneath the owner's root failed (see [`crate::beneath::status_of`]).
     #[error("{}", beneath_message(.0))]
     Beneath(std::io::Error),
@@ -46,7 +48,9 @@ impl HttpFileError {
             HttpFileError::NotAFile(_) => StatusCode::NOT_FOUND,
             HttpFileError::BadRange { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             HttpFileError::Interrupted(_) => StatusCode::BAD_REQUEST,
-            HttpFileError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            HttpFileError::TooLarge | HttpFileError::OverAllowance(_) => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             HttpFileError::Beneath(e) => crate::beneath::status_of(e, true),
             HttpFileError::Io { source, .. } => match source.kind() {
                 // A name under a file (`a.txt/x`) does not exist either.
@@ -165,7 +169,7 @@ pub async fn receive(dest: &Path, body: Body) -> Result<u64, HttpFileError> {
 
 /// Stores `body` as `rel` beneath `root` (see [`crate::beneath`]): directories are
 /// created as needed, no link is followed, and a body longer than `max_bytes` is refused
-/// (`TooLarge`) without storing anything. Returns the bytes written.
+/// (`OverAllowance`) without storing anything. Returns the bytes written.
 pub async fn receive_beneath(
     root: &Path,
     rel: &Path,
@@ -212,6 +216,18 @@ pub async fn receive_beneath(
     stored
 }
 
+/// A body that failed while read: over a `RequestBodyLimitLayer`'s limit, or interrupted.
+fn body_error(e: axum::Error) -> HttpFileError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return HttpFileError::TooLarge;
+        }
+        source = s.source();
+    }
+    HttpFileError::Interrupted(e.to_string())
+}
+
 async fn write_synced(tmp: &Path, body: Body) -> Result<u64, HttpFileError> {
     let file = tokio::fs::File::create(tmp)
         .await
@@ -227,14 +243,10 @@ async fn write_open(
     let mut out = tokio::io::BufWriter::with_capacity(CHUNK, file);
     let mut stream = body.into_data_stream();
     let mut n = 0u64;
-    while let Some(chunk) = stream
-        .try_next()
-        .await
-        .map_err(|e| HttpFileError::Interrupted(e.to_string()))?
-    {
+    while let Some(chunk) = stream.try_next().await.map_err(body_error)? {
         n = n.saturating_add(chunk.len() as u64);
         if n > max_bytes {
-            return Err(HttpFileError::TooLarge(max_bytes));
+            return Err(HttpFileError::OverAllowance(max_bytes));
         }
         out.write_all(&chunk)
             .await

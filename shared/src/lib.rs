@@ -11,8 +11,10 @@ pub mod http_file;
 pub mod ids;
 pub mod live;
 pub mod protocol;
+pub mod serve;
 pub mod spec;
 pub mod store_grant;
 pub mod template;
+pub mod tls;
 
 pub use ids::{AgentId, AppId, TaskRef};

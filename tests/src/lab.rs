@@ -95,6 +95,21 @@ pub fn start_manager(dir: &Path, env: &[(String, String)]) -> Manager {
     Manager::start_on(dir, super::free_port(), 10.0, &env)
 }
 
+/// Starts a manager serving HTTPS (`--tls self-signed`) on a free port with `env`; its
+/// pilots pin the certificate's fingerprint.
+pub fn start_tls_manager(dir: &Path, env: &[(String, String)]) -> Manager {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let m = Manager::start_with(
+        dir,
+        super::free_port(),
+        10.0,
+        &["--tls", "self-signed"],
+        &env,
+    );
+    assert!(m.url.starts_with("https://"), "{}", m.url);
+    m
+}
+
 /// `GET /v1/pilots` as admin.
 pub fn pilots(m: &Manager) -> Vec<Value> {
     let (status, body) = m.http().get("/v1/pilots", &m.admin);

@@ -86,6 +86,17 @@ impl Manager {
         lease_timeout_secs: f64,
         env: &[(&str, &str)],
     ) -> Manager {
+        Manager::start_with(dir, port, lease_timeout_secs, &[], env)
+    }
+
+    /// Starts a manager on `port` with extra `hetpilot serve` flags (e.g. `--tls self-signed`).
+    pub fn start_with(
+        dir: &Path,
+        port: u16,
+        lease_timeout_secs: f64,
+        flags: &[&str],
+        env: &[(&str, &str)],
+    ) -> Manager {
         let url_file = dir.join("manager.url");
         let _ = std::fs::remove_file(&url_file);
         let log = std::fs::OpenOptions::new()
@@ -103,6 +114,7 @@ impl Manager {
             .arg(lease_timeout_secs.to_string())
             .arg("--data-dir")
             .arg(dir)
+            .args(flags)
             .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -128,9 +140,30 @@ impl Manager {
         }
     }
 
+    /// Raw HTTP calls; over HTTPS (`--tls self-signed`) trusting the manager's certificate.
     pub fn http(&self) -> Http {
+        if let Some(ca) = self.ca_file() {
+            return self.https(&ca);
+        }
         Http {
             client: Client::new(),
+            base: self.url.clone(),
+        }
+    }
+
+    /// The self-signed certificate of a manager serving HTTPS, which clients trust.
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.url
+            .starts_with("https://")
+            .then(|| self.dir.join("tls-cert.pem"))
+    }
+
+    /// Raw HTTPS calls trusting only the PEM certificate `ca`.
+    pub fn https(&self, ca: &Path) -> Http {
+        let pem = std::fs::read(ca).expect("reading the CA file");
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).expect("a PEM certificate");
+        Http {
+            client: Client::builder().tls_certs_only(certs).build().unwrap(),
             base: self.url.clone(),
         }
     }
@@ -149,20 +182,28 @@ impl Manager {
     /// Starts an agent of `platform` with `slots` slots.
     pub fn agent(&self, platform: &str, slots: u32, extra: &[&str]) -> Agent {
         let token = self.agent_token(platform);
+        let ca = self.ca_file().map(|f| f.display().to_string());
+        let mut flags: Vec<&str> = extra.to_vec();
+        if let Some(ca) = &ca {
+            flags.extend(["--ca-file", ca]);
+        }
         Agent::start(
             &self.url,
             platform,
             &token,
             slots,
             &self.dir.join(format!("agent-{}", free_port())),
-            extra,
+            &flags,
         )
     }
 
     /// Runs the `hetpilot` CLI against this manager as admin.
     pub fn cli(&self, args: &[&str]) -> Output {
-        Command::new(bin("hetpilot"))
-            .args(args)
+        let mut cmd = Command::new(bin("hetpilot"));
+        if let Some(ca) = self.ca_file() {
+            cmd.env("HETPILOT_CA_FILE", ca);
+        }
+        cmd.args(args)
             .env("HETPILOT_URL", &self.url)
             .env("HETPILOT_TOKEN", &self.admin)
             .output()

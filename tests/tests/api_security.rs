@@ -146,7 +146,7 @@ fn oversized_requests_get_413_and_bad_bodies_a_clear_error() {
         dir.path(),
         hetpilot_e2e::free_port(),
         30.0,
-        &[("HETPILOT_MAX_REQUEST_MIB", "1")],
+        &[("HETPILOT_LIMITS__MAX_SUBMIT_MIB", "1")],
     );
     let http = m.http();
     let lines: Vec<String> = (0..80_000).map(|i| format!("input-{i:08}")).collect();

@@ -1,9 +1,10 @@
 //! Provisioning against the real local lab (`deploy/lab/start.sh`): pilots submitted
 //! through Slurm on two partitions run an application to completion and end; a login host
 //! that refuses connections marks only its platform unavailable; a missing agent binary
-//! fails its pilot fast with a clear reason.
+//! fails its pilot fast with a clear reason. The manager serves HTTPS with a self-signed
+//! certificate whose fingerprint the pilots' job scripts hand to their agents.
 
-use hetpilot_e2e::lab::{self, configure, pilots, platform_status, start_manager, wait_pilot};
+use hetpilot_e2e::lab::{self, configure, pilots, platform_status, start_tls_manager, wait_pilot};
 use hetpilot_e2e::{array_app, wait_until};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -33,7 +34,7 @@ fn slurm_pilots_on_two_partitions_run_an_application_to_completion_and_end() {
         &[("lab-debug", &debug), ("lab-small", &small)],
         FAST,
     );
-    let m = start_manager(dir.path(), &env);
+    let m = start_tls_manager(dir.path(), &env);
     // 60 one-second tasks: long enough for pilots on both partitions to join.
     let app = m.submit(array_app("lab-e2e", "sleep 1", 60));
     let both: BTreeSet<String> = ["lab-debug", "lab-small"].map(String::from).into();
@@ -93,7 +94,7 @@ fn a_login_host_refusing_connections_marks_only_its_platform_unavailable() {
         &[("lab-refused", &refused), ("lab-debug", &debug)],
         FAST,
     );
-    let m = start_manager(dir.path(), &env);
+    let m = start_tls_manager(dir.path(), &env);
     let app = m.submit(array_app("refused", "true", 10));
     let down = wait_until(
         "lab-refused to be unavailable",
@@ -134,7 +135,7 @@ fn a_missing_agent_binary_fails_the_pilot_fast_with_a_clear_reason() {
         .replace("${HETPILOT_AGENT_BINARY}", "/nonexistent/hetpilot-agent");
     std::fs::write(&broken, text).unwrap();
     let env = configure(dir.path(), &[("lab-nobinary", &broken)], FAST);
-    let m = start_manager(dir.path(), &env);
+    let m = start_tls_manager(dir.path(), &env);
     let started = Instant::now();
     m.submit(array_app("nobinary", "true", 3));
     let failed = wait_pilot(&m, "the pilot to fail", Duration::from_secs(60), |p| {
@@ -168,14 +169,22 @@ fn a_restarted_manager_keeps_following_its_pilots() {
     let debug = lab::shipped_profile("lab-debug");
     let env = configure(dir.path(), &[("lab-debug", &debug)], FAST);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let mut m = start_manager(dir.path(), &env);
+    let mut m = start_tls_manager(dir.path(), &env);
     let port = m.port;
     let app = m.submit(array_app("restart", "sleep 1", 20));
     let running = wait_pilot(&m, "a registered pilot", Duration::from_secs(60), |p| {
         p["state"] == "running"
     });
     m.kill();
-    let m = hetpilot_e2e::Manager::start_on(dir.path(), port, 10.0, &env_refs);
+    // Restarted on the same port with the same (reused) certificate, so the running
+    // pilot's pinned fingerprint still matches.
+    let m = hetpilot_e2e::Manager::start_with(
+        dir.path(),
+        port,
+        10.0,
+        &["--tls", "self-signed"],
+        &env_refs,
+    );
     let again = pilots(&m)
         .into_iter()
         .find(|p| p["name"] == running["name"])
@@ -214,7 +223,7 @@ fn a_job_whose_agent_never_registers_is_cancelled_with_a_reason() {
         &[("lab-silent", &profile)],
         "interval_secs = 0.5\nregister_timeout_secs = 3\nbackoff_base_secs = 30",
     );
-    let m = start_manager(dir.path(), &env);
+    let m = start_tls_manager(dir.path(), &env);
     m.submit(array_app("silent", "true", 1));
     let failed = wait_pilot(
         &m,
@@ -266,7 +275,7 @@ fn pbs_torque_ssh_and_ssh_login_profiles_provision_working_agents() {
         let platforms: Vec<(&str, &std::path::Path)> =
             profiles.iter().map(|(n, p)| (*n, p.as_path())).collect();
         let env = configure(dir.path(), &platforms, FAST);
-        let m = start_manager(dir.path(), &env);
+        let m = start_tls_manager(dir.path(), &env);
         let app = m.submit(array_app("paths", "sleep 1", 40));
         let want: BTreeSet<String> = group.iter().map(|n| n.to_string()).collect();
         wait_until(

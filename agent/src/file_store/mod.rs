@@ -22,11 +22,16 @@ use axum::{Json, Router};
 use hetpilot_shared::files::check_store_name;
 use hetpilot_shared::http_file::{self, HttpFileError};
 use hetpilot_shared::protocol::ErrorBody;
+use hetpilot_shared::serve::ServeLimits;
 use hetpilot_shared::store_grant::StoreSecret;
+use hetpilot_shared::tls::server_config;
 use paths::PathError;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 /// `hetpilot-agent serve-files`.
 #[derive(Debug, clap::Args)]
@@ -43,6 +48,27 @@ pub struct ServeFilesArgs {
     /// This store's name, as in the manager's `[[storage]]` entry (default: the host name).
     #[arg(long)]
     name: Option<String>,
+    /// Largest file one PUT may store, in MiB (larger ones get 413, also when chunked).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    max_file_mib: u64,
+    /// Seconds a connection gets to send a request's headers.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    header_read_timeout_secs: u64,
+    /// Seconds a request body may pause before the request is dropped.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    body_timeout_secs: u64,
+    /// Connections held at once.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
+    /// HTTPS certificate chain (PEM); with `--tls-key`, files are served over TLS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// HTTPS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Connections held at once from one IP address.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_ip: u64,
 }
 
 /// An error answer: a status and `{"error": "..."}`.
@@ -114,6 +140,10 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
         .root
         .canonicalize()
         .with_context(|| format!("--root {}", args.root.display()))?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(server_config(cert, key).context("--tls-cert/--tls-key")?),
+        _ => None,
+    };
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("--listen {}", args.listen))?;
@@ -122,9 +152,20 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
     let store = Arc::new(Store { root, name, secret });
     let app = Router::new()
         .route("/{owner}/{*path}", get(get_file).put(put_file))
-        .with_state(store);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop_signal())
+        .with_state(store)
+        .layer(RequestBodyLimitLayer::new(
+            (args.max_file_mib << 20) as usize,
+        ))
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
+            args.body_timeout_secs,
+        )));
+    let limits = ServeLimits {
+        header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
+        max_connections: args.max_connections as usize,
+        max_connections_per_ip: args.max_connections_per_ip as usize,
+        tls,
+    };
+    hetpilot_shared::serve::serve(listener, app, limits, stop_signal())
         .await
         .context("serving files")?;
     tracing::info!("file store stopped");

@@ -24,6 +24,7 @@ use cache::{Cache, CacheError, Fetched, Pin, Wait};
 pub use grants::Grants;
 use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
 use hetpilot_shared::protocol::{AppRuntime, Assignment};
+use hetpilot_shared::tls::ClientTrust;
 use hetpilot_shared::AppId;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -36,6 +37,8 @@ pub struct Settings {
     pub cache_max: u64,
     /// Private key and host-key check for `sftp://` files.
     pub sftp_key: Option<SftpKeys>,
+    /// How HTTPS servers (the manager, file stores) are trusted.
+    pub trust: ClientTrust,
 }
 
 /// Stages the files of the agent's tasks; shared by all of them.
@@ -79,8 +82,13 @@ impl Stager {
     ) -> Result<Stager, String> {
         let cache =
             Cache::open(&settings.cache_dir, settings.cache_max).map_err(|e| e.to_string())?;
-        let http = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
+            .pool_idle_timeout(hetpilot_shared::http::POOL_IDLE_TIMEOUT);
+        let http = settings
+            .trust
+            .apply(builder)
+            .map_err(|e| e.to_string())?
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?;
         Ok(Stager {

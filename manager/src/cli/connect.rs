@@ -1,12 +1,15 @@
 //! How CLI commands find the manager and their token: `--url`/`HETPILOT_URL` and
 //! `HETPILOT_TOKEN`/`--token-file`, else the local data directory's `manager.url` and
-//! `admin.token` (what `hetpilot serve` writes there).
+//! `admin.token` (what `hetpilot serve` writes there). An HTTPS manager is trusted through
+//! `--ca-file`/`HETPILOT_CA_FILE` or `--tls-fingerprint`/`HETPILOT_TLS_FINGERPRINT`, else
+//! (for the local manager) the fingerprint it wrote in its data directory.
 
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::client::Client;
 use hetpilot::config::default_data_dir;
 use hetpilot::service::admin_token_path;
+use hetpilot_shared::tls::ClientTrust;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, ClapArgs)]
@@ -20,6 +23,17 @@ pub struct Connect {
     /// Data directory of the local manager.
     #[arg(long, env = "HETPILOT_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
+    /// PEM file of the CA (or self-signed certificate) the manager's certificate must chain to.
+    #[arg(long, env = "HETPILOT_CA_FILE", global = true)]
+    pub ca_file: Option<PathBuf>,
+    /// SHA-256 fingerprint of the manager's certificate to accept.
+    #[arg(long, env = "HETPILOT_TLS_FINGERPRINT", global = true)]
+    pub tls_fingerprint: Option<String>,
+}
+
+/// Where `hetpilot serve` records its certificate's fingerprint (when serving HTTPS).
+pub fn fingerprint_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("tls.fingerprint")
 }
 
 /// Where `hetpilot serve` records the URL it listens on.
@@ -63,6 +77,13 @@ impl Connect {
         if token.trim().is_empty() {
             bail!("the token is empty");
         }
-        Ok(Client::new(&url, &token))
+        let mut trust = ClientTrust {
+            ca_file: self.ca_file.clone(),
+            fingerprint: self.tls_fingerprint.clone(),
+        };
+        if self.url.is_none() && trust.ca_file.is_none() && trust.fingerprint.is_none() {
+            trust.fingerprint = std::fs::read_to_string(fingerprint_file(&dir)).ok();
+        }
+        Client::new(&url, &token, &trust).context("setting up TLS")
     }
 }

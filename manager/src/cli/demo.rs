@@ -162,11 +162,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let url = format!("http://{}", listener.local_addr()?);
     let manager = Manager::open(settings)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(hetpilot::server::serve(manager, listener, async {
+    let server = tokio::spawn(hetpilot::server::serve(manager, listener, None, async {
         let _ = stop_rx.await;
     }));
     let admin = std::fs::read_to_string(admin_token_path(&data_dir))?;
-    let client = Client::new(&url, &admin);
+    let client = Client::new(&url, &admin, &Default::default())?;
     println!(
         "hetpilot demo: manager on {url}, data in {}",
         data_dir.display()

@@ -1,11 +1,22 @@
-//! `hetpilot serve`: runs the manager until SIGINT or SIGTERM.
+//! `hetpilot serve`: runs the manager until SIGINT or SIGTERM, over HTTPS when a
+//! certificate is configured or `--tls self-signed` asks for one. Plain HTTP is allowed on
+//! loopback addresses only, unless `--insecure-http` says otherwise.
 
-use super::connect::url_file;
-use anyhow::Context;
+use super::connect::{fingerprint_file, url_file};
+use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::config::Settings;
 use hetpilot::service::{admin_token_path, Manager};
-use std::path::PathBuf;
+use hetpilot_shared::tls;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Where `--tls` gets its certificate.
+#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
+pub enum TlsMode {
+    /// Made in the data directory on first start (and reused); clients pin its fingerprint.
+    SelfSigned,
+}
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -21,6 +32,13 @@ pub struct Args {
     /// Seconds of agent silence before its tasks go back to their queues.
     #[arg(long)]
     pub lease_timeout_secs: Option<f64>,
+    /// Serve HTTPS with a self-signed certificate (`tls_cert`/`tls_key` in the configuration
+    /// serve one of your own).
+    #[arg(long, value_enum)]
+    pub tls: Option<TlsMode>,
+    /// Allow plain HTTP on an address other than loopback (config `insecure_http = true`).
+    #[arg(long)]
+    pub insecure_http: bool,
 }
 
 impl Args {
@@ -35,6 +53,9 @@ impl Args {
         if let Some(t) = self.lease_timeout_secs {
             overrides.push(("lease_timeout_secs", t.to_string()));
         }
+        if self.insecure_http {
+            overrides.push(("insecure_http", "true".into()));
+        }
         Ok(Settings::load(self.config.as_deref(), &overrides)?)
     }
 }
@@ -42,6 +63,11 @@ impl Args {
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let settings = args.settings()?;
     let data_dir = settings.data_dir.clone();
+    let tls_wanted = args.tls.is_some() || settings.tls_cert.is_some();
+    if let Ok(addr) = settings.listen.parse::<SocketAddr>() {
+        // Refused before binding, so a refused address is never listened on.
+        check_plain_http(addr, tls_wanted, settings.insecure_http)?;
+    }
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| {
@@ -50,23 +76,93 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 settings.listen
             )
         })?;
-    let url = format!("http://{}", listener.local_addr()?);
+    let local = listener.local_addr()?;
+    let cert = match args.tls {
+        Some(TlsMode::SelfSigned) => Some(self_signed(&settings, local)?),
+        None => settings.tls_cert.clone().zip(settings.tls_key.clone()),
+    };
+    check_plain_http(local, cert.is_some(), settings.insecure_http)?;
+    let tls_config = match &cert {
+        Some((cert, key)) => Some(tls::server_config(cert, key)?),
+        None => None,
+    };
+    let scheme = if cert.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{local}");
     let advertise = settings
         .advertise_url
         .clone()
         .unwrap_or_else(|| url.clone());
     let profiles = hetpilot::provision::catalog::load_all(&settings)?;
-    let provision = settings.provision.clone();
+    let fingerprint = match &cert {
+        Some((cert, _)) => Some(tls::fingerprint_of(cert)?),
+        None => None,
+    };
+    let mut provision = settings.provision.clone();
+    provision.manager_tls_fingerprint = fingerprint.clone();
     let manager = Manager::open(settings)?;
     manager.use_profiles(&profiles);
     hetpilot::provision::provisioner::start(&manager, profiles, advertise, provision);
+    match cert.as_ref().zip(fingerprint) {
+        Some(((cert, _), fp)) => {
+            std::fs::write(fingerprint_file(&data_dir), format!("{fp}\n"))
+                .context("writing the TLS fingerprint")?;
+            println!(
+                "TLS certificate {} (SHA-256 fingerprint {fp})",
+                cert.display()
+            );
+            tracing::info!(cert = %cert.display(), fingerprint = %fp, "serving HTTPS");
+        }
+        None => match std::fs::remove_file(fingerprint_file(&data_dir)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).context("removing the stale TLS fingerprint");
+            }
+            _ => {}
+        },
+    }
     std::fs::write(url_file(&data_dir), format!("{url}\n")).context("writing manager.url")?;
     println!("hetpilot manager listening on {url}");
     println!("data directory: {}", data_dir.display());
     println!("admin token:    {}", admin_token_path(&data_dir).display());
-    hetpilot::server::serve(manager, listener, shutdown_signal()).await?;
+    hetpilot::server::serve(manager, listener, tls_config, shutdown_signal()).await?;
     println!("manager stopped");
     Ok(())
+}
+
+/// Plain HTTP only on loopback addresses, unless `insecure_http`.
+fn check_plain_http(addr: SocketAddr, tls: bool, insecure_http: bool) -> anyhow::Result<()> {
+    if !tls && !addr.ip().is_loopback() && !insecure_http {
+        bail!(
+            "refusing to serve plain HTTP on {addr}, where tokens would cross the network \
+             unencrypted: serve HTTPS (`--tls self-signed`, or `tls_cert` and `tls_key` in the \
+             configuration) or pass --insecure-http (config `insecure_http = true`)"
+        );
+    }
+    Ok(())
+}
+
+/// The self-signed certificate and key in the data directory, for localhost, 127.0.0.1,
+/// the listen address and the advertised host.
+fn self_signed(settings: &Settings, local: SocketAddr) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    if !local.ip().is_unspecified() {
+        names.push(local.ip().to_string());
+    }
+    let listen_host = settings.listen.rsplit_once(':').map(|(h, _)| h);
+    let advertised = settings
+        .advertise_url
+        .as_deref()
+        .and_then(|u| u.split_once("://"))
+        .and_then(|(_, rest)| rest.split(['/', ':']).next());
+    for host in [listen_host, advertised].into_iter().flatten() {
+        let host = host.trim_matches(['[', ']']);
+        if !host.is_empty() && host != "0.0.0.0" && host != "::" && !names.iter().any(|n| n == host)
+        {
+            names.push(host.to_string());
+        }
+    }
+    let dir: &Path = &settings.data_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(tls::self_signed(dir, &names)?)
 }
 
 /// Resolves on SIGINT or SIGTERM.

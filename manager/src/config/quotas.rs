@@ -11,10 +11,9 @@ pub struct Quotas {
     pub tasks_per_submit: u64,
     /// Most tasks one user may have waiting, leased or running at once.
     pub queued_tasks_per_user: u64,
-    /// Most bytes one user may keep in the manager's file service (GiB).
+    /// Most bytes one user may keep in the manager's file service (GiB). (The largest
+    /// single upload is `[limits] max_file_mib`.)
     pub file_service_gib_per_user: u64,
-    /// Largest file one upload may store in the file service (GiB).
-    pub file_gib: u64,
 }
 
 impl Default for Quotas {
@@ -23,7 +22,6 @@ impl Default for Quotas {
             tasks_per_submit: 10_000_000,
             queued_tasks_per_user: 20_000_000,
             file_service_gib_per_user: 1024,
-            file_gib: 256,
         }
     }
 }
@@ -38,20 +36,15 @@ impl Quotas {
                 "quotas.file_service_gib_per_user",
                 self.file_service_gib_per_user,
             ),
-            ("quotas.file_gib", self.file_gib),
         ] {
             if v == 0 {
                 return Some((field, "must be at least 1".into()));
             }
         }
-        if self.file_gib > 1 << 20 || self.file_service_gib_per_user > 1 << 30 {
+        if self.file_service_gib_per_user > 1 << 30 {
             return Some(("quotas", "sizes above 2^30 GiB are not plausible".into()));
         }
         None
-    }
-
-    pub fn file_bytes(&self) -> u64 {
-        self.file_gib << 30
     }
 
     pub fn file_service_bytes_per_user(&self) -> u64 {

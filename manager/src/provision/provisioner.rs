@@ -381,6 +381,7 @@ pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec
     PilotSpec {
         name: name.to_string(),
         manager_url: url.to_string(),
+        tls_fingerprint: None,
         nodes: 1,
         cores_per_node: profile.cores_per_node,
         walltime: profile.pilot_walltime,
@@ -408,6 +409,7 @@ async fn submit<H: PilotHost>(
         .await
         .map_err(|e| format!("cannot create a pilot: {e}"))?;
     let mut spec = pilot_spec(profile, url, &record.name);
+    spec.tls_fingerprint = settings.manager_tls_fingerprint.clone();
     if !profile.hosts.is_empty() {
         track.next_host = (track.next_host + 1) % profile.hosts.len();
         spec.host = Some(profile.hosts[track.next_host].clone());

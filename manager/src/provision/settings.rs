@@ -23,6 +23,10 @@ pub struct ProvisionSettings {
     pub backoff_base_secs: f64,
     pub backoff_max_secs: f64,
     pub credential_ttl_secs: f64,
+    /// The SHA-256 fingerprint of the manager's HTTPS certificate, which pilots' agents pin
+    /// (`HETPILOT_TLS_FINGERPRINT`); set by `hetpilot serve`, not configured.
+    #[serde(skip)]
+    pub manager_tls_fingerprint: Option<String>,
 }
 
 impl Default for ProvisionSettings {
@@ -34,6 +38,7 @@ impl Default for ProvisionSettings {
             backoff_base_secs: 5.0,
             backoff_max_secs: 600.0,
             credential_ttl_secs: 86400.0,
+            manager_tls_fingerprint: None,
         }
     }
 }

@@ -1,30 +1,20 @@
-//! Request extractors: the caller's identity from the bearer token, and JSON, path and
-//! query extractors whose rejections are JSON error bodies.
+//! Request extractors: the caller's identity (found by the `auth` layer), and JSON, path
+//! and query extractors whose rejections are JSON error bodies.
 
 use super::error::ApiError;
-use crate::service::{Manager, Principal};
+use crate::service::{Principal, ServiceError};
 use axum::extract::{FromRequest, FromRequestParts};
-use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use std::sync::Arc;
 
 /// The authenticated caller.
 pub struct Caller(pub Principal);
 
-impl FromRequestParts<Arc<Manager>> for Caller {
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        manager: &Arc<Manager>,
-    ) -> Result<Self, Self::Rejection> {
-        let token = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        Ok(Caller(manager.authenticate(token)?))
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let who = parts.extensions.remove::<Principal>();
+        Ok(Caller(who.ok_or(ServiceError::Unauthorized)?))
     }
 }
 

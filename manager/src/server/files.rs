@@ -6,11 +6,10 @@
 //! `GET /v1/file-stats` (admin) counts requests and bytes.
 
 use super::error::ApiError;
-use super::extract::Path;
+use super::extract::{Caller, Path};
 use crate::service::{Manager, Principal, ServiceError, ServiceFile};
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
@@ -20,6 +19,7 @@ use hetpilot_shared::http_file::{self, HttpFileError};
 use hetpilot_shared::AppId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tower_http::limit::RequestBodyLimitLayer;
 
 /// What the file service has served since the manager started.
 #[derive(Debug, Default)]
@@ -35,7 +35,10 @@ struct Files {
     stats: FileStats,
 }
 
+/// The file service's routes; an upload larger than `limits.max_file_mib` gets 413, also
+/// when it is sent chunked.
 pub fn router(manager: Arc<Manager>) -> Router {
+    let max_file = manager.settings.limits.file_bytes();
     let state = Arc::new(Files {
         manager,
         stats: FileStats::default(),
@@ -44,23 +47,15 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/files/{*name}", get(get_user).put(put_user))
         .route("/v1/apps/{app}/files/{*name}", get(get_app).put(put_app))
         .route("/v1/file-stats", get(stats))
+        .layer(RequestBodyLimitLayer::new(max_file))
         .with_state(state)
-}
-
-fn caller(files: &Files, headers: &HeaderMap) -> Result<Principal, ServiceError> {
-    let token = headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    files.manager.authenticate(token)
 }
 
 async fn stats(
     State(f): State<Arc<Files>>,
-    headers: HeaderMap,
+    Caller(who): Caller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    match caller(&f, &headers)? {
+    match who {
         Principal::User { admin: true, .. } => {
             let s = &f.stats;
             let v = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -77,40 +72,40 @@ async fn stats(
 
 async fn get_user(
     State(f): State<Arc<Files>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let who = caller(&f, &headers)?;
     let file = f.manager.user_file(&who, &name)?;
     send(&f, file, &name, &headers).await
 }
 
 async fn get_app(
     State(f): State<Arc<Files>>,
+    Caller(who): Caller,
     Path((app, name)): Path<(AppId, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let who = caller(&f, &headers)?;
     let file = f.manager.app_file(&who, app, &name)?;
     send(&f, file, &name, &headers).await
 }
 
 async fn put_user(
     State(f): State<Arc<Files>>,
+    Caller(who): Caller,
     Path(name): Path<String>,
     req: Request,
 ) -> Result<StatusCode, ApiError> {
-    let who = caller(&f, req.headers())?;
     let file = f.manager.user_file(&who, &name)?;
     receive(&f, file, req.into_body()).await
 }
 
 async fn put_app(
     State(f): State<Arc<Files>>,
+    Caller(who): Caller,
     Path((app, name)): Path<(AppId, String)>,
     req: Request,
 ) -> Result<StatusCode, ApiError> {
-    let who = caller(&f, req.headers())?;
     let file = f.manager.app_file(&who, app, &name)?;
     receive(&f, file, req.into_body()).await
 }

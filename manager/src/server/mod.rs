@@ -1,30 +1,52 @@
-//! The `/v1` HTTP API (axum): routes, authentication, and error bodies. Every route but
-//! `GET /v1/health` needs a bearer token.
+//! The `/v1` HTTP API (axum): routes, authentication, limits, and error bodies. Every
+//! route but `GET /v1/health` needs a bearer token, checked before any body is read.
+//! Bodies are limited per route (`[limits]`): small for most, larger for submits and agents'
+//! results, a per-file limit for file uploads; submits are rate limited per user and read
+//! a few at a time, agent registrations are rate limited per platform.
 
 mod agents;
+mod auth;
 mod error;
 mod extract;
 mod files;
 mod live;
 mod pilots;
+mod rate;
 mod users;
 
 pub use error::ApiError;
 
 use crate::service::Manager;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use hetpilot_shared::serve::ServeLimits;
+use hetpilot_shared::tls::ServerConfig;
+use rate::RateLimit;
+use std::convert::Infallible;
 use std::sync::Arc;
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub fn router(manager: Arc<Manager>) -> Router {
-    let limit = (manager.settings.max_request_mib as usize).saturating_mul(1 << 20);
+    let limits = &manager.settings.limits;
+    let submit_rate = RateLimit::new("submits", limits.submit_burst, limits.submits_per_minute);
+    let register_rate = RateLimit::new(
+        "registrations",
+        limits.register_burst,
+        limits.registrations_per_minute,
+    );
+    let submit = post::<_, _, Arc<Manager>>(users::submit)
+        .layer::<_, Infallible>(DefaultBodyLimit::max(limits.submit_bytes()))
+        .layer(GlobalConcurrencyLimitLayer::new(limits.max_large_requests))
+        .layer(from_fn_with_state(submit_rate, rate::limit));
+    let register = post::<_, _, Arc<Manager>>(agents::register)
+        .layer::<_, Infallible>(from_fn_with_state(register_rate, rate::limit));
+    let results = post::<_, _, Arc<Manager>>(agents::results)
+        .layer::<_, Infallible>(DefaultBodyLimit::max(limits.results_bytes()));
     Router::new()
-        .route(
-            "/v1/health",
-            get(|| async { Json(serde_json::json!({ "status": "ok" })) }),
-        )
-        .route("/v1/apps", post(users::submit).get(users::list))
+        .route("/v1/apps", submit.get(users::list))
         .route("/v1/apps/{app}", get(users::show))
         .route("/v1/apps/{app}/report", get(users::report))
         .route("/v1/apps/{app}/tasks", get(users::tasks))
@@ -40,9 +62,9 @@ pub fn router(manager: Arc<Manager>) -> Router {
             post(users::revoke_agent_token),
         )
         .route("/v1/admin/rotate-token", post(users::rotate_admin_token))
-        .route("/v1/agents", post(agents::register).get(agents::list))
+        .route("/v1/agents", register.get(agents::list))
         .route("/v1/agents/{agent}/pull", post(agents::pull))
-        .route("/v1/agents/{agent}/results", post(agents::results))
+        .route("/v1/agents/{agent}/results", results)
         .route("/v1/agents/{agent}/heartbeat", post(agents::heartbeat))
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
         .route("/v1/agents/{agent}/drain", post(agents::drain))
@@ -51,21 +73,33 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/bandwidths", get(live::bandwidths))
         .route("/v1/pilots", get(pilots::list))
         .route("/v1/platforms", get(pilots::platforms))
-        .layer(DefaultBodyLimit::max(limit))
+        .layer(DefaultBodyLimit::max(limits.body_bytes()))
         .with_state(manager.clone())
-        // Staging: the file service streams bodies of any size (no request limit).
-        .merge(files::router(manager))
+        // Staging: the file service streams bodies up to its per-file limit.
+        .merge(files::router(manager.clone()))
+        .layer(from_fn_with_state(manager.clone(), auth::authenticate))
+        .route(
+            "/v1/health",
+            get(|| async { Json(serde_json::json!({ "status": "ok" })) }),
+        )
+        .layer(RequestBodyTimeoutLayer::new(limits.body_timeout()))
 }
 
-/// Serves the API on `listener` until `shutdown` resolves.
+/// Serves the API on `listener` (HTTPS if `tls` is given) until `shutdown` resolves.
 pub async fn serve(
     manager: Arc<Manager>,
     listener: tokio::net::TcpListener,
+    tls: Option<Arc<ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     manager.spawn_sweeper();
     manager.spawn_scheduler();
-    axum::serve(listener, router(manager))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = &manager.settings.limits;
+    let serve_limits = ServeLimits {
+        header_read_timeout: limits.header_read_timeout(),
+        max_connections: limits.max_connections,
+        max_connections_per_ip: limits.max_connections_per_ip,
+        tls,
+    };
+    hetpilot_shared::serve::serve(listener, router(manager), serve_limits, shutdown).await
 }

@@ -125,8 +125,9 @@ impl Manager {
         }
     }
 
-    /// The most bytes an upload of `file` may have now: the per-file limit, or what is left
-    /// of its owner's quota. Creates the owner's directory (0700) if needed.
+    /// The most bytes an upload of `file` may have now: what is left of its owner's quota
+    /// (the per-file limit is the HTTP layer's `max_file_mib`). Creates the owner's
+    /// directory (0700) if needed.
     pub fn upload_allowance(&self, file: &ServiceFile) -> Result<u64, ServiceError> {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
@@ -144,7 +145,7 @@ impl Manager {
                 file.owner
             )));
         }
-        Ok(left.min(quotas.file_bytes()))
+        Ok(left)
     }
 
     fn file_bytes_used(&self, owner: &str, root: &Path) -> u64 {

@@ -39,6 +39,8 @@ pub struct PilotSpec {
     pub name: String,
     /// URL the agent reaches the manager at.
     pub manager_url: String,
+    /// The manager's HTTPS certificate fingerprint the agent pins, if it has one.
+    pub tls_fingerprint: Option<String>,
     /// Nodes and cores per node the pilot asks for.
     pub nodes: u32,
     pub cores_per_node: u32,

@@ -95,6 +95,10 @@ fn body(profile: &PlatformProfile, pilot: &PilotSpec) -> String {
         &[
             ("setup", Some(profile.setup.join("\n"))),
             ("manager_url", q(&pilot.manager_url)),
+            (
+                "tls_fingerprint",
+                pilot.tls_fingerprint.as_deref().map(shell_quote),
+            ),
             ("platform", q(&profile.name)),
             ("pilot", q(&pilot.name)),
             ("credential_path", q(&pilot.credential_path)),
@@ -337,6 +341,18 @@ mod tests {
         ] {
             assert!(text.contains("\nexport HETPILOT_SANDBOX=bwrap\n"), "{text}");
         }
+    }
+
+    #[test]
+    fn an_https_manager_s_fingerprint_is_handed_to_the_agent() {
+        let prof = profile(AdapterKind::Slurm);
+        let plain = render_batch(SLURM, &prof, &pilot()).unwrap().text;
+        assert!(!plain.contains("HETPILOT_TLS_FINGERPRINT"), "{plain}");
+        let mut p = pilot();
+        p.tls_fingerprint = Some("ab".repeat(32));
+        let tls = render_batch(SLURM, &prof, &p).unwrap().text;
+        let line = format!("export HETPILOT_TLS_FINGERPRINT='{}'\n", "ab".repeat(32));
+        assert!(tls.contains(&line), "{tls}");
     }
 
     #[test]

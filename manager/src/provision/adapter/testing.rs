@@ -97,6 +97,7 @@ pub fn pilot() -> PilotSpec {
     PilotSpec {
         name: "darth-p17".into(),
         manager_url: "http://manager.example:8080".into(),
+        tls_fingerprint: None,
         nodes: 2,
         cores_per_node: 8,
         walltime: Duration::from_secs(5400),

@@ -1,0 +1,313 @@
+//! The HTTP edge under load a caller chooses: half-sent requests from one host, bodies sent
+//! without a token or larger than a route takes, and bursts of submits. Each test starts a
+//! real manager and talks raw TCP or HTTP to it.
+
+use hetpilot_e2e::{array_app, free_port, wait_until, Manager};
+use serde_json::json;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Half-sent connections the flood test opens: about 20,000, as many as this process may
+/// hold under this machine's hard open-files limit (20,000; even root in this container
+/// cannot raise it) with room for its other descriptors.
+const FLOOD: usize = 19_500;
+
+/// Sets this process's soft open-files limit (children inherit it); returns the hard limit.
+fn soft_open_files(n: Option<u64>) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        lim.rlim_cur = n.unwrap_or(lim.rlim_max).min(lim.rlim_max);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+    }
+    lim.rlim_max
+}
+
+/// Opens `n` connections from 127.0.0.2 to `to` on a thread of its own, up to 1024 at a time,
+/// each sending half a request's headers; counts them in `opened` as they open.
+fn half_sent_connections(
+    to: SocketAddr,
+    n: usize,
+    opened: Arc<AtomicUsize>,
+) -> std::thread::JoinHandle<Vec<TcpStream>> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let slots = Arc::new(tokio::sync::Semaphore::new(1024));
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..n {
+                let permit = slots.clone().acquire_owned().await.unwrap();
+                let opened = opened.clone();
+                tasks.spawn(async move {
+                    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+                    let mut stream = socket.connect(to).await.expect("connecting from 127.0.0.2");
+                    // The manager may already have closed it (over the per-address cap).
+                    let _ = tokio::io::AsyncWriteExt::write_all(
+                        &mut stream,
+                        b"GET /v1/apps HTTP/1.1\r\nHost: manager\r\nAuthor",
+                    )
+                    .await;
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    drop(permit);
+                    stream.into_std().unwrap()
+                });
+            }
+            tasks.join_all().await
+        })
+    })
+}
+
+/// Whether the peer has closed `stream` (EOF or reset); the stream is nonblocking.
+fn closed(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn half_sent_requests_from_one_host_neither_lock_out_others_nor_stay_open() {
+    let dir = tempfile::tempdir().unwrap();
+    // The manager starts with a common soft limit on open files (it may raise it up to the
+    // hard limit); this client takes all it can. The manager holds fewer connections than
+    // the flood, so only the per-address cap keeps room for other hosts.
+    soft_open_files(Some(4096));
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[
+            ("HETPILOT_LIMITS__HEADER_READ_TIMEOUT_SECS", "2"),
+            ("HETPILOT_LIMITS__MAX_CONNECTIONS", "5000"),
+        ],
+    );
+    let hard = soft_open_files(None);
+    assert!(
+        hard >= FLOOD as u64 + 200,
+        "the hard open-files limit {hard} is too low"
+    );
+    let alice = m.create_user("alice");
+    let to: SocketAddr = format!("127.0.0.1:{}", m.port).parse().unwrap();
+    let opened = Arc::new(AtomicUsize::new(0));
+    let flooding = half_sent_connections(to, FLOOD, opened.clone());
+    wait_until("half the flood to connect", Duration::from_secs(60), || {
+        (opened.load(Ordering::Relaxed) >= FLOOD / 2).then_some(())
+    });
+
+    let started = Instant::now();
+    let (status, body) = m.http().get("/v1/apps", &alice);
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        took < Duration::from_secs(1),
+        "a user waited {took:?} behind {FLOOD} half-sent requests"
+    );
+    let mut flood = flooding.join().expect("the flood");
+
+    let still_open = flood.iter_mut().map(closed).filter(|c| !c).count();
+    assert!(
+        still_open > 0,
+        "the manager held none of them: the test proves nothing"
+    );
+    wait_until(
+        "the manager to close every half-sent connection",
+        Duration::from_secs(30),
+        || {
+            flood.retain_mut(|s| !closed(s));
+            flood.is_empty().then_some(())
+        },
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "closed before the header-read timeout"
+    );
+}
+
+/// Sends `head` on a new connection and reads the status line that comes back.
+fn status_after_headers(port: u16, head: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !answer.windows(2).any(|w| w == b"\r\n") {
+        let n = s
+            .read(&mut buf)
+            .expect("an answer before the body was sent");
+        assert!(n > 0, "closed without an answer");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&answer);
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_body_without_a_valid_token_is_refused_before_it_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let big = 200u64 << 20;
+    for (path, method, auth) in [
+        ("/v1/users", "POST", ""),
+        ("/v1/apps", "POST", "Authorization: Bearer hpu_wrong\r\n"),
+        ("/v1/files/big.bin", "PUT", ""),
+    ] {
+        // Only the headers go out; the answer must come without the 200 MiB that they announce.
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: manager\r\n{auth}Content-Type: application/json\r\nContent-Length: {big}\r\n\r\n"
+        );
+        let status = status_after_headers(m.port, &head);
+        assert!(
+            status.starts_with("HTTP/1.1 401"),
+            "{method} {path}: {status}"
+        );
+    }
+}
+
+#[test]
+fn bodies_larger_than_their_route_takes_get_413() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[("HETPILOT_LIMITS__MAX_FILE_MIB", "1")],
+    );
+    let alice = m.create_user("alice");
+    let http = m.http();
+    // A user's 2 MiB body to an admin route is refused for its size, not read and parsed.
+    let name = "a".repeat(2 << 20);
+    let big = serde_json::to_vec(&json!({ "name": name })).unwrap();
+    let status = (0..5).find_map(|_| http.try_post_bytes("/v1/users", &alice, big.clone()));
+    assert_eq!(status, Some(413));
+    // A chunked upload (no Content-Length) over the per-file limit is cut off too.
+    let client = reqwest::blocking::Client::new();
+    let upload = |len: usize| {
+        let body = reqwest::blocking::Body::new(std::io::Cursor::new(vec![7u8; len]));
+        client
+            .put(format!("{}/v1/files/up.bin", m.url))
+            .bearer_auth(&alice)
+            .body(body)
+            .send()
+            .ok()
+            .map(|r| r.status().as_u16())
+    };
+    let status = (0..5).find_map(|_| upload((1 << 20) + 4096));
+    assert_eq!(status, Some(413));
+    let (s, _) = http.get("/v1/files/up.bin", &alice);
+    assert_eq!(s, 404, "nothing of the refused upload is stored");
+    assert_eq!(upload(1 << 20), Some(201), "a file at the limit is taken");
+}
+
+#[test]
+fn submits_beyond_the_burst_get_429_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[
+            ("HETPILOT_LIMITS__SUBMIT_BURST", "3"),
+            ("HETPILOT_LIMITS__SUBMITS_PER_MINUTE", "1"),
+        ],
+    );
+    let alice = m.create_user("alice");
+    let client = reqwest::blocking::Client::new();
+    let submit = |token: &str| {
+        client
+            .post(format!("{}/v1/apps", m.url))
+            .bearer_auth(token)
+            .json(&array_app("a", "true", 1))
+            .send()
+            .unwrap()
+    };
+    for i in 0..3 {
+        assert_eq!(
+            submit(&alice).status().as_u16(),
+            200,
+            "submit {i} of the burst"
+        );
+    }
+    let refused = submit(&alice);
+    assert_eq!(refused.status().as_u16(), 429);
+    let retry: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "Retry-After: {retry}");
+    assert_eq!(
+        submit(&m.admin).status().as_u16(),
+        200,
+        "another user has a budget of their own"
+    );
+}
+
+/// A submit request's head for a body of `len` bytes.
+fn submit_head(port: u16, token: &str, len: usize) -> String {
+    format!(
+        "POST /v1/apps HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// Reads until the peer closes; returns the status line.
+fn read_status(s: &mut TcpStream) -> String {
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("an answer");
+    answer.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn large_bodies_are_read_a_bounded_number_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[("HETPILOT_LIMITS__MAX_LARGE_REQUESTS", "1")],
+    );
+    let body = serde_json::to_vec(&array_app("slow", "true", 1)).unwrap();
+    // The first submit sends half its body and holds the only permit while it is read.
+    let mut first = TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+    first
+        .write_all(submit_head(m.port, &m.admin, body.len()).as_bytes())
+        .unwrap();
+    first.write_all(&body[..body.len() / 2]).unwrap();
+    // A second, complete submit waits for it.
+    let mut second = TcpStream::connect(("127.0.0.1", m.port)).unwrap();
+    second
+        .write_all(submit_head(m.port, &m.admin, body.len()).as_bytes())
+        .unwrap();
+    second.write_all(&body).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let early = second.read(&mut buf);
+    assert!(
+        matches!(&early, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the second submit was read while the first held the permit: {early:?}"
+    );
+    first.write_all(&body[body.len() / 2..]).unwrap();
+    assert!(read_status(&mut first).starts_with("HTTP/1.1 200"));
+    second
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert!(read_status(&mut second).starts_with("HTTP/1.1 200"));
+}
