@@ -4,12 +4,14 @@
 
 mod fairshare;
 mod limits;
+pub mod provision;
 mod quotas;
 mod scheduler;
 mod storage;
 
 pub use fairshare::FairshareConfig;
 pub use limits::LimitsConfig;
+pub use provision::ProvisionSettings;
 pub use quotas::Quotas;
 pub use scheduler::SchedulerConfig;
 pub use storage::StorageConfig;
@@ -70,7 +72,7 @@ pub struct Settings {
     pub advertise_url: Option<String>,
     /// How the provisioner runs pilots on platforms that name a profile.
     #[serde(default)]
-    pub provision: crate::provision::ProvisionSettings,
+    pub provision: ProvisionSettings,
     /// File stores agents reach directly (`[[storage]]`, see `config::storage`).
     #[serde(default)]
     pub storage: Vec<StorageConfig>,

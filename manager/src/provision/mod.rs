@@ -8,7 +8,7 @@
 //!   script, submit it, poll many jobs in one call, cancel ([`adapter_for`]). Job scripts
 //!   come from `deploy/templates/`.
 //! - [`catalog`]: the configured platforms' profiles, with `${VAR}` substitution.
-//! - [`settings`]: the provisioner's knobs (`[provision]`).
+//! - `[provision]`, the provisioner's knobs, is `config::ProvisionSettings`.
 //! - [`pilot`]: a pilot's record and states.
 //! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
 //! - [`host`]: the narrow trait through which the provisioner talks to the manager.
@@ -26,12 +26,11 @@ pub mod profile;
 pub mod provisioner;
 pub mod reconcile;
 pub mod runner;
-pub mod settings;
 
+pub use crate::config::ProvisionSettings;
 pub use adapter::{
     adapter_for, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
 };
 pub use host::{AgentActivity, PilotHost, PlatformStatus};
 pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
 pub use runner::{for_login, CommandOutput, CommandRunner, LocalRunner, RunnerError, SshRunner};
-pub use settings::ProvisionSettings;

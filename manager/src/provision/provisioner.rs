@@ -12,8 +12,8 @@ use super::pilot::{PilotRecord, PilotState};
 use super::profile::{PilotSharing, PlatformProfile};
 use super::reconcile::{self, Backoff, Caps, Input, PilotView};
 use super::runner::{self, CommandRunner, RunnerError};
-use super::settings::ProvisionSettings;
 use crate::clock::now_ms;
+use crate::config::ProvisionSettings;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
@@ -135,7 +135,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 fn fail(track: &mut Track, now: u64, settings: &ProvisionSettings, reason: String, down: bool) {
-    track.backoff = track.backoff.failed(now, &settings.policy());
+    track.backoff = track.backoff.failed(now, &reconcile::Policy::of(settings));
     if down {
         track.down = Some(reason.clone());
     }
@@ -231,7 +231,7 @@ async fn cycle<H: PilotHost>(
             now_ms: now,
             demand_cores,
             caps,
-            policy: settings.policy(),
+            policy: reconcile::Policy::of(settings),
             backoff: track.backoff,
             pilots: &views,
         };

@@ -5,6 +5,7 @@
 
 use super::adapter::JobState;
 use super::pilot::PilotState;
+use crate::config::provision::{ms, ProvisionSettings};
 
 /// The exit status of a job script that did not find the agent binary (the templates
 /// exit 127 with a message, like a shell's "command not found").
@@ -28,6 +29,18 @@ pub struct Policy {
     pub replace_lead_ms: u64,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
+}
+
+impl Policy {
+    /// The policy `[provision]` configures.
+    pub fn of(settings: &ProvisionSettings) -> Policy {
+        Policy {
+            register_timeout_ms: ms(settings.register_timeout_secs),
+            replace_lead_ms: ms(settings.replace_lead_secs),
+            backoff_base_ms: ms(settings.backoff_base_secs),
+            backoff_max_ms: ms(settings.backoff_max_secs),
+        }
+    }
 }
 
 /// Consecutive failures of one platform and when it may be tried again.

@@ -10,7 +10,6 @@
 //! credential_ttl_secs = 86400 # a pilot's registration credential expires after this
 //! ```
 
-use super::reconcile::Policy;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -43,7 +42,8 @@ impl Default for ProvisionSettings {
     }
 }
 
-fn ms(secs: f64) -> u64 {
+/// Seconds as milliseconds (negative ones as 0).
+pub fn ms(secs: f64) -> u64 {
     (secs.max(0.0) * 1000.0) as u64
 }
 
@@ -54,14 +54,5 @@ impl ProvisionSettings {
 
     pub fn credential_ttl_ms(&self) -> u64 {
         ms(self.credential_ttl_secs)
-    }
-
-    pub fn policy(&self) -> Policy {
-        Policy {
-            register_timeout_ms: ms(self.register_timeout_secs),
-            replace_lead_ms: ms(self.replace_lead_secs),
-            backoff_base_ms: ms(self.backoff_base_secs),
-            backoff_max_ms: ms(self.backoff_max_secs),
-        }
     }
 }

@@ -1,0 +1,119 @@
+//! The layout holds: the manager's top-level modules import each other without a cycle
+//! (each `crate::MODULE` path outside comments is an edge), and so do the pure core's.
+//! A cycle means two modules can no longer be understood, tested or moved apart.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            rust_files(&entry.unwrap().path(), out);
+        }
+    } else if path.extension().is_some_and(|e| e == "rs") {
+        out.push(path.to_path_buf());
+    }
+}
+
+/// Module → the crate's other top-level modules it names.
+fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&path, &mut files);
+        modules.entry(name).or_default().extend(files);
+    }
+    let names: BTreeSet<String> = modules.keys().cloned().collect();
+    modules
+        .iter()
+        .map(|(name, files)| {
+            let mut to = BTreeSet::new();
+            for f in files {
+                let text = std::fs::read_to_string(f).unwrap();
+                for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                    for (i, _) in line.match_indices("crate::") {
+                        let target: String = line[i + 7..]
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        if target != *name && names.contains(&target) {
+                            to.insert(target);
+                        }
+                    }
+                }
+            }
+            (name.clone(), to)
+        })
+        .collect()
+}
+
+/// A cycle of the graph, if there is one (depth-first search).
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == node) {
+            let mut c = path[i..].to_vec();
+            c.push(node.to_string());
+            return Some(c);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+fn src(crate_dir: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(crate_dir)
+        .join("src")
+}
+
+#[test]
+fn the_managers_modules_import_each_other_without_a_cycle() {
+    let graph = imports(&src("manager"));
+    assert!(graph.contains_key("service") && graph["service"].contains("queue"));
+    assert_eq!(cycle(&graph), None, "{graph:#?}");
+}
+
+#[test]
+fn the_cores_modules_import_each_other_without_a_cycle() {
+    let graph = imports(&src("core"));
+    assert!(graph["sim"].contains("sched"), "{graph:#?}");
+    assert_eq!(cycle(&graph), None, "{graph:#?}");
+}
+
+#[test]
+fn a_cycle_is_found() {
+    let graph = BTreeMap::from([
+        ("a".to_string(), BTreeSet::from(["b".to_string()])),
+        ("b".to_string(), BTreeSet::from(["c".to_string()])),
+        ("c".to_string(), BTreeSet::from(["a".to_string()])),
+    ]);
+    assert_eq!(
+        cycle(&graph),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+}
