@@ -286,12 +286,16 @@ fn large_bodies_are_read_a_bounded_number_at_a_time() {
         &[("HETPILOT_LIMITS__MAX_LARGE_REQUESTS", "1")],
     );
     let body = serde_json::to_vec(&array_app("slow", "true", 1)).unwrap();
-    // The first submit sends half its body and holds the only permit while it is read.
+    // The first submit's body is 16 MiB of leading whitespace (valid JSON) and the spec:
+    // more than the kernel's socket buffers hold, so once most of it is written the manager
+    // is reading it, which it does only holding the only permit.
+    let mut big = vec![b' '; 16 << 20];
+    big.extend_from_slice(&body);
     let mut first = TcpStream::connect(("127.0.0.1", m.port)).unwrap();
     first
-        .write_all(submit_head(m.port, &m.admin, body.len()).as_bytes())
+        .write_all(submit_head(m.port, &m.admin, big.len()).as_bytes())
         .unwrap();
-    first.write_all(&body[..body.len() / 2]).unwrap();
+    first.write_all(&big[..big.len() - body.len()]).unwrap();
     // A second, complete submit waits for it.
     let mut second = TcpStream::connect(("127.0.0.1", m.port)).unwrap();
     second
@@ -307,7 +311,7 @@ fn large_bodies_are_read_a_bounded_number_at_a_time() {
         matches!(&early, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
         "the second submit was read while the first held the permit: {early:?}"
     );
-    first.write_all(&body[body.len() / 2..]).unwrap();
+    first.write_all(&big[big.len() - body.len()..]).unwrap();
     assert!(read_status(&mut first).starts_with("HTTP/1.1 200"));
     second
         .set_read_timeout(Some(Duration::from_secs(10)))
