@@ -52,6 +52,25 @@ pub fn shipped_profile(name: &str) -> PathBuf {
         .join(format!("{name}.toml"))
 }
 
+/// Writes the profile of platform `name` whose pilots are forked on this machine (the
+/// `local` adapter): 1 GB nodes of `cores` cores, pilots' files under `dir/pilots`, and
+/// `extra` profile lines (caps, `pilots`, `sandbox`); returns its path.
+pub fn local_profile(dir: &Path, name: &str, cores: u32, extra: &str) -> PathBuf {
+    let profile = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"{name}\"\nadapter = \"local\"\ncores_per_node = {cores}\n\
+             memory_per_node = \"1GB\"\nmax_walltime = \"1h\"\n{extra}\n\
+             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
+            bin("hetpilot-agent").display(),
+            dir.join("pilots").display()
+        ),
+    )
+    .unwrap();
+    profile
+}
+
 /// Writes a manager configuration in `dir` with `platforms` (name, profile) and a fast
 /// provisioner; returns the environment a manager needs to use it and the lab.
 pub fn configure(

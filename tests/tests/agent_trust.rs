@@ -459,21 +459,15 @@ fn an_agent_asked_for_a_sandbox_without_bwrap_refuses_to_start() {
 #[test]
 #[ignore = "needs bubblewrap (deploy/lab/start.sh installs it); run with --include-ignored"]
 fn a_sandboxed_platforms_pilots_run_tasks_in_the_sandbox() {
-    use hetpilot_e2e::lab::{configure, pilots, start_manager};
+    use hetpilot_e2e::lab::{configure, local_profile, pilots, start_manager};
     need_bwrap();
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("boxed.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"boxed\"\nadapter = \"local\"\ncores_per_node = 1\nmemory_per_node = \"1GB\"\n\
-             max_walltime = \"1h\"\nmax_queued = 1\nmax_running = 1\nsandbox = \"bwrap\"\n\
-             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
-            hetpilot_e2e::bin("hetpilot-agent").display(),
-            dir.path().join("pilots").display()
-        ),
-    )
-    .unwrap();
+    let profile = local_profile(
+        dir.path(),
+        "boxed",
+        1,
+        "max_queued = 1\nmax_running = 1\nsandbox = \"bwrap\"",
+    );
     let env = configure(
         dir.path(),
         &[("boxed", &profile)],

@@ -2,25 +2,14 @@
 //! pilots forked on this machine; they register with their own credentials, run an
 //! application to completion, and end once no work is left.
 
-use hetpilot_e2e::lab::{configure, pilots, start_manager};
-use hetpilot_e2e::{array_app, bin, wait_until};
+use hetpilot_e2e::lab::{configure, local_profile, pilots, start_manager};
+use hetpilot_e2e::{array_app, wait_until};
 use std::time::Duration;
 
 #[test]
 fn local_pilots_run_an_application_and_end_when_work_is_done() {
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("here.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"here\"\nadapter = \"local\"\ncores_per_node = 2\nmemory_per_node = \"1GB\"\n\
-             max_walltime = \"1h\"\nmax_queued = 1\nmax_running = 2\n\
-             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
-            bin("hetpilot-agent").display(),
-            dir.path().join("pilots").display()
-        ),
-    )
-    .unwrap();
+    let profile = local_profile(dir.path(), "here", 2, "max_queued = 1\nmax_running = 2");
     let env = configure(
         dir.path(),
         &[("here", &profile)],
@@ -82,18 +71,12 @@ fn local_pilots_run_an_application_and_end_when_work_is_done() {
 #[test]
 fn per_user_pilots_run_only_their_users_tasks() {
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("mine.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"mine\"\nadapter = \"local\"\ncores_per_node = 1\nmemory_per_node = \"1GB\"\n\
-             max_walltime = \"1h\"\nmax_queued = 2\nmax_running = 2\npilots = \"per-user\"\n\
-             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
-            bin("hetpilot-agent").display(),
-            dir.path().join("pilots").display()
-        ),
-    )
-    .unwrap();
+    let profile = local_profile(
+        dir.path(),
+        "mine",
+        1,
+        "max_queued = 2\nmax_running = 2\npilots = \"per-user\"",
+    );
     let env = configure(
         dir.path(),
         &[("mine", &profile)],

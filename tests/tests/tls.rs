@@ -144,18 +144,8 @@ fn plain_http_on_a_non_loopback_address_needs_insecure_http() {
 #[test]
 fn provisioned_pilots_pin_the_manager_s_fingerprint() {
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("here.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"here\"\nadapter = \"local\"\ncores_per_node = 2\nmemory_per_node = \"1GB\"\n\
-             max_walltime = \"1h\"\nmax_queued = 1\nmax_running = 1\n\
-             agent_binary = \"{}\"\nwork_dir = \"{}\"\n",
-            bin("hetpilot-agent").display(),
-            dir.path().join("pilots").display()
-        ),
-    )
-    .unwrap();
+    let profile =
+        hetpilot_e2e::lab::local_profile(dir.path(), "here", 2, "max_queued = 1\nmax_running = 1");
     let env = hetpilot_e2e::lab::configure(
         dir.path(),
         &[("here", &profile)],
