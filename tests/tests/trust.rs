@@ -46,6 +46,17 @@ fn register(m: &Manager) -> (u64, String) {
     )
 }
 
+/// The status of an empty heartbeat of agent `id`.
+fn heartbeat(m: &Manager, id: u64, cred: &str) -> u16 {
+    m.http()
+        .post(
+            &format!("/v1/agents/{id}/heartbeat"),
+            cred,
+            &json!({"seen_up_to_ms": 0, "held": []}),
+        )
+        .0
+}
+
 fn result(task: &Value, wall_ms: f64, cpu_ms: f64) -> Value {
     json!({"results": [{"task": task, "attempt": 1, "outcome": "success", "exit_code": 0, "signal": null,
         "measurements": {"started_at_ms": 1, "ended_at_ms": 2, "wall_ms": wall_ms, "user_cpu_ms": cpu_ms,
@@ -165,15 +176,7 @@ fn an_agent_reaches_an_applications_files_only_while_it_holds_one_of_its_tasks()
         401,
         "a deregistered agent's credential is dead"
     );
-    assert_eq!(
-        http.post(
-            &format!("/v1/agents/{id}/heartbeat"),
-            &cred,
-            &json!({"seen_up_to_ms": 0, "held": []})
-        )
-        .0,
-        401
-    );
+    assert_eq!(heartbeat(&m, id, &cred), 401);
 }
 
 #[test]
@@ -190,15 +193,7 @@ fn a_lost_agents_credential_dies_with_it() {
             (agents[0]["state"] == "lost").then_some(())
         },
     );
-    assert_eq!(
-        http.post(
-            &format!("/v1/agents/{id}/heartbeat"),
-            &cred,
-            &json!({"seen_up_to_ms": 0, "held": []})
-        )
-        .0,
-        401
-    );
+    assert_eq!(heartbeat(&m, id, &cred), 401);
 }
 
 #[test]
