@@ -2,8 +2,8 @@
 //! results, heartbeat and deregister with their own credential.
 
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
+use crate::db::{AgentResources, Write};
 use crate::queue::{AgentEntry, ReportCheck};
-use crate::store::{AgentResources, Write};
 use hetpilot_shared::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,

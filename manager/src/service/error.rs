@@ -1,7 +1,7 @@
 //! Why a call to the manager was refused, in words a person can act on.
 
+use crate::db::StoreError;
 use crate::queue::ReportError;
-use crate::store::StoreError;
 use thiserror::Error;
 
 #[derive(Debug, Error)]

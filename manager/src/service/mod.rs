@@ -26,8 +26,8 @@ pub use error::ServiceError;
 pub use files::ServiceFile;
 
 use crate::config::Settings;
+use crate::db::{self, Reader, Write, Writer};
 use crate::queue::Queues;
-use crate::store::{self, Reader, Write, Writer};
 use auth::Tokens;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -100,24 +100,24 @@ impl Manager {
             dir: dir.clone(),
             source,
         })?;
-        let db = database_path(&dir);
-        private_files(&db).map_err(|source| OpenError::DataDir {
+        let db_path = database_path(&dir);
+        private_files(&db_path).map_err(|source| OpenError::DataDir {
             dir: dir.clone(),
             source,
         })?;
         let db_err = |source| OpenError::Database {
-            path: db.clone(),
+            path: db_path.clone(),
             source,
         };
-        let conn = store::open(&db).map_err(db_err)?;
+        let conn = db::open(&db_path).map_err(db_err)?;
         let now = now_ms();
-        let loaded = store::load(&conn, now).map_err(db_err)?;
+        let loaded = db::load(&conn, now).map_err(db_err)?;
         for row in &loaded.skipped {
             tracing::error!(%row, "a stored row cannot be read back and was skipped; the rest of the state is recovered");
         }
         let stores = store_grants::StoreKeys::load(&settings)?;
-        let live = live::Live::new(&settings, store::measured(&conn).map_err(db_err)?)?;
-        let reader = Arc::new(Reader::open(&db).map_err(db_err)?);
+        let live = live::Live::new(&settings, db::measured(&conn).map_err(db_err)?)?;
+        let reader = Arc::new(Reader::open(&db_path).map_err(db_err)?);
         let tokens = Tokens::default();
         let first_start = loaded.users.is_empty();
         for u in &loaded.users {

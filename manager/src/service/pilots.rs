@@ -5,10 +5,10 @@
 
 use super::users::admin;
 use super::{auth, now_ms, Manager, Principal, ServiceError};
+use crate::db::{PilotCredential, StoredPilot, Write};
 use crate::provision::pilot::{PilotRecord, PilotState};
 use crate::provision::{AgentActivity, PilotHost, PlatformStatus};
 use crate::queue::AgentState;
-use crate::store::{PilotCredential, StoredPilot, Write};
 use hetpilot_shared::AgentId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 

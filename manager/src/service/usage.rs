@@ -9,11 +9,11 @@
 //! half-life; the priority is the fairshare factor 2^(-U/S).
 
 use crate::config::FairshareConfig;
+use crate::db::{AgentResources, AppResources, Run};
 use crate::fairshare::{
     penalty_by_name, priorities, JobRequest, Machine, PenaltyFunction, Platform, Shares,
     UsageLedger, UsageRecord,
 };
-use crate::store::{AgentResources, AppResources, Run};
 use hetpilot_shared::live::UserUsage;
 use hetpilot_shared::{AgentId, AppId};
 use std::collections::HashMap;

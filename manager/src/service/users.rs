@@ -2,8 +2,8 @@
 //! registration tokens. A user sees only their own applications; admins see all.
 
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
+use crate::db::{AppResources, Write};
 use crate::queue::AppEntry;
-use crate::store::{AppResources, Write};
 use hetpilot_shared::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser,
     SubmitResponse, TaskInfo, TaskState, TokenResponse,

@@ -110,7 +110,7 @@ mod tests {
     #[test]
     fn a_pilot_round_trips_and_loses_its_credential_once_registered() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::store::open(&dir.path().join("db")).unwrap();
+        let mut conn = crate::db::open(&dir.path().join("db")).unwrap();
         let mut r = PilotRecord {
             name: "lab-p1".into(),
             platform: "lab".into(),
