@@ -7,9 +7,9 @@
 //! Run: `cargo bench -p hetpilot-manager --bench provision_reconcile`. Medians of 21 runs.
 
 use hetpilot::provision::adapter::{adapter_for, BatchJobId, JobState};
-use hetpilot::provision::pilot::PilotState;
 use hetpilot::provision::reconcile::{decide, Backoff, Caps, Input, PilotView, Policy};
 use hetpilot::provision::{runner, AdapterKind, Login, PlatformProfile};
+use hetpilot_shared::pilots::PilotState;
 use std::path::Path;
 use std::time::Instant;
 

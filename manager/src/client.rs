@@ -2,15 +2,16 @@
 
 use hetpilot_shared::http::{self, CallError};
 use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
+use hetpilot_shared::pilots::{PilotRecord, PlatformStatus};
 use hetpilot_shared::protocol::{
-    AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser,
-    SubmitResponse, TaskInfo, TokenResponse,
+    AgentInfo, AgentTokenInfo, AppReport, AppSummary, NewAgentToken, NewUser, SubmitResponse,
+    TaskDetail, TaskInfo, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::tls::{ClientTrust, TlsError};
 use hetpilot_shared::{AppId, TaskRef};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -29,14 +30,6 @@ impl ClientError {
             ClientError::Unreachable { .. } => None,
         }
     }
-}
-
-/// One task with its history (`GET /v1/tasks/{task}`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TaskDetail {
-    #[serde(flatten)]
-    pub info: TaskInfo,
-    pub history: Vec<AttemptRecord>,
 }
 
 #[derive(Clone)]
@@ -197,13 +190,11 @@ impl Client {
         self.call(self.get("/v1/bandwidths")).await
     }
 
-    pub async fn pilots(&self) -> Result<Vec<crate::provision::pilot::PilotRecord>, ClientError> {
+    pub async fn pilots(&self) -> Result<Vec<PilotRecord>, ClientError> {
         self.call(self.get("/v1/pilots")).await
     }
 
-    pub async fn platform_status(
-        &self,
-    ) -> Result<Vec<crate::service::PlatformStatus>, ClientError> {
+    pub async fn platform_status(&self) -> Result<Vec<PlatformStatus>, ClientError> {
         self.call(self.get("/v1/platforms")).await
     }
 }

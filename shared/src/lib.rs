@@ -10,6 +10,7 @@ pub mod http;
 pub mod http_file;
 pub mod ids;
 pub mod live;
+pub mod pilots;
 pub mod protocol;
 pub mod serve;
 pub mod spec;

@@ -393,3 +393,11 @@ pub struct TokenResponse {
 pub struct ErrorBody {
     pub error: String,
 }
+
+/// One task with its history (`GET /v1/tasks/{task}`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskDetail {
+    #[serde(flatten)]
+    pub info: TaskInfo,
+    pub history: Vec<AttemptRecord>,
+}

@@ -2,8 +2,8 @@
 
 use super::pilots::{upsert_pilot, PilotCredential};
 use super::schema::state_code;
-use crate::provision::pilot::PilotRecord;
 use crate::queue::Change;
+use hetpilot_shared::pilots::PilotRecord;
 use hetpilot_shared::protocol::{Outcome, RegisterRequest, TaskState};
 use hetpilot_shared::spec::{AppSpec, TaskSource};
 use hetpilot_shared::{AgentId, AppId};

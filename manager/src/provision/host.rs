@@ -4,29 +4,9 @@
 //! provisioner never calls into the manager otherwise, so provisioning depends on no
 //! service internals (and tests can drive it with a stand-in host).
 
-use super::pilot::{PilotRecord, PilotState};
-use serde::{Deserialize, Serialize};
+use hetpilot_shared::pilots::{PilotRecord, PilotState, PlatformStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-
-/// A platform's provisioning status, as `hetpilot platforms` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlatformStatus {
-    pub name: String,
-    pub adapter: String,
-    /// False while its login host or batch system fails.
-    pub available: bool,
-    /// Why it is unavailable, or the last failure.
-    pub reason: String,
-    /// Consecutive failures, and when the next attempt may run (unix ms).
-    pub failures: u32,
-    pub retry_at_ms: u64,
-    pub checked_at_ms: u64,
-    /// Cores' worth of waiting tasks the provisioner wants pilots for here (filled in
-    /// when listed).
-    #[serde(default)]
-    pub demand_cores: u64,
-}
 
 /// What the provisioner needs to know about one tracked pilot's agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //!   come from `deploy/templates/`.
 //! - [`catalog`]: the configured platforms' profiles, with `${VAR}` substitution.
 //! - `[provision]`, the provisioner's knobs, is `config::ProvisionSettings`.
-//! - [`pilot`]: a pilot's record and states.
+//! - A pilot's record and states are wire types: `hetpilot_shared::pilots`.
 //! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
 //! - [`host`]: the narrow trait through which the provisioner talks to the manager.
 //! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,
@@ -21,7 +21,6 @@
 pub mod adapter;
 pub mod catalog;
 pub mod host;
-pub mod pilot;
 pub mod profile;
 pub mod provisioner;
 pub mod reconcile;
@@ -31,6 +30,6 @@ pub use crate::config::ProvisionSettings;
 pub use adapter::{
     adapter_for, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
 };
-pub use host::{AgentActivity, PilotHost, PlatformStatus};
+pub use host::{AgentActivity, PilotHost};
 pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
 pub use runner::{for_login, CommandOutput, CommandRunner, LocalRunner, RunnerError, SshRunner};

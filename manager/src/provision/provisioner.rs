@@ -7,13 +7,14 @@
 //! and backs off exponentially; the other platforms' tasks are not affected.
 
 use super::adapter::{adapter_for, AdapterError, BatchAdapter, BatchJobId, JobState, PilotSpec};
-use super::host::{AgentActivity, PilotHost, PlatformStatus};
-use super::pilot::{PilotRecord, PilotState};
+use super::host::{AgentActivity, PilotHost};
 use super::profile::{PilotSharing, PlatformProfile};
 use super::reconcile::{self, Backoff, Caps, Input, PilotView};
 use super::runner::{self, CommandRunner, RunnerError};
 use crate::clock::now_ms;
 use crate::config::ProvisionSettings;
+use hetpilot_shared::pilots::PlatformStatus;
+use hetpilot_shared::pilots::{PilotRecord, PilotState};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 

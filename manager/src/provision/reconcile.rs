@@ -4,8 +4,8 @@
 //! No clock, no I/O: the provisioner loop feeds it and carries its decisions out.
 
 use super::adapter::JobState;
-use super::pilot::PilotState;
 use crate::config::provision::{ms, ProvisionSettings};
+use hetpilot_shared::pilots::PilotState;
 
 /// The exit status of a job script that did not find the agent binary (the templates
 /// exit 127 with a message, like a shell's "command not found").

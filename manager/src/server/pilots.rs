@@ -2,9 +2,9 @@
 
 use super::error::ApiError;
 use super::extract::{Caller, Json};
-use crate::provision::pilot::PilotRecord;
 use crate::service::{Manager, PlatformStatus};
 use axum::extract::State;
+use hetpilot_shared::pilots::PilotRecord;
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;

@@ -5,12 +5,12 @@ use super::extract::{Caller, Json, Path, Query};
 use crate::service::{Manager, ServiceError};
 use axum::extract::State;
 use hetpilot_shared::protocol::{
-    AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser, SubmitResponse,
+    AgentTokenInfo, AppReport, AppSummary, NewAgentToken, NewUser, SubmitResponse, TaskDetail,
     TaskInfo, TaskState, TokenResponse,
 };
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AppId, TaskRef};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;
@@ -74,13 +74,6 @@ pub async fn tasks(
         )
         .await?,
     ))
-}
-
-#[derive(Serialize)]
-pub struct TaskDetail {
-    #[serde(flatten)]
-    info: TaskInfo,
-    history: Vec<AttemptRecord>,
 }
 
 pub async fn task(

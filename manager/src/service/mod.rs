@@ -20,10 +20,11 @@ pub mod usage;
 mod users;
 
 pub use crate::clock::now_ms;
-pub use crate::provision::{AgentActivity, PlatformStatus};
+pub use crate::provision::AgentActivity;
 pub use auth::Principal;
 pub use error::ServiceError;
 pub use files::ServiceFile;
+pub use hetpilot_shared::pilots::PlatformStatus;
 
 use crate::config::Settings;
 use crate::db::{self, Reader, Write, Writer};

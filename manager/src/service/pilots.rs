@@ -6,9 +6,10 @@
 use super::users::admin;
 use super::{auth, now_ms, Manager, Principal, ServiceError};
 use crate::db::{PilotCredential, StoredPilot, Write};
-use crate::provision::pilot::{PilotRecord, PilotState};
-use crate::provision::{AgentActivity, PilotHost, PlatformStatus};
+use crate::provision::{AgentActivity, PilotHost};
 use crate::queue::AgentState;
+use hetpilot_shared::pilots::PlatformStatus;
+use hetpilot_shared::pilots::{PilotRecord, PilotState};
 use hetpilot_shared::AgentId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -1,5 +1,7 @@
-//! A pilot: one batch job that should start one agent. Its states, as stored and shown by
-//! `hetpilot pilots`: queued → running (its agent registered) → ended, or failed/cancelled.
+//! Pilots as the manager shows them (`GET /v1/pilots`, `GET /v1/platforms`): a pilot is one
+//! batch job that should start one agent. Its states, as stored and shown by `hetpilot
+//! pilots`: queued → running (its agent registered) → ended, or failed/cancelled; and each
+//! platform's provisioning status.
 
 use serde::{Deserialize, Serialize};
 
@@ -71,4 +73,23 @@ pub struct PilotRecord {
     /// The one user whose tasks it runs (`pilots = "per-user"` platforms); `None`: anyone's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+}
+
+/// A platform's provisioning status, as `hetpilot platforms` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformStatus {
+    pub name: String,
+    pub adapter: String,
+    /// False while its login host or batch system fails.
+    pub available: bool,
+    /// Why it is unavailable, or the last failure.
+    pub reason: String,
+    /// Consecutive failures, and when the next attempt may run (unix ms).
+    pub failures: u32,
+    pub retry_at_ms: u64,
+    pub checked_at_ms: u64,
+    /// Cores' worth of waiting tasks the provisioner wants pilots for here (filled in
+    /// when listed).
+    #[serde(default)]
+    pub demand_cores: u64,
 }
