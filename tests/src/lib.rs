@@ -79,6 +79,20 @@ impl Manager {
         Manager::start_on(dir, free_port(), lease_timeout_secs, &[])
     }
 
+    /// Starts a manager serving HTTPS with a self-signed certificate (`--tls self-signed`)
+    /// on a fresh port; `http()`, `cli()` and `agent()` trust its certificate.
+    pub fn start_tls(dir: &Path, lease_timeout_secs: f64) -> Manager {
+        let m = Manager::start_with(
+            dir,
+            free_port(),
+            lease_timeout_secs,
+            &["--tls", "self-signed"],
+            &[],
+        );
+        assert!(m.url.starts_with("https://"), "{}", m.url);
+        m
+    }
+
     /// Starts a manager on `port` (to restart one where its agents expect it).
     pub fn start_on(
         dir: &Path,

@@ -49,7 +49,7 @@ fn fetch_once(known_hosts: &Path, extra: &[&str]) -> (bool, String) {
     let remote = tempfile::tempdir().unwrap();
     std::fs::write(remote.path().join("in.bin"), b"sftp data").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let m = Manager::start(dir.path(), 30.0);
+    let m = Manager::start_tls(dir.path(), 30.0);
     let mut args = vec![
         "--sftp-key",
         key.to_str().unwrap(),

@@ -368,7 +368,7 @@ fn sftp_inputs_and_outputs_through_the_lab_sshd() {
     let data = pattern(100_000, 3);
     std::fs::write(remote.path().join("in.bin"), &data).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let m = Manager::start(dir.path(), 30.0);
+    let m = Manager::start_tls(dir.path(), 30.0);
     let alice = m.create_user("alice");
     let known_hosts = std::path::Path::new(&lab).join("ssh/known_hosts");
     let _agent = m.agent(
