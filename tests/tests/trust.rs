@@ -265,6 +265,11 @@ fn hostile_names_and_paths_get_clear_4xx_and_reach_nothing() {
     let alice = m.create_user("alice");
     let (s, b) = http.post("/v1/apps", &alice, &array_app("gpj.exe\u{202E}", "true", 1));
     assert_eq!(s, 400, "{b}");
+    let mut climbing = array_app("out", "true", 1);
+    climbing["output_dir"] = json!("/scratch/shared/../../etc");
+    let (s, b) = http.post("/v1/apps", &alice, &climbing);
+    assert_eq!(s, 400, "{b}");
+    assert!(b["error"].as_str().unwrap().contains("output_dir"), "{b}");
     assert_eq!(put(&m, &alice, "/v1/files/f.txt", b"x"), 201);
     let user_dir = dir.path().join("files/alice");
     std::os::unix::fs::symlink(dir.path().join("admin.token"), user_dir.join("link")).unwrap();

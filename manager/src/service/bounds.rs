@@ -217,11 +217,32 @@ pub fn check_spec(spec: &AppSpec) -> Result<(), ServiceError> {
             format!("{} is more than {MAX_MEMORY_MB} (64 TiB)", spec.memory_mb),
         ));
     }
+    for (field, dir) in [("workdir", &spec.workdir), ("output_dir", &spec.output_dir)] {
+        if let Some(dir) = dir {
+            check_node_dir(field, dir)?;
+        }
+    }
     if spec.max_attempts > MAX_ATTEMPTS {
         return Err(bad(
             "max_attempts",
             format!("{} is more than {MAX_ATTEMPTS}", spec.max_attempts),
         ));
+    }
+    Ok(())
+}
+
+/// A directory on the nodes a task names (`workdir`, `output_dir`): a plain path, relative
+/// or absolute, without `..` (which could climb out of a shared directory the site set up),
+/// control characters, or more than 4096 bytes.
+fn check_node_dir(field: &str, dir: &str) -> Result<(), ServiceError> {
+    if dir.len() > MAX_PATH_BYTES {
+        return Err(bad(field, format!("at most {MAX_PATH_BYTES} bytes")));
+    }
+    if dir.chars().any(char::is_control) {
+        return Err(bad(field, "control characters are not allowed"));
+    }
+    if dir.split('/').any(|part| part == "..") {
+        return Err(bad(field, "a `..` component is not allowed"));
     }
     Ok(())
 }
@@ -305,6 +326,16 @@ mod tests {
             check_result(&result(1e300, 0.0)).is_ok(),
             "finite: clamped later"
         );
+    }
+
+    #[test]
+    fn node_directories_may_not_climb() {
+        assert!(check_node_dir("output_dir", "/scratch/alice/out").is_ok());
+        assert!(check_node_dir("output_dir", "out/run1").is_ok());
+        for bad in ["../x", "out/../../etc", "a\nb", &"x".repeat(5000)] {
+            let err = check_node_dir("output_dir", bad).unwrap_err().to_string();
+            assert!(err.contains("output_dir"), "{err}");
+        }
     }
 
     #[test]
