@@ -261,6 +261,40 @@ fn submits_beyond_the_burst_get_429_with_retry_after() {
     );
 }
 
+#[test]
+fn registrations_beyond_a_platforms_burst_get_429() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[
+            ("HETPILOT_LIMITS__REGISTER_BURST", "2"),
+            ("HETPILOT_LIMITS__REGISTRATIONS_PER_MINUTE", "1"),
+        ],
+    );
+    let register = |token: &str| {
+        m.http().post(
+            "/v1/agents",
+            token,
+            &json!({"platform": "local", "hostname": "h", "cores": 1, "memory_mb": 1}),
+        )
+    };
+    let token = m.agent_token("local");
+    for i in 0..2 {
+        let (s, b) = register(&token);
+        assert_eq!(s, 200, "registration {i} of the burst: {b}");
+    }
+    let (s, b) = register(&token);
+    assert_eq!(s, 429, "{b}");
+    let other = m.agent_token("local");
+    assert_eq!(
+        register(&other).0,
+        200,
+        "another token has a budget of its own"
+    );
+}
+
 /// A submit request's head for a body of `len` bytes.
 fn submit_head(port: u16, token: &str, len: usize) -> String {
     format!(
