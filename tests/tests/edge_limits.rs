@@ -290,8 +290,8 @@ fn registrations_beyond_a_platforms_burst_get_429() {
     let other = m.agent_token("local");
     assert_eq!(
         register(&other).0,
-        200,
-        "another token has a budget of its own"
+        429,
+        "the budget is the platform's: another token does not buy more registrations"
     );
 }
 
