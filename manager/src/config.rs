@@ -2,20 +2,17 @@
 //! command-line flags. With nothing configured the manager runs on the embedded default:
 //! a data directory under the user's home, 127.0.0.1, and one `local` platform.
 
-mod fairshare;
 mod limits;
 pub mod provision;
 mod quotas;
-mod scheduler;
 mod storage;
 
-pub use fairshare::FairshareConfig;
 pub use limits::LimitsConfig;
 pub use provision::ProvisionSettings;
 pub use quotas::Quotas;
-pub use scheduler::SchedulerConfig;
 pub use storage::StorageConfig;
 
+use crate::control::{FairshareConfig, SchedulerConfig};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use thiserror::Error;

@@ -12,6 +12,7 @@ pub use hetpilot_core::{alloc, fairshare, sched, sim, staging, trace};
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod db;
 pub mod provision;
 pub mod queue;

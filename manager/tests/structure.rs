@@ -98,6 +98,73 @@ fn the_managers_modules_import_each_other_without_a_cycle() {
     assert_eq!(cycle(&graph), None, "{graph:#?}");
 }
 
+/// The lines of a module's files (comments left out) that name something it must not use.
+fn impure_lines(files: &[PathBuf], banned: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            if let Some(b) = banned.iter().find(|b| line.contains(*b)) {
+                found.push(format!("{}:{}: {b}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// The control plane and the queues are pure: the live manager and the simulator share
+/// them, so they name none of the shell's modules and do no I/O (no clock, files, network,
+/// database, async runtime or unseeded randomness).
+#[test]
+fn the_control_plane_and_the_queues_do_no_io() {
+    let graph = imports(&src("manager"));
+    let shell = [
+        "client",
+        "clock",
+        "config",
+        "db",
+        "provision",
+        "server",
+        "service",
+        "cli",
+    ];
+    for module in ["control", "queue"] {
+        let named: Vec<&String> = graph[module]
+            .iter()
+            .filter(|m| shell.contains(&m.as_str()))
+            .collect();
+        assert!(named.is_empty(), "{module} imports the shell: {named:?}");
+        let mut files = Vec::new();
+        rust_files(&src("manager").join(module), &mut files);
+        assert!(!files.is_empty(), "no files under {module}/");
+        let banned = [
+            "tokio",
+            "rusqlite",
+            "reqwest",
+            "axum",
+            "hyper",
+            "ssh2",
+            "std::fs",
+            "std::net",
+            "std::process",
+            "SystemTime",
+            "Instant::now",
+            "thread_rng",
+            "rand::rng()",
+            "std::thread",
+        ];
+        let found = impure_lines(&files, &banned);
+        assert!(found.is_empty(), "{module} does I/O:\n{}", found.join("\n"));
+    }
+    // The check can fail: the shell next to it does all of these.
+    let mut service = Vec::new();
+    rust_files(&src("manager").join("service"), &mut service);
+    assert!(!impure_lines(&service, &["tokio"]).is_empty());
+}
+
 #[test]
 fn the_cores_modules_import_each_other_without_a_cycle() {
     let graph = imports(&src("core"));

@@ -4,50 +4,11 @@
 
 use super::skip::{col, col_u64, each_row};
 use super::write::outcome_from_str;
-use hetpilot_shared::files::Transfer;
+use crate::control::{AgentResources, AppResources, Measured, Run};
 use hetpilot_shared::protocol::Outcome;
 use hetpilot_shared::spec::AppSpec;
 use hetpilot_shared::{AgentId, AppId};
 use rusqlite::Connection;
-
-/// An application's owner and what each of its tasks reserves.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AppResources {
-    pub app: AppId,
-    pub owner: String,
-    pub cores: u32,
-    pub memory_mb: u64,
-}
-
-/// An agent's platform and node.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentResources {
-    pub agent: AgentId,
-    pub platform: String,
-    pub slots: u32,
-    pub memory_mb: u64,
-}
-
-/// One run that reported a result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Run {
-    pub app: AppId,
-    pub agent: AgentId,
-    pub outcome: Outcome,
-    pub wall_ms: f64,
-    pub started_ms: u64,
-    pub co_runners: Vec<AppId>,
-    /// Measured transfers per endpoint (none when the task has no files).
-    pub transfers: Vec<Transfer>,
-}
-
-#[derive(Debug, Default)]
-pub struct Measured {
-    pub apps: Vec<AppResources>,
-    pub agents: Vec<AgentResources>,
-    /// In the order they ended.
-    pub runs: Vec<Run>,
-}
 
 /// Reads every application, agent and recorded run.
 pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {

@@ -12,7 +12,7 @@ mod write;
 mod writer;
 
 pub use load::{load, Loaded, StoredAgent, StoredAgentToken};
-pub use measured::{measured, AgentResources, AppResources, Measured, Run};
+pub use measured::measured;
 pub use pilots::{PilotCredential, StoredPilot};
 pub use read::Reader;
 pub use schema::open;

@@ -33,6 +33,7 @@
 //! link_mib_per_s = 100            # each node's share of the link to the storage
 //! ```
 
+use crate::control::StagingProfile;
 use hetpilot_shared::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -137,36 +138,6 @@ pub struct PlatformProfile {
     pub staging: StagingProfile,
     pub pilots: PilotSharing,
     pub sandbox: Sandbox,
-}
-
-/// What the live staging model assumes of a platform's nodes (paper Section 3: LBW_i and
-/// the network bandwidth NBW_i) until transfers from the platform are measured.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StagingProfile {
-    /// LBW_i: each node's local disk bandwidth, MiB/s.
-    #[serde(default = "default_disk_mib_per_s")]
-    pub disk_mib_per_s: f64,
-    /// Each node's share of the platform's link to the storage when all its nodes
-    /// transfer at once, MiB/s.
-    #[serde(default = "default_link_mib_per_s")]
-    pub link_mib_per_s: f64,
-}
-
-fn default_disk_mib_per_s() -> f64 {
-    500.0
-}
-fn default_link_mib_per_s() -> f64 {
-    100.0
-}
-
-impl Default for StagingProfile {
-    fn default() -> Self {
-        StagingProfile {
-            disk_mib_per_s: default_disk_mib_per_s(),
-            link_mib_per_s: default_link_mib_per_s(),
-        }
-    }
 }
 
 /// A profile that cannot be used; the message names the file and the field.

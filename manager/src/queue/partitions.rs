@@ -5,9 +5,10 @@
 //! are only hints: a task is handed out only if it still waits, so a stale entry is skipped.
 
 use hetpilot_shared::AgentId;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Partitions {
     /// The agent-set version the plan was made for (see `Queues::agent_generation`).
     pub generation: u64,

@@ -2,8 +2,9 @@
 //! results, heartbeat and deregister with their own credential.
 
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
-use crate::db::{AgentResources, Write};
-use crate::queue::{AgentEntry, ReportCheck};
+use crate::control::AgentJoin;
+use crate::db::Write;
+use crate::queue::ReportCheck;
 use hetpilot_shared::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
@@ -95,18 +96,19 @@ impl Manager {
                 now_ms: now,
             })
             .await?;
-        let mut entry = AgentEntry::new(id, req.platform.clone(), req.hostname.clone(), slots, now);
-        entry.batch_job_id = req.batch_job_id.clone();
-        entry.cores = req.cores.max(slots);
-        entry.only_user = pilot.and_then(|p| self.pilot_user(p));
-        self.queues().insert_agent(entry);
-        self.tokens.insert(hash, Principal::Agent(id));
-        self.agent_registered(AgentResources {
+        let join = AgentJoin {
             agent: id,
             platform: req.platform.clone(),
+            hostname: req.hostname.clone(),
             slots,
+            cores: req.cores.max(slots),
             memory_mb: req.memory_mb,
-        });
+            batch_job_id: req.batch_job_id.clone(),
+            only_user: pilot.and_then(|p| self.pilot_user(p)),
+        };
+        self.control().agent_joined(join, now);
+        self.tokens.insert(hash, Principal::Agent(id));
+        self.replan();
         if let Some(p) = pilot {
             self.pilot_registered(p, id, req.walltime_end).await?;
         }
@@ -131,7 +133,7 @@ impl Manager {
         let id = agent(who, path)?;
         bounds::check_listed("started", req.started.len())?;
         if !req.started.is_empty() {
-            let changes = self.queues().started(id, &req.started, now_ms())?;
+            let changes = self.control().started(id, &req.started, now_ms())?;
             self.writer.send(Write::Changes(changes));
         }
         let deadline =
@@ -142,9 +144,9 @@ impl Manager {
             notified.as_mut().enable();
             self.plan_staging().await;
             let (batch, drain, kill) = {
-                let mut queues = self.queues();
-                let batch = queues.lease(id, req.max.min(8192), now_ms())?;
-                let (drain, kill) = queues.heartbeat(id, now_ms())?;
+                let mut control = self.control();
+                let batch = control.lease(id, req.max.min(8192), now_ms())?;
+                let (drain, kill) = control.heartbeat(id, now_ms())?;
                 (batch, drain, kill)
             };
             if !batch.tasks.is_empty()
@@ -189,13 +191,13 @@ impl Manager {
             bounds::check_result(r)?;
         }
         let (checks, mut leased, cores) = {
-            let queues = self.queues();
+            let control = self.control();
             let checks = req
                 .results
                 .iter()
-                .map(|r| queues.check_result(id, r))
+                .map(|r| control.check_result(id, r))
                 .collect::<Result<Vec<_>, _>>()?;
-            let agent = queues.agent(id);
+            let agent = control.queues().agent(id);
             let leased: Vec<Option<u64>> = req
                 .results
                 .iter()
@@ -245,22 +247,13 @@ impl Manager {
         self.clamp_to_leases(id, &mut req.results, &leased, cores);
         let duplicates = duplicate.iter().filter(|d| **d).count() as u32;
         let recorded = req.results.len() as u32 - duplicates;
-        let runs = super::live::runs(id, &req.results, &duplicate);
-        let changes = {
-            let mut queues = self.queues();
-            let mut changes = Vec::new();
-            for (result, dup) in req.results.into_iter().zip(duplicate) {
-                if !dup {
-                    changes.extend(queues.apply_result(id, result));
-                }
-            }
-            changes
-        };
+        let changes = self
+            .control()
+            .record_results(id, req.results, &duplicate, now_ms());
         if !changes.is_empty() {
             self.writer.commit(Write::Changes(changes)).await?;
             self.work.notify_waiters();
         }
-        self.runs_recorded(&runs);
         Ok(ReportResponse {
             recorded,
             duplicates,
@@ -295,12 +288,13 @@ impl Manager {
         bounds::check_listed("started", req.started.len())?;
         bounds::check_listed("held", req.held.len())?;
         let (mut changes, given_back, drain, kill, held_apps) = {
-            let mut queues = self.queues();
-            let changes = queues.started(id, &req.started, now_ms())?;
-            let given_back = queues.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?;
-            let (drain, kill) = queues.heartbeat(id, now_ms())?;
+            let mut control = self.control();
+            let changes = control.started(id, &req.started, now_ms())?;
+            let given_back = control.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?;
+            let (drain, kill) = control.heartbeat(id, now_ms())?;
             // Grants go by what the manager leased to this agent, not by what it claims.
-            let held_apps: Vec<AppId> = queues
+            let held_apps: Vec<AppId> = control
+                .queues()
                 .agent(id)
                 .map(|a| a.held.keys().map(|t| t.app).collect())
                 .unwrap_or_default();
@@ -324,7 +318,7 @@ impl Manager {
 
     pub async fn deregister(&self, who: &Principal, path: AgentId) -> Result<(), ServiceError> {
         let id = agent(who, path)?;
-        let changes = self.queues().deregister(id, now_ms())?;
+        let changes = self.control().deregister(id, now_ms())?;
         self.writer.commit(Write::Changes(changes)).await?;
         self.revoke_agent_credential(id);
         self.work.notify_waiters();
@@ -343,10 +337,11 @@ impl Manager {
                 ))
             }
         }
-        if self.queues().agent(id).is_none() {
+        let mut control = self.control();
+        if control.queues().agent(id).is_none() {
             return Err(ServiceError::NotFound(format!("no agent {id}")));
         }
-        self.queues().drain(id);
+        control.drain(id);
         Ok(())
     }
 }

@@ -67,7 +67,8 @@ impl Manager {
         name: &str,
     ) -> Result<ServiceFile, ServiceError> {
         let owner = {
-            let queues = self.queues();
+            let control = self.control();
+            let queues = control.queues();
             let owner = queues.app(app).map(|a| a.owner.clone());
             let allowed = match (who, &owner) {
                 (Principal::Agent(id), Some(_)) => queues.agent(*id).is_some_and(|a| {

@@ -3,20 +3,14 @@
 
 mod agents;
 pub mod auth;
-pub mod bandwidth;
 mod bounds;
+mod control_lock;
 mod error;
 mod files;
-mod live;
 mod pilots;
-pub mod placement;
-pub mod profiling;
-pub mod provision_demand;
-pub mod scheduling;
-mod staging_model;
+mod rounds;
 mod staging_plan;
 mod store_grants;
-pub mod usage;
 mod users;
 
 pub use crate::clock::now_ms;
@@ -27,19 +21,24 @@ pub use files::ServiceFile;
 pub use hetpilot_shared::pilots::PlatformStatus;
 
 use crate::config::Settings;
+use crate::control::{Control, ControlSettings};
 use crate::db::{self, Reader, Write, Writer};
-use crate::queue::Queues;
 use auth::Tokens;
+use control_lock::{ControlGuard, JournalFile};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
 pub struct Manager {
     pub settings: Settings,
-    queues: Mutex<Queues>,
+    /// Every decision: the queues and the policies (see `control`). Planning runs off
+    /// this lock (`rounds`, `staging_plan`).
+    control: Mutex<Control>,
+    /// Where the control plane's inputs are journaled, when asked (`--journal`).
+    journal: Option<JournalFile>,
     writer: Writer,
     reader: Arc<Reader>,
     tokens: Tokens,
@@ -47,8 +46,6 @@ pub struct Manager {
     work: Notify,
     next_app: AtomicU64,
     next_agent: AtomicU64,
-    /// Online profile and scheduling rounds (see `live`).
-    live: Mutex<live::Live>,
     /// Woken when something that matters to scheduling changes.
     replan: Arc<Notify>,
     pilots: Mutex<pilots::PilotBook>,
@@ -90,12 +87,40 @@ pub enum OpenError {
     Storage(#[from] hetpilot_shared::store_grant::SecretError),
     #[error("configuration `[scheduler]`: {0}")]
     Scheduler(#[from] crate::sched::SchedError),
+    #[error("cannot write the journal {path}: {source}")]
+    Journal {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// What the control plane is configured with, from the manager's configuration.
+pub fn control_settings(settings: &Settings) -> ControlSettings {
+    ControlSettings {
+        scheduler: settings.scheduler.clone(),
+        fairshare: settings.fairshare.clone(),
+        lease_timeout_ms: settings.lease_timeout_ms(),
+        store_io_mib_per_s: settings
+            .storage
+            .iter()
+            .filter_map(|s| Some((format!("store:{}", s.name), s.io_mib_per_s?)))
+            .collect(),
+    }
 }
 
 impl Manager {
     /// Opens (or creates) the data directory and recovers the state recorded there.
     /// On first start an admin token is created and written to `admin.token` (mode 0600).
     pub fn open(settings: Settings) -> Result<Arc<Manager>, OpenError> {
+        Self::open_journaled(settings, None)
+    }
+
+    /// [`Manager::open`], journaling every input of the control plane to `journal` (one
+    /// JSON object a line; `hetpilot simulate live --replay` reads it).
+    pub fn open_journaled(
+        settings: Settings,
+        journal: Option<&Path>,
+    ) -> Result<Arc<Manager>, OpenError> {
         let dir = settings.data_dir.clone();
         private_data_dir(&dir).map_err(|source| OpenError::DataDir {
             dir: dir.clone(),
@@ -117,7 +142,17 @@ impl Manager {
             tracing::error!(%row, "a stored row cannot be read back and was skipped; the rest of the state is recovered");
         }
         let stores = store_grants::StoreKeys::load(&settings)?;
-        let live = live::Live::new(&settings, db::measured(&conn).map_err(db_err)?)?;
+        let control_settings = control_settings(&settings);
+        let mut control = Control::new(&control_settings, db::measured(&conn).map_err(db_err)?)?;
+        let journal = match journal {
+            Some(path) => Some(
+                JournalFile::create(path).map_err(|source| OpenError::Journal {
+                    path: path.to_path_buf(),
+                    source,
+                })?,
+            ),
+            None => None,
+        };
         let reader = Arc::new(Reader::open(&db_path).map_err(db_err)?);
         let tokens = Tokens::default();
         let first_start = loaded.users.is_empty();
@@ -139,25 +174,27 @@ impl Manager {
                 },
             );
         }
-        let mut queues = Queues::new(settings.lease_timeout_ms());
         let apps = loaded.apps.len();
-        for app in loaded.apps {
-            queues.insert_app(app);
-        }
         // A per-user pilot's agent stays its user's after a restart.
         let pilot_users: std::collections::HashMap<u64, String> = loaded
             .pilots
             .iter()
             .filter_map(|p| Some((p.record.agent?, p.record.user.clone()?)))
             .collect();
+        let mut agents = Vec::with_capacity(loaded.agents.len());
         for mut a in loaded.agents {
             a.entry.only_user = pilot_users.get(&a.entry.id.0).cloned();
             if a.active {
                 tokens.insert(a.credential_hash, Principal::Agent(a.entry.id));
             }
-            queues.insert_agent(a.entry);
+            agents.push(a.entry);
         }
-        queues.reattach_leases();
+        if apps > 0 || !agents.is_empty() {
+            control.restore(loaded.apps, agents);
+        }
+        if journal.is_some() {
+            control.start_journal(&control_settings);
+        }
         let (pilot_book, pilot_credentials) = pilots::PilotBook::restore(loaded.pilots, now);
         for (hash, who) in pilot_credentials {
             tokens.insert(hash, who);
@@ -191,14 +228,14 @@ impl Manager {
         }
         tracing::info!(applications = apps, data_dir = %dir.display(), "state recovered");
         Ok(Arc::new(Manager {
-            queues: Mutex::new(queues),
+            control: Mutex::new(control),
+            journal,
             writer: Writer::spawn(conn),
             reader,
             tokens,
             work: Notify::new(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
-            live: Mutex::new(live),
             replan: Arc::new(Notify::new()),
             pilots: Mutex::new(pilot_book),
             stores,
@@ -208,8 +245,12 @@ impl Manager {
         }))
     }
 
-    fn queues(&self) -> MutexGuard<'_, Queues> {
-        self.queues.lock().unwrap_or_else(|p| p.into_inner())
+    /// The control plane, locked; what it journaled meanwhile is written out on unlock.
+    fn control(&self) -> ControlGuard<'_> {
+        ControlGuard::new(
+            self.control.lock().unwrap_or_else(|p| p.into_inner()),
+            self.journal.as_ref(),
+        )
     }
 
     /// The principal of a bearer token.
@@ -246,7 +287,7 @@ impl Manager {
     }
 
     fn expire_silent_agents(&self) {
-        let changes = self.queues().expire(now_ms());
+        let changes = self.control().expire(now_ms());
         for change in &changes {
             if let crate::queue::Change::AgentEnded { agent, .. } = change {
                 self.revoke_agent_credential(*agent);

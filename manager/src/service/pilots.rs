@@ -262,22 +262,13 @@ impl PilotHost for Manager {
 
     /// [`Self::demand_cores`] per owner of the waiting applications (for per-user pilots).
     fn demand_by_user(&self, platform: &str) -> BTreeMap<String, u64> {
-        if let Some(demand) = &self.live().provision_demand {
-            return demand.get(platform).cloned().unwrap_or_default();
-        }
-        let mut by_user = BTreeMap::new();
-        for a in self.queues().apps().filter(|a| !a.cancelled) {
-            let cores = a.counts.waiting * u64::from(a.runtime.cores.max(1));
-            if cores > 0 {
-                *by_user.entry(a.owner.clone()).or_insert(0) += cores;
-            }
-        }
-        by_user
+        self.control().demand_by_user(platform)
     }
 
     /// Whether each of `agents` holds no tasks, is draining, or was lost.
     fn agent_activity(&self, agents: &[u64]) -> HashMap<u64, AgentActivity> {
-        let queues = self.queues();
+        let control = self.control();
+        let queues = control.queues();
         agents
             .iter()
             .filter_map(|&id| {
@@ -296,7 +287,7 @@ impl PilotHost for Manager {
 
     /// Asks a pilot's agent to finish its tasks and leave.
     fn drain_agent(&self, agent: u64) {
-        self.queues().drain(AgentId(agent));
+        self.control().drain(AgentId(agent));
     }
 
     fn set_platform_status(&self, status: PlatformStatus) {

@@ -8,10 +8,9 @@
 //! A plan is made with what is measured when it is made: an application's first plan uses
 //! the profiles' numbers, later plans (a new agent set, a new application) the measured ones.
 
-use super::staging_model::{request_files, staging_platform, Measures};
 use super::Manager;
-use crate::queue::{Partitions, StagingDue, StagingRequest};
-use crate::staging::{policy_by_name, StagingError, StagingPlan};
+use crate::control::{request_files, StagingJob};
+use crate::queue::{Partitions, StagingDue};
 use hetpilot_shared::files::{Source, TaskFile};
 use hetpilot_shared::AppId;
 use std::collections::HashSet;
@@ -30,7 +29,7 @@ impl Manager {
     /// async runtime keeps serving heartbeats and other pulls; no lock is held meanwhile.
     pub(super) async fn plan_staging(&self) {
         loop {
-            let due = self.queues().staging_due();
+            let due = self.control().queues().staging_due();
             if due.is_empty() {
                 return;
             }
@@ -51,7 +50,7 @@ impl Manager {
             }
             let keys: Vec<(AppId, u64)> = mine.iter().map(|r| (r.app, r.generation)).collect();
             for (app, partitions) in self.plan_off_runtime(mine).await {
-                if self.queues().set_partitions(app, partitions) {
+                if self.control().set_partitions(app, partitions) {
                     tracing::info!(%app, "het-hps staging plan bound to agents");
                 }
             }
@@ -96,155 +95,14 @@ impl Manager {
         let Ok(sized) = sized else {
             return fallback;
         };
-        let models: Vec<_> = {
-            let live = self.live();
-            let measures = Measures::of(&live);
-            sized
-                .into_iter()
-                .map(|(req, files)| {
-                    let platform = staging_platform(&req, &files, &measures);
-                    (req, files, platform)
-                })
-                .collect()
-        };
+        let jobs = self.control().staging_jobs(sized);
         let planned = tokio::task::spawn_blocking(move || {
-            models
-                .into_iter()
-                .map(|(req, files, platform)| {
-                    let partitions = match policy_by_name("het-hps")
-                        .expect("het-hps is a policy")
-                        .plan(&files.workload, &platform, req.app.0)
-                    {
-                        Ok(plan) => bind(&req, plan),
-                        Err(e) => {
-                            log_failure(&req, &e);
-                            Partitions::new(req.generation, Vec::new(), task_indices(&req))
-                        }
-                    };
-                    (req.app, partitions)
-                })
-                .collect()
+            jobs.into_iter().map(StagingJob::plan).collect::<Vec<_>>()
         })
         .await;
         planned.unwrap_or_else(|e| {
             tracing::error!(error = %e, "staging planning aborted; first come, first served");
             fallback
         })
-    }
-}
-
-fn log_failure(req: &StagingRequest, e: &StagingError) {
-    tracing::warn!(app = %req.app, error = %e,
-        "het-hps staging plan failed; this application's tasks go first come, first served");
-}
-
-fn task_indices(req: &StagingRequest) -> Vec<u64> {
-    req.tasks.iter().map(|(t, _)| *t).collect()
-}
-
-/// Node i's list goes to the request's agent i; a shared queue becomes the pool.
-fn bind(req: &StagingRequest, plan: StagingPlan) -> Partitions {
-    let index = |t: &u32| req.tasks[*t as usize].0;
-    match plan {
-        StagingPlan::PerNode(lists) => Partitions::new(
-            req.generation,
-            req.agents
-                .iter()
-                .zip(lists)
-                .map(|((agent, _), list)| (*agent, list.iter().map(index).collect()))
-                .collect(),
-            Vec::new(),
-        ),
-        StagingPlan::SharedQueue(queue) => Partitions::new(
-            req.generation,
-            Vec::new(),
-            queue.iter().map(index).collect(),
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::service::staging_model::tests::{grouped, State};
-    use crate::staging::model::{Platform, Workload};
-    use hetpilot_shared::files::Transfer;
-    use hetpilot_shared::AgentId;
-    use std::collections::HashMap;
-
-    const MIB: f64 = 1024.0 * 1024.0;
-
-    /// Input bytes of the tasks the plan binds to each agent (before any stealing).
-    fn bytes_per_agent(req: &StagingRequest, w: &Workload, p: &Platform) -> HashMap<AgentId, u64> {
-        let plan = policy_by_name("het-hps").unwrap().plan(w, p, 7).unwrap();
-        let mut parts = bind(req, plan);
-        let mut bytes = HashMap::new();
-        for (agent, _) in &req.agents {
-            while parts.listed(*agent) > 0 {
-                let t = parts.next(*agent, |_| true).unwrap();
-                let task = &w.tasks[t as usize];
-                *bytes.entry(*agent).or_insert(0) += task
-                    .files
-                    .iter()
-                    .map(|&f| w.files[f as usize].size_bytes)
-                    .sum::<u64>();
-            }
-        }
-        bytes
-    }
-
-    #[test]
-    fn het_hps_binds_each_group_to_one_agent() {
-        let req = grouped();
-        let (w, p) = State::default().platform(&req);
-        let plan = policy_by_name("het-hps").unwrap().plan(&w, &p, 7).unwrap();
-        let mut parts = bind(&req, plan);
-        assert_eq!(parts.generation, 3);
-        let mut groups: [Vec<AgentId>; 4] = Default::default();
-        for agent in [AgentId(1), AgentId(2)] {
-            assert!(parts.listed(agent) > 0, "agent {agent} got no partition");
-            while parts.listed(agent) > 0 {
-                let t = parts.next(agent, |_| true).unwrap();
-                groups[(t % 4) as usize].push(agent);
-            }
-        }
-        for (g, agents) in groups.iter().enumerate() {
-            assert_eq!(agents.len(), 4);
-            assert!(
-                agents.iter().all(|a| *a == agents[0]),
-                "group {g} split: {agents:?}"
-            );
-        }
-    }
-
-    /// The profile says both links are equal; the slow platform's measured transfers say
-    /// its link is 40× slower: the plan follows the measurement.
-    #[test]
-    fn measured_transfers_replace_the_profile_link_and_move_work() {
-        let req = grouped();
-        let mut state = State::default();
-        let (w, p) = state.platform(&req);
-        let even = bytes_per_agent(&req, &w, &p);
-        assert_eq!(even[&AgentId(1)], even[&AgentId(2)], "{even:?}");
-
-        for _ in 0..4 {
-            state.bandwidths.add(
-                "slow",
-                &Transfer {
-                    endpoint: "manager".into(),
-                    bytes: 5 << 20,
-                    ms: 2000.0,
-                    mib_per_s: 2.5,
-                },
-            );
-        }
-        let (w, p) = state.platform(&req);
-        assert_eq!(p.clusters[1].link_bandwidth, 2.5 * MIB);
-        assert_eq!(p.clusters[0].link_bandwidth, 100.0 * MIB);
-        let skewed = bytes_per_agent(&req, &w, &p);
-        assert!(
-            skewed.get(&AgentId(2)).copied().unwrap_or(0) < skewed[&AgentId(1)],
-            "{skewed:?}"
-        );
     }
 }

@@ -106,7 +106,8 @@ impl Manager {
         }
         let apps: BTreeSet<AppId> = apps.into_iter().collect();
         let wanted: BTreeSet<(String, String)> = {
-            let queues = self.queues();
+            let control = self.control();
+            let queues = control.queues();
             apps.iter()
                 .filter_map(|&id| queues.app(id))
                 .filter_map(|a| Some((a.owner.clone(), a.runtime.files.as_ref()?.stores())))

@@ -2,7 +2,7 @@
 //! registration tokens. A user sees only their own applications; admins see all.
 
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
-use crate::db::{AppResources, Write};
+use crate::db::Write;
 use crate::queue::AppEntry;
 use hetpilot_shared::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser,
@@ -46,7 +46,8 @@ impl Manager {
     /// Checks that `who` may see `app` (foreign applications look like missing ones).
     fn visible(&self, who: &Principal, app: AppId) -> Result<AppSummary, ServiceError> {
         let (name, is_admin) = user(who)?;
-        let queues = self.queues();
+        let control = self.control();
+        let queues = control.queues();
         match queues.app(app) {
             Some(a) if is_admin || a.owner == name => Ok(summary(a)),
             _ => Err(ServiceError::NotFound(format!("no application {app}"))),
@@ -67,12 +68,6 @@ impl Manager {
         self.check_stores(&spec)?;
         self.check_task_quotas(owner, spec.tasks.len())?;
         let app = AppId(next(&self.next_app));
-        let resources = AppResources {
-            app,
-            owner: owner.to_string(),
-            cores: spec.cores,
-            memory_mb: spec.memory_mb,
-        };
         let tasks = spec.tasks.len();
         let spec = Arc::new(spec);
         let now = now_ms();
@@ -85,10 +80,10 @@ impl Manager {
             })
             .await?;
         let spec = Arc::try_unwrap(spec).unwrap_or_else(|shared| (*shared).clone());
-        let entry = AppEntry::new(app, owner.to_string(), spec, template, now);
-        self.queues().insert_app(entry);
+        self.control()
+            .submit(app, owner.to_string(), spec, template, now);
         self.work.notify_waiters();
-        self.app_submitted(resources);
+        self.replan();
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })
     }
@@ -104,6 +99,7 @@ impl Manager {
             )));
         }
         let queued: u64 = self
+            .control()
             .queues()
             .apps()
             .filter(|a| a.owner == owner && !a.cancelled)
@@ -122,6 +118,7 @@ impl Manager {
     pub fn list_apps(&self, who: &Principal) -> Result<Vec<AppSummary>, ServiceError> {
         let (name, is_admin) = user(who)?;
         Ok(self
+            .control()
             .queues()
             .apps()
             .filter(|a| is_admin || a.owner == name)
@@ -181,7 +178,7 @@ impl Manager {
 
     pub async fn cancel(&self, who: &Principal, app: AppId) -> Result<AppSummary, ServiceError> {
         self.visible(who, app)?;
-        let changes = self.queues().cancel(app);
+        let changes = self.control().cancel(app);
         if !changes.is_empty() {
             self.writer.commit(Write::Changes(changes)).await?;
             self.replan();
@@ -363,6 +360,7 @@ impl Manager {
     pub fn list_agents(&self, who: &Principal) -> Result<Vec<AgentInfo>, ServiceError> {
         admin(who)?;
         let mut agents: Vec<AgentInfo> = self
+            .control()
             .queues()
             .agents()
             .map(|a| AgentInfo {

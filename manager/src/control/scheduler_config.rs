@@ -1,10 +1,10 @@
 //! `[scheduler]`: which two-level policies the live manager runs, and how often.
 
 use hetpilot_core::sched::{SchedError, Scheduler, SchedulerSettings};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// `[scheduler]` in the configuration.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct SchedulerConfig {
     /// First-level policy (`fairness`, `paf`, `aaf`, `pa-rr`, `water-fill`), or

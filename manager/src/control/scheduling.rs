@@ -7,7 +7,7 @@
 
 use super::placement::{place, Node, ParallelApp};
 use super::profiling::{RoundPlatform, RunStats};
-use crate::config::SchedulerConfig;
+use super::SchedulerConfig;
 use crate::queue::{LeasePlan, PlatformPlan};
 use crate::sched::{
     ApplicationState, CoreAllocation, PlatformState, ProfileError, SchedError, Scheduler,

@@ -16,7 +16,7 @@ use hetpilot_shared::AgentId;
 use std::collections::{BTreeMap, HashMap};
 
 /// How far a profiled platform can grow.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Capacity {
     /// Pilots at once (`max_running`); each pilot is one node.
     pub nodes: u32,
@@ -93,7 +93,7 @@ pub fn demand_by_platform(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SchedulerConfig;
+    use crate::control::SchedulerConfig;
     use hetpilot_shared::AppId;
 
     fn app(id: u64, waiting: u64, cores: u32) -> LiveApp {

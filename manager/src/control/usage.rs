@@ -8,8 +8,8 @@
 //! PE = max(reqCPU / availCPU, reqRAM / availRAM) × availCPU. Charges decay with a
 //! half-life; the priority is the fairshare factor 2^(-U/S).
 
-use crate::config::FairshareConfig;
-use crate::db::{AgentResources, AppResources, Run};
+use super::FairshareConfig;
+use super::{AgentResources, AppResources, Run};
 use crate::fairshare::{
     penalty_by_name, priorities, JobRequest, Machine, PenaltyFunction, Platform, Shares,
     UsageLedger, UsageRecord,

@@ -1,11 +1,11 @@
 //! `[fairshare]`: whether and how the live manager weights users by fairshare priority.
 
 use hetpilot_core::fairshare::{penalty_by_name, PENALTY_NAMES};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `[fairshare]` in the configuration.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct FairshareConfig {
     /// Weight users by fairshare priority (false: equal weights; usage is still counted).

@@ -14,9 +14,8 @@
 //!   the fastest transfer measured from the endpoint.
 
 use super::bandwidth::Bandwidths;
-use super::live::Live;
+use super::policy_state::PolicyState;
 use super::profiling::RunStats;
-use crate::provision::profile::StagingProfile;
 use crate::queue::StagingRequest;
 use crate::staging::model::{ComputeCluster, DataFile, Platform, StorageNode, Task, Workload};
 use hetpilot_shared::files::{Source, TaskFile};
@@ -32,9 +31,39 @@ const SERVICE_MIB_PER_S: f64 = 1000.0;
 const ENDPOINT_MIB_PER_S: f64 = 100.0;
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// What the live staging model assumes of a platform's nodes (paper Section 3: LBW_i and
+/// the network bandwidth NBW_i) until transfers from the platform are measured.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StagingProfile {
+    /// LBW_i: each node's local disk bandwidth, MiB/s.
+    #[serde(default = "default_disk_mib_per_s")]
+    pub disk_mib_per_s: f64,
+    /// Each node's share of the platform's link to the storage when all its nodes
+    /// transfer at once, MiB/s.
+    #[serde(default = "default_link_mib_per_s")]
+    pub link_mib_per_s: f64,
+}
+
+fn default_disk_mib_per_s() -> f64 {
+    500.0
+}
+fn default_link_mib_per_s() -> f64 {
+    100.0
+}
+
+impl Default for StagingProfile {
+    fn default() -> Self {
+        StagingProfile {
+            disk_mib_per_s: default_disk_mib_per_s(),
+            link_mib_per_s: default_link_mib_per_s(),
+        }
+    }
+}
+
 /// The files and tasks of a request, and the endpoints their storage ids stand for.
-pub(super) struct RequestFiles {
-    pub(super) workload: Workload,
+pub struct RequestFiles {
+    pub(crate) workload: Workload,
     /// Storage node p is `endpoints[p]`.
     endpoints: Vec<String>,
 }
@@ -55,7 +84,7 @@ impl RequestFiles {
 
 /// Files fetched by the agents (shared-filesystem files are read in place and left out),
 /// each on the storage node of its endpoint.
-pub(super) fn request_files(req: &StagingRequest, size: impl Fn(&TaskFile) -> u64) -> RequestFiles {
+pub fn request_files(req: &StagingRequest, size: impl Fn(&TaskFile) -> u64) -> RequestFiles {
     let mut ids: HashMap<&Source, u32> = HashMap::new();
     let mut storage: HashMap<String, u32> = HashMap::new();
     let mut endpoints = Vec::new();
@@ -107,7 +136,7 @@ pub(super) struct Measures<'a> {
 }
 
 impl<'a> Measures<'a> {
-    pub(super) fn of(live: &'a Live) -> Measures<'a> {
+    pub(super) fn of(live: &'a PolicyState) -> Measures<'a> {
         Measures {
             stats: &live.stats,
             speeds: &live.speeds,

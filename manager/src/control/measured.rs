@@ -1,0 +1,69 @@
+//! What the control plane learns from: the resources of applications and agents, and
+//! every run that reported a result with its measurements and transfers. The store
+//! rebuilds them at start-up (`db::measured`); reports add to them as they arrive.
+
+use hetpilot_shared::files::Transfer;
+use hetpilot_shared::protocol::{Outcome, TaskResult};
+use hetpilot_shared::{AgentId, AppId};
+use serde::{Deserialize, Serialize};
+
+/// An application's owner and what each of its tasks reserves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppResources {
+    pub app: AppId,
+    pub owner: String,
+    pub cores: u32,
+    pub memory_mb: u64,
+}
+
+/// An agent's platform and node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentResources {
+    pub agent: AgentId,
+    pub platform: String,
+    pub slots: u32,
+    pub memory_mb: u64,
+}
+
+/// One run that reported a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub app: AppId,
+    pub agent: AgentId,
+    pub outcome: Outcome,
+    pub wall_ms: f64,
+    pub started_ms: u64,
+    pub co_runners: Vec<AppId>,
+    /// Measured transfers per endpoint (none when the task has no files).
+    pub transfers: Vec<Transfer>,
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct Measured {
+    pub apps: Vec<AppResources>,
+    pub agents: Vec<AgentResources>,
+    /// In the order they ended.
+    pub runs: Vec<Run>,
+}
+
+/// The runs of the results a report records (duplicates left out).
+pub(crate) fn runs(agent: AgentId, results: &[TaskResult], duplicate: &[bool]) -> Vec<Run> {
+    results
+        .iter()
+        .zip(duplicate)
+        .filter(|(_, dup)| !**dup)
+        .map(|(r, _)| Run {
+            app: r.task.app,
+            agent,
+            outcome: r.outcome,
+            wall_ms: r.measurements.wall_ms,
+            started_ms: r.measurements.started_at_ms,
+            co_runners: r.measurements.co_runners.clone(),
+            transfers: r
+                .staging
+                .as_ref()
+                .map(|s| s.transfers.clone())
+                .unwrap_or_default(),
+        })
+        .collect()
+}

@@ -1,0 +1,433 @@
+//! The control plane: every decision the manager makes, as a pure state machine. Events
+//! come in as method calls with the clock as an argument (an application submitted, an
+//! agent joined, pulled, heartbeat, reported its runs with their measurements and
+//! transfers, left or went silent; a staging plan made; a round begun and finished);
+//! decisions come out as return values and state the shell reads (task leases and the
+//! lease plan per agent, pilot demand per platform, staging partitions and steals, TLPA
+//! placements, usage and priorities). No I/O: no clock, no files, no network, no
+//! database; randomness only from the planners' seeded RNGs.
+//!
+//! The live manager (`service`) is a thin shell around one [`Control`]: it authenticates
+//! and bounds requests, feeds events, persists the [`Change`]s that come back and answers.
+//! `hetpilot simulate live` drives the very same `Control` with simulated agents, or
+//! replays a live manager's [`journal`] and checks every decision comes out the same.
+
+pub mod bandwidth;
+mod fairshare_config;
+pub mod journal;
+mod measured;
+pub mod placement;
+mod policy_state;
+pub mod profiling;
+pub mod provision_demand;
+mod round;
+mod scheduler_config;
+pub mod scheduling;
+mod settings;
+pub mod simulation;
+pub mod staging_model;
+mod staging_plan;
+pub mod usage;
+
+pub use fairshare_config::FairshareConfig;
+pub use journal::{Input, Output};
+pub use measured::{AgentResources, AppResources, Measured, Run};
+pub use provision_demand::{Capacity, Demand};
+pub use round::{RoundDone, RoundJob};
+pub use scheduler_config::SchedulerConfig;
+pub use settings::ControlSettings;
+pub use staging_model::{request_files, RequestFiles, StagingProfile};
+pub use staging_plan::StagingJob;
+
+use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportCheck, ReportError};
+use crate::sched::SchedError;
+use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
+use hetpilot_shared::protocol::{TaskAttempt, TaskResult};
+use hetpilot_shared::spec::AppSpec;
+use hetpilot_shared::{AgentId, AppId};
+use journal::Journal;
+use policy_state::PolicyState;
+use std::collections::{BTreeMap, HashSet};
+
+/// The manager's queues and everything its policies learned and decided.
+pub struct Control {
+    queues: Queues,
+    policy: PolicyState,
+    journal: Journal,
+}
+
+/// Why a finished round changed less than it would have.
+#[derive(Debug, Default)]
+pub struct RoundWarnings {
+    /// The scheduling round failed: leases keep the previous plan.
+    pub round: Option<scheduling::RoundError>,
+    /// The provisioning round failed: pilots follow the previous demand.
+    pub demand: Option<scheduling::RoundError>,
+}
+
+/// An agent as it joins: its node and what it may run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AgentJoin {
+    pub agent: AgentId,
+    pub platform: String,
+    pub hostname: String,
+    pub slots: u32,
+    /// Cores of its node (at least `slots`).
+    pub cores: u32,
+    pub memory_mb: u64,
+    pub batch_job_id: Option<String>,
+    /// A per-user pilot's agent runs only this user's tasks.
+    pub only_user: Option<String>,
+}
+
+impl Control {
+    /// A control plane that knows what the store measured (nothing on a first start).
+    pub fn new(settings: &ControlSettings, measured: Measured) -> Result<Control, SchedError> {
+        Ok(Control {
+            queues: Queues::new(settings.lease_timeout_ms),
+            policy: PolicyState::new(settings, measured)?,
+            journal: Journal::default(),
+        })
+    }
+
+    /// The queues, to read.
+    pub fn queues(&self) -> &Queues {
+        &self.queues
+    }
+
+    /// Whether scheduling rounds run at all (not with `policy = "round-robin"`).
+    pub fn schedules(&self) -> bool {
+        self.policy.scheduling
+    }
+
+    /// Restores the applications and agents the store recorded (start-up only, before
+    /// any event).
+    pub fn restore(&mut self, apps: Vec<crate::queue::AppEntry>, agents: Vec<AgentEntry>) {
+        for app in apps {
+            self.queues.insert_app(app);
+        }
+        for agent in agents {
+            self.queues.insert_agent(agent);
+        }
+        self.queues.reattach_leases();
+        self.journal.restored();
+    }
+
+    /// The profiled platforms' staging numbers and how far the provisioner may grow them.
+    pub fn use_profiles(
+        &mut self,
+        staging: BTreeMap<String, StagingProfile>,
+        capacities: BTreeMap<String, Capacity>,
+    ) {
+        self.journal.input(|| Input::Profiles {
+            staging: staging.clone(),
+            capacities: capacities.clone(),
+        });
+        self.policy.staging_priors = staging.into_iter().collect();
+        self.policy.capacities = capacities;
+    }
+
+    /// An application arrives with every task waiting; `spec` is valid (the caller ran
+    /// `spec.validate()`).
+    pub fn submit(
+        &mut self,
+        app: AppId,
+        owner: String,
+        spec: AppSpec,
+        template: hetpilot_shared::template::Template,
+        now_ms: u64,
+    ) {
+        self.journal.input(|| Input::Submit {
+            app,
+            owner: owner.clone(),
+            spec: spec.clone(),
+            now_ms,
+        });
+        self.policy.usage.app(AppResources {
+            app,
+            owner: owner.clone(),
+            cores: spec.cores,
+            memory_mb: spec.memory_mb,
+        });
+        let entry = crate::queue::AppEntry::new(app, owner, spec, template, now_ms);
+        self.queues.insert_app(entry);
+    }
+
+    /// Cancels an application: waiting tasks end now, running ones are to be killed.
+    pub fn cancel(&mut self, app: AppId) -> Vec<Change> {
+        self.journal.input(|| Input::Cancel { app });
+        self.queues.cancel(app)
+    }
+
+    /// An agent registered.
+    pub fn agent_joined(&mut self, join: AgentJoin, now_ms: u64) {
+        self.journal.input(|| Input::AgentJoined {
+            join: join.clone(),
+            now_ms,
+        });
+        let resources = AgentResources {
+            agent: join.agent,
+            platform: join.platform.clone(),
+            slots: join.slots,
+            memory_mb: join.memory_mb,
+        };
+        self.policy.usage.agent(&resources);
+        self.policy.agents.insert(join.agent, resources);
+        let mut entry =
+            AgentEntry::new(join.agent, join.platform, join.hostname, join.slots, now_ms);
+        entry.batch_job_id = join.batch_job_id;
+        entry.cores = join.cores.max(join.slots);
+        entry.only_user = join.only_user;
+        self.queues.insert_agent(entry);
+    }
+
+    /// Leases up to `max_slots` worth of tasks to `agent` (see [`Queues::lease`]).
+    pub fn lease(
+        &mut self,
+        agent: AgentId,
+        max_slots: u32,
+        now_ms: u64,
+    ) -> Result<LeaseBatch, ReportError> {
+        let batch = self.queues.lease(agent, max_slots, now_ms);
+        self.journal.decided(
+            || Input::Lease {
+                agent,
+                max_slots,
+                now_ms,
+            },
+            || journal::lease_output(&batch),
+        );
+        batch
+    }
+
+    /// Runs an agent started (leased → running).
+    pub fn started(
+        &mut self,
+        agent: AgentId,
+        tasks: &[TaskAttempt],
+        now_ms: u64,
+    ) -> Result<Vec<Change>, ReportError> {
+        self.journal.input(|| Input::Started {
+            agent,
+            tasks: tasks.to_vec(),
+            now_ms,
+        });
+        self.queues.started(agent, tasks, now_ms)
+    }
+
+    /// A heartbeat: whether the agent should drain, and the runs it should kill.
+    pub fn heartbeat(
+        &mut self,
+        agent: AgentId,
+        now_ms: u64,
+    ) -> Result<(bool, Vec<TaskAttempt>), ReportError> {
+        self.journal.input(|| Input::Heartbeat { agent, now_ms });
+        self.queues.heartbeat(agent, now_ms)
+    }
+
+    /// What an agent says it holds against what it was leased (see [`Queues::reconcile`]).
+    pub fn reconcile(
+        &mut self,
+        agent: AgentId,
+        seen_up_to_ms: u64,
+        held: &[TaskAttempt],
+        now_ms: u64,
+    ) -> Result<Vec<Change>, ReportError> {
+        self.journal.input(|| Input::Reconcile {
+            agent,
+            seen_up_to_ms,
+            held: held.to_vec(),
+            now_ms,
+        });
+        self.queues.reconcile(agent, seen_up_to_ms, held, now_ms)
+    }
+
+    /// Classifies a reported result without changing anything.
+    pub fn check_result(
+        &self,
+        agent: AgentId,
+        result: &TaskResult,
+    ) -> Result<ReportCheck, ReportError> {
+        self.queues.check_result(agent, result)
+    }
+
+    /// Records an agent's checked results (`duplicate[i]`: result i was recorded before):
+    /// each ends its attempt in the queues, and each run teaches the profile, the
+    /// bandwidth estimates and its owner's usage.
+    pub fn record_results(
+        &mut self,
+        agent: AgentId,
+        results: Vec<TaskResult>,
+        duplicate: &[bool],
+        now_ms: u64,
+    ) -> Vec<Change> {
+        self.journal.input(|| Input::Report {
+            agent,
+            results: results.clone(),
+            duplicate: duplicate.to_vec(),
+            now_ms,
+        });
+        let runs = measured::runs(agent, &results, duplicate);
+        let mut changes = Vec::new();
+        for (result, dup) in results.into_iter().zip(duplicate) {
+            if !dup {
+                changes.extend(self.queues.apply_result(agent, result));
+            }
+        }
+        for run in &runs {
+            self.policy.profile_run(run);
+            self.policy.charge(run);
+        }
+        changes
+    }
+
+    /// Declares lost every agent silent past the lease timeout; their tasks go back.
+    pub fn expire(&mut self, now_ms: u64) -> Vec<Change> {
+        let changes = self.queues.expire(now_ms);
+        if !changes.is_empty() {
+            self.journal.input(|| Input::Expire { now_ms });
+        }
+        changes
+    }
+
+    /// An agent leaves; what it still holds goes back to its queue.
+    pub fn deregister(&mut self, agent: AgentId, now_ms: u64) -> Result<Vec<Change>, ReportError> {
+        self.journal.input(|| Input::Deregister { agent, now_ms });
+        self.queues.deregister(agent, now_ms)
+    }
+
+    /// Asks an agent to drain: it gets no more tasks.
+    pub fn drain(&mut self, agent: AgentId) {
+        self.journal.input(|| Input::Drain { agent });
+        self.queues.drain(agent);
+    }
+
+    /// Binds a Het-HPS plan to an application's agents; false when it came too late.
+    pub fn set_partitions(&mut self, app: AppId, partitions: Partitions) -> bool {
+        self.journal.input(|| Input::Partitions {
+            app,
+            partitions: partitions.clone(),
+        });
+        self.queues.set_partitions(app, partitions)
+    }
+
+    /// Starts a round: copies what it reads and takes the planners. `None` without a
+    /// scheduler or while another round runs. Platforms in `unavailable` cannot take
+    /// pilots now and get no share of the provisioning demand.
+    pub fn begin_round(&mut self, unavailable: &HashSet<String>, now_ms: u64) -> Option<RoundJob> {
+        let planner = self.policy.planner.take()?;
+        self.journal.input(|| Input::RoundBegan {
+            unavailable: {
+                let mut u: Vec<String> = unavailable.iter().cloned().collect();
+                u.sort();
+                u
+            },
+            now_ms,
+        });
+        let (apps, agents) = round::live_state(&self.queues);
+        let policy = &mut self.policy;
+        policy.speeds = policy.stats.speeds();
+        let weights = policy
+            .usage
+            .weights(apps.iter().map(|a| a.owner.as_str()), now_ms);
+        let reachable = (!policy.capacities.is_empty()).then(|| {
+            let mut r = policy.capacities.clone();
+            r.retain(|name, _| !unavailable.contains(name));
+            r
+        });
+        Some(RoundJob {
+            planner,
+            provision_planner: policy.provision_planner.take(),
+            stats: policy.stats.clone(),
+            apps,
+            agents,
+            weights,
+            reachable,
+            now_ms,
+        })
+    }
+
+    /// Ends a round: puts the planners back and applies its decisions (the lease plan,
+    /// the view, the provisioning demand). A failed round keeps the previous plan, a
+    /// failed provisioning round the previous demand; the shell logs why.
+    pub fn finish_round(&mut self, done: RoundDone) -> RoundWarnings {
+        let policy = &mut self.policy;
+        policy.planner = Some(done.planner);
+        policy.provision_planner = done.provision_planner;
+        let mut warnings = RoundWarnings::default();
+        match done.demand {
+            Some(Ok(demand)) => policy.provision_demand = Some(demand),
+            Some(Err(e)) => warnings.demand = Some(e),
+            None => {}
+        }
+        match done.round {
+            Ok(round) => {
+                policy.view = round.view;
+                self.queues.set_plan(round.plan);
+            }
+            Err(e) => warnings.round = Some(e),
+        }
+        let output = self.round_output(&warnings);
+        self.journal.decided(|| Input::RoundFinished, || output);
+        warnings
+    }
+
+    /// What a finished round decided, as the journal records it.
+    pub(crate) fn round_output(&self, warnings: &RoundWarnings) -> Output {
+        match &warnings.round {
+            Some(e) => Output::Refused(e.to_string()),
+            None => Output::Allocation(
+                self.policy
+                    .view
+                    .apps
+                    .iter()
+                    .map(|a| (a.app, a.cores.clone()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The last round's allocation.
+    pub fn schedule_view(&self) -> &ScheduleView {
+        &self.policy.view
+    }
+
+    /// Cores' worth of waiting tasks `platform` should get pilots for, per owner: its part
+    /// of the last provisioning round's split, or, before any round or without a
+    /// scheduler, every application's waiting tasks × its cores.
+    pub fn demand_by_user(&self, platform: &str) -> BTreeMap<String, u64> {
+        if let Some(demand) = &self.policy.provision_demand {
+            return demand.get(platform).cloned().unwrap_or_default();
+        }
+        let mut by_user = BTreeMap::new();
+        for a in self.queues.apps().filter(|a| !a.cancelled) {
+            let cores = a.counts.waiting * u64::from(a.runtime.cores.max(1));
+            if cores > 0 {
+                *by_user.entry(a.owner.clone()).or_insert(0) += cores;
+            }
+        }
+        by_user
+    }
+
+    /// Measured transfer bandwidths per platform × endpoint.
+    pub fn bandwidth_rows(&self) -> Vec<BandwidthRow> {
+        self.policy.bandwidths.rows()
+    }
+
+    /// Fairshare usage of every owner known, and of `also` (who may own nothing yet).
+    pub fn usage_table(&self, also: &str, now_ms: u64) -> Vec<UserUsage> {
+        let usage = &self.policy.usage;
+        usage.table(usage.owners().chain([also]), now_ms)
+    }
+
+    /// The inputs journaled since the last call (empty unless journaling is on).
+    pub fn take_journal(&mut self) -> Vec<journal::Entry> {
+        self.journal.take()
+    }
+
+    /// Starts journaling every input (and checked output) from now on. `settings` must be
+    /// the ones this control plane was made with.
+    pub fn start_journal(&mut self, settings: &ControlSettings) {
+        self.journal.start(settings);
+    }
+}

@@ -1,0 +1,102 @@
+//! A scheduling round in three steps, so that its CPU work can run with no lock held:
+//! [`Control::begin_round`](super::Control::begin_round) copies what the round reads (the
+//! applications with waiting tasks, the active agents, the profile, user weights) and
+//! takes the planners; [`RoundJob::run`] computes the lease plan, the schedule view and
+//! the provisioning demand; [`Control::finish_round`](super::Control::finish_round) puts
+//! the planners back and applies the decisions. The live manager runs the middle step on
+//! the blocking pool, the simulator inline: the same code either way.
+
+use super::profiling::RunStats;
+use super::provision_demand::{capacity_agents, demand_by_platform, Capacity, Demand};
+use super::scheduling::{LiveAgent, LiveApp, Planner, Round, RoundError};
+use crate::queue::{AgentState, Queues};
+use std::collections::{BTreeMap, HashMap};
+
+/// What one round computes on, owned: it runs with no lock held.
+pub struct RoundJob {
+    pub(super) planner: Planner,
+    pub(super) provision_planner: Option<Planner>,
+    pub(super) stats: RunStats,
+    pub(super) apps: Vec<LiveApp>,
+    pub(super) agents: Vec<LiveAgent>,
+    pub(super) weights: HashMap<String, f64>,
+    /// Profiled platforms that can take pilots now, with their capacities; `None`
+    /// without profiles (no provisioning round).
+    pub(super) reachable: Option<BTreeMap<String, Capacity>>,
+    pub(super) now_ms: u64,
+}
+
+/// What a round decided, to hand back to [`Control::finish_round`](super::Control::finish_round).
+pub struct RoundDone {
+    pub(super) planner: Planner,
+    pub(super) provision_planner: Option<Planner>,
+    pub(super) round: Result<Round, RoundError>,
+    pub(super) demand: Option<Result<Demand, RoundError>>,
+}
+
+impl RoundJob {
+    /// The round's CPU work: the lease plan and, with profiles, the provisioning demand.
+    pub fn run(mut self) -> RoundDone {
+        let round = self.planner.round(
+            &self.stats,
+            &self.apps,
+            &self.agents,
+            &self.weights,
+            self.now_ms,
+        );
+        let demand = match (self.provision_planner.as_mut(), &self.reachable) {
+            (Some(p), Some(reachable)) => {
+                let capacity = capacity_agents(&self.agents, reachable);
+                Some(demand_by_platform(
+                    p,
+                    &self.stats,
+                    &self.apps,
+                    &capacity,
+                    &self.weights,
+                    self.now_ms,
+                ))
+            }
+            _ => None,
+        };
+        RoundDone {
+            planner: self.planner,
+            provision_planner: self.provision_planner,
+            round,
+            demand,
+        }
+    }
+}
+
+/// The applications with waiting tasks and the active agents, as a round sees them.
+pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
+    let apps = queues
+        .apps()
+        .filter(|a| !a.cancelled && a.counts.waiting > 0)
+        .map(|a| LiveApp {
+            id: a.id,
+            name: a.runtime.name.clone(),
+            owner: a.owner.clone(),
+            waiting: a.counts.waiting,
+            in_flight: a.counts.leased + a.counts.running,
+            done: a.counts.done,
+            cores: a.runtime.cores,
+            submitted_ms: a.submitted_ms,
+        })
+        .collect();
+    let mut agents: Vec<LiveAgent> = queues
+        .agents()
+        .filter(|a| a.state == AgentState::Active)
+        .map(|a| LiveAgent {
+            id: a.id,
+            platform: a.platform.clone(),
+            slots: a.slots,
+            held: a
+                .held
+                .keys()
+                .map(|t| (t.app, queues.app(t.app).map_or(1, |x| x.runtime.cores)))
+                .collect(),
+        })
+        .collect();
+    agents.sort_by_key(|a| a.id);
+    (apps, agents)
+}

@@ -1,0 +1,17 @@
+//! What the control plane is configured with: the `[scheduler]` and `[fairshare]`
+//! sections, the lease timeout and the file stores' configured I/O bandwidths. The shell
+//! builds it from the manager's configuration; the simulator from its scenario.
+
+use super::{FairshareConfig, SchedulerConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlSettings {
+    pub scheduler: SchedulerConfig,
+    pub fairshare: FairshareConfig,
+    /// An agent silent for this long is lost and its tasks go back to their queues.
+    pub lease_timeout_ms: u64,
+    /// The I/O bandwidth configured for each file store, by endpoint (`store:NAME`), MiB/s.
+    pub store_io_mib_per_s: HashMap<String, f64>,
+}

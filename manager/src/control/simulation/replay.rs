@@ -1,0 +1,198 @@
+//! Replaying a live manager's journal through a fresh control plane: every input is fed
+//! to the same [`Control`] methods the live manager called, in the same order and at the
+//! same clock, and every journaled decision (each lease's task attempts, each round's
+//! allocation) must come out identical. A difference names the first input where the
+//! replay departed from the live run.
+
+use crate::control::journal::{lease_output, Entry, Input, Output};
+use crate::control::{Control, Measured, RoundDone};
+use crate::sched::SchedError;
+
+/// Why a journal cannot be replayed, or where the replay departed from it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the journal is empty or does not start with its `open` line")]
+    NoOpen,
+    #[error("the journal starts from a restarted manager's stored state, which it does not hold; journal a run from a fresh data directory")]
+    Restored,
+    #[error("the journal's scheduler settings are refused: {0}")]
+    Settings(#[from] SchedError),
+    #[error("line {line}: application {app}'s spec is refused: {reason}")]
+    Spec {
+        line: usize,
+        app: hetpilot_shared::AppId,
+        reason: String,
+    },
+    #[error("line {line}: a round finished that never began")]
+    NoRound { line: usize },
+    #[error("line {line} ({input}): the live manager decided {live:?}, the replay {replayed:?}")]
+    Departed {
+        line: usize,
+        input: String,
+        live: Box<Output>,
+        replayed: Box<Output>,
+    },
+}
+
+/// What a replay went through.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ReplaySummary {
+    pub inputs: usize,
+    /// Decisions compared (all identical).
+    pub leases: usize,
+    pub leased_tasks: usize,
+    pub rounds: usize,
+}
+
+/// Replays `entries` (lines are counted from 1) and checks every decision.
+pub fn replay(entries: impl IntoIterator<Item = Entry>) -> Result<ReplaySummary, ReplayError> {
+    let mut entries = entries.into_iter();
+    let control = match entries.next().map(|e| e.input) {
+        Some(Input::Open { restored: true, .. }) => return Err(ReplayError::Restored),
+        Some(Input::Open { settings, .. }) => Control::new(&settings, Measured::default())?,
+        _ => return Err(ReplayError::NoOpen),
+    };
+    let mut replay = Replay {
+        control,
+        round: None,
+        summary: ReplaySummary::default(),
+    };
+    for (i, entry) in entries.enumerate() {
+        replay.step(i + 2, entry)?;
+    }
+    Ok(replay.summary)
+}
+
+struct Replay {
+    control: Control,
+    round: Option<RoundDone>,
+    summary: ReplaySummary,
+}
+
+impl Replay {
+    fn step(&mut self, line: usize, entry: Entry) -> Result<(), ReplayError> {
+        self.summary.inputs += 1;
+        let c = &mut self.control;
+        let label = input_label(&entry.input);
+        let replayed = match entry.input {
+            Input::Open { .. } => return Err(ReplayError::NoOpen),
+            Input::Profiles {
+                staging,
+                capacities,
+            } => {
+                c.use_profiles(staging, capacities);
+                None
+            }
+            Input::Submit {
+                app,
+                owner,
+                spec,
+                now_ms,
+            } => {
+                let template = spec.validate().map_err(|e| ReplayError::Spec {
+                    line,
+                    app,
+                    reason: e.to_string(),
+                })?;
+                c.submit(app, owner, spec, template, now_ms);
+                None
+            }
+            Input::Cancel { app } => {
+                c.cancel(app);
+                None
+            }
+            Input::AgentJoined { join, now_ms } => {
+                c.agent_joined(join, now_ms);
+                None
+            }
+            Input::Lease {
+                agent,
+                max_slots,
+                now_ms,
+            } => {
+                self.summary.leases += 1;
+                let batch = c.lease(agent, max_slots, now_ms);
+                self.summary.leased_tasks += batch.as_ref().map_or(0, |b| b.tasks.len());
+                Some(lease_output(&batch))
+            }
+            Input::Started {
+                agent,
+                tasks,
+                now_ms,
+            } => {
+                let _ = c.started(agent, &tasks, now_ms);
+                None
+            }
+            Input::Heartbeat { agent, now_ms } => {
+                let _ = c.heartbeat(agent, now_ms);
+                None
+            }
+            Input::Reconcile {
+                agent,
+                seen_up_to_ms,
+                held,
+                now_ms,
+            } => {
+                let _ = c.reconcile(agent, seen_up_to_ms, &held, now_ms);
+                None
+            }
+            Input::Report {
+                agent,
+                results,
+                duplicate,
+                now_ms,
+            } => {
+                c.record_results(agent, results, &duplicate, now_ms);
+                None
+            }
+            Input::Expire { now_ms } => {
+                c.expire(now_ms);
+                None
+            }
+            Input::Deregister { agent, now_ms } => {
+                let _ = c.deregister(agent, now_ms);
+                None
+            }
+            Input::Drain { agent } => {
+                c.drain(agent);
+                None
+            }
+            Input::Partitions { app, partitions } => {
+                c.set_partitions(app, partitions);
+                None
+            }
+            Input::RoundBegan {
+                unavailable,
+                now_ms,
+            } => {
+                // The round's work depends only on what it copied here, so computing it
+                // now gives what the live manager's blocking-pool thread computed.
+                let unavailable = unavailable.into_iter().collect();
+                self.round = c.begin_round(&unavailable, now_ms).map(|job| job.run());
+                None
+            }
+            Input::RoundFinished => {
+                let done = self.round.take().ok_or(ReplayError::NoRound { line })?;
+                self.summary.rounds += 1;
+                let warnings = c.finish_round(done);
+                Some(c.round_output(&warnings))
+            }
+        };
+        match (entry.output, replayed) {
+            (Some(live), Some(replayed)) if live != replayed => Err(ReplayError::Departed {
+                line,
+                input: label,
+                live: Box::new(live),
+                replayed: Box::new(replayed),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn input_label(input: &Input) -> String {
+    serde_json::to_value(input)
+        .ok()
+        .and_then(|v| v.get("input").and_then(|s| s.as_str()).map(str::to_string))
+        .unwrap_or_default()
+}

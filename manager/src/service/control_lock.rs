@@ -1,0 +1,78 @@
+//! The lock around the control plane, and the journal file its inputs go to. What the
+//! control plane journaled under the lock is written before the lock is released, so the
+//! file holds the inputs in the order the control plane took them.
+
+use crate::control::Control;
+use std::fs::File;
+use std::io::Write as _;
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+/// The journal file (one JSON object a line). Only a manager asked to journal has one:
+/// each write is a system call under the control lock.
+pub(super) struct JournalFile(Mutex<File>);
+
+impl JournalFile {
+    pub(super) fn create(path: &Path) -> std::io::Result<JournalFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // The journal holds users' commands and environments: owner only.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?;
+        Ok(JournalFile(Mutex::new(file)))
+    }
+}
+
+pub(super) struct ControlGuard<'a> {
+    guard: MutexGuard<'a, Control>,
+    journal: Option<&'a JournalFile>,
+}
+
+impl<'a> ControlGuard<'a> {
+    pub(super) fn new(guard: MutexGuard<'a, Control>, journal: Option<&'a JournalFile>) -> Self {
+        ControlGuard { guard, journal }
+    }
+}
+
+impl Deref for ControlGuard<'_> {
+    type Target = Control;
+    fn deref(&self) -> &Control {
+        &self.guard
+    }
+}
+
+impl DerefMut for ControlGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Control {
+        &mut self.guard
+    }
+}
+
+impl Drop for ControlGuard<'_> {
+    fn drop(&mut self) {
+        let Some(journal) = self.journal else {
+            return;
+        };
+        let entries = self.guard.take_journal();
+        if entries.is_empty() {
+            return;
+        }
+        let mut lines = String::new();
+        for e in &entries {
+            match serde_json::to_string(e) {
+                Ok(line) => {
+                    lines.push_str(&line);
+                    lines.push('\n');
+                }
+                Err(err) => tracing::error!(error = %err, "a journal entry cannot be written"),
+            }
+        }
+        let mut file = journal.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(err) = file.write_all(lines.as_bytes()) {
+            tracing::error!(error = %err, "cannot write the journal; the replay will miss inputs");
+        }
+    }
+}

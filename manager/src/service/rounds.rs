@@ -1,0 +1,118 @@
+//! Scheduling rounds in the live manager: on every change that matters and at least every
+//! `[scheduler] interval_ms`, a round begins under the control lock, computes on the
+//! blocking pool with no lock held, and finishes under the lock (see `control::round`).
+//! Also the views the rounds leave behind (`hetpilot schedule`, `usage`, `bandwidths`).
+
+use super::{now_ms, Manager, Principal, ServiceError};
+use crate::control::{Capacity, StagingProfile};
+use crate::provision::profile::PlatformProfile;
+use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+impl Manager {
+    /// Takes what the profiled platforms' profiles say: their staging numbers and how far
+    /// the provisioner may grow them.
+    pub fn use_profiles(&self, profiles: &[PlatformProfile]) {
+        let staging: BTreeMap<String, StagingProfile> = profiles
+            .iter()
+            .map(|p| (p.name.clone(), p.staging))
+            .collect();
+        let capacities = profiles
+            .iter()
+            .map(|p| {
+                let capacity = Capacity {
+                    nodes: p.max_running,
+                    cores_per_node: p.cores_per_node,
+                };
+                (p.name.clone(), capacity)
+            })
+            .collect();
+        self.control().use_profiles(staging, capacities);
+        self.replan();
+    }
+
+    /// Something that matters changed: run a round soon.
+    pub(super) fn replan(&self) {
+        self.replan.notify_one();
+    }
+
+    /// Runs scheduling rounds until the manager is dropped (nothing with `round-robin`).
+    pub fn spawn_scheduler(self: &Arc<Self>) {
+        if !self.control().schedules() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let replan = self.replan.clone();
+        let interval = Duration::from_millis(self.settings.scheduler.interval_ms);
+        tokio::spawn(async move {
+            loop {
+                let Some(manager) = weak.upgrade() else { break };
+                // A round is CPU work: off the async runtime, so pulls and heartbeats are
+                // served meanwhile.
+                let round = tokio::task::spawn_blocking(move || manager.schedule_round());
+                if let Err(e) = round.await {
+                    tracing::error!(error = %e, "scheduling round aborted");
+                }
+                let _ = tokio::time::timeout(interval, replan.notified()).await;
+            }
+        });
+    }
+
+    /// One round: the live state in, a new lease plan out. It computes on copies, with no
+    /// lock held, so reports and reads never wait behind it.
+    pub fn schedule_round(&self) {
+        let unavailable = self.unavailable_platforms();
+        let Some(job) = self.control().begin_round(&unavailable, now_ms()) else {
+            return; // a round is already running, or no scheduler
+        };
+        let done = job.run();
+        let warnings = self.control().finish_round(done);
+        if let Some(e) = warnings.round {
+            tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan");
+        }
+        if let Some(e) = warnings.demand {
+            tracing::warn!(error = %e, "provisioning round failed; pilots follow the last demand");
+        }
+    }
+
+    /// The last round's allocation; a user sees only their own applications.
+    pub fn schedule(&self, who: &Principal) -> Result<ScheduleView, ServiceError> {
+        let Principal::User { name, admin } = who else {
+            return Err(ServiceError::Forbidden(
+                "this call needs a user token, not an agent credential".into(),
+            ));
+        };
+        let mut view = self.control().schedule_view().clone();
+        if !admin {
+            view.apps.retain(|a| a.owner == *name);
+        }
+        Ok(view)
+    }
+
+    /// Measured transfer bandwidths per platform × endpoint (any user: they describe
+    /// platforms, not anyone's applications).
+    pub fn bandwidths(&self, who: &Principal) -> Result<Vec<BandwidthRow>, ServiceError> {
+        if !matches!(who, Principal::User { .. }) {
+            return Err(ServiceError::Forbidden(
+                "this call needs a user token, not an agent credential".into(),
+            ));
+        }
+        Ok(self.control().bandwidth_rows())
+    }
+
+    /// Fairshare usage per user; a user sees only their own row.
+    pub fn usage(&self, who: &Principal) -> Result<Vec<UserUsage>, ServiceError> {
+        let Principal::User { name, admin } = who else {
+            return Err(ServiceError::Forbidden(
+                "this call needs a user token, not an agent credential".into(),
+            ));
+        };
+        let mut table = self.control().usage_table(name, now_ms());
+        if !admin {
+            table.retain(|u| u.user == *name);
+        }
+        Ok(table)
+    }
+}
