@@ -39,6 +39,10 @@ pub struct Args {
     /// Allow plain HTTP on an address other than loopback (config `insecure_http = true`).
     #[arg(long)]
     pub insecure_http: bool,
+    /// Journal every input of the control plane to FILE (one JSON object a line, mode
+    /// 0600), for `hetpilot simulate live --replay FILE`. Costs a write per decision.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
 }
 
 impl Args {
@@ -99,7 +103,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let mut provision = settings.provision.clone();
     provision.manager_tls_fingerprint = fingerprint.clone();
-    let manager = Manager::open(settings)?;
+    let manager = Manager::open_journaled(settings, args.journal.as_deref())?;
     manager.use_profiles(&profiles);
     hetpilot::provision::provisioner::start(&manager, profiles, advertise, provision);
     match cert.as_ref().zip(fingerprint) {

@@ -1,8 +1,10 @@
-//! `hetpilot simulate`: trace-driven simulations, one file per kind. Without a sub-kind it
+//! `hetpilot simulate`: trace-driven simulations, one file per kind (`live` drives the
+//! manager's own control plane). Without a sub-kind it
 //! runs the two-level scheduling simulator (one scenario, or `--suite two-level`).
 
 mod alloc;
 mod fairshare;
+pub mod live;
 mod staging;
 pub mod two_level;
 
@@ -26,6 +28,8 @@ pub enum Kind {
     Fairshare(fairshare::Args),
     /// Batch-shared-I/O staging: Het-HPS vs HPS, MinMin, MaxMin, Sufferage, SJF.
     Staging(staging::Args),
+    /// The live manager's own control plane with simulated agents, or a journal replayed.
+    Live(live::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -34,6 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(Kind::Alloc(a)) => alloc::run(a),
         Some(Kind::Fairshare(a)) => fairshare::run(a),
         Some(Kind::Staging(a)) => staging::run(a),
+        Some(Kind::Live(a)) => live::run(a),
     }
 }
 

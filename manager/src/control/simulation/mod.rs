@@ -1,7 +1,14 @@
-//! `hetpilot simulate live`: the control plane driven without a manager. [`replay`] feeds
-//! a live manager's journal back through a fresh [`Control`](super::Control) and checks
-//! every decision.
+//! `hetpilot simulate live`: the control plane driven without a manager, through the same
+//! [`Control`](super::Control) methods the live manager calls.
+//! - [`simulate`] runs a [`Scenario`] (hand-written, or the live run a journal records,
+//!   with its measured runtimes) with simulated agents, batch-queue waits and rounds;
+//! - [`replay`] feeds a live manager's journal back through a fresh control plane and
+//!   checks every decision comes out the same.
 
 mod replay;
+mod scenario;
+mod world;
 
 pub use replay::{replay, ReplayError, ReplaySummary};
+pub use scenario::{Scenario, ScenarioApp, ScenarioError, ScenarioPlatform};
+pub use world::{simulate, simulate_journaled, AllocationRecord, SimError, SimOutcome};

@@ -1,0 +1,276 @@
+//! A `simulate live` scenario: the platforms (how many agents of how many slots, after
+//! what batch-queue wait), the applications (tasks, cores, owner, when submitted) and how
+//! long each application's task runs on each platform. Written by hand as TOML, or taken
+//! from a live manager's journal: the same applications and agents, with the runtimes the
+//! live run measured.
+
+use super::super::journal::{Entry, Input};
+use super::super::{ControlSettings, FairshareConfig, SchedulerConfig};
+use hetpilot_shared::protocol::Outcome;
+use hetpilot_shared::spec::{AppSpec, TaskSource};
+use hetpilot_shared::{AgentId, AppId};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub scheduler: SchedulerConfig,
+    #[serde(default)]
+    pub fairshare: FairshareConfig,
+    /// An agent silent this long is lost (simulated agents never are).
+    #[serde(default = "default_lease_timeout_ms")]
+    pub lease_timeout_ms: u64,
+    /// Seeds the runtimes' noise (the scheduler has its own `[scheduler] seed`).
+    #[serde(default)]
+    pub seed: u64,
+    /// Each run's wall time is its mean × a log-normal factor of this σ (0: exact).
+    #[serde(default)]
+    pub runtime_noise: f64,
+    #[serde(rename = "platform")]
+    pub platforms: Vec<ScenarioPlatform>,
+    #[serde(rename = "app")]
+    pub apps: Vec<ScenarioApp>,
+}
+
+fn default_lease_timeout_ms() -> u64 {
+    30_000
+}
+
+/// One platform's agents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioPlatform {
+    pub name: String,
+    /// When each agent joins (ms from the start): a pilot's batch-queue wait.
+    pub agents_at_ms: Vec<u64>,
+    pub slots: u32,
+}
+
+/// One application.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioApp {
+    pub name: String,
+    #[serde(default = "default_owner")]
+    pub owner: String,
+    pub tasks: u64,
+    #[serde(default = "one")]
+    pub cores: u32,
+    #[serde(default)]
+    pub submit_at_ms: u64,
+    /// Mean wall time of one task on each platform, seconds.
+    pub runtime_s: BTreeMap<String, f64>,
+}
+
+fn default_owner() -> String {
+    "user".into()
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Why a scenario cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("application `{app}` has no runtime on platform `{platform}` (runtime_s.{platform})")]
+    NoRuntime { app: String, platform: String },
+    #[error("application `{app}`: runtime_s.{platform} = {value} is not a duration in seconds")]
+    BadRuntime {
+        app: String,
+        platform: String,
+        value: f64,
+    },
+    #[error("platform `{0}` has agents of 0 slots")]
+    NoSlots(String),
+    #[error("application `{0}` has tasks of 0 cores")]
+    NoCores(String),
+    #[error("runtime_noise {0} is not in 0-2")]
+    Noise(f64),
+    #[error("the journal has no `open` line, or starts from a restarted manager's state")]
+    NoOpen,
+    #[error("the journal's application {0} never ran a task on platform `{1}`: its runtime there is unknown")]
+    Unmeasured(AppId, String),
+}
+
+impl Scenario {
+    pub fn check(&self) -> Result<(), ScenarioError> {
+        if !(0.0..=2.0).contains(&self.runtime_noise) {
+            return Err(ScenarioError::Noise(self.runtime_noise));
+        }
+        for p in &self.platforms {
+            if p.slots == 0 {
+                return Err(ScenarioError::NoSlots(p.name.clone()));
+            }
+        }
+        for a in &self.apps {
+            if a.cores == 0 {
+                return Err(ScenarioError::NoCores(a.name.clone()));
+            }
+            for p in &self.platforms {
+                match a.runtime_s.get(&p.name) {
+                    None => {
+                        return Err(ScenarioError::NoRuntime {
+                            app: a.name.clone(),
+                            platform: p.name.clone(),
+                        })
+                    }
+                    Some(&v) if !(v.is_finite() && v >= 0.0 && v < 1e9) => {
+                        return Err(ScenarioError::BadRuntime {
+                            app: a.name.clone(),
+                            platform: p.name.clone(),
+                            value: v,
+                        })
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What the control plane is configured with.
+    pub fn settings(&self) -> ControlSettings {
+        ControlSettings {
+            scheduler: self.scheduler.clone(),
+            fairshare: self.fairshare.clone(),
+            lease_timeout_ms: self.lease_timeout_ms,
+            store_io_mib_per_s: HashMap::new(),
+        }
+    }
+
+    /// The live run a journal records, as a scenario: its settings, its applications
+    /// (submitted at the same offsets), its agents (joining at the same offsets) and, for
+    /// each application and platform, the mean wall time of the successful runs measured
+    /// there.
+    pub fn from_journal(entries: &[Entry]) -> Result<Scenario, ScenarioError> {
+        let settings = match entries.first().map(|e| &e.input) {
+            Some(Input::Open {
+                settings,
+                restored: false,
+            }) => settings.clone(),
+            _ => return Err(ScenarioError::NoOpen),
+        };
+        let start = entries
+            .iter()
+            .find_map(|e| input_time(&e.input))
+            .unwrap_or(0);
+        let mut apps: Vec<(AppId, ScenarioApp)> = Vec::new();
+        let mut platforms: BTreeMap<String, ScenarioPlatform> = BTreeMap::new();
+        let mut agent_platform: HashMap<AgentId, String> = HashMap::new();
+        let mut walls: HashMap<(AppId, String), (f64, u64)> = HashMap::new();
+        for e in entries {
+            match &e.input {
+                Input::Submit {
+                    app,
+                    owner,
+                    spec,
+                    now_ms,
+                    ..
+                } => apps.push((*app, app_of(spec, owner, now_ms - start))),
+                Input::AgentJoined { join, now_ms } => {
+                    agent_platform.insert(join.agent, join.platform.clone());
+                    let p = platforms.entry(join.platform.clone()).or_insert_with(|| {
+                        ScenarioPlatform {
+                            name: join.platform.clone(),
+                            agents_at_ms: Vec::new(),
+                            slots: join.slots,
+                        }
+                    });
+                    p.agents_at_ms.push(now_ms - start);
+                }
+                Input::Report {
+                    agent,
+                    results,
+                    duplicate,
+                    ..
+                } => {
+                    let Some(platform) = agent_platform.get(agent) else {
+                        continue;
+                    };
+                    for (r, dup) in results.iter().zip(duplicate) {
+                        if !dup && r.outcome == Outcome::Success {
+                            let w = walls.entry((r.task.app, platform.clone())).or_default();
+                            w.0 += r.measurements.wall_ms / 1000.0;
+                            w.1 += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        for (id, mut app) in apps {
+            for p in platforms.keys() {
+                let (sum, n) = walls
+                    .get(&(id, p.clone()))
+                    .copied()
+                    .ok_or_else(|| ScenarioError::Unmeasured(id, p.clone()))?;
+                app.runtime_s.insert(p.clone(), sum / n as f64);
+            }
+            out.push(app);
+        }
+        Ok(Scenario {
+            scheduler: settings.scheduler,
+            fairshare: settings.fairshare,
+            lease_timeout_ms: settings.lease_timeout_ms,
+            seed: 0,
+            runtime_noise: 0.0,
+            platforms: platforms.into_values().collect(),
+            apps: out,
+        })
+    }
+}
+
+/// The scenario application a submitted spec describes.
+fn app_of(spec: &AppSpec, owner: &str, submit_at_ms: u64) -> ScenarioApp {
+    ScenarioApp {
+        name: spec.name.clone(),
+        owner: owner.to_string(),
+        tasks: spec.tasks.count().unwrap_or(0),
+        cores: spec.cores,
+        submit_at_ms,
+        runtime_s: BTreeMap::new(),
+    }
+}
+
+/// The clock of an input, for those that carry one.
+fn input_time(input: &Input) -> Option<u64> {
+    match input {
+        Input::Submit { now_ms, .. }
+        | Input::AgentJoined { now_ms, .. }
+        | Input::Lease { now_ms, .. }
+        | Input::Started { now_ms, .. }
+        | Input::Heartbeat { now_ms, .. }
+        | Input::Reconcile { now_ms, .. }
+        | Input::Report { now_ms, .. }
+        | Input::Expire { now_ms }
+        | Input::Deregister { now_ms, .. }
+        | Input::RoundBegan { now_ms, .. } => Some(*now_ms),
+        _ => None,
+    }
+}
+
+/// The spec a scenario application is submitted as (an array of no-op commands).
+pub(super) fn spec_of(app: &ScenarioApp) -> AppSpec {
+    AppSpec {
+        name: app.name.clone(),
+        command: "true".into(),
+        tasks: TaskSource::Array {
+            start: 1,
+            end: app.tasks,
+        },
+        cores: app.cores,
+        memory_mb: 0,
+        env: Default::default(),
+        workdir: None,
+        max_attempts: 1,
+        timeout_secs: None,
+        output_dir: None,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        data_intensive: false,
+    }
+}
