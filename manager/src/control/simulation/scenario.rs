@@ -117,7 +117,7 @@ impl Scenario {
                             platform: p.name.clone(),
                         })
                     }
-                    Some(&v) if !(v.is_finite() && v >= 0.0 && v < 1e9) => {
+                    Some(&v) if !(0.0..1e9).contains(&v) => {
                         return Err(ScenarioError::BadRuntime {
                             app: a.name.clone(),
                             platform: p.name.clone(),
