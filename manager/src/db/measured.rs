@@ -4,10 +4,10 @@
 
 use super::skip::{col, col_u64, each_row};
 use super::write::outcome_from_str;
-use hetpilot_shared::files::Transfer;
-use hetpilot_shared::protocol::Outcome;
-use hetpilot_shared::spec::AppSpec;
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::files::Transfer;
+use hetpilot_protocol::protocol::Outcome;
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::{AgentId, AppId};
 use rusqlite::Connection;
 
 /// An application's owner and what each of its tasks reserves.

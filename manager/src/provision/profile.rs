@@ -33,7 +33,7 @@
 //! link_mib_per_s = 100            # each node's share of the link to the storage
 //! ```
 
-use hetpilot_shared::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
+use hetpilot_transport::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,11 +4,11 @@
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::db::{AgentResources, Write};
 use crate::queue::{AgentEntry, ReportCheck};
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
 };
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::{AgentId, AppId};
 use std::time::Duration;
 
 /// Longest a pull may wait for work.

@@ -12,8 +12,8 @@ use super::staging_model::{request_files, staging_platform, Measures};
 use super::Manager;
 use crate::queue::{Partitions, StagingDue, StagingRequest};
 use crate::staging::{policy_by_name, StagingError, StagingPlan};
-use hetpilot_shared::files::{Source, TaskFile};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::files::{Source, TaskFile};
+use hetpilot_protocol::AppId;
 use std::collections::HashSet;
 
 /// The staging plans being made, so concurrent pulls plan each application once and wait
@@ -168,8 +168,8 @@ mod tests {
     use super::*;
     use crate::service::staging_model::tests::{grouped, State};
     use crate::staging::model::{Platform, Workload};
-    use hetpilot_shared::files::Transfer;
-    use hetpilot_shared::AgentId;
+    use hetpilot_protocol::files::Transfer;
+    use hetpilot_protocol::AgentId;
     use std::collections::HashMap;
 
     const MIB: f64 = 1024.0 * 1024.0;
