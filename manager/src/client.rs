@@ -1,12 +1,12 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
-use hetpilot_protocol::live::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus};
 use hetpilot_protocol::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, NewAgentToken, NewUser, SubmitResponse,
     TaskDetail, TaskInfo, TokenResponse,
 };
 use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_protocol::{AppId, TaskRef};
 use hetpilot_transport::http::{self, CallError};
 use hetpilot_transport::tls::{ClientTrust, TlsError};

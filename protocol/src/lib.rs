@@ -7,10 +7,10 @@
 pub mod byte_range;
 pub mod files;
 pub mod ids;
-pub mod live;
 pub mod pilots;
 pub mod protocol;
 pub mod spec;
 pub mod template;
+pub mod views;
 
 pub use ids::{AgentId, AppId, TaskRef};

@@ -13,7 +13,7 @@ use crate::sched::{
     ApplicationState, CoreAllocation, PlatformState, ProfileError, SchedError, Scheduler,
     SchedulerSettings, Snapshot,
 };
-use hetpilot_protocol::live::{AppAllocation, PlatformView, ScheduleView};
+use hetpilot_protocol::views::{AppAllocation, PlatformView, ScheduleView};
 use hetpilot_protocol::{AgentId, AppId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

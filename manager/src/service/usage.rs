@@ -14,7 +14,7 @@ use crate::fairshare::{
     penalty_by_name, priorities, JobRequest, Machine, PenaltyFunction, Platform, Shares,
     UsageLedger, UsageRecord,
 };
-use hetpilot_protocol::live::UserUsage;
+use hetpilot_protocol::views::UserUsage;
 use hetpilot_protocol::{AgentId, AppId};
 use std::collections::HashMap;
 
