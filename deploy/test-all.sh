@@ -8,13 +8,15 @@ cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-# The pure core stays pure: no async runtime, database, HTTP or SSH crate in its tree.
-impure=$(cargo tree -p hetpilot-core -e normal --prefix none \
-  | sed 's/ v[0-9].*//' | sort -u | grep -xE 'tokio|rusqlite|reqwest|axum|hyper|ssh2' || true)
-if [ -n "$impure" ]; then
-  echo "hetpilot-core depends on I/O crates: $impure (cargo tree -p hetpilot-core -i NAME)" >&2
-  exit 1
-fi
+# The pure crates stay pure: no async runtime, database, HTTP, TLS or SSH crate in their trees.
+for pure in hetpilot-core hetpilot-protocol; do
+  impure=$(cargo tree -p "$pure" -e normal --prefix none \
+    | sed 's/ v[0-9].*//' | sort -u | grep -xE 'tokio|rusqlite|reqwest|axum|hyper|ssh2|rustls' || true)
+  if [ -n "$impure" ]; then
+    echo "$pure depends on I/O crates: $impure (cargo tree -p $pure -i NAME)" >&2
+    exit 1
+  fi
+done
 # The end-to-end tests start the real `hetpilot` and `hetpilot-agent` binaries.
 cargo build --workspace --bins
 

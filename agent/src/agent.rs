@@ -7,7 +7,7 @@ use crate::held::Held;
 use crate::reporter;
 use crate::sandbox::Sandbox;
 use crate::staging::{self, Grants, Stager};
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::protocol::{
     HeartbeatResponse, PullRequest, PullResponse, RegisterRequest, RegisterResponse, TaskAttempt,
 };
 use std::path::PathBuf;

@@ -1,8 +1,8 @@
 //! The agent's side of the `/v1` API: typed calls with timeouts; connection failures are
 //! reported as retryable so a manager restart never loses an agent's results.
 
-use hetpilot_shared::http::{self, CallError};
-use hetpilot_shared::tls::{ClientTrust, TlsError};
+use hetpilot_transport::http::{self, CallError};
+use hetpilot_transport::tls::{ClientTrust, TlsError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;

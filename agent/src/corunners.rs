@@ -1,8 +1,8 @@
 //! Co-runner tracking: for each running task, the set of applications whose tasks shared
 //! the node at any time during it. This is what per-co-runner-set profiling is built on.
 
-use hetpilot_shared::protocol::TaskAttempt;
-use hetpilot_shared::AppId;
+use hetpilot_protocol::protocol::TaskAttempt;
+use hetpilot_protocol::AppId;
 use std::collections::{BTreeSet, HashMap};
 
 #[derive(Default)]
@@ -34,7 +34,7 @@ impl CoRunners {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetpilot_shared::TaskRef;
+    use hetpilot_protocol::TaskRef;
 
     fn at(app: u64, index: u64) -> TaskAttempt {
         TaskAttempt {

@@ -10,11 +10,11 @@ use crate::runner::{self, Finished};
 use crate::sandbox::Sandbox;
 use crate::spawn::{self, Place, Prepared};
 use crate::staging::{Prepared as StagedFiles, Stager};
-use hetpilot_shared::files::StagingStats;
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::files::StagingStats;
+use hetpilot_protocol::protocol::{
     AppRuntime, Assignment, Measurements, Outcome, TaskAttempt, TaskResult,
 };
-use hetpilot_shared::AppId;
+use hetpilot_protocol::AppId;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

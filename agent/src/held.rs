@@ -2,7 +2,7 @@
 //! running, or finished with the result in flight). Heartbeats send it so the manager can
 //! give back leases whose answer never reached the agent.
 
-use hetpilot_shared::protocol::{HeartbeatRequest, TaskAttempt};
+use hetpilot_protocol::protocol::{HeartbeatRequest, TaskAttempt};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -48,7 +48,7 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetpilot_shared::{AppId, TaskRef};
+    use hetpilot_protocol::{AppId, TaskRef};
 
     #[test]
     fn runs_are_held_until_released() {

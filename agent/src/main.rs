@@ -26,9 +26,9 @@ mod work_dir;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use hetpilot_shared::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
-use hetpilot_shared::protocol::RegisterRequest;
-use hetpilot_shared::tls::ClientTrust;
+use hetpilot_protocol::protocol::RegisterRequest;
+use hetpilot_transport::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
+use hetpilot_transport::tls::ClientTrust;
 use std::path::PathBuf;
 use std::time::Duration;
 use sysinfo::System;

@@ -4,7 +4,7 @@
 
 use crate::api::{Api, ApiError};
 use crate::held::Held;
-use hetpilot_shared::protocol::{ReportRequest, ReportResponse, TaskAttempt, TaskResult};
+use hetpilot_protocol::protocol::{ReportRequest, ReportResponse, TaskAttempt, TaskResult};
 use std::time::Duration;
 use tokio::sync::mpsc;
 

@@ -2,7 +2,7 @@
 //! with `wait4`: wall time, user and system CPU, peak RSS, and how it ended. A timeout or
 //! a kill order kills the whole process group.
 
-use hetpilot_shared::protocol::{AppRuntime, Outcome};
+use hetpilot_protocol::protocol::{AppRuntime, Outcome};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -225,7 +225,7 @@ mod tests {
 
     fn test_app() -> AppRuntime {
         AppRuntime {
-            app: hetpilot_shared::AppId(1),
+            app: hetpilot_protocol::AppId(1),
             name: "t".into(),
             cores: 1,
             env: Default::default(),

@@ -4,7 +4,7 @@
 //! pipes whose read ends are made non-blocking with one `fcntl` each.
 
 use crate::sandbox::{Sandbox, TaskView};
-use hetpilot_shared::protocol::{AppRuntime, Assignment};
+use hetpilot_protocol::protocol::{AppRuntime, Assignment};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -330,7 +330,7 @@ fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetpilot_shared::{AppId, TaskRef};
+    use hetpilot_protocol::{AppId, TaskRef};
     use std::io::Read;
 
     fn app(env: &[(&str, &str)]) -> AppRuntime {

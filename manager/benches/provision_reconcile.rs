@@ -9,7 +9,7 @@
 use hetpilot::provision::adapter::{adapter_for, BatchJobId, JobState};
 use hetpilot::provision::reconcile::{decide, Backoff, Caps, Input, PilotView, Policy};
 use hetpilot::provision::{runner, AdapterKind, Login, PlatformProfile};
-use hetpilot_shared::pilots::PilotState;
+use hetpilot_protocol::pilots::PilotState;
 use std::path::Path;
 use std::time::Instant;
 

@@ -1,15 +1,15 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
-use hetpilot_shared::http::{self, CallError};
-use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
-use hetpilot_shared::pilots::{PilotRecord, PlatformStatus};
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus};
+use hetpilot_protocol::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, NewAgentToken, NewUser, SubmitResponse,
     TaskDetail, TaskInfo, TokenResponse,
 };
-use hetpilot_shared::spec::AppSpec;
-use hetpilot_shared::tls::{ClientTrust, TlsError};
-use hetpilot_shared::{AppId, TaskRef};
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
+use hetpilot_protocol::{AppId, TaskRef};
+use hetpilot_transport::http::{self, CallError};
+use hetpilot_transport::tls::{ClientTrust, TlsError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;

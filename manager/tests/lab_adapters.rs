@@ -6,7 +6,7 @@
 use hetpilot::provision::adapter::{adapter_for, BatchAdapter};
 use hetpilot::provision::runner::{for_login, CommandRunner, LocalRunner, SshRunner};
 use hetpilot::provision::{AdapterKind, BatchJobId, JobState, Login, PilotSpec, PlatformProfile};
-use hetpilot_shared::host_keys::{HostKeyCheck, HostKeyPolicy};
+use hetpilot_transport::host_keys::{HostKeyCheck, HostKeyPolicy};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Once;

@@ -51,7 +51,7 @@ fn tasks_with_long_and_short_timeouts_free_their_slots() {
     let m = Manager::start(dir.path(), 30.0);
     let mut agent = m.agent("local", 2, &[]);
     let mut long = array_app("long", "/bin/sleep 0.5", 2);
-    long["timeout_secs"] = json!(hetpilot_shared::spec::MAX_TIMEOUT_SECS);
+    long["timeout_secs"] = json!(hetpilot_protocol::spec::MAX_TIMEOUT_SECS);
     let long = m.submit(long);
     let mut short = array_app("short", "/bin/sleep 30", 1);
     short["timeout_secs"] = json!(1);

@@ -6,7 +6,7 @@
 //! manager refuses applications naming a store it does not know.
 
 use hetpilot_e2e::{free_port, pattern, wait_until, FileStore, Manager};
-use hetpilot_shared::store_grant::StoreSecret;
+use hetpilot_transport::store_grant::StoreSecret;
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};

@@ -1,12 +1,12 @@
 //! Who may touch a path on the store: a request carries `Authorization: Bearer TOKEN`, a
-//! grant the manager signed for this store (see `hetpilot_shared::store_grant`). Missing,
+//! grant the manager signed for this store (see `hetpilot_transport::store_grant`). Missing,
 //! malformed, forged or expired grants get 401; a valid grant for another owner than the
 //! path's first component gets 403. Tokens are never logged.
 
 use super::StoreError;
 use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
-use hetpilot_shared::store_grant::StoreSecret;
+use hetpilot_transport::store_grant::StoreSecret;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Checks that the request's grant opens `owner`'s files on store `store`.

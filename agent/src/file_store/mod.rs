@@ -19,12 +19,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use hetpilot_shared::files::check_store_name;
-use hetpilot_shared::http_file::{self, HttpFileError};
-use hetpilot_shared::protocol::ErrorBody;
-use hetpilot_shared::serve::ServeLimits;
-use hetpilot_shared::store_grant::StoreSecret;
-use hetpilot_shared::tls::server_config;
+use hetpilot_protocol::files::check_store_name;
+use hetpilot_protocol::protocol::ErrorBody;
+use hetpilot_transport::http_file::{self, HttpFileError};
+use hetpilot_transport::serve::ServeLimits;
+use hetpilot_transport::store_grant::StoreSecret;
+use hetpilot_transport::tls::server_config;
 use paths::PathError;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -165,7 +165,7 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
         max_connections_per_ip: args.max_connections_per_ip as usize,
         tls,
     };
-    hetpilot_shared::serve::serve(listener, app, limits, stop_signal())
+    hetpilot_transport::serve::serve(listener, app, limits, stop_signal())
         .await
         .context("serving files")?;
     tracing::info!("file store stopped");

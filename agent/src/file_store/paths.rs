@@ -6,7 +6,7 @@
 //! another owner's directory: a user able to plant a symlink on the storage host must not
 //! reach someone else's files through the store.
 
-use hetpilot_shared::files::{parse_output, Source};
+use hetpilot_protocol::files::{parse_output, Source};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 

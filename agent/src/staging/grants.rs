@@ -2,7 +2,7 @@
 //! answers), newest per (store, owner). Transfers look their grant up when they start, so
 //! a refreshed grant is used from the next transfer on.
 
-use hetpilot_shared::protocol::StoreGrant;
+use hetpilot_protocol::protocol::StoreGrant;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

@@ -22,10 +22,10 @@ pub use sftp::SftpKeys;
 
 use cache::{Cache, CacheError, Fetched, Pin, Wait};
 pub use grants::Grants;
-use hetpilot_shared::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
-use hetpilot_shared::protocol::{AppRuntime, Assignment};
-use hetpilot_shared::tls::ClientTrust;
-use hetpilot_shared::AppId;
+use hetpilot_protocol::files::{Source, StagingStats, TaskFile, TaskFiles, Transfer};
+use hetpilot_protocol::protocol::{AppRuntime, Assignment};
+use hetpilot_protocol::AppId;
+use hetpilot_transport::tls::ClientTrust;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -84,7 +84,7 @@ impl Stager {
             Cache::open(&settings.cache_dir, settings.cache_max).map_err(|e| e.to_string())?;
         let builder = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
-            .pool_idle_timeout(hetpilot_shared::http::POOL_IDLE_TIMEOUT);
+            .pool_idle_timeout(hetpilot_transport::http::POOL_IDLE_TIMEOUT);
         let http = settings
             .trust
             .apply(builder)
@@ -396,7 +396,7 @@ fn source_key(owner: &str, source: &Source) -> String {
 }
 
 /// Where `path` of the grant's owner is on its store.
-fn store_url(grant: &hetpilot_shared::protocol::StoreGrant, path: &str) -> String {
+fn store_url(grant: &hetpilot_protocol::protocol::StoreGrant, path: &str) -> String {
     format!(
         "{}/{}/{}",
         grant.url,

@@ -3,8 +3,8 @@
 //! problems are reported together.
 
 use super::{add_transfer, http, sftp, store_url, Stager};
-use hetpilot_shared::files::{Source, StagingStats, TaskFile};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::files::{Source, StagingStats, TaskFile};
+use hetpilot_protocol::AppId;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

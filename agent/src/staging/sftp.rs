@@ -4,8 +4,8 @@
 //! refused, unless `--accept-new-host-keys` lets an unknown host's key in (added to the
 //! file). Blocking: callers run these on the blocking pool.
 
-use hetpilot_shared::files::SftpUrl;
-use hetpilot_shared::host_keys::{HostKeyCheck, Trusted};
+use hetpilot_protocol::files::SftpUrl;
+use hetpilot_transport::host_keys::{HostKeyCheck, Trusted};
 use sha2::{Digest, Sha256};
 use ssh2::Session;
 use std::io::{Read, Write};

@@ -2,8 +2,8 @@
 //! durations (`10m`), and ranges (`1-100`). Errors name the file, the line and the field.
 
 use anyhow::{anyhow, bail, Context};
-use hetpilot_shared::files::FileDecl;
-use hetpilot_shared::spec::{AppSpec, SpecError, TaskSource};
+use hetpilot_protocol::files::FileDecl;
+use hetpilot_protocol::spec::{AppSpec, SpecError, TaskSource};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -9,7 +9,7 @@ use clap::Args as ClapArgs;
 use hetpilot::client::Client;
 use hetpilot::config::default_data_dir;
 use hetpilot::service::admin_token_path;
-use hetpilot_shared::tls::ClientTrust;
+use hetpilot_transport::tls::ClientTrust;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, ClapArgs)]

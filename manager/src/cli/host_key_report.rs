@@ -4,7 +4,7 @@
 
 use hetpilot::provision::runner::look_up_host_key;
 use hetpilot::provision::{AdapterKind, Login, PlatformProfile};
-use hetpilot_shared::host_keys::{HostKeyPolicy, Listing};
+use hetpilot_transport::host_keys::{HostKeyPolicy, Listing};
 
 /// Prints one line per host the profile reaches over SSH; returns how many were refused.
 /// Changes no file: under accept-new an unknown key is only reported.

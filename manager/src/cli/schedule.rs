@@ -4,7 +4,7 @@
 use super::connect::Connect;
 use super::output::{print_json, print_table};
 use clap::Args as ClapArgs;
-use hetpilot_shared::live::ScheduleView;
+use hetpilot_protocol::views::ScheduleView;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {

@@ -7,7 +7,7 @@ use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::config::Settings;
 use hetpilot::service::{admin_token_path, Manager};
-use hetpilot_shared::tls;
+use hetpilot_transport::tls;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 

@@ -6,7 +6,7 @@ use super::connect::Connect;
 use super::output::print_json;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
-use hetpilot_shared::spec::{AppSpec, TaskSource};
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

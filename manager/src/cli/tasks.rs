@@ -3,8 +3,8 @@
 use super::connect::Connect;
 use super::output::{millis, print_json, print_table};
 use clap::Args as ClapArgs;
-use hetpilot_shared::protocol::{AttemptRecord, TaskInfo};
-use hetpilot_shared::{AppId, TaskRef};
+use hetpilot_protocol::protocol::{AttemptRecord, TaskInfo};
+use hetpilot_protocol::{AppId, TaskRef};
 
 #[derive(Debug, ClapArgs)]
 pub struct TasksArgs {

@@ -1,7 +1,7 @@
 //! `[[storage]]`: the file stores (`hetpilot-agent serve-files`) agents fetch inputs from
 //! and store outputs to directly, instead of through the manager. Each entry names a
 //! store, the URL agents reach it at, and the secret file the manager signs its grants
-//! with (the same secret the store verifies them with, see `hetpilot_shared::store_grant`).
+//! with (the same secret the store verifies them with, see `hetpilot_transport::store_grant`).
 //!
 //! ```toml
 //! store_grant_ttl_secs = 86400     # how long a grant lasts (running agents get fresh ones)
@@ -12,8 +12,8 @@
 //! io_mib_per_s = 800               # optional: the store's I/O bandwidth, for staging models
 //! ```
 
-use hetpilot_shared::files::check_store_name;
-use hetpilot_shared::store_grant::StoreSecret;
+use hetpilot_protocol::files::check_store_name;
+use hetpilot_transport::store_grant::StoreSecret;
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::path::PathBuf;

@@ -7,8 +7,8 @@
 //! the bandwidth as their bytes over their seconds (a throughput, not a mean of rates, so
 //! one slow small transfer does not dominate). Rebuilt from `attempt_staging` at start-up.
 
-use hetpilot_shared::files::Transfer;
-use hetpilot_shared::live::BandwidthRow;
+use hetpilot_protocol::files::Transfer;
+use hetpilot_protocol::views::BandwidthRow;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Transfers kept per platform × endpoint: recent enough to follow a link that changed,

@@ -6,9 +6,9 @@
 
 use super::{AgentJoin, Capacity, ControlSettings, StagingProfile};
 use crate::queue::{LeaseBatch, Partitions, ReportError};
-use hetpilot_shared::protocol::{TaskAttempt, TaskResult};
-use hetpilot_shared::spec::AppSpec;
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::protocol::{TaskAttempt, TaskResult};
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::{AgentId, AppId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

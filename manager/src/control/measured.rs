@@ -2,9 +2,9 @@
 //! every run that reported a result with its measurements and transfers. The store
 //! rebuilds them at start-up (`db::measured`); reports add to them as they arrive.
 
-use hetpilot_shared::files::Transfer;
-use hetpilot_shared::protocol::{Outcome, TaskResult};
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::files::Transfer;
+use hetpilot_protocol::protocol::{Outcome, TaskResult};
+use hetpilot_protocol::{AgentId, AppId};
 use serde::{Deserialize, Serialize};
 
 /// An application's owner and what each of its tasks reserves.

@@ -41,10 +41,10 @@ pub use staging_plan::StagingJob;
 
 use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportCheck, ReportError};
 use crate::sched::SchedError;
-use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
-use hetpilot_shared::protocol::{TaskAttempt, TaskResult};
-use hetpilot_shared::spec::AppSpec;
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::protocol::{TaskAttempt, TaskResult};
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
+use hetpilot_protocol::{AgentId, AppId};
 use journal::Journal;
 use policy_state::PolicyState;
 use std::collections::{BTreeMap, HashSet};
@@ -134,7 +134,7 @@ impl Control {
         app: AppId,
         owner: String,
         spec: AppSpec,
-        template: hetpilot_shared::template::Template,
+        template: hetpilot_protocol::template::Template,
         now_ms: u64,
     ) {
         self.journal.input(|| Input::Submit {

@@ -12,7 +12,7 @@
 //! next application sees it.
 
 use crate::alloc::{Allocator, Cluster, ClusterLoad, Decision, Job, Tlpa};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::AppId;
 
 /// An agent as a cluster of the TLPA model.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,9 +12,9 @@ use super::staging_model::StagingProfile;
 use super::usage::Usage;
 use super::{AgentResources, Measured, Run};
 use crate::sched::SchedError;
-use hetpilot_shared::live::ScheduleView;
-use hetpilot_shared::protocol::Outcome;
-use hetpilot_shared::AgentId;
+use hetpilot_protocol::protocol::Outcome;
+use hetpilot_protocol::views::ScheduleView;
+use hetpilot_protocol::AgentId;
 use std::collections::{BTreeMap, HashMap};
 
 pub(super) struct PolicyState {

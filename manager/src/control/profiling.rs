@@ -19,7 +19,7 @@ use crate::sched::profile::{
     ApplicationProfile, CombinationSpec, PlatformProfile, RuntimeDistribution,
 };
 use crate::sched::{ProfileError, RuntimeProfile};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::AppId;
 use std::collections::HashMap;
 
 /// Runtime used for an application measured nowhere while nothing is measured at all.

@@ -12,7 +12,7 @@
 
 use super::profiling::RunStats;
 use super::scheduling::{LiveAgent, LiveApp, Planner, RoundError};
-use hetpilot_shared::AgentId;
+use hetpilot_protocol::AgentId;
 use std::collections::{BTreeMap, HashMap};
 
 /// How far a profiled platform can grow.
@@ -94,7 +94,7 @@ pub fn demand_by_platform(
 mod tests {
     use super::*;
     use crate::control::SchedulerConfig;
-    use hetpilot_shared::AppId;
+    use hetpilot_protocol::AppId;
 
     fn app(id: u64, waiting: u64, cores: u32) -> LiveApp {
         LiveApp {

@@ -13,8 +13,8 @@ use crate::sched::{
     ApplicationState, CoreAllocation, PlatformState, ProfileError, SchedError, Scheduler,
     SchedulerSettings, Snapshot,
 };
-use hetpilot_shared::live::{AppAllocation, PlatformView, ScheduleView};
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::views::{AppAllocation, PlatformView, ScheduleView};
+use hetpilot_protocol::{AgentId, AppId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashMap};
@@ -299,7 +299,7 @@ impl Planner {
 mod tests {
     use super::*;
     use crate::queue::{AgentEntry, AppEntry, Queues};
-    use hetpilot_shared::spec::{AppSpec, TaskSource};
+    use hetpilot_protocol::spec::{AppSpec, TaskSource};
 
     fn live_app(id: u64, owner: &str, waiting: u64) -> LiveApp {
         LiveApp {

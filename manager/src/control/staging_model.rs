@@ -18,8 +18,8 @@ use super::policy_state::PolicyState;
 use super::profiling::RunStats;
 use crate::queue::StagingRequest;
 use crate::staging::model::{ComputeCluster, DataFile, Platform, StorageNode, Task, Workload};
-use hetpilot_shared::files::{Source, TaskFile};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::files::{Source, TaskFile};
+use hetpilot_protocol::AppId;
 use std::collections::HashMap;
 
 /// Seconds of computation per input byte on a platform of relative speed 1, until the
@@ -245,7 +245,7 @@ impl NodeRates<'_> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use hetpilot_shared::AgentId;
+    use hetpilot_protocol::AgentId;
 
     fn file(name: &str, size: u64) -> TaskFile {
         TaskFile {

@@ -7,7 +7,7 @@ use super::staging_model::{staging_platform, Measures, RequestFiles};
 use super::Control;
 use crate::queue::{Partitions, StagingRequest};
 use crate::staging::{policy_by_name, StagingError, StagingPlan};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::AppId;
 
 /// A request ready to plan: its files and the platform its agents form.
 pub struct StagingJob {
@@ -88,8 +88,8 @@ mod tests {
     use super::*;
     use crate::control::staging_model::tests::{grouped, State};
     use crate::staging::model::{Platform, Workload};
-    use hetpilot_shared::files::Transfer;
-    use hetpilot_shared::AgentId;
+    use hetpilot_protocol::files::Transfer;
+    use hetpilot_protocol::AgentId;
     use std::collections::HashMap;
 
     const MIB: f64 = 1024.0 * 1024.0;

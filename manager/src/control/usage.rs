@@ -14,8 +14,8 @@ use crate::fairshare::{
     penalty_by_name, priorities, JobRequest, Machine, PenaltyFunction, Platform, Shares,
     UsageLedger, UsageRecord,
 };
-use hetpilot_shared::live::UserUsage;
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::views::UserUsage;
+use hetpilot_protocol::{AgentId, AppId};
 use std::collections::HashMap;
 
 /// The lowest weight a user gets, so that a heavy user still gets some cores.
@@ -139,7 +139,7 @@ impl Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetpilot_shared::protocol::Outcome;
+    use hetpilot_protocol::protocol::Outcome;
 
     fn setup(enabled: bool) -> Usage {
         let mut u = Usage::new(&FairshareConfig {

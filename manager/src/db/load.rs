@@ -4,10 +4,10 @@
 use super::schema::state_from_code;
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
 use crate::queue::{AgentEntry, AgentState, AppEntry, TaskInputs, TaskSlot};
-use hetpilot_shared::protocol::TaskState;
-use hetpilot_shared::spec::{AppSpec, TaskSource};
-use hetpilot_shared::template::{Inputs, Template};
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::protocol::TaskState;
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use hetpilot_protocol::template::{Inputs, Template};
+use hetpilot_protocol::{AgentId, AppId};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
 

@@ -5,9 +5,9 @@
 use super::skip::{col, col_u64, each_row};
 use super::write::outcome_from_str;
 use crate::control::{AgentResources, AppResources, Measured, Run};
-use hetpilot_shared::protocol::Outcome;
-use hetpilot_shared::spec::AppSpec;
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::protocol::Outcome;
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::{AgentId, AppId};
 use rusqlite::Connection;
 
 /// Reads every application, agent and recorded run.

@@ -3,7 +3,7 @@
 //! registration credential (its SHA-256 only) is kept until its agent registers.
 
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
-use hetpilot_shared::pilots::{PilotRecord, PilotState};
+use hetpilot_protocol::pilots::{PilotRecord, PilotState};
 use rusqlite::{params, Connection, Transaction};
 
 /// A pilot's registration credential: only its hash, and when it expires.

@@ -3,10 +3,10 @@
 
 use super::schema::{open, state_from_code};
 use super::write::outcome_from_str;
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::protocol::{
     AgentTokenInfo, AttemptRecord, Measurements, PlatformStats, TaskInfo, TaskState,
 };
-use hetpilot_shared::{AgentId, AppId, TaskRef};
+use hetpilot_protocol::{AgentId, AppId, TaskRef};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use std::path::Path;
 use std::sync::Mutex;

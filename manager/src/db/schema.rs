@@ -90,15 +90,15 @@ CREATE TABLE IF NOT EXISTS pilots (
 "#;
 
 /// Task states as stored (`tasks.state`).
-pub fn state_code(s: hetpilot_shared::protocol::TaskState) -> i64 {
-    hetpilot_shared::protocol::TaskState::ALL
+pub fn state_code(s: hetpilot_protocol::protocol::TaskState) -> i64 {
+    hetpilot_protocol::protocol::TaskState::ALL
         .iter()
         .position(|x| *x == s)
         .expect("every state is listed") as i64
 }
 
-pub fn state_from_code(code: i64) -> Option<hetpilot_shared::protocol::TaskState> {
-    hetpilot_shared::protocol::TaskState::ALL
+pub fn state_from_code(code: i64) -> Option<hetpilot_protocol::protocol::TaskState> {
+    hetpilot_protocol::protocol::TaskState::ALL
         .get(usize::try_from(code).ok()?)
         .copied()
 }

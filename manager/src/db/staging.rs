@@ -2,7 +2,7 @@
 //! sources, bytes found in the node's cache, bytes stored back, and the measured
 //! transfers per endpoint (JSON).
 
-use hetpilot_shared::protocol::TaskResult;
+use hetpilot_protocol::protocol::TaskResult;
 use rusqlite::{params, Transaction};
 
 pub const SCHEMA: &str = r#"

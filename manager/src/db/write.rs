@@ -3,10 +3,10 @@
 use super::pilots::{upsert_pilot, PilotCredential};
 use super::schema::state_code;
 use crate::queue::Change;
-use hetpilot_shared::pilots::PilotRecord;
-use hetpilot_shared::protocol::{Outcome, RegisterRequest, TaskState};
-use hetpilot_shared::spec::{AppSpec, TaskSource};
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::pilots::PilotRecord;
+use hetpilot_protocol::protocol::{Outcome, RegisterRequest, TaskState};
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use hetpilot_protocol::{AgentId, AppId};
 use rusqlite::{params, Transaction};
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! provisioner never calls into the manager otherwise, so provisioning depends on no
 //! service internals (and tests can drive it with a stand-in host).
 
-use hetpilot_shared::pilots::{PilotRecord, PilotState, PlatformStatus};
+use hetpilot_protocol::pilots::{PilotRecord, PilotState, PlatformStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 

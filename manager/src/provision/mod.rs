@@ -9,7 +9,7 @@
 //!   come from `deploy/templates/`.
 //! - [`catalog`]: the configured platforms' profiles, with `${VAR}` substitution.
 //! - `[provision]`, the provisioner's knobs, is `config::ProvisionSettings`.
-//! - A pilot's record and states are wire types: `hetpilot_shared::pilots`.
+//! - A pilot's record and states are wire types: `hetpilot_protocol::pilots`.
 //! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
 //! - [`host`]: the narrow trait through which the provisioner talks to the manager.
 //! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,

@@ -34,7 +34,7 @@
 //! ```
 
 use crate::control::StagingProfile;
-use hetpilot_shared::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
+use hetpilot_transport::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -13,8 +13,8 @@ use super::reconcile::{self, Backoff, Caps, Input, PilotView};
 use super::runner::{self, CommandRunner, RunnerError};
 use crate::clock::now_ms;
 use crate::config::ProvisionSettings;
-use hetpilot_shared::pilots::PlatformStatus;
-use hetpilot_shared::pilots::{PilotRecord, PilotState};
+use hetpilot_protocol::pilots::PlatformStatus;
+use hetpilot_protocol::pilots::{PilotRecord, PilotState};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 

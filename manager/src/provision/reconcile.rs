@@ -5,7 +5,7 @@
 
 use super::adapter::JobState;
 use crate::config::provision::{ms, ProvisionSettings};
-use hetpilot_shared::pilots::PilotState;
+use hetpilot_protocol::pilots::PilotState;
 
 /// The exit status of a job script that did not find the agent binary (the templates
 /// exit 127 with a message, like a shell's "command not found").

@@ -1,9 +1,9 @@
 //! One application's queue: its tasks' states and attempts, and the waiting order.
 
-use hetpilot_shared::protocol::{AppRuntime, StateCounts, TaskState};
-use hetpilot_shared::spec::{AppSpec, TaskSource};
-use hetpilot_shared::template::{TaskInput, Template};
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::protocol::{AppRuntime, StateCounts, TaskState};
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use hetpilot_protocol::template::{TaskInput, Template};
+use hetpilot_protocol::{AgentId, AppId};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Task inputs, stored compactly.

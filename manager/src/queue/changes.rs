@@ -1,7 +1,7 @@
 //! The changes the queues make, in the order they were made, for the store to persist.
 
-use hetpilot_shared::protocol::{TaskAttempt, TaskResult, TaskState};
-use hetpilot_shared::{AgentId, AppId, TaskRef};
+use hetpilot_protocol::protocol::{TaskAttempt, TaskResult, TaskState};
+use hetpilot_protocol::{AgentId, AppId, TaskRef};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {

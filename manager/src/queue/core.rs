@@ -4,10 +4,10 @@ use super::app::AppEntry;
 use super::changes::Change;
 use super::partitions::Partitions;
 use super::plan::{wanted, LeasePlan};
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::protocol::{
     AppRuntime, Assignment, Outcome, TaskAttempt, TaskResult, TaskState,
 };
-use hetpilot_shared::{AgentId, AppId, TaskRef};
+use hetpilot_protocol::{AgentId, AppId, TaskRef};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use thiserror::Error;
 

@@ -4,7 +4,7 @@
 //! order, then from the pool, then steals from the tail of the most loaded list. Entries
 //! are only hints: a task is handed out only if it still waits, so a stale entry is skipped.
 
-use hetpilot_shared::AgentId;
+use hetpilot_protocol::AgentId;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 

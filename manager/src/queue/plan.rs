@@ -2,7 +2,7 @@
 //! queues keep one and consult it on every lease (a couple of map lookups per batch); the
 //! round that builds it runs elsewhere, never inside a pull.
 
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::{AgentId, AppId};
 use std::collections::HashMap;
 
 /// Per agent and per platform preferences; applications absent from it are still served

@@ -6,9 +6,9 @@
 use super::app::TaskInputs;
 use super::core::{AgentState, Queues};
 use super::partitions::Partitions;
-use hetpilot_shared::files::{FileTemplates, TaskFile};
-use hetpilot_shared::protocol::TaskState;
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::files::{FileTemplates, TaskFile};
+use hetpilot_protocol::protocol::TaskState;
+use hetpilot_protocol::{AgentId, AppId};
 use std::collections::HashSet;
 use std::sync::Arc;
 

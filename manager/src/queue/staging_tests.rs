@@ -2,8 +2,8 @@
 //! exactly-once with the other lease paths.
 
 use super::*;
-use hetpilot_shared::spec::{AppSpec, TaskSource};
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use hetpilot_protocol::{AgentId, AppId};
 
 fn data_app(id: u64, groups: &[&str]) -> AppEntry {
     let spec = AppSpec {

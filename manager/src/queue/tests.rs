@@ -1,9 +1,9 @@
 //! Lease, report, loss and cancellation rules of the queues.
 
 use super::*;
-use hetpilot_shared::protocol::{Measurements, Outcome, TaskResult, TaskState};
-use hetpilot_shared::spec::{AppSpec, TaskSource};
-use hetpilot_shared::{AgentId, AppId, TaskRef};
+use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult, TaskState};
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use hetpilot_protocol::{AgentId, AppId, TaskRef};
 
 fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
     let spec = AppSpec {
@@ -205,7 +205,7 @@ fn cancel_ends_waiting_tasks_and_orders_kills_for_running_ones() {
     let b = q.lease(AgentId(1), 2, 0).unwrap();
     q.started(
         AgentId(1),
-        &[hetpilot_shared::protocol::TaskAttempt {
+        &[hetpilot_protocol::protocol::TaskAttempt {
             task: b.tasks[0].task,
             attempt: 1,
         }],
@@ -254,7 +254,7 @@ fn restart_reattaches_held_tasks_to_their_agent() {
 
 #[test]
 fn leases_the_agent_never_received_go_back_but_newer_ones_stay() {
-    use hetpilot_shared::protocol::TaskAttempt;
+    use hetpilot_protocol::protocol::TaskAttempt;
     let mut q = queues(&[(1, 4)], &[1]);
     let first = q.lease(AgentId(1), 2, 100).unwrap();
     let second = q.lease(AgentId(1), 2, 200).unwrap();
@@ -292,7 +292,7 @@ fn lease_times_strictly_increase_even_within_one_millisecond() {
     let b = q.lease(AgentId(1), 1, 500).unwrap();
     assert!(b.lease_ms > a.lease_ms);
     // A heartbeat that saw only the first answer must not give back the second lease.
-    let held = [hetpilot_shared::protocol::TaskAttempt {
+    let held = [hetpilot_protocol::protocol::TaskAttempt {
         task: a.tasks[0].task,
         attempt: 1,
     }];

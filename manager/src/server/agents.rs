@@ -4,11 +4,11 @@ use super::error::ApiError;
 use super::extract::{Caller, Json, Path};
 use crate::service::Manager;
 use axum::extract::State;
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::protocol::{
     AgentInfo, HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse,
 };
-use hetpilot_shared::AgentId;
+use hetpilot_protocol::AgentId;
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;

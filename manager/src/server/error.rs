@@ -5,7 +5,7 @@ use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use hetpilot_shared::protocol::ErrorBody;
+use hetpilot_protocol::protocol::ErrorBody;
 
 #[derive(Debug)]
 pub struct ApiError {

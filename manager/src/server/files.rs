@@ -2,7 +2,7 @@
 //! `GET`/`PUT /v1/apps/APP/files/NAME` (an application owner's files, for its agents).
 //! Downloads stream from disk and honour a single `Range: bytes=A-B`; uploads stream to a
 //! synced temporary file renamed into place, so a reader never sees half a file
-//! (`hetpilot_shared::http_file`, shared with the agent's file store).
+//! (`hetpilot_transport::http_file`, shared with the agent's file store).
 //! `GET /v1/file-stats` (admin) counts requests and bytes.
 
 use super::error::ApiError;
@@ -14,9 +14,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
-use hetpilot_shared::beneath;
-use hetpilot_shared::http_file::{self, HttpFileError};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::AppId;
+use hetpilot_transport::beneath;
+use hetpilot_transport::http_file::{self, HttpFileError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tower_http::limit::RequestBodyLimitLayer;

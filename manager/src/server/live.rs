@@ -5,7 +5,7 @@ use super::error::ApiError;
 use super::extract::{Caller, Json};
 use crate::service::Manager;
 use axum::extract::State;
-use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
+use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use std::sync::Arc;
 
 pub async fn schedule(

@@ -21,8 +21,8 @@ use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use hetpilot_shared::serve::ServeLimits;
-use hetpilot_shared::tls::ServerConfig;
+use hetpilot_transport::serve::ServeLimits;
+use hetpilot_transport::tls::ServerConfig;
 use rate::RateLimit;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -101,5 +101,5 @@ pub async fn serve(
         max_connections_per_ip: limits.max_connections_per_ip,
         tls,
     };
-    hetpilot_shared::serve::serve(listener, router(manager), serve_limits, shutdown).await
+    hetpilot_transport::serve::serve(listener, router(manager), serve_limits, shutdown).await
 }

@@ -4,7 +4,7 @@ use super::error::ApiError;
 use super::extract::{Caller, Json};
 use crate::service::{Manager, PlatformStatus};
 use axum::extract::State;
-use hetpilot_shared::pilots::PilotRecord;
+use hetpilot_protocol::pilots::PilotRecord;
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;

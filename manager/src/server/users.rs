@@ -4,12 +4,12 @@ use super::error::ApiError;
 use super::extract::{Caller, Json, Path, Query};
 use crate::service::{Manager, ServiceError};
 use axum::extract::State;
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::protocol::{
     AgentTokenInfo, AppReport, AppSummary, NewAgentToken, NewUser, SubmitResponse, TaskDetail,
     TaskInfo, TaskState, TokenResponse,
 };
-use hetpilot_shared::spec::AppSpec;
-use hetpilot_shared::{AppId, TaskRef};
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::{AppId, TaskRef};
 use serde::Deserialize;
 use std::sync::Arc;
 

@@ -5,11 +5,11 @@ use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::control::AgentJoin;
 use crate::db::Write;
 use crate::queue::ReportCheck;
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
 };
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::{AgentId, AppId};
 use std::time::Duration;
 
 /// Longest a pull may wait for work.

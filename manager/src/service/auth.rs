@@ -1,7 +1,7 @@
 //! Tokens and whom they belong to. Tokens are 256-bit random strings shown once; only their
 //! SHA-256 is stored, so a copy of the database grants nothing.
 
-use hetpilot_shared::AgentId;
+use hetpilot_protocol::AgentId;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

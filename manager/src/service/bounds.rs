@@ -5,8 +5,8 @@
 //! they reach usage, profiles or bandwidth estimates.
 
 use super::ServiceError;
-use hetpilot_shared::protocol::{Measurements, RegisterRequest, TaskResult};
-use hetpilot_shared::spec::AppSpec;
+use hetpilot_protocol::protocol::{Measurements, RegisterRequest, TaskResult};
+use hetpilot_protocol::spec::AppSpec;
 
 /// Most cores an agent may say its node has.
 pub const MAX_CORES: u32 = 65_536;
@@ -143,7 +143,7 @@ pub fn check_result(r: &TaskResult) -> Result<(), ServiceError> {
 /// longer than the run. Returns whether anything had to be clamped.
 pub fn clamp_to_lease(
     m: &mut Measurements,
-    staging: Option<&mut hetpilot_shared::files::StagingStats>,
+    staging: Option<&mut hetpilot_protocol::files::StagingStats>,
     lease_age_ms: u64,
     cores: u32,
 ) -> bool {
@@ -258,8 +258,8 @@ pub fn is_user_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetpilot_shared::protocol::Outcome;
-    use hetpilot_shared::{AppId, TaskRef};
+    use hetpilot_protocol::protocol::Outcome;
+    use hetpilot_protocol::{AppId, TaskRef};
 
     fn register() -> RegisterRequest {
         RegisterRequest {

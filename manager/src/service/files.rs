@@ -2,13 +2,13 @@
 //! reads and writes only their own; an agent reads and writes those of an application's
 //! owner only while it holds a lease of one of that application's tasks. Names are checked
 //! like declared files (relative, no `..`, no NUL), and the server opens them strictly
-//! beneath the owner's directory (`hetpilot_shared::beneath`). Each user's bytes are
+//! beneath the owner's directory (`hetpilot_transport::beneath`). Each user's bytes are
 //! counted against `quotas.file_service_gib_per_user`.
 
 use super::{bounds, Manager, Principal, ServiceError};
 use crate::queue::AgentState;
-use hetpilot_shared::files::{parse_output, Source};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::files::{parse_output, Source};
+use hetpilot_protocol::AppId;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -18,7 +18,7 @@ pub use crate::provision::AgentActivity;
 pub use auth::Principal;
 pub use error::ServiceError;
 pub use files::ServiceFile;
-pub use hetpilot_shared::pilots::PlatformStatus;
+pub use hetpilot_protocol::pilots::PlatformStatus;
 
 use crate::config::Settings;
 use crate::control::{Control, ControlSettings};
@@ -84,7 +84,7 @@ pub enum OpenError {
         source: std::io::Error,
     },
     #[error("configuration `[[storage]]`: {0}")]
-    Storage(#[from] hetpilot_shared::store_grant::SecretError),
+    Storage(#[from] hetpilot_transport::store_grant::SecretError),
     #[error("configuration `[scheduler]`: {0}")]
     Scheduler(#[from] crate::sched::SchedError),
     #[error("cannot write the journal {path}: {source}")]
@@ -308,7 +308,7 @@ impl Manager {
 impl Manager {
     /// An agent that left, was drained out or was declared lost loses its credential: a
     /// copy of it (in a task's hands, say) reaches nothing any more.
-    fn revoke_agent_credential(&self, id: hetpilot_shared::AgentId) {
+    fn revoke_agent_credential(&self, id: hetpilot_protocol::AgentId) {
         self.tokens
             .revoke_where(|who| matches!(who, Principal::Agent(a) if *a == id));
     }

@@ -8,9 +8,9 @@ use super::{auth, now_ms, Manager, Principal, ServiceError};
 use crate::db::{PilotCredential, StoredPilot, Write};
 use crate::provision::{AgentActivity, PilotHost};
 use crate::queue::AgentState;
-use hetpilot_shared::pilots::PlatformStatus;
-use hetpilot_shared::pilots::{PilotRecord, PilotState};
-use hetpilot_shared::AgentId;
+use hetpilot_protocol::pilots::PlatformStatus;
+use hetpilot_protocol::pilots::{PilotRecord, PilotState};
+use hetpilot_protocol::AgentId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Pilots and platform statuses held by the manager.
@@ -299,7 +299,7 @@ impl PilotHost for Manager {
 mod tests {
     use super::*;
     use crate::config::Settings;
-    use hetpilot_shared::protocol::{NewAgentToken, RegisterRequest};
+    use hetpilot_protocol::protocol::{NewAgentToken, RegisterRequest};
 
     fn request(pilot: Option<&str>) -> RegisterRequest {
         RegisterRequest {

@@ -6,7 +6,7 @@
 use super::{now_ms, Manager, Principal, ServiceError};
 use crate::control::{Capacity, StagingProfile};
 use crate::provision::profile::PlatformProfile;
-use hetpilot_shared::live::{BandwidthRow, ScheduleView, UserUsage};
+use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

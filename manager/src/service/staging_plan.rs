@@ -11,8 +11,8 @@
 use super::Manager;
 use crate::control::{request_files, StagingJob};
 use crate::queue::{Partitions, StagingDue};
-use hetpilot_shared::files::{Source, TaskFile};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::files::{Source, TaskFile};
+use hetpilot_protocol::AppId;
 use std::collections::HashSet;
 
 /// The staging plans being made, so concurrent pulls plan each application once and wait

@@ -1,7 +1,7 @@
 //! Grants to the file stores of `[[storage]]`, and which applications may name them.
 //!
 //! How grants reach agents, and why they never expire under a running task: the manager
-//! holds each store's secret and signs stateless grants (`hetpilot_shared::store_grant`),
+//! holds each store's secret and signs stateless grants (`hetpilot_transport::store_grant`),
 //! one per (store, owner), lasting `store_grant_ttl_secs`. It sends fresh ones
 //! - in every pull answer that leases tasks, for the stores those tasks' applications
 //!   use (so a task never arrives without its grant), and
@@ -17,10 +17,10 @@
 
 use super::{Manager, ServiceError};
 use crate::config::Settings;
-use hetpilot_shared::protocol::StoreGrant;
-use hetpilot_shared::spec::AppSpec;
-use hetpilot_shared::store_grant::{SecretError, StoreSecret};
-use hetpilot_shared::AppId;
+use hetpilot_protocol::protocol::StoreGrant;
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::AppId;
+use hetpilot_transport::store_grant::{SecretError, StoreSecret};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 

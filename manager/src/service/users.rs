@@ -4,12 +4,12 @@
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::db::Write;
 use crate::queue::AppEntry;
-use hetpilot_shared::protocol::{
+use hetpilot_protocol::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser,
     SubmitResponse, TaskInfo, TaskState, TokenResponse,
 };
-use hetpilot_shared::spec::AppSpec;
-use hetpilot_shared::{AppId, TaskRef};
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::{AppId, TaskRef};
 use std::sync::Arc;
 
 /// The calling user (agents and registration tokens are refused).

@@ -20,7 +20,7 @@ pub enum ReplayError {
     #[error("line {line}: application {app}'s spec is refused: {reason}")]
     Spec {
         line: usize,
-        app: hetpilot_shared::AppId,
+        app: hetpilot_protocol::AppId,
         reason: String,
     },
     #[error("line {line}: a round finished that never began")]

@@ -6,9 +6,9 @@
 
 use super::super::journal::{Entry, Input};
 use super::super::{ControlSettings, FairshareConfig, SchedulerConfig};
-use hetpilot_shared::protocol::Outcome;
-use hetpilot_shared::spec::{AppSpec, TaskSource};
-use hetpilot_shared::{AgentId, AppId};
+use hetpilot_protocol::protocol::Outcome;
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use hetpilot_protocol::{AgentId, AppId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 

@@ -11,7 +11,7 @@ pub use ssh::SshRunner;
 pub use ssh_connect::look_up_host_key;
 
 use super::profile::Login;
-use hetpilot_shared::host_keys::HostKeyError;
+use hetpilot_transport::host_keys::HostKeyError;
 use std::path::PathBuf;
 use std::sync::Arc;
 /// What a command printed and how it ended.

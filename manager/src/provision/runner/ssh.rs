@@ -6,7 +6,7 @@
 
 use super::ssh_connect::open_verified;
 use super::{CommandOutput, CommandRunner, RunnerError};
-use hetpilot_shared::host_keys::HostKeyCheck;
+use hetpilot_transport::host_keys::HostKeyCheck;
 use ssh2::{FileStat, OpenFlags, OpenType, Session};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! session, and what `hetpilot platforms check` uses to report a host's key status.
 
 use super::RunnerError;
-use hetpilot_shared::host_keys::{HostKeyCheck, Listing, OfferedKey, Trusted};
+use hetpilot_transport::host_keys::{HostKeyCheck, Listing, OfferedKey, Trusted};
 use ssh2::Session;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;

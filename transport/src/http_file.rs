@@ -4,12 +4,12 @@
 //! synced, renamed into place and its directory synced, so a reader never sees half a
 //! file and a crash never leaves one under the real name.
 
-use crate::byte_range;
 use axum::body::Body;
 use axum::http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, RANGE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::TryStreamExt;
+use hetpilot_protocol::byte_range;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

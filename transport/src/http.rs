@@ -2,11 +2,11 @@
 //! `{"error": ...}` body (or the status's reason) when refused. Shared by the agent and the
 //! CLI's client so both report refusals the same way.
 
-use crate::protocol::ErrorBody;
+use hetpilot_protocol::protocol::ErrorBody;
 use serde::de::DeserializeOwned;
 
 /// How long clients keep an idle connection for reuse: below the servers' header-read
-/// timeout (`hetpilot_shared::serve`, 10 s by default), which closes idle kept-alive
+/// timeout (`hetpilot_transport::serve`, 10 s by default), which closes idle kept-alive
 /// connections too, so a client does not send on a connection as the server closes it.
 pub const POOL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 

@@ -1,5 +1,7 @@
-//! Messages about live scheduling: the current allocation (`GET /v1/schedule`) and
-//! fairshare usage per user (`GET /v1/usage`).
+//! What the running manager shows of its scheduling, read by `hetpilot schedule`, `usage`
+//! and `bandwidths`: the last round's allocation (`GET /v1/schedule`), fairshare usage per
+//! user (`GET /v1/usage`) and the bandwidths measured between platforms and storage
+//! endpoints (`GET /v1/bandwidths`).
 
 use crate::AppId;
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,16 @@
+//! hetpilot's wire types, shared by the manager, its agents and the CLI: identifiers, the
+//! application and task model, command templates, file declarations, the JSON messages of
+//! the `/v1` HTTP protocol and the views the CLI shows. Pure: no I/O, no async runtime, no
+//! HTTP, SSH or TLS crate (`deploy/test-all.sh` checks its `cargo tree`); the transport
+//! that carries these types is `hetpilot-transport`.
+
+pub mod byte_range;
+pub mod files;
+pub mod ids;
+pub mod pilots;
+pub mod protocol;
+pub mod spec;
+pub mod template;
+pub mod views;
+
+pub use ids::{AgentId, AppId, TaskRef};
