@@ -11,13 +11,18 @@
 //! - [`alloc`]: rigid parallel jobs across clusters (best fit, fastest first, TLPA).
 //! - [`trace`]: workload traces (SWF, machine descriptions) as plain data.
 //! - [`sim`]: discrete-event, trace-driven simulators over the policies above.
+//! - [`queue`]: the manager's per-application task queues, leases and attempts.
+//! - [`control`]: every decision of the live manager as one state machine over the
+//!   queues and the policies above; `control::simulation` drives it without a manager.
 
 pub mod alloc;
+pub mod control;
 pub mod fairshare;
 /// Input generators for parsers' property tests (tests, and `--features fuzzing`).
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzz;
+pub mod queue;
 pub mod sched;
 pub mod sim;
 pub mod staging;

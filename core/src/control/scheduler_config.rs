@@ -1,6 +1,6 @@
 //! `[scheduler]`: which two-level policies the live manager runs, and how often.
 
-use hetpilot_core::sched::{SchedError, Scheduler, SchedulerSettings};
+use crate::sched::{SchedError, Scheduler, SchedulerSettings};
 use serde::{Deserialize, Serialize};
 
 /// `[scheduler]` in the configuration.

@@ -1,6 +1,6 @@
 //! `[fairshare]`: whether and how the live manager weights users by fairshare priority.
 
-use hetpilot_core::fairshare::{penalty_by_name, PENALTY_NAMES};
+use crate::fairshare::{penalty_by_name, PENALTY_NAMES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
