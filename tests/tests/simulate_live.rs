@@ -45,7 +45,10 @@ fn live_allocations(journal: &Path) -> Vec<(BTreeMap<String, Vec<u64>>, u64)> {
                     .map(|pair| {
                         let name = names[&pair[0].as_u64().unwrap()].as_str().unwrap();
                         let cores = pair[1].as_array().unwrap();
-                        (name.to_string(), cores.iter().map(|c| c.as_u64().unwrap()).collect())
+                        (
+                            name.to_string(),
+                            cores.iter().map(|c| c.as_u64().unwrap()).collect(),
+                        )
                     })
                     .collect();
                 rounds.push((apps, began));
@@ -118,7 +121,10 @@ fn a_live_run_replays_decision_for_decision_and_simulates_to_the_same_allocation
     // 1. The replay makes every decision the live manager made.
     let replayed = simulate(&["--replay", journal.to_str().unwrap()]);
     assert_eq!(replayed["identical"], true, "{replayed}");
-    assert!(replayed["leased_tasks"].as_u64().unwrap() >= 100, "{replayed}");
+    assert!(
+        replayed["leased_tasks"].as_u64().unwrap() >= 100,
+        "{replayed}"
+    );
     assert!(replayed["rounds"].as_u64().unwrap() >= 1, "{replayed}");
 
     // 2. Simulated with the runtimes the live run measured, the same workload settles on

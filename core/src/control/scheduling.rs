@@ -6,11 +6,11 @@
 //! `hetpilot schedule`. No I/O: the clock and the state come in as data.
 
 use super::placement::{place, Node, ParallelApp};
-use super::profiling::{RoundPlatform, RunStats};
+use super::profiling::{LiveProfile, RoundPlatform, RunStats};
 use super::SchedulerConfig;
 use crate::queue::{LeasePlan, PlatformPlan};
 use crate::sched::{
-    ApplicationState, CoreAllocation, PlatformState, ProfileError, SchedError, Scheduler,
+    ApplicationState, CoreAllocation, Decision, PlatformState, ProfileError, SchedError, Scheduler,
     SchedulerSettings, Snapshot,
 };
 use hetpilot_protocol::views::{AppAllocation, PlatformView, ScheduleView};
@@ -92,48 +92,21 @@ impl Planner {
         now_ms: u64,
     ) -> Result<Round, RoundError> {
         let apps: Vec<&LiveApp> = apps.iter().filter(|a| a.waiting > 0).collect();
-        // Platforms with agents: nodes are agents, a node's cores the mean slot count.
-        let mut by_platform: BTreeMap<&str, Vec<&LiveAgent>> = BTreeMap::new();
-        for a in agents {
-            by_platform.entry(&a.platform).or_default().push(a);
-        }
-        let platforms: Vec<RoundPlatform> = by_platform
-            .iter()
-            .map(|(name, agents)| {
-                let slots: u64 = agents.iter().map(|a| u64::from(a.slots)).sum();
-                let n = agents.len() as u64;
-                RoundPlatform {
-                    name: name.to_string(),
-                    cores_per_node: ((slots + n / 2) / n).max(1) as u32,
-                }
-            })
-            .collect();
+        let platforms = RoundPlatforms::of(agents);
         let ids: Vec<AppId> = apps.iter().map(|a| a.id).collect();
-        let live = stats.profile(&ids, &platforms)?;
-        let mut owners: Vec<&str> = apps.iter().map(|a| a.owner.as_str()).collect();
-        owners.sort();
-        owners.dedup();
-        let user_weights: Vec<f64> = if weights.is_empty() {
-            Vec::new()
-        } else {
-            owners
-                .iter()
-                .map(|o| weights.get(*o).copied().unwrap_or(1.0))
-                .collect()
+        let live = stats.profile(&ids, &platforms.profiled)?;
+        let input = RoundInput {
+            apps: &apps,
+            ids: &ids,
+            platforms: &platforms,
+            live: &live,
+            stats,
+            now_ms,
         };
-        let states: Vec<ApplicationState> = apps
-            .iter()
-            .enumerate()
-            .map(|(i, a)| ApplicationState {
-                profile_index: i,
-                // Demand in cores: what waits and what runs.
-                remaining_tasks: (a.waiting + a.in_flight) * u64::from(a.cores),
-                owner: owners.binary_search(&a.owner.as_str()).expect("listed"),
-                completed_tasks: a.done,
-                age_s: now_ms.saturating_sub(a.submitted_ms) as f64 / 1000.0,
-            })
-            .collect();
-        let platform_states: Vec<PlatformState> = by_platform
+        let users = UserWeights::of(&apps, weights);
+        let states = application_states(&input, &users);
+        let platform_states: Vec<PlatformState> = platforms
+            .agents
             .values()
             .enumerate()
             .map(|(j, agents)| PlatformState {
@@ -141,31 +114,47 @@ impl Planner {
                 nodes: agents.len() as u32,
             })
             .collect();
-        let names: Vec<String> = platforms.iter().map(|p| p.name.clone()).collect();
-        let previous = self.previous.as_ref().map(|(p_apps, p_platforms, alloc)| {
-            let mut out = CoreAllocation::zeros(ids.len(), names.len());
-            for (i, id) in ids.iter().enumerate() {
-                for (j, name) in names.iter().enumerate() {
-                    let pi = p_apps.iter().position(|a| a == id);
-                    let pj = p_platforms.iter().position(|p| p == name);
-                    if let (Some(pi), Some(pj)) = (pi, pj) {
-                        out.shares[i][j] = alloc.shares[pi][pj];
-                    }
-                }
-            }
-            out
-        });
+        let previous = self.previous_allocation(&ids, &platforms.names);
         let snapshot = Snapshot {
             profile: &live.profile,
             applications: &states,
             platforms: &platform_states,
-            user_weights: &user_weights,
+            user_weights: &users.weights,
             previous: previous.as_ref(),
         };
         let decision = self.scheduler.schedule(&snapshot, &mut self.rng)?;
+        let mut plan = self.lease_plan(&input, &decision);
+        plan.parallel = self.place_parallel(&input);
+        let weight = |i: usize| snapshot.weight(states[i].owner);
+        let view = self.view(&input, &decision, &plan, weight);
+        self.previous = Some((ids, platforms.names, decision.allocation));
+        Ok(Round { plan, view })
+    }
 
+    /// The previous round's allocation, remapped to this round's applications and
+    /// platforms (PAF keeps users on platforms they had).
+    fn previous_allocation(&self, ids: &[AppId], names: &[String]) -> Option<CoreAllocation> {
+        let (p_apps, p_platforms, alloc) = self.previous.as_ref()?;
+        let mut out = CoreAllocation::zeros(ids.len(), names.len());
+        for (i, id) in ids.iter().enumerate() {
+            for (j, name) in names.iter().enumerate() {
+                let pi = p_apps.iter().position(|a| a == id);
+                let pj = p_platforms.iter().position(|p| p == name);
+                if let (Some(pi), Some(pj)) = (pi, pj) {
+                    out.shares[i][j] = alloc.shares[pi][pj];
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// The queues' lease plan: per platform the applications with cores there, largest
+    /// share first, and the exploration still due; per agent its node's co-runner
+    /// combination, scaled to its own slot count.
+    fn lease_plan(&self, input: &RoundInput<'_>, decision: &Decision) -> LeasePlan {
+        let ids = input.ids;
         let mut plan = LeasePlan::default();
-        for (j, (name, agents)) in by_platform.iter().enumerate() {
+        for (j, (name, agents)) in input.platforms.agents.iter().enumerate() {
             let mut order: Vec<(u32, AppId)> = (0..ids.len())
                 .map(|i| (decision.allocation.shares[i][j], ids[i]))
                 .filter(|&(c, _)| c > 0)
@@ -179,7 +168,8 @@ impl Planner {
             }
             let explore = (0..ids.len())
                 .filter_map(|i| {
-                    let seen = live.samples[i][j] + in_flight.get(&ids[i]).copied().unwrap_or(0);
+                    let seen =
+                        input.live.samples[i][j] + in_flight.get(&ids[i]).copied().unwrap_or(0);
                     let budget = u64::from(self.explore_samples).saturating_sub(seen);
                     (budget > 0).then_some((ids[i], budget as u32))
                 })
@@ -193,7 +183,7 @@ impl Planner {
             );
             // Second level: node groups go to the platform's agents in id order, each
             // combination scaled to the agent's own slot count.
-            let cpn = platforms[j].cores_per_node;
+            let cpn = input.platforms.profiled[j].cores_per_node;
             let nodes = decision.placements[j]
                 .iter()
                 .flat_map(|g| std::iter::repeat_n(&g.slots, g.nodes as usize));
@@ -209,62 +199,83 @@ impl Planner {
                 plan.agents.insert(agent.id, scaled);
             }
         }
-        // TLPA places the multi-core applications' next tasks (the TLPA paper, Fig. 1).
+        plan
+    }
+
+    /// TLPA places the multi-core applications' next tasks (the TLPA paper, Fig. 1): the
+    /// platform each one's tasks go to.
+    fn place_parallel(&self, input: &RoundInput<'_>) -> HashMap<AppId, String> {
+        let (apps, ids, names, live) = (input.apps, input.ids, &input.platforms.names, input.live);
         let mut parallel: Vec<usize> = (0..apps.len()).filter(|&i| apps[i].cores > 1).collect();
-        if !parallel.is_empty() && !names.is_empty() {
-            parallel.sort_by_key(|&i| (apps[i].submitted_ms, apps[i].id));
-            let index: HashMap<AppId, usize> =
-                ids.iter().enumerate().map(|(i, a)| (*a, i)).collect();
-            let runtime = |app: AppId, j: usize| match index.get(&app) {
-                Some(&i) => live.profile.one_core(i, j),
-                None => stats.mean(app, &names[j]).unwrap_or(0.0),
-            };
-            let nodes: Vec<Node> = by_platform
-                .values()
-                .enumerate()
-                .flat_map(|(j, agents)| {
-                    agents.iter().map(move |a| Node {
-                        platform: j,
-                        slots: a.slots,
-                        busy: a
-                            .held
-                            .iter()
-                            .map(|&(app, c)| (c, runtime(app, j)))
-                            .collect(),
-                    })
-                })
-                .collect();
-            let jobs: Vec<ParallelApp> = parallel
-                .iter()
-                .map(|&i| ParallelApp {
-                    app: ids[i],
-                    cores: apps[i].cores,
-                    waiting: apps[i].waiting,
-                    submitted_s: apps[i].submitted_ms as f64 / 1000.0,
-                    // Work at reference speed: runtime × speed, averaged geometrically.
-                    work_s: ((0..names.len())
-                        .map(|j| (live.profile.one_core(i, j) * live.speed[j]).ln())
-                        .sum::<f64>()
-                        / names.len() as f64)
-                        .exp(),
-                })
-                .collect();
-            for (app, j) in place(
-                &nodes,
-                &live.speed,
-                &jobs,
-                self.tlpa_depth,
-                now_ms as f64 / 1000.0,
-            ) {
-                plan.parallel.insert(app, names[j].clone());
-            }
+        if parallel.is_empty() || names.is_empty() {
+            return HashMap::new();
         }
-        let view = ScheduleView {
+        parallel.sort_by_key(|&i| (apps[i].submitted_ms, apps[i].id));
+        let index: HashMap<AppId, usize> = ids.iter().enumerate().map(|(i, a)| (*a, i)).collect();
+        let runtime = |app: AppId, j: usize| match index.get(&app) {
+            Some(&i) => live.profile.one_core(i, j),
+            None => input.stats.mean(app, &names[j]).unwrap_or(0.0),
+        };
+        let nodes: Vec<Node> = input
+            .platforms
+            .agents
+            .values()
+            .enumerate()
+            .flat_map(|(j, agents)| {
+                agents.iter().map(move |a| Node {
+                    platform: j,
+                    slots: a.slots,
+                    busy: a
+                        .held
+                        .iter()
+                        .map(|&(app, c)| (c, runtime(app, j)))
+                        .collect(),
+                })
+            })
+            .collect();
+        let jobs: Vec<ParallelApp> = parallel
+            .iter()
+            .map(|&i| ParallelApp {
+                app: ids[i],
+                cores: apps[i].cores,
+                waiting: apps[i].waiting,
+                submitted_s: apps[i].submitted_ms as f64 / 1000.0,
+                // Work at reference speed: runtime × speed, averaged geometrically.
+                work_s: ((0..names.len())
+                    .map(|j| (live.profile.one_core(i, j) * live.speed[j]).ln())
+                    .sum::<f64>()
+                    / names.len() as f64)
+                    .exp(),
+            })
+            .collect();
+        place(
+            &nodes,
+            &live.speed,
+            &jobs,
+            self.tlpa_depth,
+            input.now_ms as f64 / 1000.0,
+        )
+        .into_iter()
+        .map(|(app, j)| (app, names[j].clone()))
+        .collect()
+    }
+
+    /// What `hetpilot schedule` shows of the round.
+    fn view(
+        &self,
+        input: &RoundInput<'_>,
+        decision: &Decision,
+        plan: &LeasePlan,
+        weight: impl Fn(usize) -> f64,
+    ) -> ScheduleView {
+        let (platforms, live) = (input.platforms, input.live);
+        ScheduleView {
             policy: self.scheduler.settings().label(),
-            at_ms: now_ms,
-            platforms: by_platform
+            at_ms: input.now_ms,
+            platforms: platforms
+                .agents
                 .values()
-                .zip(&platforms)
+                .zip(&platforms.profiled)
                 .zip(&live.speed)
                 .map(|((agents, p), &speed)| PlatformView {
                     name: p.name.clone(),
@@ -273,26 +284,113 @@ impl Planner {
                     speed,
                 })
                 .collect(),
-            apps: apps
+            apps: input
+                .apps
                 .iter()
                 .enumerate()
                 .map(|(i, a)| AppAllocation {
                     app: a.id,
                     name: a.name.clone(),
                     owner: a.owner.clone(),
-                    weight: snapshot.weight(states[i].owner),
+                    weight: weight(i),
                     cores: decision.allocation.shares[i].clone(),
-                    runtime_s: (0..names.len())
+                    runtime_s: (0..platforms.names.len())
                         .map(|j| live.profile.one_core(i, j))
                         .collect(),
                     samples: live.samples[i].clone(),
                     placed_on: plan.parallel.get(&a.id).cloned(),
                 })
                 .collect(),
-        };
-        self.previous = Some((ids, names, decision.allocation));
-        Ok(Round { plan, view })
+        }
     }
+}
+
+/// The platforms a round sees: those with agents, a node being an agent and a node's
+/// cores the platform's mean slot count.
+struct RoundPlatforms<'a> {
+    agents: BTreeMap<&'a str, Vec<&'a LiveAgent>>,
+    profiled: Vec<RoundPlatform>,
+    names: Vec<String>,
+}
+
+impl<'a> RoundPlatforms<'a> {
+    fn of(agents: &'a [LiveAgent]) -> Self {
+        let mut by_platform: BTreeMap<&str, Vec<&LiveAgent>> = BTreeMap::new();
+        for a in agents {
+            by_platform.entry(&a.platform).or_default().push(a);
+        }
+        let profiled: Vec<RoundPlatform> = by_platform
+            .iter()
+            .map(|(name, agents)| {
+                let slots: u64 = agents.iter().map(|a| u64::from(a.slots)).sum();
+                let n = agents.len() as u64;
+                RoundPlatform {
+                    name: name.to_string(),
+                    cores_per_node: ((slots + n / 2) / n).max(1) as u32,
+                }
+            })
+            .collect();
+        let names = profiled.iter().map(|p| p.name.clone()).collect();
+        RoundPlatforms {
+            agents: by_platform,
+            profiled,
+            names,
+        }
+    }
+}
+
+/// What the steps of a round read.
+struct RoundInput<'a> {
+    apps: &'a [&'a LiveApp],
+    ids: &'a [AppId],
+    platforms: &'a RoundPlatforms<'a>,
+    live: &'a LiveProfile,
+    stats: &'a RunStats,
+    now_ms: u64,
+}
+
+/// The owners of the round's applications, sorted, and their first-level weights (empty:
+/// equal weights).
+struct UserWeights<'a> {
+    owners: Vec<&'a str>,
+    weights: Vec<f64>,
+}
+
+impl<'a> UserWeights<'a> {
+    fn of(apps: &[&'a LiveApp], weights: &HashMap<String, f64>) -> Self {
+        let mut owners: Vec<&str> = apps.iter().map(|a| a.owner.as_str()).collect();
+        owners.sort();
+        owners.dedup();
+        let weights = if weights.is_empty() {
+            Vec::new()
+        } else {
+            owners
+                .iter()
+                .map(|o| weights.get(*o).copied().unwrap_or(1.0))
+                .collect()
+        };
+        UserWeights { owners, weights }
+    }
+}
+
+/// Each application's state for the scheduler: its demand in cores (what waits and what
+/// runs), its owner, progress and age.
+fn application_states(input: &RoundInput<'_>, users: &UserWeights<'_>) -> Vec<ApplicationState> {
+    input
+        .apps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ApplicationState {
+            profile_index: i,
+            remaining_tasks: (a.waiting + a.in_flight) * u64::from(a.cores),
+            owner: users
+                .owners
+                .binary_search(&a.owner.as_str())
+                .expect("listed"),
+            completed_tasks: a.done,
+            age_s: input.now_ms.saturating_sub(a.submitted_ms) as f64 / 1000.0,
+        })
+        .collect()
 }
 
 #[cfg(test)]
