@@ -50,7 +50,7 @@ impl Api {
             .connect_timeout(Duration::from_secs(5))
             .pool_idle_timeout(http::POOL_IDLE_TIMEOUT);
         let http = trust
-            .apply(builder)?
+            .apply_for(base, builder)?
             .build()
             .expect("building the HTTP client");
         Ok(Api {

@@ -35,6 +35,11 @@ impl Held {
         }
     }
 
+    /// How many runs are held.
+    pub fn len(&self) -> usize {
+        self.lock().runs.len()
+    }
+
     pub fn heartbeat(&self) -> HeartbeatRequest {
         let inner = self.lock();
         HeartbeatRequest {
@@ -63,6 +68,7 @@ mod tests {
         held.received([run(0), run(1)], 50);
         held.received([], 40);
         held.release([run(0)]);
+        assert_eq!(held.len(), 1);
         let hb = held.heartbeat();
         assert_eq!(hb.seen_up_to_ms, 50);
         assert_eq!(hb.held, vec![run(1)]);

@@ -53,7 +53,7 @@ impl Client {
             .pool_idle_timeout(http::POOL_IDLE_TIMEOUT)
             .timeout(Duration::from_secs(600));
         let http = trust
-            .apply(builder)?
+            .apply_for(base, builder)?
             .build()
             .expect("building the HTTP client");
         Ok(Client {
@@ -104,6 +104,18 @@ impl Client {
 
     pub async fn app(&self, app: AppId) -> Result<AppSummary, ClientError> {
         self.call(self.get(&format!("/v1/apps/{app}"))).await
+    }
+
+    /// The application's summary once more than `seen` of its tasks have ended or it has
+    /// finished, or after `wait_ms` (the manager's long poll).
+    pub async fn app_wait(
+        &self,
+        app: AppId,
+        seen: u64,
+        wait_ms: u64,
+    ) -> Result<AppSummary, ClientError> {
+        self.call(self.get(&format!("/v1/apps/{app}?wait_ms={wait_ms}&seen={seen}")))
+            .await
     }
 
     pub async fn report(&self, app: AppId) -> Result<AppReport, ClientError> {

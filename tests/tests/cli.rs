@@ -125,3 +125,47 @@ fn submit_wait_tasks_and_logs_from_the_command_line() {
         text(&o)
     );
 }
+
+#[test]
+fn submit_wait_returns_with_the_end_and_its_exit_code_says_how_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let _agent = m.agent("local", 2, &[]);
+    let ok = m.cli(&["submit", "--wait", "--array", "1-3", "--", "true"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    assert!(text(&ok).contains("3 done"), "{}", text(&ok));
+    let bad = m.cli(&[
+        "submit",
+        "--wait",
+        "--max-attempts",
+        "1",
+        "--array",
+        "1-2",
+        "--",
+        "false",
+    ]);
+    assert!(!bad.status.success(), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("ended with 2 failed"),
+        "{}",
+        text(&bad)
+    );
+
+    // The long poll answers when a task ends, not before: asked right after the submit of
+    // a one-second task, it comes back with the task done (an answer at once would not).
+    let http = m.http();
+    let (s, b) = http.post(
+        "/v1/apps",
+        &m.admin,
+        &hetpilot_e2e::array_app("one", "sleep 1", 1),
+    );
+    assert_eq!(s, 200, "{b}");
+    let app = b["app"].as_u64().unwrap();
+    let (s, v) = http.get(&format!("/v1/apps/{app}?wait_ms=60000&seen=0"), &m.admin);
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["counts"]["done"], 1, "{v}");
+    // Another user's application is not theirs to wait on.
+    let bob = m.create_user("bob");
+    let (s, _) = http.get(&format!("/v1/apps/{app}?wait_ms=1000&seen=0"), &bob);
+    assert_eq!(s, 404);
+}

@@ -131,6 +131,20 @@ pub struct ClientTrust {
 }
 
 impl ClientTrust {
+    /// `builder` set up for a client of `base` only: a plain `http://` base needs no
+    /// certificate at all, and loading the system's roots would cost a short-lived CLI
+    /// process more than its whole call (about 5 ms here, reading /etc/ssl/certs).
+    pub fn apply_for(
+        &self,
+        base: &str,
+        builder: reqwest::ClientBuilder,
+    ) -> Result<reqwest::ClientBuilder, TlsError> {
+        if base.starts_with("http://") && self.fingerprint.is_none() && self.ca_file.is_none() {
+            return Ok(builder.tls_certs_only(std::iter::empty()));
+        }
+        self.apply(builder)
+    }
+
     /// `builder` set up to trust what this says.
     pub fn apply(
         &self,

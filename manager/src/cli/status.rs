@@ -92,19 +92,40 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Follows an application until every task has ended; progress bar on a terminal,
-/// a plain line every few seconds otherwise.
+/// How [`follow`] shows progress.
+pub enum Progress<'a> {
+    /// A progress bar (on a terminal).
+    Bar(&'a ProgressBar),
+    /// A plain line at most every few seconds.
+    Lines,
+    /// Nothing until the end.
+    Silent,
+}
+
+/// How long one long poll for progress waits: a plain line at least this often.
+const POLL_MS: u64 = 5_000;
+
+/// Follows an application until every task has ended. The manager answers each long poll
+/// as soon as more tasks have ended, so the end is seen the moment it is committed.
 pub async fn follow(
     client: &Client,
     app: AppId,
-    bar: Option<&ProgressBar>,
+    progress: Progress<'_>,
 ) -> anyhow::Result<AppSummary> {
     let mut last_line = Instant::now();
+    let mut seen = 0;
+    let mut first = true;
     loop {
-        let s = client.app(app).await?;
+        let s = if first {
+            client.app(app).await?
+        } else {
+            client.app_wait(app, seen, POLL_MS).await?
+        };
+        first = false;
         let c = s.counts;
-        match bar {
-            Some(bar) => {
+        seen = c.finished();
+        match progress {
+            Progress::Bar(bar) => {
                 bar.set_length(c.total());
                 bar.set_position(c.finished());
                 bar.set_message(format!(
@@ -113,7 +134,9 @@ pub async fn follow(
                     c.failed
                 ));
             }
-            None if last_line.elapsed() >= Duration::from_secs(5) || s.is_finished() => {
+            Progress::Lines
+                if last_line.elapsed() >= Duration::from_millis(POLL_MS) || s.is_finished() =>
+            {
                 println!(
                     "application {app}: {}/{} finished ({} failed)",
                     c.finished(),
@@ -122,12 +145,11 @@ pub async fn follow(
                 );
                 last_line = Instant::now();
             }
-            None => {}
+            Progress::Lines | Progress::Silent => {}
         }
         if s.is_finished() {
             return Ok(s);
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
@@ -154,7 +176,12 @@ pub async fn wait(args: AppArgs) -> anyhow::Result<()> {
     } else {
         progress_bar(&first.name)
     };
-    let s = follow(&client, args.app, bar.as_ref()).await?;
+    let progress = match (&bar, args.json) {
+        (Some(bar), _) => Progress::Bar(bar),
+        (None, true) => Progress::Silent,
+        (None, false) => Progress::Lines,
+    };
+    let s = follow(&client, args.app, progress).await?;
     if let Some(bar) = bar {
         bar.finish();
     }
@@ -163,6 +190,11 @@ pub async fn wait(args: AppArgs) -> anyhow::Result<()> {
     } else {
         print_summaries(std::slice::from_ref(&s));
     }
+    ended_well(&s)
+}
+
+/// An error when some of the application's tasks failed or were cancelled.
+pub fn ended_well(s: &AppSummary) -> anyhow::Result<()> {
     if s.counts.failed > 0 || s.counts.cancelled > 0 {
         anyhow::bail!(
             "application {} ended with {} failed and {} cancelled tasks",

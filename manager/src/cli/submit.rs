@@ -4,6 +4,7 @@
 use super::app_file;
 use super::connect::Connect;
 use super::output::print_json;
+use super::status::{self, Progress};
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
@@ -45,6 +46,13 @@ pub struct Args {
     /// Directory for the tasks' stdout/stderr on the node.
     #[arg(long)]
     pub output_dir: Option<String>,
+    /// Wait until every task has ended (the manager answers the moment the last one is
+    /// committed); exit non-zero if any failed or was cancelled.
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: show a progress bar (or, off a terminal, a line every few seconds).
+    #[arg(long, requires = "wait")]
+    pub progress: bool,
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
@@ -115,13 +123,34 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let client = args.connect.client()?;
     let answer = client.submit(&spec).await?;
-    if args.json {
-        print_json(&answer)
-    } else {
+    if !args.wait {
+        if args.json {
+            return print_json(&answer);
+        }
         println!(
             "submitted application {} ({}, {} tasks)",
             answer.app, spec.name, answer.tasks
         );
-        Ok(())
+        return Ok(());
     }
+    let bar = if args.progress && !args.json {
+        status::progress_bar(&spec.name)
+    } else {
+        None
+    };
+    let progress = match (&bar, args.progress && !args.json) {
+        (Some(bar), _) => Progress::Bar(bar),
+        (None, true) => Progress::Lines,
+        (None, false) => Progress::Silent,
+    };
+    let s = status::follow(&client, answer.app, progress).await?;
+    if let Some(bar) = bar {
+        bar.finish();
+    }
+    if args.json {
+        print_json(&s)?;
+    } else {
+        status::print_summaries(std::slice::from_ref(&s));
+    }
+    status::ended_well(&s)
 }

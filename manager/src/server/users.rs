@@ -27,12 +27,25 @@ pub async fn list(State(m): State<Arc<Manager>>, Caller(who): Caller) -> Result<
     Ok(Json(m.list_apps(&who)?))
 }
 
+/// `?wait_ms=N&seen=K`: answer once more than K tasks have ended or the application has
+/// finished, waiting at most N ms (a long poll; without `wait_ms`, at once).
+#[derive(Deserialize)]
+pub struct ShowQuery {
+    wait_ms: Option<u64>,
+    #[serde(default)]
+    seen: u64,
+}
+
 pub async fn show(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
     Path(app): Path<AppId>,
+    Query(q): Query<ShowQuery>,
 ) -> Result<AppSummary> {
-    Ok(Json(m.app(&who, app)?))
+    match q.wait_ms {
+        None | Some(0) => Ok(Json(m.app(&who, app)?)),
+        Some(wait_ms) => Ok(Json(m.app_wait(&who, app, q.seen, wait_ms).await?)),
+    }
 }
 
 pub async fn report(

@@ -253,6 +253,7 @@ impl Manager {
         if !changes.is_empty() {
             self.writer.commit(Write::Changes(changes)).await?;
             self.work.notify_waiters();
+            self.progress.notify_waiters();
         }
         Ok(ReportResponse {
             recorded,
@@ -322,6 +323,7 @@ impl Manager {
         self.writer.commit(Write::Changes(changes)).await?;
         self.revoke_agent_credential(id);
         self.work.notify_waiters();
+        self.progress.notify_waiters();
         self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())

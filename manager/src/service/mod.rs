@@ -44,6 +44,9 @@ pub struct Manager {
     tokens: Tokens,
     /// Woken whenever tasks become available, for long-polling agents.
     work: Notify,
+    /// Woken whenever tasks end (recorded, cancelled, failed with a lost agent), for
+    /// clients waiting on an application.
+    progress: Notify,
     next_app: AtomicU64,
     next_agent: AtomicU64,
     /// Woken when something that matters to scheduling changes.
@@ -234,6 +237,7 @@ impl Manager {
             reader,
             tokens,
             work: Notify::new(),
+            progress: Notify::new(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
             replan: Arc::new(Notify::new()),
@@ -300,6 +304,7 @@ impl Manager {
             );
             self.writer.send(Write::Changes(changes));
             self.work.notify_waiters();
+            self.progress.notify_waiters();
             self.replan();
         }
     }

@@ -31,6 +31,9 @@ pub(super) fn admin(who: &Principal) -> Result<&str, ServiceError> {
     }
 }
 
+/// Longest an application's summary waits for progress.
+pub const MAX_APP_WAIT_MS: u64 = 60_000;
+
 fn summary(app: &AppEntry) -> AppSummary {
     AppSummary {
         app: app.id,
@@ -130,6 +133,36 @@ impl Manager {
         self.visible(who, app)
     }
 
+    /// An application's summary once it has finished, or once more than `seen` of its
+    /// tasks have ended, or after `wait_ms` (a long poll, so clients follow progress
+    /// without polling). What it returns is committed.
+    pub async fn app_wait(
+        &self,
+        who: &Principal,
+        app: AppId,
+        seen: u64,
+        wait_ms: u64,
+    ) -> Result<AppSummary, ServiceError> {
+        let deadline = tokio::time::Instant::now()
+            + std::time::Duration::from_millis(wait_ms.min(MAX_APP_WAIT_MS));
+        loop {
+            let progress = self.progress.notified();
+            tokio::pin!(progress);
+            progress.as_mut().enable();
+            let s = self.visible(who, app)?;
+            if s.is_finished()
+                || s.counts.finished() > seen
+                || tokio::time::Instant::now() >= deadline
+            {
+                // The queues count a result just before it is committed: wait for every
+                // write queued so far, so that nothing this answer shows can be lost.
+                self.writer.commit(Write::Changes(Vec::new())).await?;
+                return Ok(s);
+            }
+            let _ = tokio::time::timeout_at(deadline, progress).await;
+        }
+    }
+
     pub async fn report(&self, who: &Principal, app: AppId) -> Result<AppReport, ServiceError> {
         let summary = self.visible(who, app)?;
         let (platforms, span) = self
@@ -181,6 +214,7 @@ impl Manager {
         let changes = self.control().cancel(app);
         if !changes.is_empty() {
             self.writer.commit(Write::Changes(changes)).await?;
+            self.progress.notify_waiters();
             self.replan();
         }
         self.visible(who, app)
