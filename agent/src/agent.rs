@@ -117,6 +117,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         demand: demand_tx,
         events: events_tx.clone(),
         sandbox: opts.sandbox.clone(),
+        zero_work: opts.register.zero_work,
     };
     let reporter = tokio::spawn(reporter::run(
         api.clone(),

@@ -85,6 +85,12 @@ struct Args {
     /// slot's worth for long tasks, up to 1024 for sub-millisecond ones).
     #[arg(long)]
     prefetch: Option<u32>,
+    /// Run no process: each task is reported a success the moment it is leased (measures
+    /// the framework's own ceiling). The manager refuses such an agent unless its
+    /// configuration says `allow_zero_work = true`; its runs are marked in the store and
+    /// in `hetpilot report`.
+    #[arg(long)]
+    zero_work: bool,
     /// CPUs this agent and its tasks are pinned to, e.g. `0` or `0-3,8`.
     #[arg(long)]
     cpus: Option<String>,
@@ -296,6 +302,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             batch_job_id,
             walltime_end: args.walltime_end,
             pilot: args.pilot.clone(),
+            zero_work: args.zero_work,
         },
         prefetch: args.prefetch,
         work_dir,

@@ -54,6 +54,10 @@ pub struct Settings {
     /// unencrypted).
     #[serde(default)]
     pub insecure_http: bool,
+    /// Accept `hetpilot-agent --zero-work` agents, whose tasks end without running (for
+    /// measuring the framework itself; never on a production manager).
+    #[serde(default)]
+    pub allow_zero_work: bool,
     /// What the HTTP API accepts (`[limits]`, see `config::limits`).
     #[serde(default)]
     pub limits: LimitsConfig,

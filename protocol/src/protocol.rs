@@ -69,6 +69,10 @@ pub struct RegisterRequest {
     /// The pilot that started this agent (`HETPILOT_PILOT`); needs that pilot's own token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pilot: Option<String>,
+    /// Tasks "run" without a process: leased, reported at once as successes (measuring
+    /// the framework's own ceiling). Refused unless the manager allows it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zero_work: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -336,6 +340,9 @@ pub struct PlatformStats {
     pub mean_max_rss_kb: f64,
     /// Tasks per minute between the first start and the last end on this platform.
     pub throughput_per_min: f64,
+    /// Of `tasks`, those "run" by zero-work agents (no process ran).
+    #[serde(default)]
+    pub zero_work_tasks: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

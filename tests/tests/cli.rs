@@ -145,11 +145,7 @@ fn submit_wait_returns_with_the_end_and_its_exit_code_says_how_it_ended() {
         "false",
     ]);
     assert!(!bad.status.success(), "{}", text(&bad));
-    assert!(
-        text(&bad).contains("ended with 2 failed"),
-        "{}",
-        text(&bad)
-    );
+    assert!(text(&bad).contains("ended with 2 failed"), "{}", text(&bad));
 
     // The long poll answers when a task ends, not before: asked right after the submit of
     // a one-second task, it comes back with the task done (an answer at once would not).

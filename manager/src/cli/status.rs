@@ -246,6 +246,13 @@ pub fn print_report(r: &AppReport) {
         ],
         &rows,
     );
+    let zero_work: u64 = r.platforms.iter().map(|p| p.zero_work_tasks).sum();
+    if zero_work > 0 {
+        println!(
+            "  note: {zero_work} of these runs were zero-work (no process ran): they measure \
+             hetpilot itself, not the application"
+        );
+    }
 }
 
 pub async fn report(args: AppArgs) -> anyhow::Result<()> {

@@ -179,7 +179,7 @@ impl Reader {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT ag.platform, COUNT(*), AVG(a.wall_ms), AVG(a.user_cpu_ms + a.sys_cpu_ms), AVG(a.max_rss_kb),
-                    MIN(a.started_ms), MAX(a.ended_ms)
+                    MIN(a.started_ms), MAX(a.ended_ms), SUM(ag.zero_work)
              FROM attempts a JOIN agents ag ON ag.id = a.agent_id
              WHERE a.app_id = ?1 AND a.outcome = 'success'
              GROUP BY ag.platform ORDER BY ag.platform",
@@ -196,6 +196,7 @@ impl Reader {
                 mean_cpu_ms: r.get(3)?,
                 mean_max_rss_kb: r.get(4)?,
                 throughput_per_min: tasks as f64 / span_min,
+                zero_work_tasks: r.get::<_, i64>(7)? as u64,
             })
         })?;
         rows.collect()

@@ -143,8 +143,8 @@ impl Write {
             } => {
                 tx.execute(
                     "INSERT INTO agents (id, credential_hash, platform, hostname, cores, memory_mb, slots,
-                        batch_job_id, walltime_end, registered_ms, state)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'active')",
+                        batch_job_id, walltime_end, registered_ms, state, zero_work)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'active', ?11)",
                     params![
                         agent.0 as i64,
                         credential_hash,
@@ -155,7 +155,8 @@ impl Write {
                         slots,
                         r.batch_job_id,
                         r.walltime_end.map(|w| w as i64),
-                        *now_ms as i64
+                        *now_ms as i64,
+                        r.zero_work
                     ],
                 )?;
             }

@@ -68,6 +68,14 @@ impl Manager {
             }
         }
         bounds::check_register(&req)?;
+        if req.zero_work && !self.settings.allow_zero_work {
+            return Err(ServiceError::Forbidden(
+                "this manager does not take zero-work agents (their tasks end without \
+                 running); allow them with `allow_zero_work = true` in its configuration, \
+                 on a manager used for measurements only"
+                    .into(),
+            ));
+        }
         if self.settings.platform(&req.platform).is_none() {
             return Err(self.unknown_platform(&req.platform));
         }
@@ -113,6 +121,9 @@ impl Manager {
             self.pilot_registered(p, id, req.walltime_end).await?;
         }
         tracing::info!(agent = %id, platform = %req.platform, host = %req.hostname, slots, "agent registered");
+        if req.zero_work {
+            tracing::warn!(agent = %id, "a zero-work agent registered: its tasks end without running");
+        }
         let lease = self.settings.lease_timeout_ms();
         Ok(RegisterResponse {
             agent: id,

@@ -271,6 +271,7 @@ mod tests {
             batch_job_id: None,
             walltime_end: None,
             pilot: None,
+            zero_work: false,
         }
     }
 

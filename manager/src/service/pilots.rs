@@ -311,6 +311,7 @@ mod tests {
             batch_job_id: Some("42".into()),
             walltime_end: Some(5000),
             pilot: pilot.map(String::from),
+            zero_work: false,
         }
     }
 
