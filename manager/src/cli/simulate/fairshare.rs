@@ -17,7 +17,7 @@ use hetpilot::sim::fairshare::{
 };
 use hetpilot::sim::fairshare_queue::{replay_fairshare_queue, QueueReplay, QueueReplayResult};
 
-use super::super::fairshare::load_platform;
+use super::super::fairshare::load_machine_pool;
 use super::alloc::load_swf;
 
 #[derive(Debug, ClapArgs)]
@@ -47,7 +47,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let platform = load_platform(&args.machines)?.with_site_properties(
+    let platform = load_machine_pool(&args.machines)?.with_site_properties(
         args.site_properties
             .split(',')
             .map(str::trim)
