@@ -6,7 +6,7 @@
 //! disk IBW_p, cluster link, the node's disk LBW_i). A file stays cached on a node after
 //! its first transfer.
 
-use crate::staging::model::{Platform, TaskId, Workload};
+use crate::staging::model::{StagingPlatform, TaskId, Workload};
 use crate::staging::policy::StagingPlan;
 
 /// What a simulated batch did.
@@ -56,7 +56,7 @@ struct Flow {
 /// Simulates `plan`; the plan must contain every task once.
 pub fn simulate_staging(
     workload: &Workload,
-    platform: &Platform,
+    platform: &StagingPlatform,
     plan: &StagingPlan,
 ) -> StagingSimResult {
     let nodes = platform.nodes();
@@ -287,8 +287,8 @@ mod tests {
     use super::*;
     use crate::staging::model::{ComputeCluster, DataFile, StorageNode, Task};
 
-    fn platform(nodes: u32) -> Platform {
-        Platform {
+    fn platform(nodes: u32) -> StagingPlatform {
+        StagingPlatform {
             clusters: vec![ComputeCluster {
                 name: "c".into(),
                 nodes,

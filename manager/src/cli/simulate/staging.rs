@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use hetpilot::sim::staging::simulate_staging;
-use hetpilot::staging::model::Platform;
+use hetpilot::staging::model::StagingPlatform;
 use hetpilot::staging::platforms::{four_cluster, osc_dc};
 use hetpilot::staging::workload::{Overlap, WorkloadKind};
 use hetpilot::staging::{policy_by_name, POLICY_NAMES};
@@ -89,7 +89,7 @@ pub enum SweepArg {
 struct Setting {
     label: String,
     overlap: Overlap,
-    platform: Platform,
+    platform: StagingPlatform,
     storage_nodes: u32,
 }
 
