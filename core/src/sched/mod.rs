@@ -19,7 +19,7 @@ pub mod snapshot;
 pub mod test_profiles;
 
 pub use affinity::{CoRunnerAffinity, PlatformAffinity};
-pub use error::{ProfileError, SchedError};
+pub use error::{RuntimeProfileError, SchedError};
 pub use profile::RuntimeProfile;
 pub use scheduler::Scheduler;
 pub use settings::SchedulerSettings;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::error::ProfileError;
+use super::error::RuntimeProfileError;
 
 /// One application of the profile.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,9 +22,10 @@ pub struct ApplicationProfile {
     pub distribution: RuntimeDistribution,
 }
 
-/// One platform of the profile (a homogeneous set of nodes).
+/// One platform as the runtime profile knows it (a homogeneous set of nodes); not the
+/// provisioner's platform profile (`profiles/platforms/*.toml`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlatformProfile {
+pub struct ProfiledPlatform {
     pub name: String,
     pub cores_per_node: u32,
     /// Nodes the platform has, when known; scenarios may not ask for more.
@@ -66,7 +67,7 @@ impl Combination {
 #[derive(Debug, Clone)]
 pub struct RuntimeProfile {
     applications: Vec<ApplicationProfile>,
-    platforms: Vec<PlatformProfile>,
+    platforms: Vec<ProfiledPlatform>,
     /// `one_core[app][platform]`: mean solo-run (OneCore) runtime in seconds.
     one_core: Vec<Vec<f64>>,
     /// `combinations[platform]`: every profiled combination on that platform.
@@ -91,11 +92,11 @@ impl RuntimeProfile {
     pub fn new(
         source: &str,
         applications: Vec<ApplicationProfile>,
-        platforms: Vec<PlatformProfile>,
+        platforms: Vec<ProfiledPlatform>,
         one_core: Vec<Vec<f64>>,
         combinations: Vec<CombinationSpec>,
-    ) -> Result<Self, ProfileError> {
-        let invalid = |field: String, problem: String| ProfileError::Invalid {
+    ) -> Result<Self, RuntimeProfileError> {
+        let invalid = |field: String, problem: String| RuntimeProfileError::Invalid {
             file: source.to_string(),
             field,
             problem,
@@ -248,8 +249,8 @@ impl RuntimeProfile {
 
     /// Parse the TOML profile format documented in `profiles/two-level/profile.toml`.
     /// `source` (the file path) is named in every error.
-    pub fn from_toml_str(source: &str, text: &str) -> Result<Self, ProfileError> {
-        let file: ProfileFile = toml::from_str(text).map_err(|e| ProfileError::Syntax {
+    pub fn from_toml_str(source: &str, text: &str) -> Result<Self, RuntimeProfileError> {
+        let file: ProfileFile = toml::from_str(text).map_err(|e| RuntimeProfileError::Syntax {
             file: source.to_string(),
             message: e.to_string(),
         })?;
@@ -260,7 +261,7 @@ impl RuntimeProfile {
         &self.applications
     }
 
-    pub fn platforms(&self) -> &[PlatformProfile] {
+    pub fn platforms(&self) -> &[ProfiledPlatform] {
         &self.platforms
     }
 
@@ -398,8 +399,8 @@ struct CombinationEntry {
 }
 
 impl ProfileFile {
-    fn into_profile(self, source: &str) -> Result<RuntimeProfile, ProfileError> {
-        let invalid = |field: String, problem: String| ProfileError::Invalid {
+    fn into_profile(self, source: &str) -> Result<RuntimeProfile, RuntimeProfileError> {
+        let invalid = |field: String, problem: String| RuntimeProfileError::Invalid {
             file: source.to_string(),
             field,
             problem,
@@ -410,10 +411,10 @@ impl ProfileFile {
                 "no [[platform]] is defined".into(),
             ));
         }
-        let platforms: Vec<PlatformProfile> = self
+        let platforms: Vec<ProfiledPlatform> = self
             .platform
             .iter()
-            .map(|p| PlatformProfile {
+            .map(|p| ProfiledPlatform {
                 name: p.name.clone(),
                 cores_per_node: p.cores_per_node,
                 max_nodes: p.max_nodes,

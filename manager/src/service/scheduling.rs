@@ -10,7 +10,7 @@ use super::profiling::{RoundPlatform, RunStats};
 use crate::config::SchedulerConfig;
 use crate::queue::{LeasePlan, PlatformPlan};
 use crate::sched::{
-    ApplicationState, CoreAllocation, PlatformState, ProfileError, SchedError, Scheduler,
+    ApplicationState, CoreAllocation, PlatformState, RuntimeProfileError, SchedError, Scheduler,
     SchedulerSettings, Snapshot,
 };
 use hetpilot_shared::live::{AppAllocation, PlatformView, ScheduleView};
@@ -47,7 +47,7 @@ pub struct LiveAgent {
 #[derive(Debug, thiserror::Error)]
 pub enum RoundError {
     #[error("the live profile is unusable: {0}")]
-    Profile(#[from] ProfileError),
+    Profile(#[from] RuntimeProfileError),
     #[error("the scheduler refused the live state: {0}")]
     Sched(#[from] SchedError),
 }
