@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::alloc::{
-    validate_jobs, AllocError, Allocator, Cluster, ClusterLoad, Decision, Job, JobOrder,
+    validate_jobs, AllocError, Allocator, AllocatorInput, Cluster, ClusterLoad, Job, JobOrder,
 };
 
 /// Bounded slowdown threshold τ (seconds): slowdown = max(1, turnaround / max(runtime, τ)).
@@ -127,7 +127,7 @@ pub fn simulate_alloc(
                         .map(|&(_, _, j)| jobs[j]),
                 );
             }
-            let decision = Decision {
+            let input = AllocatorInput {
                 now,
                 job,
                 clusters,
@@ -135,7 +135,7 @@ pub fn simulate_alloc(
                 allocable: &allocable,
                 waiting: &waiting,
             };
-            let c = allocator.choose(&decision);
+            let c = allocator.choose(&input);
             assert!(
                 allocable.contains(&c),
                 "allocator {} chose a cluster that cannot fit the job",
