@@ -16,4 +16,4 @@ pub use allocator::{
 };
 pub use load::{ClusterLoad, Release};
 pub use model::{validate_clusters, validate_jobs, AllocError, Cluster, Job};
-pub use order::{order_by_name, Fcfs, JobOrder, Sjf, ORDER_NAMES};
+pub use order::{order_by_name, FcfsOrder, JobOrder, SjfOrder, ORDER_NAMES};
