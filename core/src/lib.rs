@@ -11,6 +11,7 @@
 //! - [`alloc`]: rigid parallel jobs across clusters (best fit, fastest first, TLPA).
 //! - [`trace`]: workload traces (SWF, machine descriptions) as plain data.
 //! - [`sim`]: discrete-event, trace-driven simulators over the policies above.
+//! - [`report`]: tables and SVG charts of the simulators' outcomes, rendered to strings.
 
 pub mod alloc;
 pub mod fairshare;
@@ -18,6 +19,7 @@ pub mod fairshare;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzz;
+pub mod report;
 pub mod sched;
 pub mod sim;
 pub mod staging;

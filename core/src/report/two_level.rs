@@ -3,9 +3,11 @@
 
 use std::fmt::Write as _;
 
-use super::plots::{grouped_bars, Series};
-use super::suite::{CaseResult, Study, ARRIVAL_MEANS_S, FIRST_LEVELS, SECOND_LEVELS};
+use super::chart::{grouped_bars, Series};
 use crate::sched::affinity::{CoRunnerAffinity, PlatformAffinity};
+use crate::sim::two_level::suite::{
+    CaseResult, Study, ARRIVAL_MEANS_S, FIRST_LEVELS, SECOND_LEVELS,
+};
 
 /// The scenarios the results refer to.
 #[derive(Debug, Clone)]

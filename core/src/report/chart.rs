@@ -1,5 +1,5 @@
-//! SVG charts for the two-level report (Figs. 3, 5, 6, 7 style grouped bars), rendered
-//! to strings with plotters so the caller decides where they go.
+//! SVG charts for the reports (Figs. 3, 5, 6, 7 style grouped bars), rendered to strings
+//! with plotters so the caller decides where they go.
 
 use plotters::prelude::*;
 
