@@ -117,7 +117,7 @@ impl From<PathError> for DepotError {
 }
 
 /// What every request needs: the files' root, this depot's name and the shared secret.
-struct Depot {
+struct DepotState {
     root: PathBuf,
     name: String,
     secret: StoreSecret,
@@ -151,7 +151,7 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
         .with_context(|| format!("--listen {}", args.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(store = %name, root = %root.display(), %addr, "serving files");
-    let depot = Arc::new(Depot { root, name, secret });
+    let depot = Arc::new(DepotState { root, name, secret });
     let app = Router::new()
         .route("/{owner}/{*path}", get(get_file).put(put_file))
         .with_state(depot)
@@ -196,7 +196,7 @@ fn refused(e: DepotError, method: &str, owner: &str, name: &str) -> DepotError {
 }
 
 async fn get_file(
-    State(depot): State<Arc<Depot>>,
+    State(depot): State<Arc<DepotState>>,
     UrlPath((owner, name)): UrlPath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, DepotError> {
@@ -210,7 +210,7 @@ async fn get_file(
 }
 
 async fn put_file(
-    State(depot): State<Arc<Depot>>,
+    State(depot): State<Arc<DepotState>>,
     UrlPath((owner, name)): UrlPath<(String, String)>,
     req: Request<Body>,
 ) -> Result<StatusCode, DepotError> {
