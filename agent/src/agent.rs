@@ -198,7 +198,7 @@ struct Channels {
     started: Arc<Mutex<Vec<TaskAttempt>>>,
     held: Held,
     lost: Arc<std::sync::atomic::AtomicBool>,
-    /// Grants to file stores, refreshed from pull and heartbeat answers.
+    /// Grants to depots (file stores), refreshed from pull and heartbeat answers.
     grants: Grants,
 }
 

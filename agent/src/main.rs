@@ -6,14 +6,14 @@
 //! read from `--token-file` or the `HETPILOT_AGENT_TOKEN` environment variable, and left
 //! nowhere a task can read it (see `token`).
 //!
-//! `hetpilot-agent serve-files` runs it in another role instead: a file store near the
-//! storage that agents fetch inputs from and store outputs to (see `file_store`).
+//! `hetpilot-agent serve-files` runs it in another role instead: a depot, the file store
+//! near the storage that agents fetch inputs from and store outputs to (see `depot`).
 
 mod agent;
 mod api;
 mod corunners;
+mod depot;
 mod executor;
-mod file_store;
 mod held;
 mod output;
 mod reporter;
@@ -34,7 +34,7 @@ use std::time::Duration;
 use sysinfo::System;
 
 /// Without a subcommand the agent runs as a pilot (the flags below); `serve-files` runs it
-/// as a file store instead.
+/// as a depot (a file store) instead.
 #[derive(Debug, Parser)]
 #[command(
     name = "hetpilot-agent",
@@ -55,8 +55,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Role {
-    /// Serve users' files to agents (a store of the manager's `[[storage]]`).
-    ServeFiles(file_store::ServeFilesArgs),
+    /// Serve users' files to agents as a depot (a store of the manager's `[[storage]]`).
+    ServeFiles(depot::ServeFilesArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -210,7 +210,7 @@ fn main() -> anyhow::Result<()> {
         Some(Role::ServeFiles(args)) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
-            .block_on(file_store::serve(args)),
+            .block_on(depot::serve(args)),
         None => run_pilot(cli.pilot),
     }
 }
@@ -334,7 +334,7 @@ mod tests {
     use clap::Parser;
 
     #[test]
-    fn a_pilot_by_default_and_a_file_store_on_request() {
+    fn a_pilot_by_default_and_a_depot_on_request() {
         let pilot = Cli::try_parse_from([
             "hetpilot-agent",
             "--manager",

@@ -14,6 +14,7 @@
 //! - [`queue`]: the manager's per-application task queues, leases and attempts.
 //! - [`control`]: every decision of the live manager as one state machine over the
 //!   queues and the policies above; `control::simulation` drives it without a manager.
+//! - [`report`]: tables and SVG charts of the simulators' outcomes, rendered to strings.
 
 pub mod alloc;
 pub mod control;
@@ -23,6 +24,7 @@ pub mod fairshare;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod queue;
+pub mod report;
 pub mod sched;
 pub mod sim;
 pub mod staging;

@@ -13,7 +13,7 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use hetpilot::alloc::{allocator_by_name, Cluster, Fcfs, Job};
+use hetpilot::alloc::{allocator_by_name, Cluster, FcfsOrder, Job};
 use hetpilot::sim::alloc::simulate_alloc;
 use hetpilot::sim::alloc_setup::{heterogeneous_speeds, jobs_from_swf, scale_to_load, SystemLoad};
 use hetpilot::trace::{parse_swf, SwfOptions};
@@ -89,8 +89,14 @@ fn main() {
         for _ in 0..RUNS {
             let mut allocator = allocator_by_name(name, depth).expect("known allocator");
             let t = Instant::now();
-            let run = simulate_alloc(&clusters, &scaled, &Fcfs, allocator.as_mut(), &mut |_| {})
-                .expect("valid workload");
+            let run = simulate_alloc(
+                &clusters,
+                &scaled,
+                &FcfsOrder,
+                allocator.as_mut(),
+                &mut |_| {},
+            )
+            .expect("valid workload");
             times.push(t.elapsed().as_secs_f64());
             last = Some(run.metrics);
         }

@@ -12,20 +12,20 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use hetpilot::fairshare::{
-    JobRequest, JobStart, Machine, MultiResource, PenaltyFunction, Platform, UsageLedger,
+    JobRequest, JobStart, Machine, MachinePool, MultiResource, PenaltyFunction, UsageLedger,
 };
 use hetpilot::trace::parse_alea_machines;
 
 const RUNS: usize = 5;
 const JOBS: usize = 200_000;
 
-fn platform(rng: &mut ChaCha8Rng) -> (Platform, &'static str) {
+fn platform(rng: &mut ChaCha8Rng) -> (MachinePool, &'static str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/data/swf/metacentrum/NGI_CZ.swf.machines");
     if let Ok(text) = std::fs::read_to_string(&path) {
         let machines = parse_alea_machines(&text).expect("NGI_CZ machines parse");
         return (
-            Platform::new(machines).expect("valid platform"),
+            MachinePool::new(machines).expect("valid platform"),
             "NGI_CZ (47 clusters)",
         );
     }
@@ -42,7 +42,7 @@ fn platform(rng: &mut ChaCha8Rng) -> (Platform, &'static str) {
         })
         .collect();
     (
-        Platform::new(machines).expect("valid platform"),
+        MachinePool::new(machines).expect("valid platform"),
         "synthetic (47 clusters)",
     )
 }

@@ -1,5 +1,5 @@
 //! Harness for the end-to-end tests: starts real `hetpilot serve` and `hetpilot-agent`
-//! processes (pilots and file stores) on 127.0.0.1, talks to them over HTTP, and reads
+//! processes (pilots and depots) on 127.0.0.1, talks to them over HTTP, and reads
 //! the manager's SQLite file. Waiting is always on a condition with a deadline, never a bare sleep.
 
 pub mod lab;
@@ -358,17 +358,17 @@ impl Drop for Agent {
     }
 }
 
-/// A `hetpilot-agent serve-files` file store on 127.0.0.1.
-pub struct FileStore {
+/// A depot (`hetpilot-agent serve-files`) on 127.0.0.1.
+pub struct Depot {
     pub child: Child,
     pub url: String,
     pub root: PathBuf,
     pub log: PathBuf,
 }
 
-impl FileStore {
-    /// Starts store `name` serving `root` with `secret_file`; returns once it answers.
-    pub fn start(name: &str, root: &Path, secret_file: &Path, log: &Path) -> FileStore {
+impl Depot {
+    /// Starts depot `name` serving `root` with `secret_file`; returns once it answers.
+    pub fn start(name: &str, root: &Path, secret_file: &Path, log: &Path) -> Depot {
         std::fs::create_dir_all(root).unwrap();
         let port = free_port();
         let child = Command::new(bin("hetpilot-agent"))
@@ -385,10 +385,10 @@ impl FileStore {
             .expect("starting hetpilot-agent serve-files");
         let url = format!("http://127.0.0.1:{port}");
         let client = Client::new();
-        wait_until("the file store to answer", Duration::from_secs(30), || {
+        wait_until("the depot to answer", Duration::from_secs(30), || {
             client.get(format!("{url}/probe/x")).send().ok()
         });
-        FileStore {
+        Depot {
             child,
             url,
             root: root.to_path_buf(),
@@ -397,7 +397,7 @@ impl FileStore {
     }
 }
 
-impl Drop for FileStore {
+impl Drop for Depot {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -5,7 +5,7 @@
 //! a valid grant (401), grants for another owner (403), escapes, and bad ranges; the
 //! manager refuses applications naming a store it does not know.
 
-use hetpilot_e2e::{free_port, pattern, wait_until, FileStore, Manager};
+use hetpilot_e2e::{free_port, pattern, wait_until, Depot, Manager};
 use hetpilot_transport::store_grant::StoreSecret;
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
@@ -18,7 +18,7 @@ const LONG: Duration = Duration::from_secs(120);
 
 /// A store named `lustre`, and a manager configured with it.
 struct Site {
-    store: FileStore,
+    store: Depot,
     manager: Manager,
     secret: PathBuf,
     _dir: tempfile::TempDir,
@@ -38,7 +38,7 @@ fn site_with(extra: impl Fn(&str, &str) -> String) -> Site {
     )
     .unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let store = FileStore::start(
+    let store = Depot::start(
         "lustre",
         &dir.path().join("store-root"),
         &secret,

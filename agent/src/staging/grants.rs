@@ -1,4 +1,4 @@
-//! The grants to file stores the manager sent (with pulled tasks and in heartbeat
+//! The grants to depots (file stores) the manager sent (with pulled tasks and in heartbeat
 //! answers), newest per (store, owner). Transfers look their grant up when they start, so
 //! a refreshed grant is used from the next transfer on.
 

@@ -7,7 +7,7 @@
 //! cached files and removes the run directory (its stdout and stderr are kept elsewhere).
 //! A problem with a file fails that task only, with a message saying which file and why.
 //!
-//! `store://` files come from file stores (`hetpilot-agent serve-files`) with the grant
+//! `store://` files come from depots (`hetpilot-agent serve-files`) with the grant
 //! to their owner's files there that the manager sent (see `grants`); their transfers are
 //! measured against the endpoint `store:NAME`.
 
@@ -37,7 +37,7 @@ pub struct Settings {
     pub cache_max: u64,
     /// Private key and host-key check for `sftp://` files.
     pub sftp_key: Option<SftpKeys>,
-    /// How HTTPS servers (the manager, file stores) are trusted.
+    /// How HTTPS servers (the manager, depots) are trusted.
     pub trust: ClientTrust,
 }
 
@@ -48,7 +48,7 @@ pub struct Stager {
     manager: String,
     credential: String,
     sftp_key: Option<SftpKeys>,
-    /// Grants to file stores, refreshed by the manager's answers.
+    /// Grants to depots, refreshed by the manager's answers.
     grants: Grants,
     /// Sources whose content was verified against a declared SHA-256: their cache key.
     aliases: Mutex<HashMap<String, String>>,

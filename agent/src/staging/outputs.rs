@@ -1,5 +1,5 @@
 //! Storing a run's declared outputs back after it succeeded: to the manager's file
-//! service or a file store (under the application owner's files), or over SFTP. Every output is tried; the
+//! service or a depot (under the application owner's files), or over SFTP. Every output is tried; the
 //! problems are reported together.
 
 use super::{add_transfer, http, sftp, store_url, Stager};

@@ -4,7 +4,7 @@
 //! job orders (FCFS, SJF) and allocators (Best-Fit, Fastest-First, TLPA_BJS).
 //!
 //! Pure: the simulator (`sim::alloc`) and, later, the live manager call the same
-//! [`Allocator::choose`] with a [`Decision`]; the live queue is the look-ahead.
+//! [`Allocator::choose`] with an [`AllocatorInput`]; the live queue is the look-ahead.
 
 pub mod allocator;
 pub mod load;
@@ -12,8 +12,8 @@ pub mod model;
 pub mod order;
 
 pub use allocator::{
-    allocator_by_name, Allocator, BestFit, Decision, FastestFirst, Tlpa, ALLOCATOR_NAMES,
+    allocator_by_name, Allocator, AllocatorInput, BestFit, FastestFirst, Tlpa, ALLOCATOR_NAMES,
 };
 pub use load::{ClusterLoad, Release};
 pub use model::{validate_clusters, validate_jobs, AllocError, Cluster, Job};
-pub use order::{order_by_name, Fcfs, JobOrder, Sjf, ORDER_NAMES};
+pub use order::{order_by_name, FcfsOrder, JobOrder, SjfOrder, ORDER_NAMES};

@@ -13,9 +13,9 @@ pub trait JobOrder: Send + Sync {
 
 /// First-come-first-served: by submit time.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Fcfs;
+pub struct FcfsOrder;
 
-impl JobOrder for Fcfs {
+impl JobOrder for FcfsOrder {
     fn name(&self) -> &'static str {
         "fcfs"
     }
@@ -26,9 +26,9 @@ impl JobOrder for Fcfs {
 
 /// Shortest-job-first: by the user's runtime estimate (the only runtime known at submit).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Sjf;
+pub struct SjfOrder;
 
-impl JobOrder for Sjf {
+impl JobOrder for SjfOrder {
     fn name(&self) -> &'static str {
         "sjf"
     }
@@ -42,8 +42,8 @@ pub const ORDER_NAMES: [&str; 2] = ["fcfs", "sjf"];
 
 pub fn order_by_name(name: &str) -> Result<Box<dyn JobOrder>, AllocError> {
     match name {
-        "fcfs" => Ok(Box::new(Fcfs)),
-        "sjf" => Ok(Box::new(Sjf)),
+        "fcfs" => Ok(Box::new(FcfsOrder)),
+        "sjf" => Ok(Box::new(SjfOrder)),
         _ => Err(AllocError::UnknownPolicy {
             kind: "job scheduler",
             name: name.to_string(),

@@ -11,7 +11,7 @@
 //! α_1..α_d. Each application's head task is placed in turn and occupies its node, so the
 //! next application sees it.
 
-use crate::alloc::{Allocator, Cluster, ClusterLoad, Decision, Job, Tlpa};
+use crate::alloc::{Allocator, AllocatorInput, Cluster, ClusterLoad, Job, Tlpa};
 use hetpilot_protocol::AppId;
 
 /// An agent as a cluster of the TLPA model.
@@ -90,7 +90,7 @@ pub fn place(
             .collect();
         if !allocable.is_empty() {
             let waiting_end = (head + 1 + depth).min(queue.len());
-            let c = tlpa.choose(&Decision {
+            let c = tlpa.choose(&AllocatorInput {
                 now: now_s,
                 job: &job,
                 clusters: &clusters,

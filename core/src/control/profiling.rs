@@ -16,9 +16,9 @@
 //! that is what a slot of the platform is worth to the application.
 
 use crate::sched::profile::{
-    ApplicationProfile, CombinationSpec, PlatformProfile, RuntimeDistribution,
+    ApplicationProfile, CombinationSpec, ProfiledPlatform, RuntimeDistribution,
 };
-use crate::sched::{ProfileError, RuntimeProfile};
+use crate::sched::{RuntimeProfile, RuntimeProfileError};
 use hetpilot_protocol::AppId;
 use std::collections::HashMap;
 
@@ -153,7 +153,7 @@ impl RunStats {
         &self,
         apps: &[AppId],
         platforms: &[RoundPlatform],
-    ) -> Result<LiveProfile, ProfileError> {
+    ) -> Result<LiveProfile, RuntimeProfileError> {
         let slowness = self.slowness();
         let slow = |p: &str| slowness.get(p).copied().unwrap_or(1.0);
         let work: Vec<Option<f64>> = apps
@@ -215,7 +215,7 @@ impl RunStats {
                 .collect(),
             platforms
                 .iter()
-                .map(|p| PlatformProfile {
+                .map(|p| ProfiledPlatform {
                     name: p.name.clone(),
                     cores_per_node: p.cores_per_node,
                     max_nodes: None,

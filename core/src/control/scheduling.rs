@@ -10,8 +10,8 @@ use super::profiling::{LiveProfile, RoundPlatform, RunStats};
 use super::SchedulerConfig;
 use crate::queue::{LeasePlan, PlatformPlan};
 use crate::sched::{
-    ApplicationState, CoreAllocation, Decision, PlatformState, ProfileError, SchedError, Scheduler,
-    SchedulerSettings, Snapshot,
+    ApplicationState, CoreAllocation, Decision, PlatformState, RuntimeProfileError, SchedError,
+    Scheduler, SchedulerSettings, Snapshot,
 };
 use hetpilot_protocol::views::{AppAllocation, PlatformView, ScheduleView};
 use hetpilot_protocol::{AgentId, AppId};
@@ -47,7 +47,7 @@ pub struct LiveAgent {
 #[derive(Debug, thiserror::Error)]
 pub enum RoundError {
     #[error("the live profile is unusable: {0}")]
-    Profile(#[from] ProfileError),
+    Profile(#[from] RuntimeProfileError),
     #[error("the scheduler refused the live state: {0}")]
     Sched(#[from] SchedError),
 }

@@ -17,7 +17,9 @@ use super::bandwidth::Bandwidths;
 use super::policy_state::PolicyState;
 use super::profiling::RunStats;
 use crate::queue::StagingRequest;
-use crate::staging::model::{ComputeCluster, DataFile, Platform, StorageNode, Task, Workload};
+use crate::staging::model::{
+    ComputeCluster, DataFile, StagingPlatform, StorageNode, Task, Workload,
+};
 use hetpilot_protocol::files::{Source, TaskFile};
 use hetpilot_protocol::AppId;
 use std::collections::HashMap;
@@ -153,7 +155,7 @@ pub(super) fn staging_platform(
     req: &StagingRequest,
     files: &RequestFiles,
     m: &Measures<'_>,
-) -> Platform {
+) -> StagingPlatform {
     let endpoints: Vec<&str> = files.endpoints.iter().map(String::as_str).collect();
     let rates = NodeRates {
         app: req.app,
@@ -183,7 +185,7 @@ pub(super) fn staging_platform(
             io_bandwidth: storage_bandwidth(m, e),
         })
         .collect();
-    Platform { clusters, storage }
+    StagingPlatform { clusters, storage }
 }
 
 /// IBW_p of an endpoint: the configured figure (a store's `io_mib_per_s`) or the assumed
@@ -288,7 +290,7 @@ pub(super) mod tests {
     }
 
     impl State {
-        pub(crate) fn platform(&self, req: &StagingRequest) -> (Workload, Platform) {
+        pub(crate) fn platform(&self, req: &StagingRequest) -> (Workload, StagingPlatform) {
             let files = request_files(req, |f| f.size.unwrap());
             let m = Measures {
                 stats: &self.stats,

@@ -13,7 +13,7 @@ use hetpilot_protocol::AppId;
 pub struct StagingJob {
     req: StagingRequest,
     files: RequestFiles,
-    platform: crate::staging::model::Platform,
+    platform: crate::staging::model::StagingPlatform,
 }
 
 impl Control {
@@ -87,7 +87,7 @@ fn bind(req: &StagingRequest, plan: StagingPlan) -> Partitions {
 mod tests {
     use super::*;
     use crate::control::staging_model::tests::{grouped, State};
-    use crate::staging::model::{Platform, Workload};
+    use crate::staging::model::{StagingPlatform, Workload};
     use hetpilot_protocol::files::Transfer;
     use hetpilot_protocol::AgentId;
     use std::collections::HashMap;
@@ -95,7 +95,11 @@ mod tests {
     const MIB: f64 = 1024.0 * 1024.0;
 
     /// Input bytes of the tasks the plan binds to each agent (before any stealing).
-    fn bytes_per_agent(req: &StagingRequest, w: &Workload, p: &Platform) -> HashMap<AgentId, u64> {
+    fn bytes_per_agent(
+        req: &StagingRequest,
+        w: &Workload,
+        p: &StagingPlatform,
+    ) -> HashMap<AgentId, u64> {
         let plan = policy_by_name("het-hps").unwrap().plan(w, p, 7).unwrap();
         let mut parts = bind(req, plan);
         let mut bytes = HashMap::new();

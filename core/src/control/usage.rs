@@ -11,7 +11,7 @@
 use super::FairshareConfig;
 use super::{AgentResources, AppResources, Run};
 use crate::fairshare::{
-    penalty_by_name, priorities, JobRequest, Machine, PenaltyFunction, Platform, Shares,
+    penalty_by_name, priorities, JobRequest, Machine, MachinePool, PenaltyFunction, Shares,
     UsageLedger, UsageRecord,
 };
 use hetpilot_protocol::views::UserUsage;
@@ -29,12 +29,12 @@ pub struct Usage {
     penalty: Box<dyn PenaltyFunction>,
     apps: HashMap<AppId, AppResources>,
     /// Each agent's node as a one-machine platform.
-    nodes: HashMap<AgentId, Platform>,
+    nodes: HashMap<AgentId, MachinePool>,
 }
 
 /// An agent's node as the penalty sees it (a node that did not say its memory has so
 /// much that memory never dominates).
-fn node(agent: &AgentResources) -> Platform {
+fn node(agent: &AgentResources) -> MachinePool {
     // Unknown (0) or absurd sizes mean memory never dominates; `memory_mb` is bounded at
     // registration, but rows stored by earlier versions are not.
     let ram = match agent.memory_mb.checked_mul(1 << 20) {
@@ -42,7 +42,7 @@ fn node(agent: &AgentResources) -> Platform {
         _ => u64::MAX / 2,
     };
     let machine = Machine::new(&agent.platform, 1, agent.slots.max(1), ram);
-    Platform::new(vec![machine]).expect("one machine with CPUs, RAM and a node")
+    MachinePool::new(vec![machine]).expect("one machine with CPUs, RAM and a node")
 }
 
 impl Usage {

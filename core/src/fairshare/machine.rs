@@ -1,6 +1,6 @@
-//! The platform as the fairshare penalty sees it: machines (node types or clusters) with
-//! per-node CPUs, RAM, GPUs, a relative speed (SPEC, Section 3.2), a node cost (eq. 4
-//! footnote 5) and properties a job can ask for.
+//! The system as the fairshare penalty sees it: a [`MachinePool`] of machines (node types
+//! or clusters) with per-node CPUs, RAM, GPUs, a relative speed (SPEC, Section 3.2), a node
+//! cost (eq. 4 footnote 5) and properties a job can ask for.
 
 use std::collections::BTreeSet;
 
@@ -67,33 +67,34 @@ impl Machine {
     }
 }
 
-/// A validated, non-empty set of machines.
+/// A validated, non-empty pool of machines: the whole system whose totals (availCPU,
+/// availRAM of eq. 3) the penalties divide by.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Platform {
+pub struct MachinePool {
     machines: Vec<Machine>,
 }
 
-/// Why a set of machines is not a usable platform.
+/// Why a set of machines is not a usable [`MachinePool`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PlatformError {
+pub enum MachinePoolError {
     #[error("the platform has no machines")]
     Empty,
     #[error("machine {name:?} {problem}")]
     BadMachine { name: String, problem: String },
 }
 
-impl Platform {
-    pub fn new(machines: Vec<Machine>) -> Result<Self, PlatformError> {
+impl MachinePool {
+    pub fn new(machines: Vec<Machine>) -> Result<Self, MachinePoolError> {
         if machines.is_empty() {
-            return Err(PlatformError::Empty);
+            return Err(MachinePoolError::Empty);
         }
         if let Some((m, problem)) = machines.iter().find_map(|m| m.problem().map(|p| (m, p))) {
-            return Err(PlatformError::BadMachine {
+            return Err(MachinePoolError::BadMachine {
                 name: m.name.clone(),
                 problem,
             });
         }
-        Ok(Platform { machines })
+        Ok(MachinePool { machines })
     }
 
     pub fn machines(&self) -> &[Machine] {
@@ -145,16 +146,19 @@ mod tests {
 
     #[test]
     fn rejects_zero_cpu_and_ram_machines_by_name() {
-        let err = Platform::new(vec![Machine::new("a", 1, 0, 10)]).unwrap_err();
+        let err = MachinePool::new(vec![Machine::new("a", 1, 0, 10)]).unwrap_err();
         assert_eq!(err.to_string(), "machine \"a\" has 0 CPUs per node");
-        let err = Platform::new(vec![Machine::new("b", 1, 4, 0)]).unwrap_err();
+        let err = MachinePool::new(vec![Machine::new("b", 1, 4, 0)]).unwrap_err();
         assert_eq!(err.to_string(), "machine \"b\" has 0 RAM per node");
-        assert_eq!(Platform::new(vec![]).unwrap_err(), PlatformError::Empty);
+        assert_eq!(
+            MachinePool::new(vec![]).unwrap_err(),
+            MachinePoolError::Empty
+        );
     }
 
     #[test]
     fn totals_and_implicit_properties() {
-        let p = Platform::new(vec![
+        let p = MachinePool::new(vec![
             Machine::new("t1", 10, 8, 16),
             Machine::new("t2", 1, 80, 512),
         ])

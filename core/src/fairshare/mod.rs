@@ -1,5 +1,5 @@
 //! Multi-resource, heterogeneity-aware fairshare (Klusáček & Rudová, "Multi-Resource Aware
-//! Fairsharing for Heterogeneous Systems"): the platform model, per-node job requests,
+//! Fairsharing for Heterogeneous Systems"): the machine pool, per-node job requests,
 //! penalty functions P(j) (eq. 3-5, 7-8, GPUs as a third resource), the decayed usage ledger
 //! F_u (eq. 6, 9) and user priority ordering with optional shares.
 //!
@@ -12,7 +12,7 @@ pub mod priority;
 pub mod request;
 pub mod usage;
 
-pub use machine::{Machine, Platform, PlatformError};
+pub use machine::{Machine, MachinePool, MachinePoolError};
 pub use penalty::{
     penalty_by_name, CpuOnly, MultiResource, PenaltyError, PenaltyFunction, ProcessorEquivalent,
     PENALTY_NAMES,

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::machine::Platform;
+use super::machine::MachinePool;
 use super::penalty::{PenaltyError, PenaltyFunction};
 use super::request::JobRequest;
 
@@ -153,7 +153,7 @@ impl UsageLedger {
     /// Charge finished work directly, pricing it with `penalty` on `platform`.
     pub fn record(
         &mut self,
-        platform: &Platform,
+        platform: &MachinePool,
         penalty: &dyn PenaltyFunction,
         record: &UsageRecord,
     ) -> Result<f64, UsageError> {

@@ -190,7 +190,7 @@ pub fn co_runner_affinity(
 mod tests {
     use super::*;
     use crate::sched::profile::{
-        ApplicationProfile, CombinationSpec, PlatformProfile, RuntimeDistribution,
+        ApplicationProfile, CombinationSpec, ProfiledPlatform, RuntimeDistribution,
     };
 
     fn profile() -> RuntimeProfile {
@@ -202,7 +202,7 @@ mod tests {
             })
             .to_vec();
         let platforms = ["gene", "cheetah", "darth", "lcloud"]
-            .map(|n| PlatformProfile {
+            .map(|n| ProfiledPlatform {
                 name: n.into(),
                 cores_per_node: 2,
                 max_nodes: None,

@@ -1,10 +1,12 @@
-//! Errors of the scheduling core: bad profile data and inconsistent snapshots or settings.
+//! Errors of the scheduling core: bad runtime-profile data and inconsistent snapshots or
+//! settings.
 
 use thiserror::Error;
 
-/// A profile (runtime table) that cannot be used.
+/// A runtime profile (the table of [`RuntimeProfile`](super::profile::RuntimeProfile)) that
+/// cannot be used.
 #[derive(Debug, Error)]
-pub enum ProfileError {
+pub enum RuntimeProfileError {
     #[error("{file}: not valid profile TOML: {message}")]
     Syntax { file: String, message: String },
     #[error("{file}: field `{field}`: {problem}")]

@@ -8,7 +8,6 @@
 pub mod affinity;
 pub mod affinity_tables;
 pub mod error;
-pub mod fair_share;
 pub mod first_level;
 pub mod metrics;
 pub mod profile;
@@ -17,9 +16,10 @@ pub mod second_level;
 pub mod settings;
 pub mod snapshot;
 pub mod test_profiles;
+pub mod weighted_max_min;
 
 pub use affinity::{CoRunnerAffinity, PlatformAffinity};
-pub use error::{ProfileError, SchedError};
+pub use error::{RuntimeProfileError, SchedError};
 pub use profile::RuntimeProfile;
 pub use scheduler::Scheduler;
 pub use settings::SchedulerSettings;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::error::ProfileError;
+use super::error::RuntimeProfileError;
 
 /// One application of the profile.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,9 +22,10 @@ pub struct ApplicationProfile {
     pub distribution: RuntimeDistribution,
 }
 
-/// One platform of the profile (a homogeneous set of nodes).
+/// One platform as the runtime profile knows it (a homogeneous set of nodes); not the
+/// provisioner's platform profile (`profiles/platforms/*.toml`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlatformProfile {
+pub struct ProfiledPlatform {
     pub name: String,
     pub cores_per_node: u32,
     /// Nodes the platform has, when known; scenarios may not ask for more.
@@ -66,7 +67,7 @@ impl Combination {
 #[derive(Debug, Clone)]
 pub struct RuntimeProfile {
     applications: Vec<ApplicationProfile>,
-    platforms: Vec<PlatformProfile>,
+    platforms: Vec<ProfiledPlatform>,
     /// `one_core[app][platform]`: mean solo-run (OneCore) runtime in seconds.
     one_core: Vec<Vec<f64>>,
     /// `combinations[platform]`: every profiled combination on that platform.
@@ -91,165 +92,28 @@ impl RuntimeProfile {
     pub fn new(
         source: &str,
         applications: Vec<ApplicationProfile>,
-        platforms: Vec<PlatformProfile>,
+        platforms: Vec<ProfiledPlatform>,
         one_core: Vec<Vec<f64>>,
         combinations: Vec<CombinationSpec>,
-    ) -> Result<Self, ProfileError> {
-        let invalid = |field: String, problem: String| ProfileError::Invalid {
-            file: source.to_string(),
-            field,
-            problem,
-        };
-        let mut seen = HashMap::new();
-        for (i, a) in applications.iter().enumerate() {
-            if a.name.trim().is_empty() {
-                return Err(invalid(format!("application[{i}].name"), "is empty".into()));
-            }
-            if seen.insert(a.name.clone(), i).is_some() {
-                return Err(invalid(
-                    format!("application[{i}].name"),
-                    format!("duplicate application `{}`", a.name),
-                ));
-            }
-            if let RuntimeDistribution::LogNormal { cv } = a.distribution {
-                if !(cv.is_finite() && cv >= 0.0) {
-                    return Err(invalid(
-                        format!("application `{}`.runtime_distribution.cv", a.name),
-                        format!("must be a finite number >= 0, got {cv}"),
-                    ));
-                }
-            }
-        }
-        let mut seen = HashMap::new();
-        for (j, p) in platforms.iter().enumerate() {
-            if p.name.trim().is_empty() {
-                return Err(invalid(format!("platform[{j}].name"), "is empty".into()));
-            }
-            if seen.insert(p.name.clone(), j).is_some() {
-                return Err(invalid(
-                    format!("platform[{j}].name"),
-                    format!("duplicate platform `{}`", p.name),
-                ));
-            }
-            if p.cores_per_node == 0 {
-                return Err(invalid(
-                    format!("platform `{}`.cores_per_node", p.name),
-                    "must be at least 1".into(),
-                ));
-            }
-        }
-        if one_core.len() != applications.len() {
-            return Err(invalid(
-                "one_core".into(),
-                format!(
-                    "has {} rows for {} applications",
-                    one_core.len(),
-                    applications.len()
-                ),
-            ));
-        }
-        for (i, row) in one_core.iter().enumerate() {
-            let app = &applications[i].name;
-            if row.len() != platforms.len() {
-                return Err(invalid(
-                    format!("application `{app}`.one_core"),
-                    format!(
-                        "has {} runtimes for {} platforms",
-                        row.len(),
-                        platforms.len()
-                    ),
-                ));
-            }
-            for (j, &r) in row.iter().enumerate() {
-                check_runtime(r).map_err(|problem| {
-                    invalid(
-                        format!("application `{app}`.one_core.{}", platforms[j].name),
-                        problem,
-                    )
-                })?;
-            }
-        }
-        let m = platforms.len();
-        let n = applications.len();
-        let mut by_platform: Vec<Vec<Combination>> = vec![Vec::new(); m];
-        let mut lookup: Vec<HashMap<Vec<usize>, usize>> = vec![HashMap::new(); m];
-        let mut containing = vec![vec![Vec::new(); n]; m];
-        for (c, spec) in combinations.into_iter().enumerate() {
-            let field = format!("combination[{c}]");
-            let Some(platform) = platforms.get(spec.platform) else {
-                return Err(invalid(
-                    format!("{field}.platform"),
-                    format!("unknown platform index {}", spec.platform),
-                ));
-            };
-            if spec.runtimes.is_empty() {
-                return Err(invalid(
-                    format!("{field}.runtimes"),
-                    "names no application".into(),
-                ));
-            }
-            let size = spec.runtimes.len() as u32;
-            if size > platform.cores_per_node || platform.cores_per_node % size != 0 {
-                return Err(invalid(
-                    format!("{field}.runtimes"),
-                    format!(
-                        "{size} applications cannot split the {} cores of a `{}` node evenly",
-                        platform.cores_per_node, platform.name
-                    ),
-                ));
-            }
-            let mut pairs = spec.runtimes;
-            pairs.sort_by_key(|&(a, _)| a);
-            for w in pairs.windows(2) {
-                if w[0].0 == w[1].0 {
-                    return Err(invalid(
-                        format!("{field}.runtimes"),
-                        format!("application index {} appears twice", w[0].0),
-                    ));
-                }
-            }
-            for &(a, r) in &pairs {
-                let Some(app) = applications.get(a) else {
-                    return Err(invalid(
-                        format!("{field}.runtimes"),
-                        format!("unknown application index {a}"),
-                    ));
-                };
-                check_runtime(r).map_err(|problem| {
-                    invalid(format!("{field}.runtimes.{}", app.name), problem)
-                })?;
-            }
-            let members: Vec<usize> = pairs.iter().map(|&(a, _)| a).collect();
-            let runtimes = pairs.iter().map(|&(_, r)| r).collect();
-            let id = by_platform[spec.platform].len();
-            if lookup[spec.platform].insert(members.clone(), id).is_some() {
-                return Err(invalid(
-                    field,
-                    format!(
-                        "the same applications on `{}` are listed twice",
-                        platform.name
-                    ),
-                ));
-            }
-            for &a in &members {
-                containing[spec.platform][a].push(id);
-            }
-            by_platform[spec.platform].push(Combination { members, runtimes });
-        }
+    ) -> Result<Self, RuntimeProfileError> {
+        check_applications(source, &applications)?;
+        check_platforms(source, &platforms)?;
+        check_one_core(source, &applications, &platforms, &one_core)?;
+        let index = CombinationIndex::build(source, &applications, &platforms, combinations)?;
         Ok(Self {
             applications,
             platforms,
             one_core,
-            combinations: by_platform,
-            lookup,
-            containing,
+            combinations: index.by_platform,
+            lookup: index.lookup,
+            containing: index.containing,
         })
     }
 
     /// Parse the TOML profile format documented in `profiles/two-level/profile.toml`.
     /// `source` (the file path) is named in every error.
-    pub fn from_toml_str(source: &str, text: &str) -> Result<Self, ProfileError> {
-        let file: ProfileFile = toml::from_str(text).map_err(|e| ProfileError::Syntax {
+    pub fn from_toml_str(source: &str, text: &str) -> Result<Self, RuntimeProfileError> {
+        let file: ProfileFile = toml::from_str(text).map_err(|e| RuntimeProfileError::Syntax {
             file: source.to_string(),
             message: e.to_string(),
         })?;
@@ -260,7 +124,7 @@ impl RuntimeProfile {
         &self.applications
     }
 
-    pub fn platforms(&self) -> &[PlatformProfile] {
+    pub fn platforms(&self) -> &[ProfiledPlatform] {
         &self.platforms
     }
 
@@ -338,6 +202,238 @@ impl RuntimeProfile {
     }
 }
 
+/// An error about `field` of the profile from `source`.
+fn invalid(source: &str, field: String, problem: String) -> RuntimeProfileError {
+    RuntimeProfileError::Invalid {
+        file: source.to_string(),
+        field,
+        problem,
+    }
+}
+
+/// Applications have distinct, non-empty names and valid runtime distributions.
+fn check_applications(
+    source: &str,
+    applications: &[ApplicationProfile],
+) -> Result<(), RuntimeProfileError> {
+    let mut seen = HashMap::new();
+    for (i, a) in applications.iter().enumerate() {
+        if a.name.trim().is_empty() {
+            return Err(invalid(
+                source,
+                format!("application[{i}].name"),
+                "is empty".into(),
+            ));
+        }
+        if seen.insert(a.name.clone(), i).is_some() {
+            return Err(invalid(
+                source,
+                format!("application[{i}].name"),
+                format!("duplicate application `{}`", a.name),
+            ));
+        }
+        if let RuntimeDistribution::LogNormal { cv } = a.distribution {
+            if !(cv.is_finite() && cv >= 0.0) {
+                return Err(invalid(
+                    source,
+                    format!("application `{}`.runtime_distribution.cv", a.name),
+                    format!("must be a finite number >= 0, got {cv}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Platforms have distinct, non-empty names and at least one core per node.
+fn check_platforms(
+    source: &str,
+    platforms: &[ProfiledPlatform],
+) -> Result<(), RuntimeProfileError> {
+    let mut seen = HashMap::new();
+    for (j, p) in platforms.iter().enumerate() {
+        if p.name.trim().is_empty() {
+            return Err(invalid(
+                source,
+                format!("platform[{j}].name"),
+                "is empty".into(),
+            ));
+        }
+        if seen.insert(p.name.clone(), j).is_some() {
+            return Err(invalid(
+                source,
+                format!("platform[{j}].name"),
+                format!("duplicate platform `{}`", p.name),
+            ));
+        }
+        if p.cores_per_node == 0 {
+            return Err(invalid(
+                source,
+                format!("platform `{}`.cores_per_node", p.name),
+                "must be at least 1".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The OneCore table has one row per application, one valid runtime per platform.
+fn check_one_core(
+    source: &str,
+    applications: &[ApplicationProfile],
+    platforms: &[ProfiledPlatform],
+    one_core: &[Vec<f64>],
+) -> Result<(), RuntimeProfileError> {
+    if one_core.len() != applications.len() {
+        return Err(invalid(
+            source,
+            "one_core".into(),
+            format!(
+                "has {} rows for {} applications",
+                one_core.len(),
+                applications.len()
+            ),
+        ));
+    }
+    for (i, row) in one_core.iter().enumerate() {
+        let app = &applications[i].name;
+        if row.len() != platforms.len() {
+            return Err(invalid(
+                source,
+                format!("application `{app}`.one_core"),
+                format!(
+                    "has {} runtimes for {} platforms",
+                    row.len(),
+                    platforms.len()
+                ),
+            ));
+        }
+        for (j, &r) in row.iter().enumerate() {
+            check_runtime(r).map_err(|problem| {
+                invalid(
+                    source,
+                    format!("application `{app}`.one_core.{}", platforms[j].name),
+                    problem,
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The checked combinations of a profile, indexed per platform.
+struct CombinationIndex {
+    /// `by_platform[platform]`: the platform's combinations in the given order.
+    by_platform: Vec<Vec<Combination>>,
+    /// `lookup[platform]`: member set → index into `by_platform[platform]`.
+    lookup: Vec<HashMap<Vec<usize>, usize>>,
+    /// `containing[platform][app]`: indices of the combinations that include `app`.
+    containing: Vec<Vec<Vec<usize>>>,
+}
+
+impl CombinationIndex {
+    /// Checks every combination (see [`checked_runtimes`]) and indexes it; the same member
+    /// set may appear once per platform.
+    fn build(
+        source: &str,
+        applications: &[ApplicationProfile],
+        platforms: &[ProfiledPlatform],
+        combinations: Vec<CombinationSpec>,
+    ) -> Result<Self, RuntimeProfileError> {
+        let m = platforms.len();
+        let n = applications.len();
+        let mut index = CombinationIndex {
+            by_platform: vec![Vec::new(); m],
+            lookup: vec![HashMap::new(); m],
+            containing: vec![vec![Vec::new(); n]; m],
+        };
+        for (c, spec) in combinations.into_iter().enumerate() {
+            let field = format!("combination[{c}]");
+            let platform = spec.platform;
+            let pairs = checked_runtimes(source, &field, spec, applications, platforms)?;
+            let members: Vec<usize> = pairs.iter().map(|&(a, _)| a).collect();
+            let runtimes = pairs.iter().map(|&(_, r)| r).collect();
+            let id = index.by_platform[platform].len();
+            if index.lookup[platform].insert(members.clone(), id).is_some() {
+                return Err(invalid(
+                    source,
+                    field,
+                    format!(
+                        "the same applications on `{}` are listed twice",
+                        platforms[platform].name
+                    ),
+                ));
+            }
+            for &a in &members {
+                index.containing[platform][a].push(id);
+            }
+            index.by_platform[platform].push(Combination { members, runtimes });
+        }
+        Ok(index)
+    }
+}
+
+/// One combination's (application, runtime) pairs sorted by application, checked: a known
+/// platform, known and distinct applications that split its nodes' cores evenly, valid
+/// runtimes. `field` (`combination[c]`) prefixes the errors' fields.
+fn checked_runtimes(
+    source: &str,
+    field: &str,
+    spec: CombinationSpec,
+    applications: &[ApplicationProfile],
+    platforms: &[ProfiledPlatform],
+) -> Result<Vec<(usize, f64)>, RuntimeProfileError> {
+    let Some(platform) = platforms.get(spec.platform) else {
+        return Err(invalid(
+            source,
+            format!("{field}.platform"),
+            format!("unknown platform index {}", spec.platform),
+        ));
+    };
+    if spec.runtimes.is_empty() {
+        return Err(invalid(
+            source,
+            format!("{field}.runtimes"),
+            "names no application".into(),
+        ));
+    }
+    let size = spec.runtimes.len() as u32;
+    if size > platform.cores_per_node || platform.cores_per_node % size != 0 {
+        return Err(invalid(
+            source,
+            format!("{field}.runtimes"),
+            format!(
+                "{size} applications cannot split the {} cores of a `{}` node evenly",
+                platform.cores_per_node, platform.name
+            ),
+        ));
+    }
+    let mut pairs = spec.runtimes;
+    pairs.sort_by_key(|&(a, _)| a);
+    for w in pairs.windows(2) {
+        if w[0].0 == w[1].0 {
+            return Err(invalid(
+                source,
+                format!("{field}.runtimes"),
+                format!("application index {} appears twice", w[0].0),
+            ));
+        }
+    }
+    for &(a, r) in &pairs {
+        let Some(app) = applications.get(a) else {
+            return Err(invalid(
+                source,
+                format!("{field}.runtimes"),
+                format!("unknown application index {a}"),
+            ));
+        };
+        check_runtime(r).map_err(|problem| {
+            invalid(source, format!("{field}.runtimes.{}", app.name), problem)
+        })?;
+    }
+    Ok(pairs)
+}
+
 fn check_runtime(r: f64) -> Result<(), String> {
     if r.is_finite() && r > 0.0 {
         Ok(())
@@ -398,8 +494,8 @@ struct CombinationEntry {
 }
 
 impl ProfileFile {
-    fn into_profile(self, source: &str) -> Result<RuntimeProfile, ProfileError> {
-        let invalid = |field: String, problem: String| ProfileError::Invalid {
+    fn into_profile(self, source: &str) -> Result<RuntimeProfile, RuntimeProfileError> {
+        let invalid = |field: String, problem: String| RuntimeProfileError::Invalid {
             file: source.to_string(),
             field,
             problem,
@@ -410,10 +506,10 @@ impl ProfileFile {
                 "no [[platform]] is defined".into(),
             ));
         }
-        let platforms: Vec<PlatformProfile> = self
+        let platforms: Vec<ProfiledPlatform> = self
             .platform
             .iter()
-            .map(|p| PlatformProfile {
+            .map(|p| ProfiledPlatform {
                 name: p.name.clone(),
                 cores_per_node: p.cores_per_node,
                 max_nodes: p.max_nodes,

@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::profile::{
-    ApplicationProfile, CombinationSpec, PlatformProfile, RuntimeDistribution, RuntimeProfile,
+    ApplicationProfile, CombinationSpec, ProfiledPlatform, RuntimeDistribution, RuntimeProfile,
 };
 
 /// A random but valid profile (deterministic for a given `seed`).
@@ -25,7 +25,7 @@ pub fn synthetic_profile(
         })
         .collect();
     let platforms = (0..m)
-        .map(|j| PlatformProfile {
+        .map(|j| ProfiledPlatform {
             name: format!("platform{j}"),
             cores_per_node,
             max_nodes: None,

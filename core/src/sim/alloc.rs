@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::alloc::{
-    validate_jobs, AllocError, Allocator, Cluster, ClusterLoad, Decision, Job, JobOrder,
+    validate_jobs, AllocError, Allocator, AllocatorInput, Cluster, ClusterLoad, Job, JobOrder,
 };
 
 /// Bounded slowdown threshold τ (seconds): slowdown = max(1, turnaround / max(runtime, τ)).
@@ -127,7 +127,7 @@ pub fn simulate_alloc(
                         .map(|&(_, _, j)| jobs[j]),
                 );
             }
-            let decision = Decision {
+            let input = AllocatorInput {
                 now,
                 job,
                 clusters,
@@ -135,7 +135,7 @@ pub fn simulate_alloc(
                 allocable: &allocable,
                 waiting: &waiting,
             };
-            let c = allocator.choose(&decision);
+            let c = allocator.choose(&input);
             assert!(
                 allocable.contains(&c),
                 "allocator {} chose a cluster that cannot fit the job",
@@ -195,7 +195,7 @@ fn summarize(clusters: &[Cluster], jobs: &[Job], outcomes: &[JobOutcome], m: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alloc::{BestFit, FastestFirst, Fcfs, Sjf, Tlpa};
+    use crate::alloc::{BestFit, FastestFirst, FcfsOrder, SjfOrder, Tlpa};
     use proptest::prelude::*;
 
     fn job(id: i64, submit: f64, procs: u32, runtime: f64) -> Job {
@@ -228,7 +228,7 @@ mod tests {
             job(2, 1.0, 4, 10.0),
             job(3, 2.0, 1, 1.0),
         ];
-        let r = run(&clusters, &jobs, &Fcfs, &mut BestFit);
+        let r = run(&clusters, &jobs, &FcfsOrder, &mut BestFit);
         assert_eq!(r.outcomes[1].start, 10.0);
         assert_eq!(
             r.outcomes[2].start, 20.0,
@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(r.outcomes[2].end, 21.0);
         assert_eq!(r.metrics.decisions, 3);
         // SJF lets the 1 s job go first once the 3-proc job ends.
-        let r = run(&clusters, &jobs, &Sjf, &mut BestFit);
+        let r = run(&clusters, &jobs, &SjfOrder, &mut BestFit);
         assert_eq!(r.outcomes[2].start, 2.0);
     }
 
@@ -254,9 +254,9 @@ mod tests {
             },
         ];
         let jobs = [job(1, 0.0, 8, 100.0)];
-        let bf = run(&clusters, &jobs, &Fcfs, &mut BestFit);
+        let bf = run(&clusters, &jobs, &FcfsOrder, &mut BestFit);
         assert_eq!((bf.outcomes[0].cluster, bf.outcomes[0].end), (0, 100.0));
-        let ff = run(&clusters, &jobs, &Fcfs, &mut FastestFirst);
+        let ff = run(&clusters, &jobs, &FcfsOrder, &mut FastestFirst);
         assert_eq!((ff.outcomes[0].cluster, ff.outcomes[0].end), (1, 50.0));
         assert_eq!(ff.metrics.avg_turnaround, 50.0);
         assert!((ff.metrics.utilization - 8.0 * 50.0 / (24.0 * 50.0)).abs() < 1e-12);
@@ -277,9 +277,9 @@ mod tests {
             },
         ];
         let jobs = [job(0, 0.0, 4, 10.0), job(1, 0.0, 8, 1000.0)];
-        let greedy = run(&clusters, &jobs, &Fcfs, &mut Tlpa::new(0));
+        let greedy = run(&clusters, &jobs, &FcfsOrder, &mut Tlpa::new(0));
         assert_eq!(greedy.outcomes[0].cluster, 1);
-        let tlpa = run(&clusters, &jobs, &Fcfs, &mut Tlpa::new(1));
+        let tlpa = run(&clusters, &jobs, &FcfsOrder, &mut Tlpa::new(1));
         assert_eq!(tlpa.outcomes[0].cluster, 0);
         assert!(tlpa.metrics.avg_turnaround < greedy.metrics.avg_turnaround);
     }
@@ -289,7 +289,7 @@ mod tests {
         let err = simulate_alloc(
             &[],
             &[job(1, 0.0, 1, 1.0)],
-            &Fcfs,
+            &FcfsOrder,
             &mut BestFit,
             &mut |_| {},
         )
@@ -301,7 +301,7 @@ mod tests {
                 speed: 1.0,
             }],
             &[job(9, 0.0, 3, 1.0)],
-            &Fcfs,
+            &FcfsOrder,
             &mut BestFit,
             &mut |_| {},
         )
@@ -343,7 +343,7 @@ mod tests {
         /// the whole schedule equals Fastest-First's.
         #[test]
         fn tlpa_depth_zero_is_greedy((clusters, jobs) in arb_case(), sjf in any::<bool>()) {
-            let order: &dyn JobOrder = if sjf { &Sjf } else { &Fcfs };
+            let order: &dyn JobOrder = if sjf { &SjfOrder } else { &FcfsOrder };
             let greedy = run(&clusters, &jobs, order, &mut FastestFirst);
             let tlpa = run(&clusters, &jobs, order, &mut Tlpa::new(0));
             prop_assert_eq!(greedy.outcomes, tlpa.outcomes);
@@ -355,7 +355,7 @@ mod tests {
         fn schedules_are_feasible((clusters, jobs) in arb_case(), depth in 0usize..8) {
             for alloc in [Box::new(BestFit) as Box<dyn Allocator>, Box::new(FastestFirst), Box::new(Tlpa::new(depth))] {
                 let mut alloc = alloc;
-                let r = run(&clusters, &jobs, &Fcfs, alloc.as_mut());
+                let r = run(&clusters, &jobs, &FcfsOrder, alloc.as_mut());
                 let mut events: Vec<(f64, i64, usize)> = Vec::new();
                 for (j, o) in jobs.iter().zip(&r.outcomes) {
                     prop_assert!(o.start >= j.submit);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::fairshare::{CpuOnly, JobRequest, MultiResource, PenaltyFunction, Platform};
+use crate::fairshare::{CpuOnly, JobRequest, MachinePool, MultiResource, PenaltyFunction};
 use crate::trace::{parse_nodespec, SwfTrace};
 
 /// A trace job as the fairshare experiments see it.
@@ -40,7 +40,7 @@ pub struct FairshareConversion {
 /// PBS nodespec. Jobs that no machine can satisfy are counted and left out.
 pub fn fairshare_jobs(
     trace: &SwfTrace,
-    platform: &Platform,
+    platform: &MachinePool,
 ) -> (Vec<FairshareJob>, FairshareConversion) {
     let mut conv = FairshareConversion::default();
     let mut jobs = Vec::new();
@@ -122,7 +122,7 @@ pub struct PenaltySummary {
 }
 
 /// Both penalties for every job.
-pub fn compare_penalties(platform: &Platform, jobs: &[FairshareJob]) -> Vec<PenaltyChange> {
+pub fn compare_penalties(platform: &MachinePool, jobs: &[FairshareJob]) -> Vec<PenaltyChange> {
     jobs.iter()
         .enumerate()
         .filter_map(|(i, j)| {
@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn memory_heavy_jobs_get_higher_penalties() {
-        let platform = Platform::new(vec![
+        let platform = MachinePool::new(vec![
             Machine::new("zewura", 20, 80, 512 * GB),
             Machine::new("zegox", 48, 12, 96 * GB),
         ])

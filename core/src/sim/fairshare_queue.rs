@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use super::alloc::BOUNDED_SLOWDOWN_TAU;
 use super::fairshare::FairshareJob;
 use crate::fairshare::{
-    effective_usage, JobStart, PenaltyError, PenaltyFunction, Platform, Shares, UsageError,
+    effective_usage, JobStart, MachinePool, PenaltyError, PenaltyFunction, Shares, UsageError,
     UsageLedger,
 };
 
@@ -38,7 +38,7 @@ pub enum ReplayError {
 
 /// Settings of a replay.
 pub struct QueueReplay<'a> {
-    pub platform: &'a Platform,
+    pub platform: &'a MachinePool,
     pub penalty: &'a dyn PenaltyFunction,
     /// Decay half-life, seconds (None: no decay).
     pub half_life: Option<f64>,
@@ -215,7 +215,7 @@ pub fn replay_fairshare_queue(
 
 /// Take nodes for every node request of `job`, or nothing when some request cannot be met now.
 fn place(
-    platform: &Platform,
+    platform: &MachinePool,
     nodes: &mut [Node],
     job: &FairshareJob,
 ) -> Option<Vec<(usize, u32, u64)>> {
@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn a_job_that_can_never_be_placed_is_an_error_not_a_hang() {
-        let platform = Platform::new(vec![
+        let platform = MachinePool::new(vec![
             Machine::new("a", 1, 4, 16 * GB),
             Machine::new("b", 1, 4, 16 * GB),
         ])
@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn the_lighter_user_goes_first_and_penalty_choice_matters() {
-        let platform = Platform::new(vec![Machine::new("m", 1, 4, 16 * GB)]).unwrap();
+        let platform = MachinePool::new(vec![Machine::new("m", 1, 4, 16 * GB)]).unwrap();
         // t=0: "mem" runs 1 CPU with all 16 GB, so "cpu"'s job waits for RAM until t=10.
         // From t=10 both users have one more 4-CPU job waiting: who goes first is fairshare.
         let jobs = vec![

@@ -3,6 +3,7 @@
 
 pub mod alloc;
 pub mod alloc_setup;
+pub mod alloc_sweep;
 pub mod event_queue;
 pub mod fairshare;
 pub mod fairshare_queue;

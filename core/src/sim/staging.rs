@@ -6,7 +6,9 @@
 //! disk IBW_p, cluster link, the node's disk LBW_i). A file stays cached on a node after
 //! its first transfer.
 
-use crate::staging::model::{Platform, TaskId, Workload};
+use std::collections::VecDeque;
+
+use crate::staging::model::{NodeInfo, StagingPlatform, TaskId, Workload};
 use crate::staging::policy::StagingPlan;
 
 /// What a simulated batch did.
@@ -56,58 +58,112 @@ struct Flow {
 /// Simulates `plan`; the plan must contain every task once.
 pub fn simulate_staging(
     workload: &Workload,
-    platform: &Platform,
+    platform: &StagingPlatform,
     plan: &StagingPlan,
 ) -> StagingSimResult {
-    let nodes = platform.nodes();
-    let k = nodes.len();
-    let storage = platform.storage.len();
-    let clusters = platform.clusters.len();
-    // Resources: storage disks, then cluster links, then node disks.
-    let mut capacity: Vec<f64> = platform.storage.iter().map(|s| s.io_bandwidth).collect();
-    capacity.extend(platform.clusters.iter().map(|c| c.link_bandwidth));
-    capacity.extend(nodes.iter().map(|n| n.disk_bandwidth));
-    let link_of = |i: usize| storage + nodes[i].cluster as usize;
-    let disk_of = |i: usize| storage + clusters + i;
-
-    let (mut queues, mut shared): (
-        Vec<std::collections::VecDeque<TaskId>>,
-        std::collections::VecDeque<TaskId>,
-    ) = match plan {
-        StagingPlan::PerNode(lists) => (
-            (0..k)
-                .map(|i| lists.get(i).cloned().unwrap_or_default().into())
-                .collect(),
-            Default::default(),
-        ),
-        StagingPlan::SharedQueue(q) => (vec![Default::default(); k], q.iter().copied().collect()),
-    };
-    let files = workload.files.len();
-    let mut cached = vec![false; k * files];
-    let mut phase = vec![Phase::Idle; k];
-    let mut flows: Vec<Option<Flow>> = vec![None; k];
-    let mut node_finish = vec![0.0f64; k];
-    let (mut bytes_transferred, mut transfers, mut completed) = (0u64, 0usize, 0usize);
+    let mut batch = Batch::new(workload, platform, plan);
     let mut now = 0.0f64;
+    for i in 0..batch.nodes.len() {
+        batch.advance(i, now);
+    }
+    loop {
+        share_bandwidth(&mut batch.flows, &batch.capacity);
+        let dt = batch.time_to_next_event(now);
+        if !dt.is_finite() {
+            break;
+        }
+        now += dt.max(0.0);
+        for i in batch.progress(dt, now) {
+            batch.advance(i, now);
+        }
+    }
+    batch.result()
+}
 
-    // Advances node i from its current phase to the next one that takes time.
-    let advance = |i: usize,
-                   now: f64,
-                   phase: &mut [Phase],
-                   flows: &mut [Option<Flow>],
-                   cached: &mut [bool],
-                   queues: &mut [std::collections::VecDeque<TaskId>],
-                   shared: &mut std::collections::VecDeque<TaskId>,
-                   node_finish: &mut [f64],
-                   bytes_transferred: &mut u64,
-                   transfers: &mut usize,
-                   completed: &mut usize| {
+/// The simulated batch: every node's queue, phase and file cache, the flows in progress
+/// over the shared resources, and the counters of the result.
+struct Batch<'a> {
+    workload: &'a Workload,
+    nodes: Vec<NodeInfo>,
+    /// Numbers of storage nodes and of clusters: resource indices are the storage disks,
+    /// then the cluster links, then the node disks.
+    storage: usize,
+    clusters: usize,
+    /// Capacity of every resource, bytes/s.
+    capacity: Vec<f64>,
+    /// Per node, the tasks the plan gave it.
+    queues: Vec<VecDeque<TaskId>>,
+    /// The plan's shared queue (SJF), feeding idle nodes.
+    shared: VecDeque<TaskId>,
+    /// `cached[i * files + f]`: node i holds file f.
+    cached: Vec<bool>,
+    phase: Vec<Phase>,
+    flows: Vec<Option<Flow>>,
+    node_finish: Vec<f64>,
+    bytes_transferred: u64,
+    transfers: usize,
+    completed: usize,
+}
+
+impl<'a> Batch<'a> {
+    fn new(workload: &'a Workload, platform: &StagingPlatform, plan: &StagingPlan) -> Self {
+        let nodes = platform.nodes();
+        let k = nodes.len();
+        // Resources: storage disks, then cluster links, then node disks.
+        let mut capacity: Vec<f64> = platform.storage.iter().map(|s| s.io_bandwidth).collect();
+        capacity.extend(platform.clusters.iter().map(|c| c.link_bandwidth));
+        capacity.extend(nodes.iter().map(|n| n.disk_bandwidth));
+        let (queues, shared): (Vec<VecDeque<TaskId>>, VecDeque<TaskId>) = match plan {
+            StagingPlan::PerNode(lists) => (
+                (0..k)
+                    .map(|i| lists.get(i).cloned().unwrap_or_default().into())
+                    .collect(),
+                Default::default(),
+            ),
+            StagingPlan::SharedQueue(q) => {
+                (vec![Default::default(); k], q.iter().copied().collect())
+            }
+        };
+        Batch {
+            workload,
+            storage: platform.storage.len(),
+            clusters: platform.clusters.len(),
+            capacity,
+            queues,
+            shared,
+            cached: vec![false; k * workload.files.len()],
+            phase: vec![Phase::Idle; k],
+            flows: vec![None; k],
+            node_finish: vec![0.0f64; k],
+            bytes_transferred: 0,
+            transfers: 0,
+            completed: 0,
+            nodes,
+        }
+    }
+
+    /// Resource index of node i's cluster link.
+    fn link_of(&self, i: usize) -> usize {
+        self.storage + self.nodes[i].cluster as usize
+    }
+
+    /// Resource index of node i's disk.
+    fn disk_of(&self, i: usize) -> usize {
+        self.storage + self.clusters + i
+    }
+
+    /// Advances node i from its current phase to the next one that takes time.
+    fn advance(&mut self, i: usize, now: f64) {
+        let workload = self.workload;
+        let files = workload.files.len();
         loop {
-            match phase[i] {
+            match self.phase[i] {
                 Phase::Idle => {
-                    let next = queues[i].pop_front().or_else(|| shared.pop_front());
+                    let next = self.queues[i]
+                        .pop_front()
+                        .or_else(|| self.shared.pop_front());
                     match next {
-                        Some(task) => phase[i] = Phase::Fetching { task, next: 0 },
+                        Some(task) => self.phase[i] = Phase::Fetching { task, next: 0 },
                         None => return,
                     }
                 }
@@ -115,84 +171,73 @@ pub fn simulate_staging(
                     let list = &workload.tasks[task as usize].files;
                     if next >= list.len() {
                         let bytes = workload.task_bytes(task) as f64;
-                        phase[i] = Phase::Reading { task };
-                        flows[i] = Some(Flow {
+                        self.phase[i] = Phase::Reading { task };
+                        self.flows[i] = Some(Flow {
                             remaining: bytes,
-                            resources: vec![disk_of(i)],
+                            resources: vec![self.disk_of(i)],
                             rate: 0.0,
                         });
                         return;
                     }
                     let f = list[next] as usize;
-                    phase[i] = Phase::Fetching {
+                    self.phase[i] = Phase::Fetching {
                         task,
                         next: next + 1,
                     };
-                    if cached[i * files + f] {
+                    if self.cached[i * files + f] {
                         continue;
                     }
-                    cached[i * files + f] = true;
+                    self.cached[i * files + f] = true;
                     let file = &workload.files[f];
-                    *bytes_transferred += file.size_bytes;
-                    *transfers += 1;
-                    flows[i] = Some(Flow {
+                    self.bytes_transferred += file.size_bytes;
+                    self.transfers += 1;
+                    self.flows[i] = Some(Flow {
                         remaining: file.size_bytes as f64,
-                        resources: vec![file.storage as usize, link_of(i), disk_of(i)],
+                        resources: vec![file.storage as usize, self.link_of(i), self.disk_of(i)],
                         rate: 0.0,
                     });
                     return;
                 }
                 Phase::Reading { task } => {
                     let bytes = workload.task_bytes(task) as f64;
-                    let until = now + bytes * nodes[i].compute_seconds_per_byte;
-                    phase[i] = Phase::Computing { until };
+                    let until = now + bytes * self.nodes[i].compute_seconds_per_byte;
+                    self.phase[i] = Phase::Computing { until };
                     return;
                 }
                 Phase::Computing { .. } => {
-                    *completed += 1;
-                    node_finish[i] = now;
-                    phase[i] = Phase::Idle;
+                    self.completed += 1;
+                    self.node_finish[i] = now;
+                    self.phase[i] = Phase::Idle;
                 }
             }
         }
-    };
-
-    for i in 0..k {
-        advance(
-            i,
-            now,
-            &mut phase,
-            &mut flows,
-            &mut cached,
-            &mut queues,
-            &mut shared,
-            &mut node_finish,
-            &mut bytes_transferred,
-            &mut transfers,
-            &mut completed,
-        );
     }
-    loop {
-        share_bandwidth(&mut flows, &capacity);
-        let next_flow = flows
+
+    /// Time from `now` until the next flow or computation ends (infinite when nothing is
+    /// in progress: the batch is over).
+    fn time_to_next_event(&self, now: f64) -> f64 {
+        let next_flow = self
+            .flows
             .iter()
             .flatten()
             .map(|f| f.remaining / f.rate)
             .fold(f64::INFINITY, f64::min);
-        let next_compute = phase
+        let next_compute = self
+            .phase
             .iter()
             .filter_map(|p| match p {
                 Phase::Computing { until } => Some(until - now),
                 _ => None,
             })
             .fold(f64::INFINITY, f64::min);
-        let dt = next_flow.min(next_compute);
-        if !dt.is_finite() {
-            break;
-        }
-        now += dt.max(0.0);
+        next_flow.min(next_compute)
+    }
+
+    /// Moves every flow on by `dt` (the clock is now `now`); returns the nodes whose flow
+    /// or computation has ended, ascending.
+    fn progress(&mut self, dt: f64, now: f64) -> Vec<usize> {
         let mut done = Vec::new();
-        for (i, slot) in flows.iter_mut().enumerate() {
+        for (i, slot) in self.flows.iter_mut().enumerate() {
             if let Some(f) = slot {
                 f.remaining -= f.rate * dt;
                 if f.remaining <= 1e-6 * f.rate.max(1.0) {
@@ -201,7 +246,7 @@ pub fn simulate_staging(
                 }
             }
         }
-        for (i, p) in phase.iter().enumerate() {
+        for (i, p) in self.phase.iter().enumerate() {
             if let Phase::Computing { until } = p {
                 if *until <= now + 1e-12 {
                     done.push(i);
@@ -210,34 +255,23 @@ pub fn simulate_staging(
         }
         done.sort_unstable();
         done.dedup();
-        for i in done {
-            advance(
-                i,
-                now,
-                &mut phase,
-                &mut flows,
-                &mut cached,
-                &mut queues,
-                &mut shared,
-                &mut node_finish,
-                &mut bytes_transferred,
-                &mut transfers,
-                &mut completed,
-            );
-        }
+        done
     }
-    let makespan = node_finish.iter().copied().fold(0.0, f64::max);
-    StagingSimResult {
-        makespan,
-        throughput: if makespan > 0.0 {
-            workload.tasks.len() as f64 / makespan
-        } else {
-            0.0
-        },
-        bytes_transferred,
-        transfers,
-        node_finish,
-        completed,
+
+    fn result(self) -> StagingSimResult {
+        let makespan = self.node_finish.iter().copied().fold(0.0, f64::max);
+        StagingSimResult {
+            makespan,
+            throughput: if makespan > 0.0 {
+                self.workload.tasks.len() as f64 / makespan
+            } else {
+                0.0
+            },
+            bytes_transferred: self.bytes_transferred,
+            transfers: self.transfers,
+            node_finish: self.node_finish,
+            completed: self.completed,
+        }
     }
 }
 
@@ -287,8 +321,8 @@ mod tests {
     use super::*;
     use crate::staging::model::{ComputeCluster, DataFile, StorageNode, Task};
 
-    fn platform(nodes: u32) -> Platform {
-        Platform {
+    fn platform(nodes: u32) -> StagingPlatform {
+        StagingPlatform {
             clusters: vec![ComputeCluster {
                 name: "c".into(),
                 nodes,

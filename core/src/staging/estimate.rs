@@ -1,11 +1,15 @@
 //! Cost estimates shared by the planners: the time to move one byte of a file from its
 //! storage node to a compute node, and the probabilistic task weights of eq. 1–2.
 
-use crate::staging::model::{NodeInfo, Platform, StorageId, TaskId, Workload};
+use crate::staging::model::{NodeInfo, StagingPlatform, StorageId, TaskId, Workload};
 
 /// Seconds per byte to bring a file from storage node p to a node: the slower of the
 /// node's network share NBW_i and the storage's IBW_p.
-pub fn transfer_seconds_per_byte(platform: &Platform, node: &NodeInfo, storage: StorageId) -> f64 {
+pub fn transfer_seconds_per_byte(
+    platform: &StagingPlatform,
+    node: &NodeInfo,
+    storage: StorageId,
+) -> f64 {
     let ibw = platform.storage[storage as usize].io_bandwidth;
     1.0 / node.network_bandwidth.min(ibw)
 }
@@ -14,7 +18,7 @@ pub fn transfer_seconds_per_byte(platform: &Platform, node: &NodeInfo, storage: 
 /// ExecT_i = Σ_{f_j ∈ F_i} size(f_j)·(Tr_j + 1/LBW + C), with
 /// Tr_j = P_FNE/BW + (1 − P_FNE)(1 − P_FE)/BW (eq. 1), P_FNE = 1/s_j, P_FE = 1/K,
 /// BW the minimum I/O or network bandwidth, LBW and C averaged over the nodes.
-pub fn expected_execution_times(workload: &Workload, platform: &Platform) -> Vec<f64> {
+pub fn expected_execution_times(workload: &Workload, platform: &StagingPlatform) -> Vec<f64> {
     let nodes = platform.nodes();
     let k = nodes.len() as f64;
     let bw = nodes
@@ -45,7 +49,7 @@ pub fn expected_execution_times(workload: &Workload, platform: &Platform) -> Vec
 }
 
 /// The eq. 2 weights as positive integers (microseconds) for the partitioner.
-pub fn partition_weights(workload: &Workload, platform: &Platform) -> Vec<i64> {
+pub fn partition_weights(workload: &Workload, platform: &StagingPlatform) -> Vec<i64> {
     expected_execution_times(workload, platform)
         .into_iter()
         .map(|s| ((s * 1e6).round() as i64).max(1))
@@ -59,7 +63,7 @@ mod tests {
 
     #[test]
     fn eq1_and_eq2_by_hand() {
-        let platform = Platform {
+        let platform = StagingPlatform {
             clusters: vec![ComputeCluster {
                 name: "a".into(),
                 nodes: 2,

@@ -5,10 +5,10 @@
 //! generators. Pure: data in, plans out.
 //!
 //! Planner API for the live manager: build a [`model::Workload`] (tasks with the files
-//! they read, each file with size and home storage node) and a [`model::Platform`]
+//! they read, each file with size and home storage node) and a [`model::StagingPlatform`]
 //! (clusters with node count, C_i, LBW_i, shared link bandwidth; storage nodes with
 //! IBW_p), then `policy_by_name("het-hps")?.plan(&workload, &platform, seed)` returns a
-//! [`StagingPlan`]: per-node ordered task lists (nodes in [`model::Platform::nodes`]
+//! [`StagingPlan`]: per-node ordered task lists (nodes in [`model::StagingPlatform::nodes`]
 //! order) or, for SJF, one shared queue. The simulator (`crate::sim::staging`) replays
 //! such plans; `partition` is usable on its own for any hypergraph.
 

@@ -11,7 +11,7 @@ use crate::staging::hypergraph::Hypergraph;
 pub type FileId = u32;
 pub type TaskId = u32;
 pub type StorageId = u32;
-/// Index of a compute node in [`Platform::nodes`] order (cluster by cluster).
+/// Index of a compute node in [`StagingPlatform::nodes`] order (cluster by cluster).
 pub type NodeId = u32;
 
 /// One input file.
@@ -140,9 +140,10 @@ pub struct StorageNode {
     pub io_bandwidth: f64,
 }
 
-/// Compute clusters and storage nodes.
+/// The Het-HPS compute platform model: compute clusters and the storage nodes their files
+/// live on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Platform {
+pub struct StagingPlatform {
     pub clusters: Vec<ComputeCluster>,
     pub storage: Vec<StorageNode>,
 }
@@ -167,7 +168,7 @@ impl NodeInfo {
     }
 }
 
-impl Platform {
+impl StagingPlatform {
     /// Rejects platforms without nodes or storage and non-positive rates.
     pub fn validate(&self) -> Result<(), StagingError> {
         if self.clusters.iter().map(|c| c.nodes).sum::<u32>() == 0 {

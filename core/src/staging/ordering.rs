@@ -6,10 +6,14 @@
 //! the node cost nothing.
 
 use crate::staging::estimate::transfer_seconds_per_byte;
-use crate::staging::model::{NodeInfo, Platform, TaskId, Workload};
+use crate::staging::model::{NodeInfo, StagingPlatform, TaskId, Workload};
 
 /// Orders each node's tasks; `node_of[t]` is the node of task t.
-pub fn order_by_ect(workload: &Workload, platform: &Platform, node_of: &[u32]) -> Vec<Vec<TaskId>> {
+pub fn order_by_ect(
+    workload: &Workload,
+    platform: &StagingPlatform,
+    node_of: &[u32],
+) -> Vec<Vec<TaskId>> {
     let nodes: Vec<NodeInfo> = platform.nodes();
     let storage = platform.storage.len();
     let mut remaining: Vec<Vec<TaskId>> = vec![Vec::new(); nodes.len()];
@@ -89,7 +93,7 @@ mod tests {
 
     #[test]
     fn tasks_reusing_cached_files_go_first() {
-        let platform = Platform {
+        let platform = StagingPlatform {
             clusters: vec![ComputeCluster {
                 name: "c".into(),
                 nodes: 1,

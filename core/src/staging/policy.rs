@@ -5,12 +5,12 @@
 //! [`policy_by_name`].
 
 use crate::staging::error::StagingError;
-use crate::staging::model::{NodeId, Platform, TaskId, Workload};
+use crate::staging::model::{NodeId, StagingPlatform, TaskId, Workload};
 
 /// How the tasks reach the nodes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StagingPlan {
-    /// `lists[i]` is the ordered task list of node i (nodes in [`Platform::nodes`] order).
+    /// `lists[i]` is the ordered task list of node i (nodes in [`StagingPlatform::nodes`] order).
     PerNode(Vec<Vec<TaskId>>),
     /// One queue; each node takes the next task when it becomes idle (SJF).
     SharedQueue(Vec<TaskId>),
@@ -58,13 +58,16 @@ pub trait StagingPolicy: Send + Sync {
     fn plan(
         &self,
         workload: &Workload,
-        platform: &Platform,
+        platform: &StagingPlatform,
         seed: u64,
     ) -> Result<StagingPlan, StagingError>;
 }
 
 /// Checks the inputs every policy needs.
-pub(crate) fn validate(workload: &Workload, platform: &Platform) -> Result<(), StagingError> {
+pub(crate) fn validate(
+    workload: &Workload,
+    platform: &StagingPlatform,
+) -> Result<(), StagingError> {
     platform.validate()?;
     workload.validate(platform.storage.len())
 }

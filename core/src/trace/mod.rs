@@ -11,7 +11,7 @@ pub mod size;
 pub mod swf;
 
 pub use machines::{parse_alea_machines, MachinesError};
-pub use nodespec::{parse_nodespec, NodeGroup, NodespecError};
+pub use nodespec::{parse_nodespec, NodespecError, NodespecGroup};
 pub use nodespec_request::job_request;
 pub use platform_profile::{parse_platform_profile, PlatformProfileError};
 pub use size::{parse_size, SizeError};

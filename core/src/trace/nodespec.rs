@@ -6,9 +6,10 @@
 
 use super::size::parse_size;
 
-/// One `+`-separated group of identical nodes.
+/// One `+`-separated group of a nodespec: identical nodes with their resources and
+/// properties (the scheduler's placement block is `sched::NodeGroup`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct NodeGroup {
+pub struct NodespecGroup {
     /// Number of nodes in the group.
     pub count: u32,
     /// CPUs per node (`ppn`, default 1).
@@ -36,7 +37,7 @@ pub struct NodespecError {
 }
 
 /// Parse a nodespec into its groups.
-pub fn parse_nodespec(spec: &str) -> Result<Vec<NodeGroup>, NodespecError> {
+pub fn parse_nodespec(spec: &str) -> Result<Vec<NodespecGroup>, NodespecError> {
     let err = |reason: String| NodespecError {
         spec: spec.to_string(),
         reason,
@@ -51,11 +52,11 @@ pub fn parse_nodespec(spec: &str) -> Result<Vec<NodeGroup>, NodespecError> {
             Some((b, f)) => (b, Some(f)),
             None => (group_text, None),
         };
-        let mut group = NodeGroup {
+        let mut group = NodespecGroup {
             count: 1,
             ppn: 1,
             exclusive: flags.is_some_and(|f| f.split('#').any(|x| x == "excl")),
-            ..NodeGroup::default()
+            ..NodespecGroup::default()
         };
         for (position, token) in body.split(':').enumerate() {
             let token = token.trim();

@@ -8,8 +8,8 @@ use anyhow::{bail, Context};
 use clap::{Args as ClapArgs, Subcommand};
 
 use hetpilot::fairshare::{
-    Constraint, CpuOnly, JobRequest, Machine, MultiResource, NodeRequest, PenaltyFunction,
-    Platform, ProcessorEquivalent,
+    Constraint, CpuOnly, JobRequest, Machine, MachinePool, MultiResource, NodeRequest,
+    PenaltyFunction, ProcessorEquivalent,
 };
 use hetpilot::trace::{parse_alea_machines, parse_platform_profile, parse_size};
 
@@ -60,8 +60,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// Read a platform: `.toml` is a platform profile, anything else an Alea machines file.
-pub(crate) fn load_platform(path: &Path) -> anyhow::Result<Platform> {
+/// Read a machine pool: `.toml` is a `[[machine]]` profile, anything else an Alea machines
+/// file.
+pub(crate) fn load_machine_pool(path: &Path) -> anyhow::Result<MachinePool> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let machines: Vec<Machine> = if path.extension().is_some_and(|e| e == "toml") {
@@ -69,11 +70,11 @@ pub(crate) fn load_platform(path: &Path) -> anyhow::Result<Platform> {
     } else {
         parse_alea_machines(&text).with_context(|| format!("{}", path.display()))?
     };
-    Platform::new(machines).with_context(|| format!("{}", path.display()))
+    MachinePool::new(machines).with_context(|| format!("{}", path.display()))
 }
 
 fn penalty(a: PenaltyArgs) -> anyhow::Result<()> {
-    let platform = load_platform(&a.machines)?;
+    let platform = load_machine_pool(&a.machines)?;
     let ram = parse_size(&a.mem).context("--mem")?;
     if !(a.queue_cost.is_finite() && a.queue_cost > 0.0) {
         bail!(

@@ -1,4 +1,4 @@
-//! `[[storage]]`: the file stores (`hetpilot-agent serve-files`) agents fetch inputs from
+//! `[[storage]]`: the file stores (depots: `hetpilot-agent serve-files`) agents fetch inputs from
 //! and store outputs to directly, instead of through the manager. Each entry names a
 //! store, the URL agents reach it at, and the secret file the manager signs its grants
 //! with (the same secret the store verifies them with, see `hetpilot_transport::store_grant`).

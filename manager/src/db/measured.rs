@@ -3,7 +3,7 @@
 //! the applications and agents involved.
 
 use super::skip::{col, col_u64, each_row};
-use super::write::outcome_from_str;
+use super::write_ops::outcome_from_str;
 use crate::control::{AgentResources, AppResources, Measured, Run};
 use hetpilot_protocol::protocol::Outcome;
 use hetpilot_protocol::spec::AppSpec;

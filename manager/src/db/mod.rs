@@ -1,6 +1,8 @@
-//! SQLite persistence (WAL): the schema, a group-commit writer that turns the queues'
-//! changes into batched transactions, recovery of the live state at start, and queries.
+//! SQLite persistence (WAL): the schema, the write vocabulary (`write_ops`: every change as
+//! a [`Write`] and its SQL), the group-commit writer thread (`group_commit`) that turns
+//! them into batched transactions, recovery of the live state at start, and queries.
 
+mod group_commit;
 mod load;
 mod measured;
 mod pilots;
@@ -8,14 +10,13 @@ mod read;
 mod schema;
 mod skip;
 mod staging;
-mod write;
-mod writer;
+mod write_ops;
 
+pub use group_commit::{StoreError, Writer};
 pub use load::{load, Loaded, StoredAgent, StoredAgentToken};
 pub use measured::measured;
 pub use pilots::{PilotCredential, StoredPilot};
 pub use read::Reader;
 pub use schema::open;
 pub use skip::SkippedRow;
-pub use write::Write;
-pub use writer::{StoreError, Writer};
+pub use write_ops::Write;

@@ -2,7 +2,7 @@
 //! connection of their own, so reads never wait behind the writer's transactions.
 
 use super::schema::{open, state_from_code};
-use super::write::outcome_from_str;
+use super::write_ops::outcome_from_str;
 use hetpilot_protocol::protocol::{
     AgentTokenInfo, AttemptRecord, Measurements, PlatformStats, TaskInfo, TaskState,
 };

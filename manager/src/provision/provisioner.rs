@@ -18,17 +18,18 @@ use hetpilot_protocol::pilots::{PilotRecord, PilotState};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
-/// One platform the provisioner manages: its profile, batch system and login side.
-pub struct Platform {
+/// One platform the provisioner manages, opened: its profile with the batch-system adapter
+/// and the login-side command runner built from it.
+pub struct ManagedPlatform {
     pub profile: PlatformProfile,
     pub adapter: Arc<dyn BatchAdapter>,
     pub runner: Arc<dyn CommandRunner>,
 }
 
-impl Platform {
+impl ManagedPlatform {
     /// The platform of `profile`, with its batch-system adapter and login runner.
-    pub fn open(profile: PlatformProfile) -> Result<Platform, RunnerError> {
-        Ok(Platform {
+    pub fn open(profile: PlatformProfile) -> Result<ManagedPlatform, RunnerError> {
+        Ok(ManagedPlatform {
             adapter: Arc::from(adapter_for(profile.adapter)),
             runner: runner::for_login(&profile.login)?,
             profile,
@@ -60,7 +61,7 @@ pub fn start<H: PilotHost>(
 ) {
     for profile in profiles {
         let (name, adapter) = (profile.name.clone(), profile.adapter.name());
-        let platform = match Platform::open(profile) {
+        let platform = match ManagedPlatform::open(profile) {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!(platform = %name, error = %e, "platform unavailable");
@@ -87,7 +88,7 @@ pub fn start<H: PilotHost>(
 
 async fn run<H: PilotHost>(
     manager: Weak<H>,
-    platform: Arc<Platform>,
+    platform: Arc<ManagedPlatform>,
     url: String,
     settings: ProvisionSettings,
 ) {
@@ -125,8 +126,8 @@ async fn run<H: PilotHost>(
 
 /// Runs a blocking adapter call on the blocking pool.
 async fn blocking<T: Send + 'static>(
-    platform: &Arc<Platform>,
-    f: impl FnOnce(&Platform) -> Result<T, AdapterError> + Send + 'static,
+    platform: &Arc<ManagedPlatform>,
+    f: impl FnOnce(&ManagedPlatform) -> Result<T, AdapterError> + Send + 'static,
 ) -> Result<T, String> {
     let p = platform.clone();
     match tokio::task::spawn_blocking(move || f(&p)).await {
@@ -145,7 +146,7 @@ fn fail(track: &mut Track, now: u64, settings: &ProvisionSettings, reason: Strin
 
 async fn cycle<H: PilotHost>(
     m: &Arc<H>,
-    platform: &Arc<Platform>,
+    platform: &Arc<ManagedPlatform>,
     url: &str,
     settings: &ProvisionSettings,
     track: &mut Track,
@@ -316,7 +317,7 @@ fn view<'a>(
 /// drains idle agents, backs off after a failure that says the platform is broken.
 async fn apply<H: PilotHost>(
     m: &Arc<H>,
-    platform: &Arc<Platform>,
+    platform: &Arc<ManagedPlatform>,
     pilots: &[&PilotRecord],
     d: &reconcile::Decisions,
     now: u64,
@@ -398,7 +399,7 @@ pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec
 /// submitted.
 async fn submit<H: PilotHost>(
     m: &Arc<H>,
-    platform: &Arc<Platform>,
+    platform: &Arc<ManagedPlatform>,
     url: &str,
     settings: &ProvisionSettings,
     track: &mut Track,

@@ -146,96 +146,9 @@ pub fn decide(input: &Input<'_>) -> Decisions {
     let policy = &input.policy;
     let mut d = Decisions::default();
     let mut live: Vec<&PilotView<'_>> = Vec::new();
-    for p in input.pilots {
-        if p.state.is_final() {
-            continue;
-        }
-        let registered = p.state == PilotState::Running;
-        let ended = |d: &mut Decisions, state: PilotState, reason: String| {
-            d.transitions.push(Transition {
-                pilot: p.name.to_string(),
-                state,
-                reason,
-            });
-        };
-        match p.job {
-            Some(JobState::Ended {
-                exit_code: None, ..
-            }) if !registered && !p.exit_awaited => {
-                d.await_exit.push(p.name.to_string());
-                live.push(p);
-            }
-            Some(JobState::Ended { exit_code, reason }) => {
-                let how = describe_end(*exit_code, reason);
-                if *exit_code == Some(EXIT_AGENT_MISSING) && !registered {
-                    ended(
-                        &mut d,
-                        PilotState::Failed,
-                        format!("the agent binary is missing on the platform ({how})"),
-                    );
-                    d.back_off = true;
-                } else if registered {
-                    ended(
-                        &mut d,
-                        PilotState::Ended,
-                        format!("batch job ended ({how})"),
-                    );
-                } else {
-                    ended(
-                        &mut d,
-                        PilotState::Failed,
-                        format!("batch job ended before its agent registered ({how})"),
-                    );
-                    d.back_off = true;
-                }
-            }
-            Some(JobState::Vanished) => {
-                if registered {
-                    ended(
-                        &mut d,
-                        PilotState::Ended,
-                        "batch job no longer known to the batch system".into(),
-                    );
-                } else {
-                    ended(
-                        &mut d,
-                        PilotState::Failed,
-                        "batch job vanished before its agent registered".into(),
-                    );
-                    d.back_off = true;
-                }
-            }
-            Some(JobState::Running | JobState::Held | JobState::Queued)
-                if registered && p.agent_lost =>
-            {
-                ended(
-                    &mut d,
-                    PilotState::Ended,
-                    "its agent stopped answering while the batch job still ran; cancelled".into(),
-                );
-                d.cancel.push(p.name.to_string());
-            }
-            Some(JobState::Running) if !registered => {
-                let since = p.job_started_ms.unwrap_or(now);
-                if p.job_started_ms.is_none() {
-                    d.job_started.push(p.name.to_string());
-                }
-                if now.saturating_sub(since) >= policy.register_timeout_ms {
-                    ended(
-                        &mut d,
-                        PilotState::Failed,
-                        format!(
-                            "batch job ran {}s without its agent registering; cancelled",
-                            now.saturating_sub(since) / 1000
-                        ),
-                    );
-                    d.cancel.push(p.name.to_string());
-                    d.back_off = true;
-                } else {
-                    live.push(p);
-                }
-            }
-            _ => live.push(p),
+    for p in input.pilots.iter().filter(|p| !p.state.is_final()) {
+        if observe_job(p, now, policy, &mut d) {
+            live.push(p);
         }
     }
 
@@ -245,48 +158,19 @@ pub fn decide(input: &Input<'_>) -> Decisions {
         .demand_cores
         .div_ceil(input.caps.cores_per_pilot.max(1))
         .min(cap);
-    let capacity: Vec<&&PilotView<'_>> = live
+    let capacity: Vec<&PilotView<'_>> = live
         .iter()
+        .copied()
         .filter(|p| counts_as_capacity(p, now, policy))
         .collect();
     let have = capacity.len() as u64;
 
     if input.demand_cores == 0 {
-        // No work: queued pilots go away; idle agents are drained (their jobs then end).
-        for p in &live {
-            match p.state {
-                PilotState::Queued => {
-                    d.transitions.push(Transition {
-                        pilot: p.name.to_string(),
-                        state: PilotState::Cancelled,
-                        reason: "no waiting tasks for this platform".into(),
-                    });
-                    d.cancel.push(p.name.to_string());
-                }
-                PilotState::Running if p.agent_idle && !p.draining => {
-                    d.drain.push(p.name.to_string());
-                }
-                _ => {}
-            }
-        }
+        wind_down(&live, &mut d);
         return d;
     }
     if have > wanted {
-        // Too many: cancel the newest queued pilots whose jobs have not started.
-        let mut queued: Vec<&&&PilotView<'_>> = capacity
-            .iter()
-            .filter(|p| p.state == PilotState::Queued && p.job_started_ms.is_none())
-            .filter(|p| !matches!(p.job, Some(JobState::Running)))
-            .collect();
-        queued.sort_by_key(|p| std::cmp::Reverse((p.submitted_ms, p.name)));
-        for p in queued.into_iter().take((have - wanted) as usize) {
-            d.transitions.push(Transition {
-                pilot: p.name.to_string(),
-                state: PilotState::Cancelled,
-                reason: "more pilots than waiting tasks need".into(),
-            });
-            d.cancel.push(p.name.to_string());
-        }
+        cancel_surplus(&capacity, (have - wanted) as usize, &mut d);
         return d;
     }
     if d.back_off || input.backoff.waiting(now) {
@@ -300,6 +184,139 @@ pub fn decide(input: &Input<'_>) -> Decisions {
     let room_running = cap.saturating_sub(have);
     d.submit = (wanted - have).min(room_queued).min(room_running) as u32;
     d
+}
+
+/// What this cycle's poll says about one non-final pilot's job: records the transitions,
+/// cancellations and back-off it calls for in `d`, and returns whether the pilot is still
+/// live (counts for this cycle's capacity decisions).
+fn observe_job(p: &PilotView<'_>, now: u64, policy: &Policy, d: &mut Decisions) -> bool {
+    let registered = p.state == PilotState::Running;
+    let ended = |d: &mut Decisions, state: PilotState, reason: String| {
+        d.transitions.push(Transition {
+            pilot: p.name.to_string(),
+            state,
+            reason,
+        });
+    };
+    match p.job {
+        Some(JobState::Ended {
+            exit_code: None, ..
+        }) if !registered && !p.exit_awaited => {
+            d.await_exit.push(p.name.to_string());
+            true
+        }
+        Some(JobState::Ended { exit_code, reason }) => {
+            let how = describe_end(*exit_code, reason);
+            if *exit_code == Some(EXIT_AGENT_MISSING) && !registered {
+                ended(
+                    d,
+                    PilotState::Failed,
+                    format!("the agent binary is missing on the platform ({how})"),
+                );
+                d.back_off = true;
+            } else if registered {
+                ended(d, PilotState::Ended, format!("batch job ended ({how})"));
+            } else {
+                ended(
+                    d,
+                    PilotState::Failed,
+                    format!("batch job ended before its agent registered ({how})"),
+                );
+                d.back_off = true;
+            }
+            false
+        }
+        Some(JobState::Vanished) => {
+            if registered {
+                ended(
+                    d,
+                    PilotState::Ended,
+                    "batch job no longer known to the batch system".into(),
+                );
+            } else {
+                ended(
+                    d,
+                    PilotState::Failed,
+                    "batch job vanished before its agent registered".into(),
+                );
+                d.back_off = true;
+            }
+            false
+        }
+        Some(JobState::Running | JobState::Held | JobState::Queued)
+            if registered && p.agent_lost =>
+        {
+            ended(
+                d,
+                PilotState::Ended,
+                "its agent stopped answering while the batch job still ran; cancelled".into(),
+            );
+            d.cancel.push(p.name.to_string());
+            false
+        }
+        Some(JobState::Running) if !registered => {
+            let since = p.job_started_ms.unwrap_or(now);
+            if p.job_started_ms.is_none() {
+                d.job_started.push(p.name.to_string());
+            }
+            if now.saturating_sub(since) >= policy.register_timeout_ms {
+                ended(
+                    d,
+                    PilotState::Failed,
+                    format!(
+                        "batch job ran {}s without its agent registering; cancelled",
+                        now.saturating_sub(since) / 1000
+                    ),
+                );
+                d.cancel.push(p.name.to_string());
+                d.back_off = true;
+                false
+            } else {
+                true
+            }
+        }
+        _ => true,
+    }
+}
+
+/// No work: queued pilots go away; idle agents are drained (their jobs then end).
+fn wind_down(live: &[&PilotView<'_>], d: &mut Decisions) {
+    for p in live {
+        match p.state {
+            PilotState::Queued => {
+                d.transitions.push(Transition {
+                    pilot: p.name.to_string(),
+                    state: PilotState::Cancelled,
+                    reason: "no waiting tasks for this platform".into(),
+                });
+                d.cancel.push(p.name.to_string());
+            }
+            PilotState::Running if p.agent_idle && !p.draining => {
+                d.drain.push(p.name.to_string());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Too many pilots: cancel the `surplus` newest queued pilots of `capacity` whose jobs have
+/// not started.
+fn cancel_surplus(capacity: &[&PilotView<'_>], surplus: usize, d: &mut Decisions) {
+    let mut queued: Vec<&PilotView<'_>> = capacity
+        .iter()
+        .copied()
+        .filter(|p| p.state == PilotState::Queued && p.job_started_ms.is_none())
+        .filter(|p| !matches!(p.job, Some(JobState::Running)))
+        .collect();
+    queued.sort_by_key(|p| std::cmp::Reverse((p.submitted_ms, p.name)));
+    for p in queued.into_iter().take(surplus) {
+        d.transitions.push(Transition {
+            pilot: p.name.to_string(),
+            state: PilotState::Cancelled,
+            reason: "more pilots than waiting tasks need".into(),
+        });
+        d.cancel.push(p.name.to_string());
+    }
 }
 
 fn describe_end(exit_code: Option<i32>, reason: &str) -> String {

@@ -9,9 +9,9 @@ mod auth;
 mod error;
 mod extract;
 mod files;
-mod live;
 mod pilots;
 mod rate;
+mod scheduling_views;
 mod users;
 
 pub use error::ApiError;
@@ -68,9 +68,9 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/agents/{agent}/heartbeat", post(agents::heartbeat))
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
         .route("/v1/agents/{agent}/drain", post(agents::drain))
-        .route("/v1/schedule", get(live::schedule))
-        .route("/v1/usage", get(live::usage))
-        .route("/v1/bandwidths", get(live::bandwidths))
+        .route("/v1/schedule", get(scheduling_views::schedule))
+        .route("/v1/usage", get(scheduling_views::usage))
+        .route("/v1/bandwidths", get(scheduling_views::bandwidths))
         .route("/v1/pilots", get(pilots::list))
         .route("/v1/platforms", get(pilots::platforms))
         .layer(DefaultBodyLimit::max(limits.body_bytes()))

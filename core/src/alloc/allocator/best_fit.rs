@@ -1,7 +1,7 @@
 //! Best-Fit [4]: the allocable cluster that leaves the fewest free processors (fights
 //! spatial fragmentation). Ties: the faster cluster, then the lower index.
 
-use super::{Allocator, Decision};
+use super::{Allocator, AllocatorInput};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BestFit;
@@ -11,7 +11,7 @@ impl Allocator for BestFit {
         "bf".into()
     }
 
-    fn choose(&mut self, d: &Decision) -> usize {
+    fn choose(&mut self, d: &AllocatorInput) -> usize {
         let mut best = d.allocable[0];
         for &c in &d.allocable[1..] {
             let left = d.loads[c].free - d.job.procs;

@@ -1,7 +1,7 @@
 //! Fastest-First [5]: the fastest allocable cluster (fights speed heterogeneity). Ties: the
 //! lower index, so with equal speeds it is first-fit in cluster order.
 
-use super::{Allocator, Decision};
+use super::{Allocator, AllocatorInput};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FastestFirst;
@@ -11,7 +11,7 @@ impl Allocator for FastestFirst {
         "ff".into()
     }
 
-    fn choose(&mut self, d: &Decision) -> usize {
+    fn choose(&mut self, d: &AllocatorInput) -> usize {
         let mut best = d.allocable[0];
         for &c in &d.allocable[1..] {
             if d.clusters[c].speed > d.clusters[best].speed {

@@ -14,7 +14,7 @@ use super::model::{AllocError, Cluster, Job};
 
 /// Everything an allocator may look at when the head job can start now.
 #[derive(Debug, Clone, Copy)]
-pub struct Decision<'a> {
+pub struct AllocatorInput<'a> {
     pub now: f64,
     pub job: &'a Job,
     pub clusters: &'a [Cluster],
@@ -34,8 +34,8 @@ pub trait Allocator: Send {
     fn lookahead(&self) -> usize {
         0
     }
-    /// The chosen cluster, one of `decision.allocable`.
-    fn choose(&mut self, decision: &Decision) -> usize;
+    /// The chosen cluster, one of `input.allocable`.
+    fn choose(&mut self, input: &AllocatorInput) -> usize;
 }
 
 /// Names accepted by [`allocator_by_name`].

@@ -10,7 +10,7 @@
 //! start before α_{i-1}: the earliest time is searched from α_{i-1}'s start.
 //! When only one cluster is allocable the choice is forced and nothing is simulated.
 
-use super::{Allocator, Decision};
+use super::{Allocator, AllocatorInput};
 use crate::alloc::load::ClusterLoad;
 use crate::alloc::model::Job;
 
@@ -35,7 +35,7 @@ impl Tlpa {
 
     /// The scoring function of Fig. 1: average expected turnaround of the job on `c` and of
     /// the next `depth` waiting jobs each on its best cluster.
-    pub fn score(&mut self, d: &Decision, c: usize) -> f64 {
+    pub fn score(&mut self, d: &AllocatorInput, c: usize) -> f64 {
         let loads = &mut self.scratch;
         loads.resize_with(d.loads.len(), ClusterLoad::default);
         for (scratch, load) in loads.iter_mut().zip(d.loads) {
@@ -70,7 +70,7 @@ impl Tlpa {
 /// Steps II.b-c: the earliest start of `alpha` from `now`, and among the clusters able to
 /// start it then, the one with the best expected turnaround: (cluster, start, turnaround).
 fn best_cluster(
-    d: &Decision,
+    d: &AllocatorInput,
     loads: &[ClusterLoad],
     alpha: &Job,
     now: f64,
@@ -107,7 +107,7 @@ impl Allocator for Tlpa {
         self.depth
     }
 
-    fn choose(&mut self, d: &Decision) -> usize {
+    fn choose(&mut self, d: &AllocatorInput) -> usize {
         if d.allocable.len() == 1 {
             return d.allocable[0];
         }
@@ -154,7 +154,7 @@ mod tests {
         let loads = [ClusterLoad::idle(4), ClusterLoad::idle(8)];
         let head = job(0, 4, 10.0);
         let waiting = [job(1, 8, 1000.0), job(2, 4, 100.0)];
-        let d = Decision {
+        let d = AllocatorInput {
             now: 0.0,
             job: &head,
             clusters: &clusters,

@@ -3,7 +3,7 @@
 //! same way as with the other penalties.
 
 use super::{check_not_empty, MultiResource, PenaltyError, PenaltyFunction};
-use crate::fairshare::machine::Platform;
+use crate::fairshare::machine::MachinePool;
 use crate::fairshare::request::JobRequest;
 
 /// P(j) = reqCPU_j.
@@ -15,7 +15,7 @@ impl PenaltyFunction for CpuOnly {
         "cpu"
     }
 
-    fn penalty(&self, platform: &Platform, job: &JobRequest) -> Result<f64, PenaltyError> {
+    fn penalty(&self, platform: &MachinePool, job: &JobRequest) -> Result<f64, PenaltyError> {
         check_not_empty(job)?;
         MultiResource.breakdown(platform, job)?;
         Ok(job.queue_cost * job.total_cpus() as f64)

@@ -9,7 +9,7 @@ pub use cpu_only::CpuOnly;
 pub use multi_resource::{MachinePrice, MultiResource, RequestPrice};
 pub use processor_equivalent::ProcessorEquivalent;
 
-use super::machine::Platform;
+use super::machine::MachinePool;
 use super::request::JobRequest;
 
 /// Why a penalty cannot be computed.
@@ -33,7 +33,7 @@ pub trait PenaltyFunction: Send + Sync {
     /// Name used on the command line.
     fn name(&self) -> &'static str;
     /// P(j) of `job` on `platform`.
-    fn penalty(&self, platform: &Platform, job: &JobRequest) -> Result<f64, PenaltyError>;
+    fn penalty(&self, platform: &MachinePool, job: &JobRequest) -> Result<f64, PenaltyError>;
 }
 
 /// Names accepted by [`penalty_by_name`].

@@ -10,7 +10,7 @@
 //! cheapest suitable machine, it does not depend on where the scheduler ran the job.
 
 use super::{check_not_empty, PenaltyError, PenaltyFunction};
-use crate::fairshare::machine::{Machine, Platform};
+use crate::fairshare::machine::{Machine, MachinePool};
 use crate::fairshare::request::{JobRequest, NodeRequest};
 
 /// Eq. 8.
@@ -20,7 +20,7 @@ pub struct MultiResource;
 /// PE_k(j, i) of one suitable machine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MachinePrice {
-    /// Index into `Platform::machines()`.
+    /// Index into `MachinePool::machines()`.
     pub machine: usize,
     pub pe: f64,
 }
@@ -54,7 +54,7 @@ impl MultiResource {
     /// Every node request's suitable machines and prices; errors when a request has none.
     pub fn breakdown(
         &self,
-        platform: &Platform,
+        platform: &MachinePool,
         job: &JobRequest,
     ) -> Result<Vec<RequestPrice>, PenaltyError> {
         check_not_empty(job)?;
@@ -103,7 +103,7 @@ impl PenaltyFunction for MultiResource {
         "multi-resource"
     }
 
-    fn penalty(&self, platform: &Platform, job: &JobRequest) -> Result<f64, PenaltyError> {
+    fn penalty(&self, platform: &MachinePool, job: &JobRequest) -> Result<f64, PenaltyError> {
         let prices = self.breakdown(platform, job)?;
         let sum: f64 = prices.iter().map(|p| f64::from(p.count) * p.min_pe).sum();
         Ok(job.queue_cost * sum)
@@ -119,8 +119,8 @@ mod tests {
     const GB: u64 = 1 << 30;
 
     /// Examples 3-5: 10 nodes of 8 CPUs / 16 GB and 1 node of 80 CPUs / 512 GB.
-    fn example_platform() -> Platform {
-        Platform::new(vec![
+    fn example_platform() -> MachinePool {
+        MachinePool::new(vec![
             Machine::new("type1", 10, 8, 16 * GB),
             Machine::new("type2", 1, 80, 512 * GB),
         ])
@@ -150,7 +150,7 @@ mod tests {
         let mut gpu = Machine::new("gpu", 4, 16, 64 * GB);
         gpu.gpus_per_node = 4;
         gpu.node_cost = 2.0;
-        let p = Platform::new(vec![Machine::new("cpu", 4, 16, 64 * GB), gpu]).unwrap();
+        let p = MachinePool::new(vec![Machine::new("cpu", 4, 16, 64 * GB), gpu]).unwrap();
         // 1 CPU, 1 GB, 2 of 4 GPUs: only the GPU machine fits; PE = 0.5 × 16 × 2.
         assert_eq!(
             MultiResource
@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(err, PenaltyError::EmptyRequest);
     }
 
-    fn arb_platform() -> impl Strategy<Value = Platform> {
+    fn arb_platform() -> impl Strategy<Value = MachinePool> {
         prop::collection::vec(
             (1u32..20, 1u32..128, 1u64..1024, 0u32..5, 0.25f64..4.0),
             1..6,
@@ -196,7 +196,7 @@ mod tests {
                     m
                 })
                 .collect();
-            Platform::new(machines).unwrap()
+            MachinePool::new(machines).unwrap()
         })
     }
 
@@ -227,7 +227,7 @@ mod tests {
                 let mut machines = platform.machines().to_vec();
                 let len = machines.len();
                 machines.rotate_left(shift % len);
-                let rotated = Platform::new(machines).unwrap();
+                let rotated = MachinePool::new(machines).unwrap();
                 let q = MultiResource.penalty(&rotated, &job).unwrap();
                 prop_assert!((p - q).abs() <= 1e-9 * p.max(1.0));
                 // Every suitable machine prices the request at least P(j)'s share.

@@ -3,7 +3,7 @@
 //! with system-wide totals. Shown for comparison (Examples 3 and 4: 121.9 and 80).
 
 use super::{check_not_empty, PenaltyError, PenaltyFunction};
-use crate::fairshare::machine::Platform;
+use crate::fairshare::machine::MachinePool;
 use crate::fairshare::request::JobRequest;
 
 /// Eq. 3, times queue_cost.
@@ -15,7 +15,7 @@ impl PenaltyFunction for ProcessorEquivalent {
         "processor-equivalent"
     }
 
-    fn penalty(&self, platform: &Platform, job: &JobRequest) -> Result<f64, PenaltyError> {
+    fn penalty(&self, platform: &MachinePool, job: &JobRequest) -> Result<f64, PenaltyError> {
         check_not_empty(job)?;
         let cpus = platform.total_cpus() as f64;
         let mut share = (job.total_cpus() as f64 / cpus)

@@ -5,8 +5,8 @@
 use rand::RngCore;
 
 use super::{FirstLevelInput, FirstLevelPolicy};
-use crate::sched::fair_share::weighted_fair_share;
 use crate::sched::settings::SchedulerSettings;
+use crate::sched::weighted_max_min::weighted_fair_share;
 
 #[derive(Debug)]
 struct PlatformAffinityRoundRobin {

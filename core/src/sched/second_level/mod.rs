@@ -119,7 +119,7 @@ pub fn map_platform(
 pub(crate) mod tests {
     use super::*;
     use crate::sched::profile::{
-        ApplicationProfile, CombinationSpec, PlatformProfile, RuntimeDistribution,
+        ApplicationProfile, CombinationSpec, ProfiledPlatform, RuntimeDistribution,
     };
     use proptest::prelude::*;
     use rand::SeedableRng;
@@ -134,7 +134,7 @@ pub(crate) mod tests {
                 distribution: RuntimeDistribution::Constant,
             })
             .collect();
-        let platforms = vec![PlatformProfile {
+        let platforms = vec![ProfiledPlatform {
             name: "p".into(),
             cores_per_node: 4,
             max_nodes: None,

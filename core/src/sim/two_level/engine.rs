@@ -395,7 +395,7 @@ impl Engine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::profile::{ApplicationProfile, CombinationSpec, PlatformProfile};
+    use crate::sched::profile::{ApplicationProfile, CombinationSpec, ProfiledPlatform};
     use crate::sched::settings::SchedulerSettings;
     use crate::sched::test_profiles::synthetic_profile;
     use rand::SeedableRng;
@@ -408,7 +408,7 @@ mod tests {
                 name: "x".into(),
                 distribution: RuntimeDistribution::Constant,
             }],
-            vec![PlatformProfile {
+            vec![ProfiledPlatform {
                 name: "p".into(),
                 cores_per_node: 1,
                 max_nodes: None,

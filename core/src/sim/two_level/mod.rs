@@ -1,10 +1,9 @@
 //! The two-level paper's simulator (Section 6): scenarios, the pilot-based event engine,
-//! per-run outcomes, the experiment suite, and its Markdown/CSV/SVG report.
+//! per-run outcomes and the experiment suite. Its Markdown/CSV/SVG report is
+//! `crate::report::two_level`.
 
 pub mod engine;
 pub mod outcome;
-pub mod plots;
-pub mod report;
 pub mod scenario;
 pub mod suite;
 

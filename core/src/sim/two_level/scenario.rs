@@ -9,7 +9,7 @@ use thiserror::Error;
 
 use super::engine::{Arrivals, SimApplication, SimulationInput};
 use crate::sched::affinity::{CoRunnerAffinity, PlatformAffinity};
-use crate::sched::profile::RuntimeProfile;
+use crate::sched::profile::{ProfiledPlatform, RuntimeProfile};
 use crate::sched::scheduler::Scheduler;
 use crate::sched::settings::SchedulerSettings;
 use crate::sched::snapshot::PlatformState;
@@ -197,15 +197,38 @@ impl Scenario {
         &self,
         profile: &'p RuntimeProfile,
     ) -> Result<SimulationInput<'p>, ScenarioError> {
-        let invalid = |field: String, problem: String| ScenarioError::Invalid {
+        let platforms = self.resolve_platforms(profile)?;
+        let (applications, owners) = self.resolve_applications(profile)?;
+        let user_weights = self.resolve_user_weights(&owners)?;
+        let arrivals = self.resolve_arrivals()?;
+        Ok(SimulationInput {
+            profile,
+            platforms,
+            applications,
+            user_weights,
+            arrivals,
+        })
+    }
+
+    /// An error about `field` of this scenario's file.
+    fn invalid(&self, field: String, problem: String) -> ScenarioError {
+        ScenarioError::Invalid {
             file: self.source.clone(),
             field,
             problem,
-        };
+        }
+    }
+
+    /// The `[[platform]]` tables: known, listed once, with a node count (given as nodes
+    /// or as a multiple of the cores per node) within the profile's `max_nodes`.
+    fn resolve_platforms(
+        &self,
+        profile: &RuntimeProfile,
+    ) -> Result<Vec<PlatformState>, ScenarioError> {
         let mut platforms = Vec::new();
         for (j, p) in self.platforms.iter().enumerate() {
             let Some(index) = profile.platform_index(&p.name) else {
-                return Err(invalid(
+                return Err(self.invalid(
                     format!("platform[{j}].name"),
                     format!("platform `{}` is not in the profile", p.name),
                 ));
@@ -214,68 +237,88 @@ impl Scenario {
                 .iter()
                 .any(|q: &PlatformState| q.profile_index == index)
             {
-                return Err(invalid(
+                return Err(self.invalid(
                     format!("platform[{j}].name"),
                     format!("platform `{}` is listed twice", p.name),
                 ));
             }
-            let per_node = i64::from(profile.platforms()[index].cores_per_node);
-            let nodes = match (p.nodes, p.cores) {
-                (Some(n), None) => n,
-                (None, Some(c)) => {
-                    if c >= 0 && c % per_node != 0 {
-                        return Err(invalid(
-                            format!("platform[{j}].cores"),
-                            format!(
-                                "{c} is not a multiple of {per_node} cores per node of `{}`",
-                                p.name
-                            ),
-                        ));
-                    }
-                    c / per_node
-                }
-                _ => {
-                    return Err(invalid(
-                        format!("platform[{j}]"),
-                        "give exactly one of `nodes` or `cores`".into(),
-                    ))
-                }
-            };
-            if nodes < 0 {
-                return Err(invalid(
-                    format!("platform[{j}].nodes"),
-                    format!("must not be negative, got {nodes}"),
-                ));
-            }
-            let nodes = u32::try_from(nodes).map_err(|_| {
-                invalid(
-                    format!("platform[{j}].nodes"),
-                    format!("{nodes} is too large"),
-                )
-            })?;
-            if let Some(max) = profile.platforms()[index].max_nodes {
-                if nodes > max {
-                    return Err(invalid(
-                        format!("platform[{j}].nodes"),
-                        format!(
-                            "requests {} cores ({nodes} nodes) but `{}` has only {} cores ({max} nodes)",
-                            i64::from(nodes) * per_node,
-                            p.name,
-                            i64::from(max) * per_node
-                        ),
-                    ));
-                }
-            }
+            let nodes = self.platform_nodes(j, p, &profile.platforms()[index])?;
             platforms.push(PlatformState {
                 profile_index: index,
                 nodes,
             });
         }
+        Ok(platforms)
+    }
+
+    /// The node count of `platform[j]` (`p`), which is `profiled` in the profile.
+    fn platform_nodes(
+        &self,
+        j: usize,
+        p: &ScenarioPlatform,
+        profiled: &ProfiledPlatform,
+    ) -> Result<u32, ScenarioError> {
+        let per_node = i64::from(profiled.cores_per_node);
+        let nodes = match (p.nodes, p.cores) {
+            (Some(n), None) => n,
+            (None, Some(c)) => {
+                if c >= 0 && c % per_node != 0 {
+                    return Err(self.invalid(
+                        format!("platform[{j}].cores"),
+                        format!(
+                            "{c} is not a multiple of {per_node} cores per node of `{}`",
+                            p.name
+                        ),
+                    ));
+                }
+                c / per_node
+            }
+            _ => {
+                return Err(self.invalid(
+                    format!("platform[{j}]"),
+                    "give exactly one of `nodes` or `cores`".into(),
+                ))
+            }
+        };
+        if nodes < 0 {
+            return Err(self.invalid(
+                format!("platform[{j}].nodes"),
+                format!("must not be negative, got {nodes}"),
+            ));
+        }
+        let nodes = u32::try_from(nodes).map_err(|_| {
+            self.invalid(
+                format!("platform[{j}].nodes"),
+                format!("{nodes} is too large"),
+            )
+        })?;
+        if let Some(max) = profiled.max_nodes {
+            if nodes > max {
+                return Err(self.invalid(
+                    format!("platform[{j}].nodes"),
+                    format!(
+                        "requests {} cores ({nodes} nodes) but `{}` has only {} cores ({max} nodes)",
+                        i64::from(nodes) * per_node,
+                        p.name,
+                        i64::from(max) * per_node
+                    ),
+                ));
+            }
+        }
+        Ok(nodes)
+    }
+
+    /// The `[[application]]` tables: known, listed once, a task count >= 0; and the
+    /// owners in order of first appearance (an application owns itself by default).
+    fn resolve_applications(
+        &self,
+        profile: &RuntimeProfile,
+    ) -> Result<(Vec<SimApplication>, Vec<String>), ScenarioError> {
         let mut owners: Vec<String> = Vec::new();
         let mut applications = Vec::new();
         for (i, a) in self.applications.iter().enumerate() {
             let Some(index) = profile.application_index(&a.name) else {
-                return Err(invalid(
+                return Err(self.invalid(
                     format!("application[{i}].name"),
                     format!("application `{}` is not in the profile", a.name),
                 ));
@@ -284,13 +327,13 @@ impl Scenario {
                 .iter()
                 .any(|b: &SimApplication| b.profile_index == index)
             {
-                return Err(invalid(
+                return Err(self.invalid(
                     format!("application[{i}].name"),
                     format!("application `{}` is listed twice", a.name),
                 ));
             }
             if a.tasks < 0 {
-                return Err(invalid(
+                return Err(self.invalid(
                     format!("application[{i}].tasks"),
                     format!("must not be negative, got {}", a.tasks),
                 ));
@@ -309,49 +352,47 @@ impl Scenario {
                 owner,
             });
         }
+        Ok((applications, owners))
+    }
+
+    /// The `[users]` weights, checked (positive, of an owner), one per owner (default 1).
+    fn resolve_user_weights(&self, owners: &[String]) -> Result<Vec<f64>, ScenarioError> {
         for (user, &w) in &self.users {
             if !(w.is_finite() && w > 0.0) {
-                return Err(invalid(
+                return Err(self.invalid(
                     format!("users.{user}"),
                     format!("weight must be a positive number, got {w}"),
                 ));
             }
             if !owners.contains(user) {
-                return Err(invalid(
+                return Err(self.invalid(
                     format!("users.{user}"),
                     "no application has this owner".into(),
                 ));
             }
         }
-        let user_weights = owners
+        Ok(owners
             .iter()
             .map(|o| self.users.get(o).copied().unwrap_or(1.0))
-            .collect();
-        let arrivals = match &self.arrivals {
-            None => Arrivals::AllAtOnce,
-            Some(a) => {
-                if !(a.poisson_mean_interarrival_s.is_finite()
-                    && a.poisson_mean_interarrival_s > 0.0)
-                {
-                    return Err(invalid(
-                        "arrivals.poisson_mean_interarrival_s".into(),
-                        format!(
-                            "must be a positive number of seconds, got {}",
-                            a.poisson_mean_interarrival_s
-                        ),
-                    ));
-                }
-                Arrivals::Poisson {
-                    mean_interarrival_s: a.poisson_mean_interarrival_s,
-                }
-            }
+            .collect())
+    }
+
+    /// The `[arrivals]` table: all at once without one, else Poisson with a positive mean.
+    fn resolve_arrivals(&self) -> Result<Arrivals, ScenarioError> {
+        let Some(a) = &self.arrivals else {
+            return Ok(Arrivals::AllAtOnce);
         };
-        Ok(SimulationInput {
-            profile,
-            platforms,
-            applications,
-            user_weights,
-            arrivals,
+        if !(a.poisson_mean_interarrival_s.is_finite() && a.poisson_mean_interarrival_s > 0.0) {
+            return Err(self.invalid(
+                "arrivals.poisson_mean_interarrival_s".into(),
+                format!(
+                    "must be a positive number of seconds, got {}",
+                    a.poisson_mean_interarrival_s
+                ),
+            ));
+        }
+        Ok(Arrivals::Poisson {
+            mean_interarrival_s: a.poisson_mean_interarrival_s,
         })
     }
 }

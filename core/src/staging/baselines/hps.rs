@@ -5,7 +5,7 @@
 
 use crate::staging::error::StagingError;
 use crate::staging::het_hps::initial_mapping;
-use crate::staging::model::{Platform, Workload};
+use crate::staging::model::{StagingPlatform, Workload};
 use crate::staging::ordering::order_by_ect;
 use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
@@ -29,7 +29,7 @@ impl StagingPolicy for Hps {
     fn plan(
         &self,
         workload: &Workload,
-        platform: &Platform,
+        platform: &StagingPlatform,
         seed: u64,
     ) -> Result<StagingPlan, StagingError> {
         validate(workload, platform)?;

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use crate::staging::error::StagingError;
 use crate::staging::estimate::transfer_seconds_per_byte;
-use crate::staging::model::{NodeInfo, Platform, TaskId, Workload};
+use crate::staging::model::{NodeInfo, StagingPlatform, TaskId, Workload};
 use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
 /// Which unscheduled task goes next.
@@ -42,7 +42,7 @@ impl StagingPolicy for Mct {
     fn plan(
         &self,
         workload: &Workload,
-        platform: &Platform,
+        platform: &StagingPlatform,
         _seed: u64,
     ) -> Result<StagingPlan, StagingError> {
         validate(workload, platform)?;
@@ -50,7 +50,11 @@ impl StagingPolicy for Mct {
     }
 }
 
-fn schedule(workload: &Workload, platform: &Platform, rule: MctSelection) -> Vec<Vec<TaskId>> {
+fn schedule(
+    workload: &Workload,
+    platform: &StagingPlatform,
+    rule: MctSelection,
+) -> Vec<Vec<TaskId>> {
     let nodes: Vec<NodeInfo> = platform.nodes();
     let k = nodes.len();
     let n = workload.tasks.len();

@@ -4,7 +4,7 @@
 
 use crate::staging::error::StagingError;
 use crate::staging::estimate::transfer_seconds_per_byte;
-use crate::staging::model::{Platform, TaskId, Workload};
+use crate::staging::model::{StagingPlatform, TaskId, Workload};
 use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
 /// The SJF planner.
@@ -19,7 +19,7 @@ impl StagingPolicy for Sjf {
     fn plan(
         &self,
         workload: &Workload,
-        platform: &Platform,
+        platform: &StagingPlatform,
         _seed: u64,
     ) -> Result<StagingPlan, StagingError> {
         validate(workload, platform)?;

@@ -12,7 +12,7 @@
 //! quantity the mapping does change and the one that loads the storage node.
 
 use crate::staging::estimate::transfer_seconds_per_byte;
-use crate::staging::model::{NodeInfo, Platform, TaskId, Workload};
+use crate::staging::model::{NodeInfo, StagingPlatform, TaskId, Workload};
 
 /// Mapping plus the per-node and per-storage loads of eq. 4–7.
 pub(crate) struct MappingCost<'w> {
@@ -52,7 +52,7 @@ pub(crate) struct MoveEffect {
 }
 
 impl<'w> MappingCost<'w> {
-    pub fn new(workload: &'w Workload, platform: &Platform, node_of: Vec<u32>) -> Self {
+    pub fn new(workload: &'w Workload, platform: &StagingPlatform, node_of: Vec<u32>) -> Self {
         let nodes: Vec<NodeInfo> = platform.nodes();
         let transfer = nodes
             .iter()

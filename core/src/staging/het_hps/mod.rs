@@ -15,7 +15,7 @@ mod refine;
 
 use crate::staging::error::StagingError;
 use crate::staging::estimate::partition_weights;
-use crate::staging::model::{Platform, Workload};
+use crate::staging::model::{StagingPlatform, Workload};
 use crate::staging::ordering::order_by_ect;
 use crate::staging::partition::{partition, PartitionConfig};
 use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
@@ -43,7 +43,7 @@ impl Default for HetHps {
 
 /// Estimated relative speed of every node for this batch: 1 / (r·(1/NBW_i) + 1/LBW_i + C_i)
 /// with r = distinct bytes / requested bytes, the share of input that must be fetched.
-fn node_speeds(workload: &Workload, platform: &Platform) -> Vec<f64> {
+fn node_speeds(workload: &Workload, platform: &StagingPlatform) -> Vec<f64> {
     let sharers = workload.sharers();
     let (mut distinct, mut requested) = (0f64, 0f64);
     for (f, file) in workload.files.iter().enumerate() {
@@ -76,7 +76,7 @@ fn node_speeds(workload: &Workload, platform: &Platform) -> Vec<f64> {
 /// node of every task.
 pub(crate) fn initial_mapping(
     workload: &Workload,
-    platform: &Platform,
+    platform: &StagingPlatform,
     epsilon: f64,
     seed: u64,
     capacities: Option<Vec<f64>>,
@@ -103,7 +103,7 @@ impl StagingPolicy for HetHps {
     fn plan(
         &self,
         workload: &Workload,
-        platform: &Platform,
+        platform: &StagingPlatform,
         seed: u64,
     ) -> Result<StagingPlan, StagingError> {
         validate(workload, platform)?;

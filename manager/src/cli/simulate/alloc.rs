@@ -11,14 +11,15 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
-use plotters::prelude::*;
 use rayon::prelude::*;
 
 use hetpilot::alloc::{allocator_by_name, order_by_name, validate_clusters, Cluster, Job};
+use hetpilot::report::tlpa;
 use hetpilot::sim::alloc::{simulate_alloc, AllocMetrics};
 use hetpilot::sim::alloc_setup::{
     heterogeneous_speeds, jobs_from_swf, offered_load, scale_to_load, SystemLoad,
 };
+use hetpilot::sim::alloc_sweep::{improvement_table, sweep_plan, SweepPoint, SweepRun};
 use hetpilot::trace::{parse_swf, SwfOptions, SwfTrace};
 
 #[derive(Debug, ClapArgs)]
@@ -228,53 +229,48 @@ fn print_metrics(m: &AllocMetrics) {
     println!("max queue length        {}", m.max_queue);
 }
 
-/// Table II of the TLPA paper: improvement (%) of TLPA_BJS over BF / FF, averaged over the 9
-/// SL x SH combinations, for depths 2..64.
-const DEPTHS: [usize; 6] = [2, 4, 8, 16, 32, 64];
-const PAPER_TABLE_II: [(&str, &str, [f64; 6]); 4] = [
-    ("fcfs", "bf", [1.84, 3.59, 11.79, 20.41, 25.21, 30.97]),
-    ("fcfs", "ff", [10.28, 12.73, 18.20, 24.20, 27.89, 32.75]),
-    ("sjf", "bf", [10.32, 10.31, 10.88, 10.77, 10.21, 11.06]),
-    ("sjf", "ff", [2.97, 2.98, 3.57, 3.46, 2.96, 3.79]),
-];
-const HETEROGENEITIES: [f64; 3] = [0.0, 0.1, 0.2];
-
-#[derive(Debug, Clone)]
-struct SweepRun {
-    scheduler: &'static str,
-    load: SystemLoad,
-    sh: f64,
-    allocator: &'static str,
-    depth: usize,
-    metrics: AllocMetrics,
-    seconds: f64,
+/// `--reproduce DIR`: runs the Table II sweep and writes `results.csv`, `table.md` and the
+/// plots of `hetpilot::report::tlpa` into DIR.
+fn reproduce(args: &Args, procs: &[u32], jobs: &[Job], dir: &Path) -> anyhow::Result<()> {
+    let loads = parse_loads(&args.reproduce_loads)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let started = Instant::now();
+    let runs = run_sweep(args, procs, jobs, &sweep_plan(&loads))?;
+    let total = started.elapsed().as_secs_f64();
+    write_csv(&dir.join("results.csv"), &runs)?;
+    let table = improvement_table(&runs, &loads);
+    let md = tlpa::table_markdown(&runs, &loads, &table);
+    std::fs::write(dir.join("table.md"), &md)?;
+    std::fs::write(dir.join("improvement.svg"), tlpa::improvement_svg(&table)?)?;
+    std::fs::write(dir.join("cost_per_decision.svg"), tlpa::cost_svg(&runs)?)?;
+    println!("{md}");
+    println!(
+        "{} runs in {:.0} s wall time; wrote {}",
+        runs.len(),
+        total,
+        dir.display()
+    );
+    Ok(())
 }
 
-fn reproduce(args: &Args, procs: &[u32], jobs: &[Job], dir: &Path) -> anyhow::Result<()> {
-    let loads: Vec<SystemLoad> = args
-        .reproduce_loads
-        .split(',')
+/// `--reproduce-loads`: comma-separated loadings.
+fn parse_loads(text: &str) -> anyhow::Result<Vec<SystemLoad>> {
+    text.split(',')
         .map(|l| {
             SystemLoad::parse(l.trim()).with_context(|| {
                 format!("--reproduce-loads: {l:?} is not low, medium, high or a positive number")
             })
         })
-        .collect::<anyhow::Result<_>>()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut plan: Vec<(&'static str, SystemLoad, f64, &'static str, usize)> = Vec::new();
-    for scheduler in ["fcfs", "sjf"] {
-        for &load in &loads {
-            for sh in HETEROGENEITIES {
-                plan.push((scheduler, load, sh, "bf", 0));
-                plan.push((scheduler, load, sh, "ff", 0));
-                for d in DEPTHS {
-                    plan.push((scheduler, load, sh, "tlpa", d));
-                }
-            }
-        }
-    }
-    // Longest runs first so the pool stays busy.
-    plan.sort_by_key(|p| std::cmp::Reverse(p.4));
+        .collect()
+}
+
+/// Runs every point of `plan` on `args.threads` workers (with a progress bar), timing each.
+fn run_sweep(
+    args: &Args,
+    procs: &[u32],
+    jobs: &[Job],
+    plan: &[SweepPoint],
+) -> anyhow::Result<Vec<SweepRun>> {
     let bar = ProgressBar::new(plan.len() as u64).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -282,14 +278,13 @@ fn reproduce(args: &Args, procs: &[u32], jobs: &[Job], dir: &Path) -> anyhow::Re
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()?;
-    let started = Instant::now();
     let results: Vec<anyhow::Result<SweepRun>> = pool.install(|| {
         plan.par_iter()
-            .map(|&(scheduler, load, sh, allocator, depth)| {
-                let clusters = build_clusters(procs, &heterogeneous_speeds(procs.len(), sh));
-                let scaled = scale_to_load(jobs, &clusters, load);
-                let order = order_by_name(scheduler)?;
-                let mut alloc = allocator_by_name(allocator, depth)?;
+            .map(|p| {
+                let clusters = build_clusters(procs, &heterogeneous_speeds(procs.len(), p.sh));
+                let scaled = scale_to_load(jobs, &clusters, p.load);
+                let order = order_by_name(p.scheduler)?;
+                let mut alloc = allocator_by_name(p.allocator, p.depth)?;
                 let t = Instant::now();
                 let run = simulate_alloc(
                     &clusters,
@@ -301,11 +296,11 @@ fn reproduce(args: &Args, procs: &[u32], jobs: &[Job], dir: &Path) -> anyhow::Re
                 let seconds = t.elapsed().as_secs_f64();
                 bar.inc(1);
                 Ok(SweepRun {
-                    scheduler,
-                    load,
-                    sh,
-                    allocator,
-                    depth,
+                    scheduler: p.scheduler,
+                    load: p.load,
+                    sh: p.sh,
+                    allocator: p.allocator,
+                    depth: p.depth,
                     metrics: run.metrics,
                     seconds,
                 })
@@ -313,123 +308,10 @@ fn reproduce(args: &Args, procs: &[u32], jobs: &[Job], dir: &Path) -> anyhow::Re
             .collect()
     });
     bar.finish_and_clear();
-    let runs: Vec<SweepRun> = results.into_iter().collect::<anyhow::Result<_>>()?;
-    let total = started.elapsed().as_secs_f64();
-    write_csv(&dir.join("results.csv"), &runs)?;
-    let table = improvement_table(&runs, &loads);
-    let mut md = String::new();
-    md.push_str("| order | vs | depth | ours: mean improvement (%) | ours: min..max over the SL x SH cells | paper (%) |\n|---|---|---|---|---|---|\n");
-    for (scheduler, base, paper) in PAPER_TABLE_II {
-        for (i, d) in DEPTHS.iter().enumerate() {
-            let v = &table[&(scheduler, base, *d)];
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
-            let (lo, hi) = v
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-                    (a.min(*x), b.max(*x))
-                });
-            md.push_str(&format!(
-                "| {} | {} | {} | {:.2} | {:.1} .. {:.1} | {:.2} |\n",
-                scheduler.to_uppercase(),
-                base.to_uppercase(),
-                d,
-                mean,
-                lo,
-                hi,
-                paper[i]
-            ));
-        }
-    }
-    md.push_str("\nAverage turnaround time (s) per cell:\n\n| order | SL | SH | BF | FF |");
-    for d in DEPTHS {
-        md.push_str(&format!(" TLPA d={d} |"));
-    }
-    md.push_str("\n|---|---|---|---|---|");
-    md.push_str(&"---|".repeat(DEPTHS.len()));
-    md.push('\n');
-    for scheduler in ["fcfs", "sjf"] {
-        for &load in &loads {
-            for sh in HETEROGENEITIES {
-                let att = |a: &str, d: usize| {
-                    find(&runs, scheduler, load, sh, a, d)
-                        .metrics
-                        .avg_turnaround
-                };
-                md.push_str(&format!(
-                    "| {} | {} | {} | {:.0} | {:.0} |",
-                    scheduler.to_uppercase(),
-                    load.label(),
-                    sh,
-                    att("bf", 0),
-                    att("ff", 0)
-                ));
-                for d in DEPTHS {
-                    md.push_str(&format!(" {:.0} |", att("tlpa", d)));
-                }
-                md.push('\n');
-            }
-        }
-    }
-    std::fs::write(dir.join("table.md"), &md)?;
-    plot_improvements(&dir.join("improvement.svg"), &table)?;
-    plot_cost(&dir.join("cost_per_decision.svg"), &runs)?;
-    println!("{md}");
-    println!(
-        "{} runs in {:.0} s wall time; wrote {}",
-        runs.len(),
-        total,
-        dir.display()
-    );
-    Ok(())
+    results.into_iter().collect()
 }
 
-fn find<'a>(
-    runs: &'a [SweepRun],
-    scheduler: &str,
-    load: SystemLoad,
-    sh: f64,
-    allocator: &str,
-    depth: usize,
-) -> &'a SweepRun {
-    runs.iter()
-        .find(|r| {
-            r.scheduler == scheduler
-                && r.load == load
-                && r.sh == sh
-                && r.allocator == allocator
-                && r.depth == depth
-        })
-        .expect("every planned run is present")
-}
-
-type Table = std::collections::BTreeMap<(&'static str, &'static str, usize), Vec<f64>>;
-
-/// Improvement (%) of TLPA over each baseline per (order, baseline, depth), one value per
-/// SL x SH cell: (ATT_base − ATT_TLPA) / ATT_base × 100.
-fn improvement_table(runs: &[SweepRun], loads: &[SystemLoad]) -> Table {
-    let mut table = Table::new();
-    for scheduler in ["fcfs", "sjf"] {
-        for base in ["bf", "ff"] {
-            for d in DEPTHS {
-                let mut v = Vec::new();
-                for &load in loads {
-                    for sh in HETEROGENEITIES {
-                        let b = find(runs, scheduler, load, sh, base, 0)
-                            .metrics
-                            .avg_turnaround;
-                        let t = find(runs, scheduler, load, sh, "tlpa", d)
-                            .metrics
-                            .avg_turnaround;
-                        v.push((b - t) / b * 100.0);
-                    }
-                }
-                table.insert((scheduler, base, d), v);
-            }
-        }
-    }
-    table
-}
-
+/// `results.csv`: every run's metrics and wall time, sorted by its point in the sweep.
 fn write_csv(path: &Path, runs: &[SweepRun]) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_path(path)?;
     w.write_record([
@@ -474,151 +356,5 @@ fn write_csv(path: &Path, runs: &[SweepRun]) -> anyhow::Result<()> {
         ])?;
     }
     w.flush()?;
-    Ok(())
-}
-
-fn plot_improvements(path: &Path, table: &Table) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let all = table
-        .values()
-        .flatten()
-        .copied()
-        .chain(PAPER_TABLE_II.iter().flat_map(|p| p.2));
-    let (lo, hi) = all.fold((0.0f64, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "TLPA_BJS improvement in average turnaround (mean over SL x SH)",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.8f64..7.2f64, (lo - 2.0).floor()..(hi + 2.0).ceil())?;
-    chart
-        .configure_mesh()
-        .x_desc("simulation depth d")
-        .y_desc("improvement (%)")
-        .x_labels(6)
-        .x_label_formatter(&|x| {
-            let d = 2f64.powf(x.round());
-            if (x - x.round()).abs() < 1e-6 {
-                format!("{d}")
-            } else {
-                String::new()
-            }
-        })
-        .draw()?;
-    for (i, (scheduler, base, paper)) in PAPER_TABLE_II.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let ours: Vec<(f64, f64)> = DEPTHS
-            .iter()
-            .map(|&d| {
-                let v = &table[&(*scheduler, *base, d)];
-                ((d as f64).log2(), v.iter().sum::<f64>() / v.len() as f64)
-            })
-            .collect();
-        chart
-            .draw_series(LineSeries::new(ours.clone(), color.stroke_width(2)))?
-            .label(format!(
-                "ours {} vs {}",
-                scheduler.to_uppercase(),
-                base.to_uppercase()
-            ))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart.draw_series(ours.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-        let theirs: Vec<(f64, f64)> = DEPTHS
-            .iter()
-            .zip(paper)
-            .map(|(&d, &v)| ((d as f64).log2(), v))
-            .collect();
-        chart
-            .draw_series(DashedLineSeries::new(theirs, 6, 4, color.stroke_width(1)))?
-            .label(format!(
-                "paper {} vs {}",
-                scheduler.to_uppercase(),
-                base.to_uppercase()
-            ))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(1))
-            });
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()?;
-    root.present()?;
-    Ok(())
-}
-
-/// Microseconds per allocation decision of TLPA against depth (median over the SL x SH cells of
-/// each depth; wall time of whole runs, so it includes the simulator's own work).
-fn plot_cost(path: &Path, runs: &[SweepRun]) -> anyhow::Result<()> {
-    let mut points: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for scheduler in ["fcfs", "sjf"] {
-        let mut series = Vec::new();
-        for d in DEPTHS {
-            let mut costs: Vec<f64> = runs
-                .iter()
-                .filter(|r| r.scheduler == scheduler && r.allocator == "tlpa" && r.depth == d)
-                .map(|r| r.seconds * 1e6 / r.metrics.decisions.max(1) as f64)
-                .collect();
-            costs.sort_by(f64::total_cmp);
-            series.push(((d as f64).log2(), costs[costs.len() / 2]));
-        }
-        points.push((scheduler.to_uppercase(), series));
-    }
-    let hi = points
-        .iter()
-        .flat_map(|(_, s)| s.iter().map(|p| p.1))
-        .fold(0.0f64, f64::max);
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "TLPA_BJS cost per allocation decision (median over SL x SH)",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.8f64..6.2f64, 0.0..hi * 1.15)?;
-    chart
-        .configure_mesh()
-        .x_desc("simulation depth d")
-        .y_desc("microseconds per decision")
-        .x_label_formatter(&|x| {
-            if (x - x.round()).abs() < 1e-6 {
-                format!("{}", 2f64.powf(x.round()))
-            } else {
-                String::new()
-            }
-        })
-        .draw()?;
-    for (i, (name, series)) in points.into_iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(series.clone(), color.stroke_width(2)))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart.draw_series(
-            series
-                .into_iter()
-                .map(|p| Circle::new(p, 3, color.filled())),
-        )?;
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()?;
-    root.present()?;
     Ok(())
 }

@@ -9,15 +9,17 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
-use plotters::prelude::*;
 
-use hetpilot::fairshare::{priorities, CpuOnly, MultiResource, PenaltyFunction, Shares};
+use hetpilot::fairshare::{priorities, CpuOnly, MultiResource, Shares};
+use hetpilot::report::fairshare;
 use hetpilot::sim::fairshare::{
-    compare_penalties, fairshare_jobs, summarize_penalties, FairshareJob, PenaltyChange,
+    compare_penalties, fairshare_jobs, summarize_penalties, FairshareConversion, FairshareJob,
+    PenaltyChange, PenaltySummary,
 };
 use hetpilot::sim::fairshare_queue::{replay_fairshare_queue, QueueReplay, QueueReplayResult};
+use hetpilot::trace::SwfTrace;
 
-use super::super::fairshare::load_platform;
+use super::super::fairshare::load_machine_pool;
 use super::alloc::load_swf;
 
 #[derive(Debug, ClapArgs)]
@@ -47,7 +49,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let platform = load_platform(&args.machines)?.with_site_properties(
+    let platform = load_machine_pool(&args.machines)?.with_site_properties(
         args.site_properties
             .split(',')
             .map(str::trim)
@@ -55,6 +57,40 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let trace = load_swf(&args.swf, args.strict)?;
     let (jobs, conv) = fairshare_jobs(&trace, &platform);
+    print_conversion(&trace, &jobs, &conv);
+    let changes = compare_penalties(&platform, &jobs);
+    let summary = summarize_penalties(&jobs, &changes);
+    print_penalty_summary(&summary);
+    let shares = Shares::default();
+    let settings = |penalty| QueueReplay {
+        platform: &platform,
+        penalty,
+        half_life: (args.half_life_days > 0.0).then_some(args.half_life_days * 86_400.0),
+        shares: &shares,
+        normalize_walltime: args.normalize_walltime,
+    };
+    let cpu = replay(&settings(&CpuOnly), &jobs, "CPU-only")?;
+    let multi = replay(&settings(&MultiResource), &jobs, "multi-resource")?;
+    let (series_wait, series_bsld) = print_queue_outcomes(&args, &jobs, &changes, &cpu, &multi);
+    print_lowest_priority_users(&cpu, &multi, &shares);
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        write_plots(
+            dir,
+            &summary.increases_sorted,
+            &series_wait,
+            &series_bsld,
+            &jobs,
+            &changes,
+        )?;
+        write_affected(&dir.join("affected_jobs.csv"), &jobs, &changes)?;
+        println!("\nplots written to {}", dir.display());
+    }
+    Ok(())
+}
+
+/// How the trace's records became jobs (and why some did not).
+fn print_conversion(trace: &SwfTrace, jobs: &[FairshareJob], conv: &FairshareConversion) {
     println!(
         "trace: {} records -> {} jobs ({} without runtime, {} without nodespec, {} bad nodespecs {:?}, {} unsatisfiable on the platform)",
         trace.stats.jobs,
@@ -65,9 +101,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         conv.bad_nodespec_examples,
         conv.unsatisfiable
     );
-    let changes = compare_penalties(&platform, &jobs);
-    let summary = summarize_penalties(&jobs, &changes);
-    let pct = |a: usize, b: usize| 100.0 * a as f64 / b.max(1) as f64;
+}
+
+fn pct(a: usize, b: usize) -> f64 {
+    100.0 * a as f64 / b.max(1) as f64
+}
+
+/// Fig. 3 / Fig. 4 left in numbers: who gets a higher penalty under eq. 8, and how much.
+fn print_penalty_summary(summary: &PenaltySummary) {
     println!("\n== penalty: multi-resource (eq. 8) vs CPU-only ==");
     println!(
         "jobs with a higher penalty   {} of {} ({:.2}%), generating {:.2}% of the CPU time",
@@ -94,30 +135,38 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             at_least(100.0)
         );
     }
-    let half_life = (args.half_life_days > 0.0).then_some(args.half_life_days * 86_400.0);
-    let shares = Shares::default();
-    let replay = |penalty: &dyn PenaltyFunction,
-                  label: &str|
-     -> anyhow::Result<QueueReplayResult> {
-        let bar = ProgressBar::new(jobs.len() as u64).with_style(
-            ProgressStyle::with_template(&format!(
-                "{label:>14} {{bar:40}} {{pos}}/{{len}} jobs {{elapsed}}"
-            ))
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        let settings = QueueReplay {
-            platform: &platform,
-            penalty,
-            half_life,
-            shares: &shares,
-            normalize_walltime: args.normalize_walltime,
-        };
-        let out = replay_fairshare_queue(&settings, &jobs, &mut |n| bar.set_position(n as u64))?;
-        bar.finish_and_clear();
-        Ok(out)
-    };
-    let cpu = replay(&CpuOnly, "CPU-only")?;
-    let multi = replay(&MultiResource, "multi-resource")?;
+}
+
+/// Replays the trace through the fairshare-ordered queue under one penalty, with a
+/// progress bar labelled `label`.
+fn replay(
+    settings: &QueueReplay,
+    jobs: &[FairshareJob],
+    label: &str,
+) -> anyhow::Result<QueueReplayResult> {
+    let bar = ProgressBar::new(jobs.len() as u64).with_style(
+        ProgressStyle::with_template(&format!(
+            "{label:>14} {{bar:40}} {{pos}}/{{len}} jobs {{elapsed}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let out = replay_fairshare_queue(settings, jobs, &mut |n| bar.set_position(n as u64))?;
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// Sorted samples of one penalty's replay, labelled, for a CDF.
+type Samples = Vec<(&'static str, Vec<f64>)>;
+
+/// Fig. 5 in numbers: wait and bounded slowdown under each penalty (and the mean wait of
+/// the jobs whose penalty increased). Returns the sorted waits and slowdowns per penalty.
+fn print_queue_outcomes(
+    args: &Args,
+    jobs: &[FairshareJob],
+    changes: &[PenaltyChange],
+    cpu: &QueueReplayResult,
+    multi: &QueueReplayResult,
+) -> (Samples, Samples) {
     println!(
         "\n== single queue ordered by fairshare, no backfilling (half-life {} days, walltime normalization {}) ==",
         args.half_life_days,
@@ -140,12 +189,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect();
     let mut series_wait = Vec::new();
     let mut series_bsld = Vec::new();
-    for (name, result) in [("CPU-only", &cpu), ("multi-resource", &multi)] {
+    for (name, result) in [("CPU-only", cpu), ("multi-resource", multi)] {
         let outcomes = &result.outcomes;
-        let mut waits: Vec<f64> = outcomes.iter().zip(&jobs).map(|(o, j)| o.wait(j)).collect();
+        let mut waits: Vec<f64> = outcomes.iter().zip(jobs).map(|(o, j)| o.wait(j)).collect();
         let mut bsld: Vec<f64> = outcomes
             .iter()
-            .zip(&jobs)
+            .zip(jobs)
             .map(|(o, j)| o.bounded_slowdown(j))
             .collect();
         let affected = increased
@@ -170,10 +219,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         series_wait.push((name, waits));
         series_bsld.push((name, bsld));
     }
-    // User priority at the end of the replay (decayed usage, equal shares).
+    (series_wait, series_bsld)
+}
+
+/// User priority at the end of the replay (decayed usage, equal shares): the ten
+/// lowest-priority users under each penalty, side by side.
+fn print_lowest_priority_users(
+    cpu: &QueueReplayResult,
+    multi: &QueueReplayResult,
+    shares: &Shares,
+) {
     let end = multi.outcomes.iter().map(|o| o.end).fold(0.0, f64::max);
-    let cpu_table = priorities(&cpu.ledger, &shares, [], end);
-    let multi_table = priorities(&multi.ledger, &shares, [], end);
+    let cpu_table = priorities(&cpu.ledger, shares, [], end);
+    let multi_table = priorities(&multi.ledger, shares, [], end);
     println!(
         "\n== the 10 lowest-priority users at the end of the replay (of {}; usage in decayed PE-hours, factor 2^(-U/S)) ==",
         multi_table.len()
@@ -195,34 +253,52 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             m.factor
         );
     }
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        plot_cdf(
-            &dir.join("penalty_increase_cdf.svg"),
+}
+
+/// The four SVG charts of `--out DIR`.
+fn write_plots(
+    dir: &Path,
+    increases_sorted: &[f64],
+    series_wait: &[(&str, Vec<f64>)],
+    series_bsld: &[(&str, Vec<f64>)],
+    jobs: &[FairshareJob],
+    changes: &[PenaltyChange],
+) -> anyhow::Result<()> {
+    let write = |name: &str, svg: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))
+    };
+    write(
+        "penalty_increase_cdf.svg",
+        fairshare::cdf_svg(
             "CDF of the increase of P(j) (jobs with a higher penalty)",
             "increase of P(j) (%)",
-            &[("multi-resource vs CPU-only", inc.clone())],
+            &[("multi-resource vs CPU-only", increases_sorted.to_vec())],
             false,
-        )?;
-        plot_cdf(
-            &dir.join("wait_cdf.svg"),
+        )?,
+    )?;
+    write(
+        "wait_cdf.svg",
+        fairshare::cdf_svg(
             "CDF of wait times (fairshare queue, no backfilling)",
             "wait time (s, log)",
-            &series_wait,
+            series_wait,
             true,
-        )?;
-        plot_cdf(
-            &dir.join("slowdown_cdf.svg"),
+        )?,
+    )?;
+    write(
+        "slowdown_cdf.svg",
+        fairshare::cdf_svg(
             "CDF of bounded slowdowns (fairshare queue, no backfilling)",
             "bounded slowdown (log)",
-            &series_bsld,
+            series_bsld,
             true,
-        )?;
-        plot_scatter(&dir.join("cpu_ram_jobs.svg"), &jobs, &changes)?;
-        write_affected(&dir.join("affected_jobs.csv"), &jobs, &changes)?;
-        println!("\nplots written to {}", dir.display());
-    }
-    Ok(())
+        )?,
+    )?;
+    write(
+        "cpu_ram_jobs.svg",
+        fairshare::requests_scatter_svg(jobs, changes)?,
+    )
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -236,98 +312,6 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1]
-}
-
-/// Empirical CDFs of sorted samples; `log_x` plots from 1 upwards (smaller values at 1).
-fn plot_cdf(
-    path: &Path,
-    title: &str,
-    x_label: &str,
-    series: &[(&str, Vec<f64>)],
-    log_x: bool,
-) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let hi = series
-        .iter()
-        .filter_map(|(_, v)| v.last().copied())
-        .fold(1.0f64, f64::max);
-    if log_x {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
-            .build_cartesian_2d((1.0f64..hi * 1.5).log_scale(), 0.0f64..1.0)?;
-        chart
-            .configure_mesh()
-            .x_desc(x_label)
-            .y_desc("fraction of jobs")
-            .draw()?;
-        draw_series(&mut chart, series, log_x)?;
-    } else {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0f64..hi * 1.05, 0.0f64..1.0)?;
-        chart
-            .configure_mesh()
-            .x_desc(x_label)
-            .y_desc("fraction of jobs")
-            .draw()?;
-        draw_series(&mut chart, series, log_x)?;
-    }
-    root.present()?;
-    Ok(())
-}
-
-fn draw_series<'a, X>(
-    chart: &mut ChartContext<
-        'a,
-        SVGBackend<'a>,
-        Cartesian2d<X, plotters::coord::types::RangedCoordf64>,
-    >,
-    series: &[(&str, Vec<f64>)],
-    log_x: bool,
-) -> anyhow::Result<()>
-where
-    X: Ranged<ValueType = f64>,
-{
-    for (i, (name, v)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(cdf_points(v, log_x), color.stroke_width(2)))?
-            .label(*name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()?;
-    Ok(())
-}
-
-/// Points of the empirical CDF of sorted `v` (at most ~2000); on a log axis values below 1
-/// are drawn at 1.
-fn cdf_points(v: &[f64], log_x: bool) -> Vec<(f64, f64)> {
-    let n = v.len() as f64;
-    let step = (v.len() / 2000).max(1);
-    let mut pts: Vec<(f64, f64)> = v
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| i % step == 0 || *i + 1 == v.len())
-        .map(|(i, &x)| (if log_x { x.max(1.0) } else { x }, (i + 1) as f64 / n))
-        .collect();
-    if let Some(&(x, _)) = pts.first() {
-        pts.insert(0, (x, 0.0));
-    }
-    pts
 }
 
 /// The jobs whose penalty increased: id, user, request, both penalties, increase.
@@ -359,66 +343,5 @@ fn write_affected(
         ])?;
     }
     w.flush()?;
-    Ok(())
-}
-
-/// Fig. 3: jobs by CPUs and RAM requested, those with a higher penalty highlighted.
-fn plot_scatter(
-    path: &Path,
-    jobs: &[FairshareJob],
-    changes: &[PenaltyChange],
-) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let cpus_max = jobs
-        .iter()
-        .map(|j| j.request.total_cpus())
-        .max()
-        .unwrap_or(1) as f64;
-    let ram_max = jobs
-        .iter()
-        .map(|j| gib(j.request.total_ram()))
-        .fold(1.0, f64::max);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Distinct job requests by CPUs and RAM (red: higher multi-resource penalty)",
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(
-            (1.0f64..cpus_max * 1.2).log_scale(),
-            (0.01f64..ram_max * 1.2).log_scale(),
-        )?;
-    chart
-        .configure_mesh()
-        .x_desc("requested CPUs (log)")
-        .y_desc("requested RAM, GB (log)")
-        .draw()?;
-    // Many jobs share a request: draw each distinct (CPUs, RAM in MB) point once per class.
-    let distinct = |increased: bool| -> std::collections::BTreeSet<(u64, u64)> {
-        changes
-            .iter()
-            .filter(|c| c.increased() == increased)
-            .map(|c| {
-                let r = &jobs[c.job].request;
-                (r.total_cpus().max(1), r.total_ram() >> 20)
-            })
-            .collect()
-    };
-    let at = |(cpus, mb): (u64, u64)| (cpus as f64, (mb as f64 / 1024.0).max(0.01));
-    chart.draw_series(
-        distinct(false)
-            .into_iter()
-            .map(|p| Cross::new(at(p), 3, BLUE.mix(0.4))),
-    )?;
-    chart.draw_series(
-        distinct(true)
-            .into_iter()
-            .map(|p| Circle::new(at(p), 3, RED.filled())),
-    )?;
-    root.present()?;
     Ok(())
 }

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use hetpilot::report::staging::{self, StagingRow};
 use hetpilot::sim::staging::simulate_staging;
-use hetpilot::staging::model::Platform;
+use hetpilot::staging::model::StagingPlatform;
 use hetpilot::staging::platforms::{four_cluster, osc_dc};
 use hetpilot::staging::workload::{Overlap, WorkloadKind};
 use hetpilot::staging::{policy_by_name, POLICY_NAMES};
 use indicatif::{ProgressBar, ProgressStyle};
-use plotters::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -89,19 +89,8 @@ pub enum SweepArg {
 struct Setting {
     label: String,
     overlap: Overlap,
-    platform: Platform,
+    platform: StagingPlatform,
     storage_nodes: u32,
-}
-
-/// Median outcome of one policy in one setting.
-#[derive(Debug, Clone)]
-struct Row {
-    setting: String,
-    policy: String,
-    makespan: f64,
-    throughput: f64,
-    gigabytes: f64,
-    planning_seconds: f64,
 }
 
 fn settings(args: &Args) -> anyhow::Result<Vec<Setting>> {
@@ -245,7 +234,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ));
                 bar.inc(1);
             }
-            rows.push(Row {
+            rows.push(StagingRow {
                 setting: setting.label.clone(),
                 policy: name.clone(),
                 makespan: median(runs.iter().map(|r| r.0)),
@@ -297,7 +286,8 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-fn print_table(args: &Args, rows: &[Row]) {
+/// The setting's description, then the table of `hetpilot::report::staging`.
+fn print_table(args: &Args, rows: &[StagingRow]) {
     println!(
         "{:?} workload, {:?} overlap, {} tasks, config {:?}{}",
         args.workload,
@@ -308,27 +298,11 @@ fn print_table(args: &Args, rows: &[Row]) {
             .map(|s| format!(", sweep {s:?}"))
             .unwrap_or_default()
     );
-    println!(
-        "{:<10} {:<14} {:>12} {:>14} {:>10} {:>12}",
-        "setting", "algorithm", "batch (s)", "tasks/s", "GB moved", "planning (s)"
-    );
-    for r in rows {
-        println!(
-            "{:<10} {:<14} {:>12.1} {:>14.3} {:>10.2} {:>12.3}",
-            r.setting, r.policy, r.makespan, r.throughput, r.gigabytes, r.planning_seconds
-        );
-    }
+    print!("{}", staging::table(rows));
 }
 
-fn plot(args: &Args, rows: &[Row], names: &[String], path: &PathBuf) -> anyhow::Result<()> {
-    let settings: Vec<String> = {
-        let mut s: Vec<String> = rows.iter().map(|r| r.setting.clone()).collect();
-        s.dedup();
-        s
-    };
-    let max = rows.iter().map(|r| r.throughput).fold(0.0, f64::max) * 1.15;
-    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
+/// `--plot FILE`: the throughput chart, titled with the setting.
+fn plot(args: &Args, rows: &[StagingRow], names: &[String], path: &PathBuf) -> anyhow::Result<()> {
     let title = format!(
         "{:?} {:?} overlap, {} tasks ({:?}){}",
         args.workload,
@@ -337,57 +311,6 @@ fn plot(args: &Args, rows: &[Row], names: &[String], path: &PathBuf) -> anyhow::
         args.config,
         args.sweep.map(|s| format!(" vs {s:?}")).unwrap_or_default()
     );
-    let groups = settings.len();
-    let per = names.len() + 1;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..(groups * per) as f64, 0f64..max.max(1e-9))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .y_desc("throughput (tasks/s)")
-        .draw()?;
-    for (g, s) in settings.iter().enumerate() {
-        chart.draw_series(std::iter::once(Text::new(
-            s.clone(),
-            (
-                (g * per) as f64 + names.len() as f64 / 2.0 - 0.3,
-                max * 0.02,
-            ),
-            ("sans-serif", 14),
-        )))?;
-    }
-    for (j, name) in names.iter().enumerate() {
-        let color = Palette99::pick(j).to_rgba();
-        let bars: Vec<Rectangle<(f64, f64)>> = rows
-            .iter()
-            .filter(|r| &r.policy == name)
-            .map(|r| {
-                let g = settings.iter().position(|s| *s == r.setting).unwrap_or(0);
-                let x = (g * per + j) as f64;
-                Rectangle::new(
-                    [
-                        (x + 0.1, max * 0.06),
-                        (x + 0.9, r.throughput.max(max * 0.06)),
-                    ],
-                    color.filled(),
-                )
-            })
-            .collect();
-        chart
-            .draw_series(bars)?
-            .label(name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
-    }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()?;
-    root.present()?;
-    Ok(())
+    let svg = staging::throughput_svg(&title, rows, names)?;
+    std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))
 }

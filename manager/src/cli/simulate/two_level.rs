@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use hetpilot::report::two_level::{self as report, ScenarioInfo};
 use hetpilot::sched::{
     CoRunnerAffinity, PlatformAffinity, RuntimeProfile, Scheduler, SchedulerSettings,
 };
 use hetpilot::sim::two_level::engine::{simulate, Arrivals, SimulationInput};
-use hetpilot::sim::two_level::report::{self, ScenarioInfo};
 use hetpilot::sim::two_level::suite::{self, Case, Study};
 use hetpilot::sim::two_level::{RunOutcome, Scenario};
 use indicatif::{ProgressBar, ProgressStyle};

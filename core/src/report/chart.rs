@@ -1,7 +1,19 @@
-//! SVG charts for the two-level report (Figs. 3, 5, 6, 7 style grouped bars), rendered
-//! to strings with plotters so the caller decides where they go.
+//! SVG charts for the reports (Figs. 3, 5, 6, 7 style grouped bars) and the error the
+//! other reports' charts fail with; rendered to strings with plotters so the caller
+//! decides where they go.
 
 use plotters::prelude::*;
+
+/// A chart that plotters could not draw.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("cannot draw the chart: {0}")]
+pub struct ChartError(pub String);
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for ChartError {
+    fn from(e: DrawingAreaErrorKind<E>) -> Self {
+        ChartError(e.to_string())
+    }
+}
 
 /// One bar series: a label and one value per group (NaN = no bar).
 #[derive(Debug, Clone)]

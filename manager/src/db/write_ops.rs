@@ -1,4 +1,5 @@
-//! Everything the manager persists, and how each piece becomes SQL.
+//! The write vocabulary: everything the manager persists, as [`Write`] values, and how
+//! each becomes SQL. The thread that commits them in batches is `group_commit`.
 
 use super::pilots::{upsert_pilot, PilotCredential};
 use super::schema::state_code;

@@ -1,5 +1,6 @@
-//! Live scheduling routes: the current allocation, fairshare usage and measured transfer
-//! bandwidths.
+//! Read-only views of live scheduling: `GET /v1/schedule` (the current allocation),
+//! `/v1/usage` (fairshare usage per user) and `/v1/bandwidths` (measured transfer
+//! bandwidths).
 
 use super::error::ApiError;
 use super::extract::{Caller, Json};

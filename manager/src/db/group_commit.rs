@@ -1,7 +1,8 @@
-//! The group-commit writer: one thread owns the write connection; whatever arrives while
-//! it commits one transaction goes into the next, so many small changes share one fsync.
+//! The group-commit writer thread: one thread owns the write connection; whatever arrives
+//! while it commits one transaction goes into the next, so many small changes share one
+//! fsync. What it writes (the [`Write`] vocabulary and its SQL) is in `write_ops`.
 
-use super::write::Write;
+use super::write_ops::Write;
 use rusqlite::Connection;
 use std::sync::mpsc;
 use thiserror::Error;

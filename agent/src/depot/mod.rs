@@ -1,10 +1,11 @@
-//! `hetpilot-agent serve-files`: the agent in a file-server role, run on a host near the
-//! storage so agents fetch inputs from it and store outputs to it directly, not through
-//! the manager. It serves `ROOT/OWNER/PATH` at `/OWNER/PATH`: `GET` and `HEAD` (with a
+//! The depot: `hetpilot-agent serve-files`, the agent in a file-server role, run on a host
+//! near the storage so agents fetch inputs from it and store outputs to it directly, not
+//! through the manager (a file store of the manager's `[[storage]]`, named in `store://`
+//! URLs). It serves `ROOT/OWNER/PATH` at `/OWNER/PATH`: `GET` and `HEAD` (with a
 //! single `Range`) and `PUT` (atomic: a synced temporary file renamed into place).
 //!
 //! It keeps no user list and no state: every request carries a grant the manager signed
-//! with the secret this store shares with it (`--secret-file`), naming this store
+//! with the secret this depot shares with it (`--secret-file`), naming this depot
 //! (`--name`, as in the manager's `[[storage]]` entry), one owner and an expiry. A grant
 //! opens only its owner's directory (see `auth`), and no path leads out of that
 //! directory, not through `..` nor through symlinks (see `paths`).
@@ -45,7 +46,7 @@ pub struct ServeFilesArgs {
     /// File holding the secret shared with the manager (at least 32 bytes, mode 0600).
     #[arg(long)]
     secret_file: PathBuf,
-    /// This store's name, as in the manager's `[[storage]]` entry (default: the host name).
+    /// This depot's name, as in the manager's `[[storage]]` entry (default: the host name).
     #[arg(long)]
     name: Option<String>,
     /// Largest file one PUT may store, in MiB (larger ones get 413, also when chunked).
@@ -73,25 +74,25 @@ pub struct ServeFilesArgs {
 
 /// An error answer: a status and `{"error": "..."}`.
 #[derive(Debug)]
-pub struct StoreError {
+pub struct DepotError {
     pub status: StatusCode,
     pub message: String,
 }
 
-impl From<HttpFileError> for StoreError {
+impl From<HttpFileError> for DepotError {
     fn from(e: HttpFileError) -> Self {
         let status = e.status();
         if status.is_server_error() {
-            tracing::error!(error = %e, "file store I/O");
+            tracing::error!(error = %e, "depot I/O");
         }
-        StoreError {
+        DepotError {
             status,
             message: e.to_string(),
         }
     }
 }
 
-impl IntoResponse for StoreError {
+impl IntoResponse for DepotError {
     fn into_response(self) -> Response {
         let body = Json(ErrorBody {
             error: self.message,
@@ -100,7 +101,7 @@ impl IntoResponse for StoreError {
     }
 }
 
-impl From<PathError> for StoreError {
+impl From<PathError> for DepotError {
     fn from(e: PathError) -> Self {
         let status = match &e {
             PathError::Invalid(_) => StatusCode::BAD_REQUEST,
@@ -108,14 +109,15 @@ impl From<PathError> for StoreError {
             PathError::Outside(_) => StatusCode::FORBIDDEN,
             PathError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        StoreError {
+        DepotError {
             status,
             message: e.to_string(),
         }
     }
 }
 
-struct Store {
+/// What every request needs: the files' root, this depot's name and the shared secret.
+struct DepotState {
     root: PathBuf,
     name: String,
     secret: StoreSecret,
@@ -149,10 +151,10 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
         .with_context(|| format!("--listen {}", args.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(store = %name, root = %root.display(), %addr, "serving files");
-    let store = Arc::new(Store { root, name, secret });
+    let depot = Arc::new(DepotState { root, name, secret });
     let app = Router::new()
         .route("/{owner}/{*path}", get(get_file).put(put_file))
-        .with_state(store)
+        .with_state(depot)
         .layer(RequestBodyLimitLayer::new(
             (args.max_file_mib << 20) as usize,
         ))
@@ -168,7 +170,7 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
     hetpilot_transport::serve::serve(listener, app, limits, stop_signal())
         .await
         .context("serving files")?;
-    tracing::info!("file store stopped");
+    tracing::info!("depot stopped");
     Ok(())
 }
 
@@ -186,7 +188,7 @@ async fn stop_signal() {
     }
 }
 
-fn refused(e: StoreError, method: &str, owner: &str, name: &str) -> StoreError {
+fn refused(e: DepotError, method: &str, owner: &str, name: &str) -> DepotError {
     if !e.status.is_server_error() {
         tracing::warn!(method, owner, file = name, status = e.status.as_u16(), reason = %e.message, "request refused");
     }
@@ -194,13 +196,13 @@ fn refused(e: StoreError, method: &str, owner: &str, name: &str) -> StoreError {
 }
 
 async fn get_file(
-    State(store): State<Arc<Store>>,
+    State(depot): State<Arc<DepotState>>,
     UrlPath((owner, name)): UrlPath<(String, String)>,
     headers: HeaderMap,
-) -> Result<Response, StoreError> {
+) -> Result<Response, DepotError> {
     let serve = async {
-        auth::authorize(&store.secret, &store.name, &headers, &owner)?;
-        let path = paths::existing(&store.root, &owner, &name)?;
+        auth::authorize(&depot.secret, &depot.name, &headers, &owner)?;
+        let path = paths::existing(&depot.root, &owner, &name)?;
         tracing::debug!(owner, file = name, "sending");
         Ok(http_file::send(&path, &name, &headers).await?.0)
     };
@@ -208,13 +210,13 @@ async fn get_file(
 }
 
 async fn put_file(
-    State(store): State<Arc<Store>>,
+    State(depot): State<Arc<DepotState>>,
     UrlPath((owner, name)): UrlPath<(String, String)>,
     req: Request<Body>,
-) -> Result<StatusCode, StoreError> {
+) -> Result<StatusCode, DepotError> {
     let receive = async {
-        auth::authorize(&store.secret, &store.name, req.headers(), &owner)?;
-        let (dir, file) = paths::new_file(&store.root, &owner, &name)?;
+        auth::authorize(&depot.secret, &depot.name, req.headers(), &owner)?;
+        let (dir, file) = paths::new_file(&depot.root, &owner, &name)?;
         let bytes = http_file::receive(&dir.join(&file), req.into_body()).await?;
         tracing::info!(owner, file = name, bytes, "stored");
         Ok(StatusCode::CREATED)

@@ -4,7 +4,7 @@
 //! owner's real directory. That directory may itself be a symlink (an admin mapping
 //! `ROOT/alice` to `/gpfs/alice`), but nothing below it may lead out, not even into
 //! another owner's directory: a user able to plant a symlink on the storage host must not
-//! reach someone else's files through the store.
+//! reach someone else's files through the depot.
 
 use hetpilot_protocol::files::{parse_output, Source};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,15 @@
+//! Presentation of simulation outcomes: Markdown and text tables, CSV text and SVG charts,
+//! all rendered to strings (the CLI decides where they go). The simulators in `sim`
+//! compute outcomes; this module only formats them, and is the only user of `plotters`.
+//!
+//! - [`chart`]: the SVG charts (grouped bars) shared by the reports.
+//! - [`two_level`]: the two-level suite report (Figs. 3-7, Section 6.5) and its CSV.
+//! - [`tlpa`]: the TLPA Table II sweep's table and charts.
+//! - [`fairshare`]: the fairshare experiment's CDFs and request scatter plot.
+//! - [`staging`]: the staging experiment's table and throughput chart.
+
+pub mod chart;
+pub mod fairshare;
+pub mod staging;
+pub mod tlpa;
+pub mod two_level;
