@@ -131,9 +131,10 @@ fn submit_wait_returns_with_the_end_and_its_exit_code_says_how_it_ended() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
     let _agent = m.agent("local", 2, &[]);
-    let ok = m.cli(&["submit", "--wait", "--array", "1-3", "--", "true"]);
+    let ok = m.cli(&["submit", "--wait", "--json", "--array", "1-3", "--", "true"]);
     assert!(ok.status.success(), "{}", text(&ok));
-    assert!(text(&ok).contains("3 done"), "{}", text(&ok));
+    let summary: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(summary["counts"]["done"], 3, "{summary}");
     let bad = m.cli(&[
         "submit",
         "--wait",
