@@ -1,0 +1,407 @@
+//! Many agents on one manager (issue 13): a load generator that plays N agents with the
+//! real protocol over HTTP — register, long-poll pulls, heartbeats at the interval the
+//! manager asks for, batched reports — against one release manager on 127.0.0.1. Agents
+//! come from 250 loopback addresses (127.0.0.2-251), as agents on many hosts would, and
+//! run zero-work tasks of a fixed duration (a timer, no process), 16 slots each.
+//!
+//! `cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
+//! many_agents -- [AGENTS,AGENTS,...] [TASK_MS]` (default 1000 agents, 100 ms tasks).
+//!
+//! Per agent count: registration time; an idle phase (10 s of heartbeats and waiting long
+//! polls) for the manager's CPU per heartbeat; a work phase of 20 tasks per slot for its
+//! CPU per pull (with the report that follows it), the tasks per second, heartbeat latency
+//! (p50, p99, max) against its deadline (the heartbeat interval: the next one is due
+//! then), lost agents and tasks leased more than once (lost leases). The generator runs on
+//! one thread, sharing the 2 cores with the manager.
+
+use hetpilot_e2e::{array_app, free_port, Manager};
+use hetpilot_protocol::protocol::{
+    HeartbeatRequest, HeartbeatResponse, Measurements, Outcome, PullRequest, PullResponse,
+    RegisterRequest, RegisterResponse, ReportRequest, ReportResponse, TaskAttempt, TaskResult,
+};
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SLOTS: u32 = 16;
+
+fn cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks * 1000.0 / hz
+}
+
+/// What the simulated agents measure, shared.
+#[derive(Default)]
+struct Stats {
+    heartbeats: AtomicU64,
+    pulls: AtomicU64,
+    /// Heartbeat round trips (µs) during the work phase.
+    heartbeat_us: Mutex<Vec<u64>>,
+    late_heartbeats: AtomicU64,
+    failed_calls: AtomicU64,
+    recording: AtomicBool,
+}
+
+struct SimAgent {
+    http: reqwest::Client,
+    base: String,
+    credential: String,
+    interval: Duration,
+    held: Mutex<HashSet<TaskAttempt>>,
+    seen_up_to_ms: AtomicU64,
+}
+
+async fn register(url: String, token: String, i: usize) -> SimAgent {
+    let octet = 2 + (i % 250) as u8;
+    let http = reqwest::Client::builder()
+        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, octet)))
+        .pool_idle_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let req = RegisterRequest {
+        platform: "local".into(),
+        hostname: format!("sim-{i}"),
+        cores: SLOTS,
+        memory_mb: 64 * 1024,
+        slots: Some(SLOTS),
+        batch_job_id: None,
+        walltime_end: None,
+        pilot: None,
+        zero_work: true,
+    };
+    let r: RegisterResponse = http
+        .post(format!("{url}/v1/agents"))
+        .bearer_auth(&token)
+        .json(&req)
+        .send()
+        .await
+        .unwrap()
+        .error_for_status()
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    SimAgent {
+        http,
+        base: format!("{url}/v1/agents/{}", r.agent),
+        credential: r.credential,
+        interval: Duration::from_millis(r.heartbeat_interval_ms),
+        held: Mutex::new(HashSet::new()),
+        seen_up_to_ms: AtomicU64::new(0),
+    }
+}
+
+async fn heartbeats(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>) {
+    let mut tick = tokio::time::interval(agent.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !stop.load(Ordering::Relaxed) {
+        tick.tick().await;
+        let body = HeartbeatRequest {
+            seen_up_to_ms: agent.seen_up_to_ms.load(Ordering::Relaxed),
+            held: agent.held.lock().unwrap().iter().copied().collect(),
+            started: Vec::new(),
+        };
+        let t = Instant::now();
+        let r = agent
+            .http
+            .post(format!("{}/heartbeat", agent.base))
+            .bearer_auth(&agent.credential)
+            .json(&body)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status());
+        let us = t.elapsed().as_micros() as u64;
+        match r {
+            Ok(r) => {
+                let _ = r.json::<HeartbeatResponse>().await;
+            }
+            Err(_) => {
+                stats.failed_calls.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        stats.heartbeats.fetch_add(1, Ordering::Relaxed);
+        if stats.recording.load(Ordering::Relaxed) {
+            stats.heartbeat_us.lock().unwrap().push(us);
+            if us > agent.interval.as_micros() as u64 {
+                stats.late_heartbeats.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Pull, "run" each task for `task_ms` on the 16 slots (in waves), report the batch, pull.
+async fn work(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>, task_ms: u64) {
+    while !stop.load(Ordering::Relaxed) {
+        let req = PullRequest {
+            max: SLOTS * 2,
+            wait_ms: 2_000,
+            started: Vec::new(),
+        };
+        let resp = agent
+            .http
+            .post(format!("{}/pull", agent.base))
+            .bearer_auth(&agent.credential)
+            .json(&req)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status());
+        let pulled: PullResponse = match resp {
+            Ok(r) => match r.json().await {
+                Ok(p) => p,
+                Err(_) => continue,
+            },
+            Err(_) => {
+                stats.failed_calls.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        stats.pulls.fetch_add(1, Ordering::Relaxed);
+        if pulled.tasks.is_empty() {
+            continue;
+        }
+        agent
+            .seen_up_to_ms
+            .fetch_max(pulled.lease_ms, Ordering::Relaxed);
+        let runs: Vec<TaskAttempt> = pulled
+            .tasks
+            .iter()
+            .map(|t| TaskAttempt {
+                task: t.task,
+                attempt: t.attempt,
+            })
+            .collect();
+        agent.held.lock().unwrap().extend(runs.iter().copied());
+        let waves = runs.len().div_ceil(SLOTS as usize) as u64;
+        let start = unix_ms();
+        tokio::time::sleep(Duration::from_millis(task_ms * waves)).await;
+        let end = unix_ms();
+        let results = runs
+            .iter()
+            .map(|at| TaskResult {
+                task: at.task,
+                attempt: at.attempt,
+                outcome: Outcome::Success,
+                exit_code: Some(0),
+                signal: None,
+                measurements: Measurements {
+                    started_at_ms: start,
+                    ended_at_ms: end,
+                    wall_ms: task_ms as f64,
+                    ..Default::default()
+                },
+                stdout_path: None,
+                stderr_path: None,
+                output_tail: String::new(),
+                error: None,
+                staging: None,
+            })
+            .collect();
+        let sent = agent
+            .http
+            .post(format!("{}/results", agent.base))
+            .bearer_auth(&agent.credential)
+            .json(&ReportRequest { results })
+            .send()
+            .await
+            .and_then(|r| r.error_for_status());
+        match sent {
+            Ok(r) => {
+                let _ = r.json::<ReportResponse>().await;
+            }
+            Err(_) => {
+                stats.failed_calls.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let mut held = agent.held.lock().unwrap();
+        for r in &runs {
+            held.remove(r);
+        }
+    }
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn percentile(v: &mut [u64], p: f64) -> f64 {
+    v.sort_unstable();
+    v[((v.len() as f64 - 1.0) * p).round() as usize] as f64 / 1000.0
+}
+
+fn run(agents: usize, task_ms: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hetpilot.toml");
+    std::fs::write(
+        &config,
+        "allow_zero_work = true\n[limits]\nregister_burst = 100000\nregistrations_per_minute = 1000000\n",
+    )
+    .unwrap();
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[("HETPILOT_CONFIG", config.to_str().unwrap())],
+    );
+    let token = m.agent_token("local");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let stats = Arc::new(Stats::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let t = Instant::now();
+    let sims: Vec<Arc<SimAgent>> = rt.block_on(async {
+        let mut out = Vec::new();
+        // In groups of 50 at once.
+        for chunk in (0..agents).collect::<Vec<_>>().chunks(50) {
+            let regs = chunk
+                .iter()
+                .map(|&i| register(m.url.clone(), token.clone(), i));
+            for a in futures_join_all(regs).await {
+                out.push(Arc::new(a));
+            }
+        }
+        out
+    });
+    let register_s = t.elapsed().as_secs_f64();
+    let tasks = agents as u64 * u64::from(SLOTS) * 20;
+    let (idle_cpu_per_hb, work) = rt.block_on(async {
+        let mut handles = Vec::new();
+        for a in &sims {
+            handles.push(tokio::spawn(heartbeats(
+                a.clone(),
+                stats.clone(),
+                stop.clone(),
+            )));
+            handles.push(tokio::spawn(work(
+                a.clone(),
+                stats.clone(),
+                stop.clone(),
+                task_ms,
+            )));
+        }
+        // Idle: heartbeats and waiting long polls only.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let (hb0, cpu0) = (
+            stats.heartbeats.load(Ordering::Relaxed),
+            cpu_ms(m.child.id()),
+        );
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let hbs = stats.heartbeats.load(Ordering::Relaxed) - hb0;
+        let idle = (cpu_ms(m.child.id()) - cpu0) / hbs.max(1) as f64;
+        // Work.
+        stats.recording.store(true, Ordering::Relaxed);
+        let (p0, hb1, cpu1) = (
+            stats.pulls.load(Ordering::Relaxed),
+            stats.heartbeats.load(Ordering::Relaxed),
+            cpu_ms(m.child.id()),
+        );
+        let t = Instant::now();
+        let url = m.url.clone();
+        let admin = m.admin.clone();
+        let app = tokio::task::spawn_blocking(move || {
+            let http = reqwest::blocking::Client::new();
+            let v: serde_json::Value = http
+                .post(format!("{url}/v1/apps"))
+                .bearer_auth(&admin)
+                .json(&array_app("sim", "/bin/false", tasks))
+                .send()
+                .unwrap()
+                .json()
+                .unwrap();
+            let app = v["app"].as_u64().unwrap();
+            let mut seen = 0;
+            while seen < tasks {
+                let v: serde_json::Value = http
+                    .get(format!("{url}/v1/apps/{app}?wait_ms=30000&seen={seen}"))
+                    .bearer_auth(&admin)
+                    .send()
+                    .unwrap()
+                    .json()
+                    .unwrap();
+                seen = v["counts"]["done"].as_u64().unwrap();
+            }
+            app
+        })
+        .await
+        .unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let pulls = stats.pulls.load(Ordering::Relaxed) - p0;
+        let hbs = stats.heartbeats.load(Ordering::Relaxed) - hb1;
+        let cpu = cpu_ms(m.child.id()) - cpu1;
+        stats.recording.store(false, Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        for h in handles {
+            h.abort();
+        }
+        (idle, (app, secs, pulls, hbs, cpu))
+    });
+    let (app, secs, pulls, hbs, cpu) = work;
+    let db = m.db();
+    let lost: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM agents WHERE state = 'lost'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let releases: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM attempts WHERE app_id = ?1 AND attempt > 1",
+            [app as i64],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut lat = std::mem::take(&mut *stats.heartbeat_us.lock().unwrap());
+    // CPU per pull: the work phase's CPU less its heartbeats' share at the idle rate.
+    let per_pull = (cpu - hbs as f64 * idle_cpu_per_hb) / pulls.max(1) as f64;
+    println!(
+        "{agents},{register_s:.1},{idle_cpu_per_hb:.3},{tasks},{secs:.1},{:.0},{per_pull:.3},{hbs},{:.1},{:.1},{:.1},{},{lost},{releases},{}",
+        tasks as f64 / secs,
+        percentile(&mut lat, 0.5),
+        percentile(&mut lat, 0.99),
+        percentile(&mut lat, 1.0),
+        stats.late_heartbeats.load(Ordering::Relaxed),
+        stats.failed_calls.load(Ordering::Relaxed),
+    );
+}
+
+/// Awaits every future (they run concurrently on the runtime).
+async fn futures_join_all<F: std::future::Future + Send + 'static>(
+    futs: impl Iterator<Item = F>,
+) -> Vec<F::Output>
+where
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futs.map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
+    let counts: Vec<usize> = args
+        .next()
+        .map(|a| a.split(',').map(|n| n.parse().unwrap()).collect())
+        .unwrap_or_else(|| vec![1000]);
+    let task_ms: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
+    println!("agents,register_s,manager_cpu_ms_per_heartbeat,tasks,run_s,tasks_per_s,manager_cpu_ms_per_pull,heartbeats,hb_p50_ms,hb_p99_ms,hb_max_ms,late_heartbeats,lost_agents,tasks_leased_again,failed_calls");
+    for n in counts {
+        run(n, task_ms);
+    }
+}
