@@ -2,13 +2,14 @@
 //! real protocol over HTTP — register, long-poll pulls, heartbeats at the interval the
 //! manager asks for, batched reports — against one release manager on 127.0.0.1. Agents
 //! come from 250 loopback addresses (127.0.0.2-251), as agents on many hosts would, and
-//! run zero-work tasks of a fixed duration (a timer, no process), 16 slots each.
+//! run zero-work tasks of a fixed duration (a timer, no process), 16 slots each. The
+//! manager's lease timeout is 8 s, so it asks for a heartbeat every 2 s.
 //!
 //! `cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
-//! many_agents -- [AGENTS,AGENTS,...] [TASK_MS]` (default 1000 agents, 100 ms tasks).
+//! many_agents -- [AGENTS,AGENTS,...] [TASK_MS]` (default 1000 agents, 1 s tasks).
 //!
 //! Per agent count: registration time; an idle phase (10 s of heartbeats and waiting long
-//! polls) for the manager's CPU per heartbeat; a work phase of 20 tasks per slot for its
+//! polls) for the manager's CPU per heartbeat; a work phase of 10 tasks per slot for its
 //! CPU per pull (with the report that follows it), the tasks per second, heartbeat latency
 //! (p50, p99, max) against its deadline (the heartbeat interval: the next one is due
 //! then), lost agents and tasks leased more than once (lost leases). The generator runs on
@@ -26,6 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const SLOTS: u32 = 16;
+/// Tasks per slot in the work phase.
+const TASKS_PER_SLOT: u64 = 10;
 
 fn cpu_ms(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -142,7 +145,7 @@ async fn work(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>, ta
     while !stop.load(Ordering::Relaxed) {
         let req = PullRequest {
             max: SLOTS * 2,
-            wait_ms: 2_000,
+            wait_ms: 20_000,
             started: Vec::new(),
         };
         let resp = agent
@@ -248,10 +251,11 @@ fn run(agents: usize, task_ms: u64) {
         "allow_zero_work = true\n[limits]\nregister_burst = 100000\nregistrations_per_minute = 1000000\n",
     )
     .unwrap();
+    // Heartbeats every 2 s (a quarter of the lease timeout), so the work phase sees many.
     let m = Manager::start_on(
         dir.path(),
         free_port(),
-        30.0,
+        8.0,
         &[("HETPILOT_CONFIG", config.to_str().unwrap())],
     );
     let token = m.agent_token("local");
@@ -276,7 +280,7 @@ fn run(agents: usize, task_ms: u64) {
         out
     });
     let register_s = t.elapsed().as_secs_f64();
-    let tasks = agents as u64 * u64::from(SLOTS) * 20;
+    let tasks = agents as u64 * u64::from(SLOTS) * TASKS_PER_SLOT;
     let (idle_cpu_per_hb, work) = rt.block_on(async {
         let mut handles = Vec::new();
         for a in &sims {
@@ -399,7 +403,7 @@ fn main() {
         .next()
         .map(|a| a.split(',').map(|n| n.parse().unwrap()).collect())
         .unwrap_or_else(|| vec![1000]);
-    let task_ms: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
+    let task_ms: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     println!("agents,register_s,manager_cpu_ms_per_heartbeat,tasks,run_s,tasks_per_s,manager_cpu_ms_per_pull,heartbeats,hb_p50_ms,hb_p99_ms,hb_max_ms,late_heartbeats,lost_agents,tasks_leased_again,failed_calls");
     for n in counts {
         run(n, task_ms);
