@@ -41,7 +41,7 @@ impl JobOrder for SjfOrder {
 /// Names accepted by [`order_by_name`].
 pub(crate) const ORDER_NAMES: [&str; 2] = ["fcfs", "sjf"];
 
-/// The job order called `name`: `fcfs` or `sjf` (see [`ORDER_NAMES`]).
+/// The job order called `name`: `fcfs` or `sjf`.
 pub fn order_by_name(name: &str) -> Result<Box<dyn JobOrder>, AllocError> {
     match name {
         "fcfs" => Ok(Box::new(FcfsOrder)),
