@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 /// Replacements for one token: numbers past every width, signs, floats' specials, empty,
 /// overlong and bidi-override names.
-pub const NASTY: &[&str] = &[
+pub(crate) const NASTY: &[&str] = &[
     "-1",
     "0",
     "-0",
@@ -143,7 +143,7 @@ fn apply(text: &str, edit: &Edit) -> String {
 }
 
 /// `sample` with one to four random edits.
-pub fn mutated(sample: &'static str) -> impl Strategy<Value = String> {
+pub(crate) fn mutated(sample: &'static str) -> impl Strategy<Value = String> {
     proptest::collection::vec(edit(), 1..5).prop_map(move |edits| {
         edits
             .iter()
@@ -152,7 +152,7 @@ pub fn mutated(sample: &'static str) -> impl Strategy<Value = String> {
 }
 
 /// Any text: arbitrary printable and control characters, or arbitrary bytes read lossily.
-pub fn garbage() -> impl Strategy<Value = String> {
+pub(crate) fn garbage() -> impl Strategy<Value = String> {
     prop_oneof![
         "\\PC{0,400}",
         ".{0,400}",

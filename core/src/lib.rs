@@ -16,6 +16,8 @@
 //!   queues and the policies above; `control::simulation` drives it without a manager.
 //! - [`report`]: tables and SVG charts of the simulators' outcomes, rendered to strings.
 
+#![warn(missing_docs)]
+
 pub mod alloc;
 pub mod control;
 pub mod fairshare;

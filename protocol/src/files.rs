@@ -29,7 +29,10 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "DeclRepr")]
 pub struct FileDecl {
+    /// A name or URI (see the module's list), possibly with placeholders like the command.
     pub uri: String,
+    /// The content's size in bytes, when declared (staging plans with it; otherwise the
+    /// manager looks the size up or counts 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Lowercase hex SHA-256 of the content.
@@ -73,9 +76,13 @@ impl From<&str> for FileDecl {
 /// An SFTP location.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SftpUrl {
+    /// The login user (`sftp://USER@...`).
     pub user: String,
+    /// Host name or address.
     pub host: String,
+    /// TCP port, 22 unless the URI gives one.
     pub port: u16,
+    /// Absolute path on the host, starting with `/`.
     pub path: String,
 }
 
@@ -84,13 +91,17 @@ pub struct SftpUrl {
 pub enum Source {
     /// A name in the manager's file service, relative to the application owner's files.
     Service(String),
+    /// An `http://` or `https://` URL, fetched as is.
     Http(String),
+    /// An `sftp://` location, fetched with the agent's key.
     Sftp(SftpUrl),
     /// A path on a filesystem the node shares: the task reads it in place.
     Shared(String),
     /// A file on a configured store, relative to the application owner's directory there.
     Store {
+        /// The store's name, one of the manager's `[[storage]]` entries.
         store: String,
+        /// Path under the owner's directory on the store (relative, no `..`).
         path: String,
     },
 }
@@ -128,24 +139,37 @@ impl fmt::Display for Source {
 /// One file of one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskFile {
+    /// Where the content comes from (input) or goes (output).
     pub source: Source,
     /// The file's name in the task's working directory (relative, no `..`).
     pub name: String,
+    /// Size in bytes, as declared.
     pub size: Option<u64>,
+    /// Lowercase hex SHA-256 of the content, as declared; inputs are checked against it.
     pub sha256: Option<String>,
 }
 
 /// The files of one task.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskFiles {
+    /// Files fetched (or read in place) before the task starts.
     pub inputs: Vec<TaskFile>,
+    /// Files stored after the task succeeds.
     pub outputs: Vec<TaskFile>,
 }
 
+/// A file declaration, or a task's rendering of it, that cannot be used.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum FileError {
+    /// The name or URI is malformed, unsupported or could escape its root.
     #[error("`{uri}`: {problem}")]
-    Invalid { uri: String, problem: String },
+    Invalid {
+        /// The name or URI, as declared or rendered.
+        uri: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Its template does not parse against the application's placeholders.
     #[error("{0}")]
     Template(#[from] TemplateError),
 }
@@ -158,7 +182,7 @@ fn invalid(uri: &str, problem: impl Into<String>) -> FileError {
 }
 
 /// The longest name of one path component a filesystem takes (Linux `NAME_MAX`), bytes.
-pub const MAX_COMPONENT_BYTES: usize = 255;
+pub(crate) const MAX_COMPONENT_BYTES: usize = 255;
 /// The longest relative name, bytes (Linux `PATH_MAX` less room for the root it is under).
 pub const MAX_NAME_BYTES: usize = 1024;
 
@@ -252,7 +276,7 @@ pub fn check_store_name(name: &str) -> Result<(), String> {
 }
 
 /// The store a `store://NAME/...` URI (or template) names, if it is one.
-pub fn store_of(uri: &str) -> Option<&str> {
+pub(crate) fn store_of(uri: &str) -> Option<&str> {
     let rest = uri.strip_prefix("store://")?;
     Some(rest.split_once('/').map_or(rest, |(name, _)| name))
 }
@@ -274,7 +298,7 @@ fn parse_store(uri: &str, rest: &str) -> Result<(Source, String), FileError> {
 }
 
 /// Where an input lives, and the name the task sees.
-pub fn parse_input(uri: &str) -> Result<(Source, String), FileError> {
+pub(crate) fn parse_input(uri: &str) -> Result<(Source, String), FileError> {
     if uri.contains('\0') {
         return Err(invalid(uri, "contains a NUL byte"));
     }
@@ -362,7 +386,7 @@ fn check_literal_store(uri: &str) -> Result<(), FileError> {
 /// How a task's input string is read back into placeholders values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum InputKind {
+pub(crate) enum InputKind {
     Lines,
     Array,
     /// The input string is the JSON object of the task's parameters.
@@ -372,13 +396,15 @@ pub enum InputKind {
 /// An application's file declarations, as sent to agents (who render them per task).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileTemplates {
-    pub kind: InputKind,
+    pub(crate) kind: InputKind,
     /// The application's owner, whose files in the manager's file service relative names
     /// refer to (set by the manager).
     #[serde(default)]
     pub owner: String,
+    /// What each task reads, in declaration order.
     #[serde(default)]
     pub inputs: Vec<FileDecl>,
+    /// What each task writes, in declaration order.
     #[serde(default)]
     pub outputs: Vec<FileDecl>,
 }
@@ -386,11 +412,14 @@ pub struct FileTemplates {
 /// Which declaration list a problem is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
+    /// The application's `inputs`.
     Inputs,
+    /// The application's `outputs`.
     Outputs,
 }
 
 impl Field {
+    /// The list's name in application files: `inputs` or `outputs`.
     pub fn name(self) -> &'static str {
         match self {
             Field::Inputs => "inputs",
@@ -400,12 +429,13 @@ impl Field {
 }
 
 /// Declarations with their templates parsed, ready to render task after task.
-pub struct Compiled {
+pub(crate) struct Compiled {
     inputs: Vec<(Template, FileDecl)>,
     outputs: Vec<(Template, FileDecl)>,
 }
 
 impl FileTemplates {
+    /// True when the application declares no file at all.
     pub fn is_empty(&self) -> bool {
         self.inputs.is_empty() && self.outputs.is_empty()
     }
@@ -420,6 +450,7 @@ impl FileTemplates {
             .collect()
     }
 
+    /// The same declarations, with the owner whose files relative names refer to.
     pub fn owned_by(self, owner: &str) -> FileTemplates {
         FileTemplates {
             owner: owner.to_string(),
@@ -428,7 +459,7 @@ impl FileTemplates {
     }
 
     /// Parses every template against what the tasks provide.
-    pub fn compile(&self, inputs: &Inputs) -> Result<Compiled, (Field, FileError)> {
+    pub(crate) fn compile(&self, inputs: &Inputs) -> Result<Compiled, (Field, FileError)> {
         let parse = |decls: &[FileDecl], field: Field| {
             decls
                 .iter()
@@ -482,7 +513,7 @@ impl FileTemplates {
 
 impl Compiled {
     /// Renders and checks the files of one task; local names must be distinct.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         index: u64,
         input: TaskInput<'_>,
@@ -543,8 +574,11 @@ pub struct StagingStats {
 /// `sftp://host:port`) during one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transfer {
+    /// The other end, as [`Source::endpoint`] names it.
     pub endpoint: String,
+    /// Bytes moved.
     pub bytes: u64,
+    /// Time spent moving them, milliseconds.
     pub ms: f64,
     /// Measured bandwidth, MiB/s (0 when too fast to measure).
     pub mib_per_s: f64,

@@ -17,7 +17,9 @@ pub struct AgentId(pub u64);
 /// One task of one application: the application id and the task's index in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct TaskRef {
+    /// The application the task belongs to.
     pub app: AppId,
+    /// The task's position in its application, from 0 (`{index}` in templates).
     pub index: u64,
 }
 

@@ -4,9 +4,11 @@
 //! HTTP, SSH or TLS crate (`deploy/test-all.sh` checks its `cargo tree`); the transport
 //! that carries these types is `hetpilot-transport`.
 
+#![warn(missing_docs)]
+
 pub mod byte_range;
 pub mod files;
-pub mod ids;
+mod ids;
 pub mod pilots;
 pub mod protocol;
 pub mod spec;

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Where a pilot is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PilotState {
@@ -23,6 +24,7 @@ pub enum PilotState {
 }
 
 impl PilotState {
+    /// Every state, in life order.
     pub const ALL: [PilotState; 5] = [
         PilotState::Queued,
         PilotState::Running,
@@ -31,6 +33,7 @@ impl PilotState {
         PilotState::Cancelled,
     ];
 
+    /// The state's name as stored and shown (`queued`, `running`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             PilotState::Queued => "queued",
@@ -41,10 +44,12 @@ impl PilotState {
         }
     }
 
+    /// The state called `s` (as [`PilotState::as_str`] names it).
     pub fn parse(s: &str) -> Option<PilotState> {
         PilotState::ALL.into_iter().find(|p| p.as_str() == s)
     }
 
+    /// True once the pilot can change no more: ended, failed or cancelled.
     pub fn is_final(self) -> bool {
         !matches!(self, PilotState::Queued | PilotState::Running)
     }
@@ -53,18 +58,23 @@ impl PilotState {
 /// Everything the manager keeps about one pilot (the `pilots` table, and `hetpilot pilots`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PilotRecord {
+    /// The pilot's name, unique on the manager; also its batch job's name.
     pub name: String,
+    /// The platform it was submitted to.
     pub platform: String,
     /// `None` until the batch system accepted the job.
     pub batch_job_id: Option<String>,
+    /// Where it is in its life.
     pub state: PilotState,
     /// Why it is in its state (empty when nothing needs saying).
     pub reason: String,
+    /// When the provisioner submitted it (unix ms).
     pub submitted_ms: u64,
     /// When the batch job was first seen running.
     pub job_started_ms: Option<u64>,
     /// When its agent registered.
     pub registered_ms: Option<u64>,
+    /// When it reached a final state (unix ms).
     pub ended_ms: Option<u64>,
     /// The agent it brought up.
     pub agent: Option<u64>,
@@ -78,7 +88,9 @@ pub struct PilotRecord {
 /// A platform's provisioning status, as `hetpilot platforms` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformStatus {
+    /// The platform's name, as in its profile.
     pub name: String,
+    /// Its profile's adapter: `slurm`, `pbs`, `torque`, `loadleveler`, `ssh` or `local`.
     pub adapter: String,
     /// False while its login host or batch system fails.
     pub available: bool,
@@ -86,7 +98,9 @@ pub struct PlatformStatus {
     pub reason: String,
     /// Consecutive failures, and when the next attempt may run (unix ms).
     pub failures: u32,
+    /// Earliest time of the next attempt after a failure (unix ms).
     pub retry_at_ms: u64,
+    /// When the provisioner last checked the platform (unix ms).
     pub checked_at_ms: u64,
     /// Cores' worth of waiting tasks the provisioner wants pilots for here (filled in
     /// when listed).

@@ -12,15 +12,22 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
+    /// In its application's queue, not leased to any agent.
     Waiting,
+    /// Leased to an agent that has not said it started.
     Leased,
+    /// Running on its agent.
     Running,
+    /// Ended successfully.
     Done,
+    /// Ended in failure after its last allowed attempt.
     Failed,
+    /// Cancelled with its application before it could end.
     Cancelled,
 }
 
 impl TaskState {
+    /// Every state, in life order.
     pub const ALL: [TaskState; 6] = [
         TaskState::Waiting,
         TaskState::Leased,
@@ -30,6 +37,7 @@ impl TaskState {
         TaskState::Cancelled,
     ];
 
+    /// True once the task can change no more: done, failed or cancelled.
     pub fn is_final(self) -> bool {
         matches!(
             self,
@@ -37,6 +45,7 @@ impl TaskState {
         )
     }
 
+    /// The state's name as stored and shown (`waiting`, `leased`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             TaskState::Waiting => "waiting",
@@ -48,6 +57,7 @@ impl TaskState {
         }
     }
 
+    /// The state called `s` (as [`TaskState::as_str`] names it).
     pub fn parse(s: &str) -> Option<TaskState> {
         TaskState::ALL.into_iter().find(|t| t.as_str() == s)
     }
@@ -56,13 +66,17 @@ impl TaskState {
 /// `POST /v1/agents` (registration token).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RegisterRequest {
+    /// The platform the agent runs on, as the registration token allows.
     pub platform: String,
+    /// The node's host name.
     pub hostname: String,
     /// Cores and memory the agent sees on its node.
     pub cores: u32,
+    /// Memory of the node, MiB.
     pub memory_mb: u64,
     /// Slots the agent would like (default: its cores).
     pub slots: Option<u32>,
+    /// The batch job that started the agent, when a batch system did.
     pub batch_job_id: Option<String>,
     /// When the pilot's batch job ends (unix seconds), if known.
     pub walltime_end: Option<u64>,
@@ -75,59 +89,85 @@ pub struct RegisterRequest {
     pub zero_work: bool,
 }
 
+/// The answer to a registration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RegisterResponse {
+    /// The id the manager gave the agent.
     pub agent: AgentId,
     /// The agent's own credential for every further call.
     pub credential: String,
+    /// Slots the agent may fill: what it asked for, within its cores.
     pub slots: u32,
+    /// How often the agent should send heartbeats, milliseconds.
     pub heartbeat_interval_ms: u64,
+    /// How long the manager waits without hearing from the agent before it declares it lost
+    /// and gives its tasks back, milliseconds.
     pub lease_timeout_ms: u64,
 }
 
 /// `POST /v1/agents/{id}/pull`: long-poll for up to `max` tasks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PullRequest {
+    /// The most tasks the answer may lease (the agent's free slots and prefetch).
     pub max: u32,
+    /// How long the manager may hold the call open when nothing is waiting, milliseconds.
     pub wait_ms: u64,
     /// Tasks that started since the last call (leased → running).
     #[serde(default)]
     pub started: Vec<TaskAttempt>,
 }
 
+/// One attempt (run) of one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TaskAttempt {
+    /// The task.
     pub task: TaskRef,
+    /// The attempt number, from 1; a retried task gets the next one.
     pub attempt: u32,
 }
 
 /// How an application's tasks run; sent once per agent with the first task of the app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppRuntime {
+    /// The application.
     pub app: AppId,
+    /// Its name, as submitted.
     pub name: String,
+    /// Cores each task needs.
     pub cores: u32,
+    /// Environment variables each task gets, besides the `HETPILOT_*` ones.
     pub env: BTreeMap<String, String>,
+    /// Working directory of the tasks (default: the agent's work directory).
     pub workdir: Option<String>,
+    /// Where task stdout/stderr go (default: the agent's work directory).
     pub output_dir: Option<String>,
+    /// Per-task wall-clock limit, seconds.
     pub timeout_secs: Option<u64>,
     /// Files the tasks read and write, rendered per task by the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<crate::files::FileTemplates>,
 }
 
+/// One leased task to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Assignment {
+    /// The task.
     pub task: TaskRef,
+    /// The attempt number, from 1.
     pub attempt: u32,
+    /// The command rendered for this task, already split into words (never run through a
+    /// shell).
     pub argv: Vec<String>,
     /// The task's input line or array value (exported as `HETPILOT_INPUT`).
     pub input: String,
 }
 
+/// The answer to a pull.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PullResponse {
+    /// The runtime of every application whose first task this agent gets in this answer.
     pub apps: Vec<AppRuntime>,
+    /// The leased tasks.
     pub tasks: Vec<Assignment>,
     /// The manager asks the agent to stop pulling, finish, and deregister.
     pub drain: bool,
@@ -146,11 +186,15 @@ pub struct PullResponse {
 /// token goes in an `Authorization` header only; `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreGrant {
+    /// The store's name, one of the manager's `[[storage]]` entries.
     pub store: String,
+    /// The owner whose directory on the store the grant opens.
     pub owner: String,
     /// The store's base URL, as agents reach it.
     pub url: String,
+    /// The bearer token the store checks.
     pub token: String,
+    /// When the grant expires (unix seconds).
     pub expires: u64,
 }
 
@@ -169,6 +213,7 @@ impl std::fmt::Debug for StoreGrant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// Exit status 0.
     Success,
     /// Non-zero exit status.
     Failed,
@@ -185,9 +230,13 @@ pub enum Outcome {
 pub struct Measurements {
     /// Unix milliseconds.
     pub started_at_ms: u64,
+    /// Unix milliseconds.
     pub ended_at_ms: u64,
+    /// Wall-clock time from start to end, milliseconds.
     pub wall_ms: f64,
+    /// User CPU time of the task's process tree, milliseconds (`wait4`).
     pub user_cpu_ms: f64,
+    /// System CPU time of the task's process tree, milliseconds (`wait4`).
     pub sys_cpu_ms: f64,
     /// Peak resident set size of the task's process tree, KiB.
     pub max_rss_kb: u64,
@@ -195,19 +244,29 @@ pub struct Measurements {
     pub co_runners: Vec<AppId>,
 }
 
+/// How one attempt of one task ended, as its agent reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskResult {
+    /// The task.
     pub task: TaskRef,
+    /// The attempt number the lease gave.
     pub attempt: u32,
+    /// How the run ended.
     pub outcome: Outcome,
+    /// Exit status, when the process exited.
     pub exit_code: Option<i32>,
+    /// The signal that killed the process, when one did.
     pub signal: Option<i32>,
+    /// What the agent measured of the run.
     pub measurements: Measurements,
+    /// Where the run's stdout went on the node.
     pub stdout_path: Option<String>,
+    /// Where the run's stderr went on the node.
     pub stderr_path: Option<String>,
     /// The last few KiB of stderr (and of stdout when stderr is empty).
     #[serde(default)]
     pub output_tail: String,
+    /// Why the run could not start or its files could not be staged, when so.
     pub error: Option<String>,
     /// Bytes fetched, found in the node's cache and stored back, when the task has files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,9 +276,11 @@ pub struct TaskResult {
 /// `POST /v1/agents/{id}/results`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReportRequest {
+    /// Results of finished runs, each at most once per attempt.
     pub results: Vec<TaskResult>,
 }
 
+/// The answer to a report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReportResponse {
     /// Results recorded now.
@@ -234,15 +295,19 @@ pub struct ReportResponse {
 pub struct HeartbeatRequest {
     /// The newest `lease_ms` of a pull answer the agent has received.
     pub seen_up_to_ms: u64,
+    /// Every attempt the agent holds.
     pub held: Vec<TaskAttempt>,
     /// Runs that started since the agent last said so.
     #[serde(default)]
     pub started: Vec<TaskAttempt>,
 }
 
+/// The answer to a heartbeat.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HeartbeatResponse {
+    /// The manager asks the agent to stop pulling, finish, and deregister.
     pub drain: bool,
+    /// Runs to kill now (their application was cancelled, or another run completed them).
     #[serde(default)]
     pub kill: Vec<TaskAttempt>,
     /// Fresh grants to the file stores the applications of the held tasks use, so no grant
@@ -254,21 +319,30 @@ pub struct HeartbeatResponse {
 /// Counts of an application's tasks by state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateCounts {
+    /// Tasks waiting in the queue.
     pub waiting: u64,
+    /// Tasks leased to an agent, not started.
     pub leased: u64,
+    /// Tasks running.
     pub running: u64,
+    /// Tasks done.
     pub done: u64,
+    /// Tasks failed.
     pub failed: u64,
+    /// Tasks cancelled.
     pub cancelled: u64,
 }
 
 impl StateCounts {
+    /// Tasks in all.
     pub fn total(&self) -> u64 {
         self.waiting + self.leased + self.running + self.done + self.failed + self.cancelled
     }
+    /// Tasks in a final state: done, failed or cancelled.
     pub fn finished(&self) -> u64 {
         self.done + self.failed + self.cancelled
     }
+    /// The counter of state `s`.
     pub fn get_mut(&mut self, s: TaskState) -> &mut u64 {
         match s {
             TaskState::Waiting => &mut self.waiting,
@@ -281,24 +355,34 @@ impl StateCounts {
     }
 }
 
+/// The answer to `POST /v1/apps`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SubmitResponse {
+    /// The new application's id.
     pub app: AppId,
+    /// How many tasks it holds.
     pub tasks: u64,
 }
 
+/// An application as listed (`GET /v1/apps`, `GET /v1/apps/{app}`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AppSummary {
+    /// The application.
     pub app: AppId,
+    /// Its name, as submitted.
     pub name: String,
+    /// The user who submitted it.
     pub owner: String,
     /// Unix milliseconds.
     pub submitted_at_ms: u64,
+    /// True once it was cancelled.
     pub cancelled: bool,
+    /// Its tasks by state.
     pub counts: StateCounts,
 }
 
 impl AppSummary {
+    /// True when every task is in a final state.
     pub fn is_finished(&self) -> bool {
         self.counts.finished() == self.counts.total()
     }
@@ -307,36 +391,59 @@ impl AppSummary {
 /// One run of a task, as recorded by the manager.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AttemptRecord {
+    /// The attempt number, from 1.
     pub attempt: u32,
+    /// The agent that ran it.
     pub agent: AgentId,
+    /// The agent's platform.
     pub platform: String,
+    /// The agent's host name.
     pub host: String,
+    /// How it ended; `None` while it runs.
     pub outcome: Option<Outcome>,
+    /// Exit status, when the process exited.
     pub exit_code: Option<i32>,
+    /// The signal that killed the process, when one did.
     pub signal: Option<i32>,
+    /// What the agent measured, once it ended.
     pub measurements: Option<Measurements>,
+    /// Where the run's stdout went on the node.
     pub stdout_path: Option<String>,
+    /// Where the run's stderr went on the node.
     pub stderr_path: Option<String>,
+    /// The last few KiB of its output.
     pub output_tail: Option<String>,
+    /// Why the run could not start, or the agent was lost, when so.
     pub error: Option<String>,
 }
 
+/// One task as listed (`GET /v1/apps/{app}/tasks`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskInfo {
+    /// The task.
     pub task: TaskRef,
+    /// Its state.
     pub state: TaskState,
+    /// Attempts so far.
     pub attempts: u32,
+    /// Its input line, array value or parameters (as `HETPILOT_INPUT`).
     pub input: String,
+    /// Its latest attempt, if any.
     pub last: Option<AttemptRecord>,
 }
 
-/// Per-platform statistics of an application's completed runs.
+/// Per-platform statistics of an application's successful runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlatformStats {
+    /// The platform.
     pub platform: String,
+    /// Successful runs on it.
     pub tasks: u64,
+    /// Their mean wall-clock time, milliseconds.
     pub mean_wall_ms: f64,
+    /// Their mean CPU time (user + system), milliseconds.
     pub mean_cpu_ms: f64,
+    /// Their mean peak resident set size, KiB.
     pub mean_max_rss_kb: f64,
     /// Tasks per minute between the first start and the last end on this platform.
     pub throughput_per_min: f64,
@@ -345,35 +452,51 @@ pub struct PlatformStats {
     pub zero_work_tasks: u64,
 }
 
+/// `GET /v1/apps/{app}/report`: how an application ran on each platform.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AppReport {
+    /// The application.
     pub summary: AppSummary,
+    /// One entry per platform that completed runs.
     pub platforms: Vec<PlatformStats>,
+    /// From the first start to the last end, milliseconds; `None` before any run ended.
     pub makespan_ms: Option<u64>,
 }
 
+/// An agent as listed (`GET /v1/agents`, admin).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgentInfo {
+    /// The agent.
     pub agent: AgentId,
+    /// Its platform.
     pub platform: String,
+    /// Its node's host name.
     pub hostname: String,
+    /// Its slots.
     pub slots: u32,
+    /// `active`, `draining`, `lost` or `ended`.
     pub state: String,
+    /// The batch job that started it, if any.
     pub batch_job_id: Option<String>,
+    /// When it registered (unix ms).
     pub registered_at_ms: u64,
+    /// When the manager last heard from it (unix ms).
     pub last_seen_ms: u64,
+    /// Attempts it holds now.
     pub tasks_held: u64,
 }
 
 /// `POST /v1/users` (admin).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewUser {
+    /// The new user's name.
     pub name: String,
 }
 
 /// `POST /v1/agent-tokens` (admin): a registration token for agents of one platform.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewAgentToken {
+    /// The platform the token's agents must register on.
     pub platform: String,
     /// Seconds until the token expires (default: the manager's `agent_token_ttl_secs`).
     pub ttl_secs: Option<u64>,
@@ -383,28 +506,38 @@ pub struct NewAgentToken {
 /// first 12 hex digits of its SHA-256; the token itself is never stored).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentTokenInfo {
+    /// First 12 hex digits of the token's SHA-256.
     pub id: String,
+    /// The platform its agents must register on.
     pub platform: String,
+    /// The admin who created it.
     pub created_by: String,
+    /// When it was created (unix ms).
     pub created_at_ms: u64,
+    /// When it expires (unix ms).
     pub expires_at_ms: u64,
 }
 
+/// A new token, shown once (new users, registration tokens, a rotated admin token).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TokenResponse {
+    /// The token itself.
     pub token: String,
 }
 
 /// The body of every error answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ErrorBody {
+    /// What went wrong, for people.
     pub error: String,
 }
 
 /// One task with its history (`GET /v1/tasks/{task}`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskDetail {
+    /// The task as listed.
     #[serde(flatten)]
     pub info: TaskInfo,
+    /// Every attempt, oldest first.
     pub history: Vec<AttemptRecord>,
 }

@@ -14,7 +14,12 @@ pub enum TaskSource {
     /// One task per input line.
     Lines(Vec<String>),
     /// One task per integer in `start..=end`.
-    Array { start: u64, end: u64 },
+    Array {
+        /// The first integer.
+        start: u64,
+        /// The last integer (inclusive); below `start`, there is no task.
+        end: u64,
+    },
     /// One task per parameter set.
     Params(Vec<BTreeMap<String, String>>),
 }
@@ -37,6 +42,7 @@ impl TaskSource {
         self.count().unwrap_or(u64::MAX)
     }
 
+    /// True when the source yields no task.
     pub fn is_empty(&self) -> bool {
         self.count() == Some(0)
     }
@@ -76,9 +82,11 @@ fn three() -> u32 {
 /// A submitted application.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppSpec {
+    /// A name for people (1-128 printable characters); need not be unique.
     pub name: String,
     /// Command template; see [`crate::template`].
     pub command: String,
+    /// The tasks, one per line, integer or parameter set.
     pub tasks: TaskSource,
     /// Cores each task needs.
     #[serde(default = "one")]
@@ -86,6 +94,7 @@ pub struct AppSpec {
     /// Memory each task needs, in MiB (0: unspecified).
     #[serde(default)]
     pub memory_mb: u64,
+    /// Environment variables each task gets, besides the `HETPILOT_*` ones.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Working directory of the tasks on the node (default: the agent's work directory).
@@ -115,15 +124,21 @@ pub struct AppSpec {
 /// Why an application was refused; nothing is stored when this is returned.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum SpecError {
+    /// The name is empty, too long or not printable.
     #[error("field `name`: an application needs a name (1-128 printable characters)")]
     Name,
+    /// The task source yields no task.
     #[error("field `tasks`: the task list is empty")]
     NoTasks,
+    /// The command template does not parse against the tasks' placeholders.
     #[error("field `command`: {0}")]
     Command(#[from] TemplateError),
+    /// Another field is out of range or malformed.
     #[error("field `{field}`: {problem}")]
     Field {
+        /// The field's name in application files, e.g. `cores` or `inputs`.
         field: &'static str,
+        /// What is wrong with its value.
         problem: String,
     },
 }
@@ -132,7 +147,7 @@ pub enum SpecError {
 pub const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 
 /// The most tasks one application may hold.
-pub const MAX_TASKS: u64 = 100_000_000;
+pub(crate) const MAX_TASKS: u64 = 100_000_000;
 
 impl AppSpec {
     /// Checks the whole application and returns its parsed command template.

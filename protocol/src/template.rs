@@ -32,25 +32,39 @@ pub struct Template {
     words: Vec<Vec<Piece>>,
 }
 
+/// Why a command (or file name) template does not parse.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum TemplateError {
+    /// The command has no word at all.
     #[error("the command is empty")]
     Empty,
+    /// The command's quoting is broken; the splitter's message.
     #[error("the command cannot be split into words: {0} (check the quotes)")]
     Quoting(String),
+    /// A `{` without its `}`, in the word given.
     #[error("unclosed `{{` in `{0}` (write `{{{{` for a literal brace)")]
     Unclosed(String),
+    /// A `}` without its `{`, in the word given.
     #[error("unmatched `}}` in `{0}` (write `}}}}` for a literal brace)")]
     Unmatched(String),
+    /// A placeholder the application's tasks do not provide.
     #[error("unknown placeholder `{{{name}}}`; this application's tasks provide {known}")]
-    UnknownPlaceholder { name: String, known: String },
+    UnknownPlaceholder {
+        /// The placeholder's name, without braces.
+        name: String,
+        /// The placeholders that are available, as a sentence fragment.
+        known: String,
+    },
 }
 
 /// The input of one task, used to render its command.
 #[derive(Debug, Clone, Copy)]
 pub enum TaskInput<'a> {
+    /// The task's input line.
     Line(&'a str),
+    /// The task's integer of an array application.
     Array(u64),
+    /// The task's named parameters.
     Params(&'a BTreeMap<String, String>),
 }
 
@@ -71,7 +85,7 @@ impl Template {
 
     /// Parses `text` as one word (a file name or URI: never split at spaces) and checks
     /// its placeholders against what `inputs` provides.
-    pub fn parse_word(text: &str, inputs: &Inputs) -> Result<Template, TemplateError> {
+    pub(crate) fn parse_word(text: &str, inputs: &Inputs) -> Result<Template, TemplateError> {
         Ok(Template {
             words: vec![parse_word(text, inputs)?],
         })

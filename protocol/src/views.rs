@@ -13,15 +13,20 @@ pub struct ScheduleView {
     pub policy: String,
     /// When the round ran (unix ms); 0 when none has run yet.
     pub at_ms: u64,
+    /// The platforms that had agents, in the order of every per-platform list.
     pub platforms: Vec<PlatformView>,
+    /// Every application the round allocated to.
     pub apps: Vec<AppAllocation>,
 }
 
 /// A platform that had agents in the round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlatformView {
+    /// The platform's name.
     pub name: String,
+    /// Its agents that could take tasks.
     pub agents: u32,
+    /// Their slots in all.
     pub slots: u64,
     /// Relative speed measured so far (1 = the reference).
     pub speed: f64,
@@ -30,8 +35,11 @@ pub struct PlatformView {
 /// One application's allocation, indexed like [`ScheduleView::platforms`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppAllocation {
+    /// The application.
     pub app: AppId,
+    /// Its name, as submitted.
     pub name: String,
+    /// The user who submitted it.
     pub owner: String,
     /// The owner's weight in the first level (fairshare priority, or 1).
     pub weight: f64,
@@ -49,6 +57,7 @@ pub struct AppAllocation {
 /// One user's fairshare standing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UserUsage {
+    /// The user's name.
     pub user: String,
     /// Everything charged so far (core-seconds normalized by platform speed, times the
     /// multi-resource penalty).
@@ -62,6 +71,7 @@ pub struct UserUsage {
 /// The measured bandwidth between one platform and one storage endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BandwidthRow {
+    /// The platform the transfers ran on.
     pub platform: String,
     /// `manager` (the file service), `http://host:port`, `sftp://host:port`, `store:NAME`.
     pub endpoint: String,

@@ -4,23 +4,23 @@
 
 /// Processors expected back at `end`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Release {
-    pub end: f64,
-    pub procs: u32,
+pub(crate) struct Release {
+    pub(crate) end: f64,
+    pub(crate) procs: u32,
     /// Job index (so the simulator can drop the entry when the job really ends).
-    pub job: usize,
+    pub(crate) job: usize,
 }
 
 /// Free processors and pending releases of one cluster.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ClusterLoad {
-    pub free: u32,
+pub(crate) struct ClusterLoad {
+    pub(crate) free: u32,
     /// Sorted by `end`, latest first (the earliest release is at the back).
     releases: Vec<Release>,
 }
 
 impl ClusterLoad {
-    pub fn idle(procs: u32) -> Self {
+    pub(crate) fn idle(procs: u32) -> Self {
         ClusterLoad {
             free: procs,
             releases: Vec::new(),
@@ -28,7 +28,7 @@ impl ClusterLoad {
     }
 
     /// Take `procs` processors until `end` for job `job`.
-    pub fn occupy(&mut self, procs: u32, end: f64, job: usize) {
+    pub(crate) fn occupy(&mut self, procs: u32, end: f64, job: usize) {
         debug_assert!(procs <= self.free);
         self.free -= procs;
         let at = self.releases.partition_point(|r| r.end > end);
@@ -36,7 +36,7 @@ impl ClusterLoad {
     }
 
     /// Job `job` really ended: give its processors back and forget its release.
-    pub fn release_job(&mut self, job: usize) {
+    pub(crate) fn release_job(&mut self, job: usize) {
         if let Some(pos) = self.releases.iter().rposition(|r| r.job == job) {
             let r = self.releases.remove(pos);
             self.free += r.procs;
@@ -44,7 +44,7 @@ impl ClusterLoad {
     }
 
     /// Apply every expected release up to `t` (look-ahead only).
-    pub fn advance(&mut self, t: f64) {
+    pub(crate) fn advance(&mut self, t: f64) {
         while let Some(r) = self.releases.last() {
             if r.end > t {
                 break;
@@ -56,7 +56,7 @@ impl ClusterLoad {
 
     /// Earliest time >= `now` at which `procs` processors are expected free. Releases
     /// expected before `now` (jobs running past their estimate) count as happening at `now`.
-    pub fn earliest(&self, procs: u32, now: f64) -> Option<f64> {
+    pub(crate) fn earliest(&self, procs: u32, now: f64) -> Option<f64> {
         if self.free >= procs {
             return Some(now);
         }
@@ -70,12 +70,13 @@ impl ClusterLoad {
         None
     }
 
-    pub fn running(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn running(&self) -> usize {
         self.releases.len()
     }
 
     /// Copy `other` into `self`, reusing the allocation.
-    pub fn copy_from(&mut self, other: &ClusterLoad) {
+    pub(crate) fn copy_from(&mut self, other: &ClusterLoad) {
         self.free = other.free;
         self.releases.clear();
         self.releases.extend_from_slice(&other.releases);

@@ -6,14 +6,18 @@
 //! Pure: the simulator (`sim::alloc`) and, later, the live manager call the same
 //! [`Allocator::choose`] with an [`AllocatorInput`]; the live queue is the look-ahead.
 
-pub mod allocator;
-pub mod load;
-pub mod model;
-pub mod order;
+pub(crate) mod allocator;
+pub(crate) mod load;
+pub(crate) mod model;
+pub(crate) mod order;
 
-pub use allocator::{
-    allocator_by_name, Allocator, AllocatorInput, BestFit, FastestFirst, Tlpa, ALLOCATOR_NAMES,
-};
-pub use load::{ClusterLoad, Release};
-pub use model::{validate_clusters, validate_jobs, AllocError, Cluster, Job};
-pub use order::{order_by_name, FcfsOrder, JobOrder, SjfOrder, ORDER_NAMES};
+pub(crate) use allocator::Tlpa;
+pub use allocator::{allocator_by_name, Allocator, AllocatorInput};
+#[cfg(test)]
+pub(crate) use allocator::{BestFit, FastestFirst};
+pub(crate) use load::ClusterLoad;
+pub(crate) use model::validate_jobs;
+pub use model::{validate_clusters, AllocError, Cluster, Job};
+#[cfg(test)]
+pub(crate) use order::SjfOrder;
+pub use order::{order_by_name, FcfsOrder, JobOrder};

@@ -6,6 +6,7 @@
 /// One cluster.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cluster {
+    /// Processors of the cluster (at least 1).
     pub procs: u32,
     /// Relative speed (1 = reference).
     pub speed: f64,
@@ -14,8 +15,11 @@ pub struct Cluster {
 /// One rigid parallel job.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Job {
+    /// Job number, as in the trace (SWF field 1).
     pub id: i64,
+    /// Submit time, seconds from the start of the trace.
     pub submit: f64,
+    /// Processors the job needs, all on one cluster.
     pub procs: u32,
     /// Actual runtime at speed 1, seconds.
     pub runtime: f64,
@@ -25,12 +29,12 @@ pub struct Job {
 
 impl Job {
     /// Actual runtime on `c`.
-    pub fn runtime_on(&self, c: &Cluster) -> f64 {
+    pub(crate) fn runtime_on(&self, c: &Cluster) -> f64 {
         self.runtime / c.speed
     }
 
     /// Expected runtime on `c`, from the estimate.
-    pub fn estimate_on(&self, c: &Cluster) -> f64 {
+    pub(crate) fn estimate_on(&self, c: &Cluster) -> f64 {
         self.estimate / c.speed
     }
 }
@@ -38,26 +42,53 @@ impl Job {
 /// Bad platforms or workloads.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AllocError {
+    /// No cluster at all.
     #[error(
         "the cluster list is empty: give at least one cluster (e.g. --clusters 8,128,128,128,50)"
     )]
     NoClusters,
+    /// A cluster without processors.
     #[error("cluster {index} has 0 processors")]
-    EmptyCluster { index: usize },
+    EmptyCluster {
+        /// Position of the cluster in the list.
+        index: usize,
+    },
+    /// A cluster whose speed is not a finite positive number.
     #[error("cluster {index} has speed {speed}: speeds must be finite and > 0")]
-    BadSpeed { index: usize, speed: f64 },
+    BadSpeed {
+        /// Position of the cluster in the list.
+        index: usize,
+        /// The speed given.
+        speed: f64,
+    },
+    /// A job wider than every cluster: it could never start.
     #[error("job {id} needs {procs} processors but the largest cluster has {largest}: it can never run (single-site allocation)")]
-    JobTooLarge { id: i64, procs: u32, largest: u32 },
+    JobTooLarge {
+        /// The job's number.
+        id: i64,
+        /// Processors it needs.
+        procs: u32,
+        /// Processors of the largest cluster.
+        largest: u32,
+    },
+    /// A job with a negative or non-finite time, or no processors.
     #[error("job {id} has an invalid {what}: {value} (must be finite and >= 0; processors > 0)")]
     BadJob {
+        /// The job's number.
         id: i64,
+        /// Which value: `submit time`, `runtime`, `estimate` or `processor count`.
         what: &'static str,
+        /// The value given.
         value: f64,
     },
+    /// No allocator or job order of that name.
     #[error("unknown {kind} {name:?}; known: {known}")]
     UnknownPolicy {
+        /// `"allocator"` or `"job scheduler"`.
         kind: &'static str,
+        /// The name asked for.
         name: String,
+        /// Every known name, comma-separated.
         known: String,
     },
 }
@@ -82,7 +113,7 @@ pub fn validate_clusters(clusters: &[Cluster]) -> Result<(), AllocError> {
 }
 
 /// Check jobs against the clusters: every job fits some cluster, numbers are sane.
-pub fn validate_jobs(clusters: &[Cluster], jobs: &[Job]) -> Result<(), AllocError> {
+pub(crate) fn validate_jobs(clusters: &[Cluster], jobs: &[Job]) -> Result<(), AllocError> {
     validate_clusters(clusters)?;
     let largest = clusters.iter().map(|c| c.procs).max().unwrap_or(0);
     for j in jobs {

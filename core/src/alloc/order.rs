@@ -6,6 +6,7 @@ use super::model::{AllocError, Job};
 
 /// The queue is sorted by `key` (smaller first), ties by submission order.
 pub trait JobOrder: Send + Sync {
+    /// Name as given on the command line and printed in reports (`fcfs`, `sjf`).
     fn name(&self) -> &'static str;
     /// A non-negative sort key.
     fn key(&self, job: &Job) -> f64;
@@ -26,7 +27,7 @@ impl JobOrder for FcfsOrder {
 
 /// Shortest-job-first: by the user's runtime estimate (the only runtime known at submit).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SjfOrder;
+pub(crate) struct SjfOrder;
 
 impl JobOrder for SjfOrder {
     fn name(&self) -> &'static str {
@@ -38,8 +39,9 @@ impl JobOrder for SjfOrder {
 }
 
 /// Names accepted by [`order_by_name`].
-pub const ORDER_NAMES: [&str; 2] = ["fcfs", "sjf"];
+pub(crate) const ORDER_NAMES: [&str; 2] = ["fcfs", "sjf"];
 
+/// The job order called `name`: `fcfs` or `sjf`.
 pub fn order_by_name(name: &str) -> Result<Box<dyn JobOrder>, AllocError> {
     match name {
         "fcfs" => Ok(Box::new(FcfsOrder)),

@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 /// Transfers kept per platform × endpoint: recent enough to follow a link that changed,
 /// many enough that one congested transfer moves the estimate by ~1/64.
-pub const WINDOW: usize = 64;
+pub(crate) const WINDOW: usize = 64;
 /// Transfers smaller than this are dominated by latency, not bandwidth: left out.
-pub const MIN_BYTES: u64 = 64 * 1024;
+pub(crate) const MIN_BYTES: u64 = 64 * 1024;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -50,13 +50,13 @@ impl Window {
 
 /// Measured bandwidths per platform × endpoint.
 #[derive(Debug, Default)]
-pub struct Bandwidths {
+pub(crate) struct Bandwidths {
     windows: BTreeMap<(String, String), Window>,
 }
 
 impl Bandwidths {
     /// Counts one run's transfers with one endpoint, made by an agent of `platform`.
-    pub fn add(&mut self, platform: &str, t: &Transfer) {
+    pub(crate) fn add(&mut self, platform: &str, t: &Transfer) {
         let seconds = t.ms / 1000.0;
         if t.bytes < MIN_BYTES || !(seconds.is_finite() && seconds > 0.0) {
             return;
@@ -68,7 +68,8 @@ impl Bandwidths {
     }
 
     /// The measured bandwidth (bytes/s) between `platform` and `endpoint`.
-    pub fn between(&self, platform: &str, endpoint: &str) -> Option<f64> {
+    #[cfg(test)]
+    pub(crate) fn between(&self, platform: &str, endpoint: &str) -> Option<f64> {
         self.windows
             .get(&(platform.to_string(), endpoint.to_string()))
             .map(Window::rate)
@@ -76,7 +77,7 @@ impl Bandwidths {
 
     /// The measured bandwidth (bytes/s) of `platform`'s transfers with every endpoint in
     /// `endpoints` together, weighting each window by what it moved.
-    pub fn link(&self, platform: &str, endpoints: &[&str]) -> Option<f64> {
+    pub(crate) fn link(&self, platform: &str, endpoints: &[&str]) -> Option<f64> {
         let (bytes, seconds) = endpoints
             .iter()
             .filter_map(|e| self.windows.get(&(platform.to_string(), e.to_string())))
@@ -86,7 +87,7 @@ impl Bandwidths {
 
     /// The fastest rate any platform measured from `endpoint` (bytes/s): the endpoint's
     /// own I/O bandwidth is at least that.
-    pub fn fastest_from(&self, endpoint: &str) -> Option<f64> {
+    pub(crate) fn fastest_from(&self, endpoint: &str) -> Option<f64> {
         self.windows
             .iter()
             .filter(|((_, e), _)| e == endpoint)
@@ -95,7 +96,7 @@ impl Bandwidths {
     }
 
     /// One row per platform × endpoint, for `hetpilot bandwidths`.
-    pub fn rows(&self) -> Vec<BandwidthRow> {
+    pub(crate) fn rows(&self) -> Vec<BandwidthRow> {
         self.windows
             .iter()
             .map(|((platform, endpoint), w)| BandwidthRow {

@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 #[serde(default, deny_unknown_fields)]
 pub struct FairshareConfig {
     /// Weight users by fairshare priority (false: equal weights; usage is still counted).
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// Charges halve every this many hours (0: no decay).
-    pub half_life_hours: f64,
+    pub(crate) half_life_hours: f64,
     /// Penalty function P(j): `multi-resource`, `cpu` or `processor-equivalent`.
-    pub penalty: String,
+    pub(crate) penalty: String,
     /// Per-user shares (`[fairshare.shares] alice = 2.0`); users not listed have 1. A
     /// user's first-level weight is their share × their fairshare factor.
-    pub shares: BTreeMap<String, f64>,
+    pub(crate) shares: BTreeMap<String, f64>,
 }
 
 impl Default for FairshareConfig {

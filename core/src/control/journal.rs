@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 /// One input of the control plane (a method call with its arguments).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "input", rename_all = "snake_case")]
-pub enum Input {
+pub(crate) enum Input {
     /// The journal's first line. `restored`: the control plane started from stored state,
     /// which the journal does not hold (such a journal cannot be replayed).
     Open {
@@ -103,9 +103,9 @@ pub enum Output {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     #[serde(flatten)]
-    pub input: Input,
+    pub(crate) input: Input,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<Output>,
+    pub(crate) output: Option<Output>,
 }
 
 /// The buffer of entries not yet taken by the shell.

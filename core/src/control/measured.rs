@@ -10,37 +10,54 @@ use serde::{Deserialize, Serialize};
 /// An application's owner and what each of its tasks reserves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppResources {
+    /// The application.
     pub app: AppId,
+    /// The user whose usage its runs are charged to.
     pub owner: String,
+    /// Cores each task reserves.
     pub cores: u32,
+    /// Memory each task reserves, MiB (0: unspecified).
     pub memory_mb: u64,
 }
 
 /// An agent's platform and node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentResources {
+    /// The agent.
     pub agent: AgentId,
+    /// The platform it runs on.
     pub platform: String,
+    /// Its slots (the cores it offers).
     pub slots: u32,
+    /// Memory of its node, MiB.
     pub memory_mb: u64,
 }
 
 /// One run that reported a result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
+    /// The run's application.
     pub app: AppId,
+    /// The agent that ran it.
     pub agent: AgentId,
+    /// How it ended.
     pub outcome: Outcome,
+    /// Its wall-clock time, milliseconds.
     pub wall_ms: f64,
+    /// When it started (unix ms, the agent's measurement).
     pub started_ms: u64,
+    /// Applications whose tasks ran on the same node during it.
     pub co_runners: Vec<AppId>,
     /// Measured transfers per endpoint (none when the task has no files).
     pub transfers: Vec<Transfer>,
 }
 
+/// Everything the control plane learns from, as the store holds it.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Measured {
+    /// Every application's owner and reservations.
     pub apps: Vec<AppResources>,
+    /// Every agent's platform and node.
     pub agents: Vec<AgentResources>,
     /// In the order they ended.
     pub runs: Vec<Run>,

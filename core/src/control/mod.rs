@@ -12,29 +12,30 @@
 //! `hetpilot simulate live` drives the very same `Control` with simulated agents, or
 //! replays a live manager's [`journal`] and checks every decision comes out the same.
 
-pub mod bandwidth;
+pub(crate) mod bandwidth;
 mod fairshare_config;
 pub mod journal;
 mod measured;
-pub mod placement;
+pub(crate) mod placement;
 mod policy_state;
-pub mod profiling;
-pub mod provision_demand;
+pub(crate) mod profiling;
+pub(crate) mod provision_demand;
 mod round;
 mod scheduler_config;
-pub mod scheduling;
+pub(crate) mod scheduling;
 mod settings;
 pub mod simulation;
-pub mod staging_model;
+pub(crate) mod staging_model;
 mod staging_plan;
-pub mod usage;
+pub(crate) mod usage;
 
 pub use fairshare_config::FairshareConfig;
-pub use journal::{Input, Output};
+pub(crate) use journal::{Input, Output};
 pub use measured::{AgentResources, AppResources, Measured, Run};
-pub use provision_demand::{Capacity, Demand};
+pub use provision_demand::Capacity;
 pub use round::{RoundDone, RoundJob};
 pub use scheduler_config::SchedulerConfig;
+pub use scheduling::RoundError;
 pub use settings::ControlSettings;
 pub use staging_model::{request_files, RequestFiles, StagingProfile};
 pub use staging_plan::StagingJob;
@@ -68,13 +69,19 @@ pub struct RoundWarnings {
 /// An agent as it joins: its node and what it may run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AgentJoin {
+    /// The id the manager gave it.
     pub agent: AgentId,
+    /// The platform it runs on.
     pub platform: String,
+    /// Its node's host name.
     pub hostname: String,
+    /// Tasks it may hold at once (each task's cores count against them).
     pub slots: u32,
     /// Cores of its node (at least `slots`).
     pub cores: u32,
+    /// Memory of its node, MiB.
     pub memory_mb: u64,
+    /// The batch job that started it, if any.
     pub batch_job_id: Option<String>,
     /// A per-user pilot's agent runs only this user's tasks.
     pub only_user: Option<String>,

@@ -16,28 +16,28 @@ use hetpilot_protocol::AppId;
 
 /// An agent as a cluster of the TLPA model.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
+pub(crate) struct Node {
     /// Index of its platform in the caller's platform list.
-    pub platform: usize,
-    pub slots: u32,
+    pub(crate) platform: usize,
+    pub(crate) slots: u32,
     /// What it holds: (slots taken, expected runtime there in seconds).
-    pub busy: Vec<(u32, f64)>,
+    pub(crate) busy: Vec<(u32, f64)>,
 }
 
 /// A multi-core application with waiting tasks.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ParallelApp {
-    pub app: AppId,
-    pub cores: u32,
-    pub waiting: u64,
-    pub submitted_s: f64,
+pub(crate) struct ParallelApp {
+    pub(crate) app: AppId,
+    pub(crate) cores: u32,
+    pub(crate) waiting: u64,
+    pub(crate) submitted_s: f64,
     /// Expected runtime of one task at reference speed 1, seconds.
-    pub work_s: f64,
+    pub(crate) work_s: f64,
 }
 
 /// The platform chosen for each application of `apps` (given in FCFS order) whose task can
 /// start now on some node; `speeds[p]` is platform p's relative speed.
-pub fn place(
+pub(crate) fn place(
     nodes: &[Node],
     speeds: &[f64],
     apps: &[ParallelApp],

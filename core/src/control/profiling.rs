@@ -53,25 +53,25 @@ struct PlatformRuns {
 
 /// Runtime statistics of successful runs.
 #[derive(Debug, Clone, Default)]
-pub struct RunStats {
+pub(crate) struct RunStats {
     platforms: HashMap<String, PlatformRuns>,
 }
 
 /// A platform of a scheduling round: its name and the slots of one of its nodes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RoundPlatform {
-    pub name: String,
-    pub cores_per_node: u32,
+pub(crate) struct RoundPlatform {
+    pub(crate) name: String,
+    pub(crate) cores_per_node: u32,
 }
 
 /// The profile of one round, in the order of the round's applications and platforms.
 #[derive(Debug)]
-pub struct LiveProfile {
-    pub profile: RuntimeProfile,
+pub(crate) struct LiveProfile {
+    pub(crate) profile: RuntimeProfile,
     /// Relative speed of each platform (1 / slowness; 1 for the reference).
-    pub speed: Vec<f64>,
+    pub(crate) speed: Vec<f64>,
     /// Successful runs measured per `[application][platform]`.
-    pub samples: Vec<Vec<u64>>,
+    pub(crate) samples: Vec<Vec<u64>>,
 }
 
 fn geomean(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -81,7 +81,7 @@ fn geomean(values: impl Iterator<Item = f64>) -> Option<f64> {
 
 impl RunStats {
     /// One successful run of `app` on `platform` that shared its node with `co_runners`.
-    pub fn add(&mut self, app: AppId, platform: &str, co_runners: &[AppId], wall_s: f64) {
+    pub(crate) fn add(&mut self, app: AppId, platform: &str, co_runners: &[AppId], wall_s: f64) {
         if !(wall_s.is_finite() && wall_s > 0.0) {
             return;
         }
@@ -103,7 +103,7 @@ impl RunStats {
     }
 
     /// Successful runs of `app` measured on `platform`.
-    pub fn samples(&self, app: AppId, platform: &str) -> u64 {
+    pub(crate) fn samples(&self, app: AppId, platform: &str) -> u64 {
         self.platforms
             .get(platform)
             .and_then(|r| r.apps.get(&app))
@@ -111,12 +111,12 @@ impl RunStats {
     }
 
     /// The platforms with measured runs.
-    pub fn platforms(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn platforms(&self) -> impl Iterator<Item = &str> {
         self.platforms.keys().map(String::as_str)
     }
 
     /// Mean runtime of `app`'s successful runs on `platform`, seconds.
-    pub fn mean(&self, app: AppId, platform: &str) -> Option<f64> {
+    pub(crate) fn mean(&self, app: AppId, platform: &str) -> Option<f64> {
         self.platforms.get(platform)?.apps.get(&app)?.get()
     }
 
@@ -149,7 +149,7 @@ impl RunStats {
 
     /// The runtime profile of `apps` on `platforms`: measured means where there are any,
     /// the prior elsewhere, and every measured co-runner set that fits a node evenly.
-    pub fn profile(
+    pub(crate) fn profile(
         &self,
         apps: &[AppId],
         platforms: &[RoundPlatform],
@@ -232,7 +232,7 @@ impl RunStats {
     }
 
     /// Relative speed (1 / slowness) of every platform measured so far.
-    pub fn speeds(&self) -> HashMap<String, f64> {
+    pub(crate) fn speeds(&self) -> HashMap<String, f64> {
         self.slowness()
             .into_iter()
             .map(|(p, s)| (p.to_string(), 1.0 / s))

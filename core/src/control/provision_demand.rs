@@ -20,13 +20,14 @@ use std::collections::{BTreeMap, HashMap};
 pub struct Capacity {
     /// Pilots at once (`max_running`); each pilot is one node.
     pub nodes: u32,
+    /// Cores of each node.
     pub cores_per_node: u32,
 }
 
 /// The agents a provisioning round sees: real agents of platforms without a profile,
 /// and each profiled platform grown to its capacity with idle nodes (ids past any real
 /// agent's; they only exist inside the round).
-pub fn capacity_agents(
+pub(crate) fn capacity_agents(
     agents: &[LiveAgent],
     capacities: &BTreeMap<String, Capacity>,
 ) -> Vec<LiveAgent> {
@@ -52,12 +53,12 @@ pub fn capacity_agents(
 }
 
 /// Waiting cores per platform and owner.
-pub type Demand = HashMap<String, BTreeMap<String, u64>>;
+pub(crate) type Demand = HashMap<String, BTreeMap<String, u64>>;
 
 /// Waiting cores per platform (and, within it, per owner, for per-user pilots): each
 /// application's waiting cores split in proportion to the cores a capacity round gives it
 /// on each platform.
-pub fn demand_by_platform(
+pub(crate) fn demand_by_platform(
     planner: &mut Planner,
     stats: &RunStats,
     apps: &[LiveApp],

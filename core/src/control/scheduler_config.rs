@@ -11,17 +11,17 @@ pub struct SchedulerConfig {
     /// `round-robin` to serve applications in turn without scheduling rounds.
     pub policy: String,
     /// Second-level policy (`all-core`, `random`, `maf`, `ca-rr`).
-    pub second_level: String,
+    pub(crate) second_level: String,
     /// Platform-affinity metric (`throughput`, `epa`, `rpa`).
-    pub metric: String,
+    pub(crate) metric: String,
     /// Longest time between two rounds; rounds also run on every change that matters.
     pub interval_ms: u64,
     /// Tasks each application runs on each platform before only the plan decides.
-    pub explore_samples: u32,
+    pub(crate) explore_samples: u32,
     /// Seed of the rounds' random generator.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// TLPA look-ahead depth d for multi-core applications (waiting tasks simulated).
-    pub tlpa_depth: usize,
+    pub(crate) tlpa_depth: usize,
 }
 
 impl Default for SchedulerConfig {

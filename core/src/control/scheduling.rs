@@ -21,46 +21,48 @@ use std::collections::{BTreeMap, HashMap};
 
 /// An application as a round sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LiveApp {
-    pub id: AppId,
-    pub name: String,
-    pub owner: String,
-    pub waiting: u64,
+pub(crate) struct LiveApp {
+    pub(crate) id: AppId,
+    pub(crate) name: String,
+    pub(crate) owner: String,
+    pub(crate) waiting: u64,
     /// Leased or running.
-    pub in_flight: u64,
-    pub done: u64,
-    pub cores: u32,
-    pub submitted_ms: u64,
+    pub(crate) in_flight: u64,
+    pub(crate) done: u64,
+    pub(crate) cores: u32,
+    pub(crate) submitted_ms: u64,
 }
 
 /// An active agent as a round sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LiveAgent {
-    pub id: AgentId,
-    pub platform: String,
-    pub slots: u32,
+pub(crate) struct LiveAgent {
+    pub(crate) id: AgentId,
+    pub(crate) platform: String,
+    pub(crate) slots: u32,
     /// The application of each task it holds, and the slots the task takes.
-    pub held: Vec<(AppId, u32)>,
+    pub(crate) held: Vec<(AppId, u32)>,
 }
 
 /// Why a round produced no decision.
 #[derive(Debug, thiserror::Error)]
 pub enum RoundError {
+    /// The runtime profile built from the live measurements is refused.
     #[error("the live profile is unusable: {0}")]
     Profile(#[from] RuntimeProfileError),
+    /// The scheduler refused the snapshot of the live state.
     #[error("the scheduler refused the live state: {0}")]
     Sched(#[from] SchedError),
 }
 
 /// What a round hands back.
 #[derive(Debug)]
-pub struct Round {
-    pub plan: LeasePlan,
-    pub view: ScheduleView,
+pub(crate) struct Round {
+    pub(crate) plan: LeasePlan,
+    pub(crate) view: ScheduleView,
 }
 
 /// The scheduler, its RNG and the previous allocation, kept across rounds.
-pub struct Planner {
+pub(crate) struct Planner {
     scheduler: Scheduler,
     explore_samples: u32,
     tlpa_depth: usize,
@@ -71,7 +73,10 @@ pub struct Planner {
 }
 
 impl Planner {
-    pub fn new(settings: SchedulerSettings, config: &SchedulerConfig) -> Result<Self, SchedError> {
+    pub(crate) fn new(
+        settings: SchedulerSettings,
+        config: &SchedulerConfig,
+    ) -> Result<Self, SchedError> {
         Ok(Planner {
             scheduler: Scheduler::new(settings)?,
             explore_samples: config.explore_samples,
@@ -83,7 +88,7 @@ impl Planner {
 
     /// One round at `now_ms`. `weights` maps owners to their first-level weight (empty:
     /// equal weights).
-    pub fn round(
+    pub(crate) fn round(
         &mut self,
         stats: &RunStats,
         apps: &[LiveApp],

@@ -6,9 +6,12 @@ use super::{FairshareConfig, SchedulerConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+/// How the control plane decides (see the module doc).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ControlSettings {
+    /// The `[scheduler]` section: the policy, its knobs and the round interval.
     pub scheduler: SchedulerConfig,
+    /// The `[fairshare]` section: the penalty, shares and decay.
     pub fairshare: FairshareConfig,
     /// An agent silent for this long is lost and its tasks go back to their queues.
     pub lease_timeout_ms: u64,

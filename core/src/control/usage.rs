@@ -22,7 +22,7 @@ use std::collections::HashMap;
 const MIN_WEIGHT: f64 = 1e-3;
 
 /// Usage per user, and what pricing a run needs.
-pub struct Usage {
+pub(crate) struct Usage {
     enabled: bool,
     shares: Shares,
     ledger: UsageLedger,
@@ -46,7 +46,7 @@ fn node(agent: &AgentResources) -> MachinePool {
 }
 
 impl Usage {
-    pub fn new(config: &FairshareConfig) -> Usage {
+    pub(crate) fn new(config: &FairshareConfig) -> Usage {
         let half_life = (config.half_life_hours > 0.0).then_some(config.half_life_hours * 3600.0);
         Usage {
             enabled: config.enabled,
@@ -62,16 +62,16 @@ impl Usage {
         }
     }
 
-    pub fn app(&mut self, app: AppResources) {
+    pub(crate) fn app(&mut self, app: AppResources) {
         self.apps.insert(app.app, app);
     }
 
-    pub fn agent(&mut self, agent: &AgentResources) {
+    pub(crate) fn agent(&mut self, agent: &AgentResources) {
         self.nodes.insert(agent.agent, node(agent));
     }
 
     /// Charges a run's owner; `speed` is the relative speed of the run's platform.
-    pub fn charge(&mut self, run: &Run, speed: f64) {
+    pub(crate) fn charge(&mut self, run: &Run, speed: f64) {
         let (Some(app), Some(node)) = (self.apps.get(&run.app), self.nodes.get(&run.agent)) else {
             return;
         };
@@ -96,7 +96,7 @@ impl Usage {
     }
 
     /// First-level weights by owner at `now_ms` (empty, i.e. equal, when disabled).
-    pub fn weights<'a>(
+    pub(crate) fn weights<'a>(
         &self,
         owners: impl IntoIterator<Item = &'a str>,
         now_ms: u64,
@@ -114,7 +114,7 @@ impl Usage {
     }
 
     /// Every charged user plus `users`, highest priority first.
-    pub fn table<'a>(
+    pub(crate) fn table<'a>(
         &self,
         users: impl IntoIterator<Item = &'a str>,
         now_ms: u64,
@@ -131,7 +131,7 @@ impl Usage {
     }
 
     /// Owners of every known application.
-    pub fn owners(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn owners(&self) -> impl Iterator<Item = &str> {
         self.apps.values().map(|a| a.owner.as_str())
     }
 }

@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 /// One machine type: `nodes` identical nodes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
+    /// Machine (cluster or node type) name; a request's `cl_<name>` or `<name>` selects it.
     pub name: String,
+    /// Identical nodes of this type (at least 1).
     pub nodes: u32,
     /// availCPU_i: CPUs (cores) per node.
     pub cpus_per_node: u32,
@@ -16,11 +18,11 @@ pub struct Machine {
     /// GPUs per node (0 when the machine has none; GPUs then do not enter its PE).
     pub gpus_per_node: u32,
     /// SPEC_i: relative speed used for walltime normalization (eq. 6, 9). 1.0 = reference.
-    pub speed: f64,
+    pub(crate) speed: f64,
     /// node_cost_i (eq. 4), default 1.0.
     pub node_cost: f64,
     /// Properties a request can name (`cl_<name>` and the machine's name are implicit).
-    pub properties: BTreeSet<String>,
+    pub(crate) properties: BTreeSet<String>,
 }
 
 impl Machine {
@@ -40,7 +42,7 @@ impl Machine {
 
     /// True when the machine carries `property` (explicitly, or implicitly as its own name
     /// or `cl_<name>`).
-    pub fn has_property(&self, property: &str) -> bool {
+    pub(crate) fn has_property(&self, property: &str) -> bool {
         self.properties.contains(property)
             || property == self.name
             || property.strip_prefix("cl_") == Some(self.name.as_str())
@@ -77,13 +79,21 @@ pub struct MachinePool {
 /// Why a set of machines is not a usable [`MachinePool`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MachinePoolError {
+    /// No machine at all.
     #[error("the platform has no machines")]
     Empty,
+    /// A machine with a zero or non-positive value (see [`Machine::problem`]).
     #[error("machine {name:?} {problem}")]
-    BadMachine { name: String, problem: String },
+    BadMachine {
+        /// The machine's name.
+        name: String,
+        /// What is wrong, as [`Machine::problem`] words it.
+        problem: String,
+    },
 }
 
 impl MachinePool {
+    /// Checks every machine ([`Machine::problem`]) and that there is at least one.
     pub fn new(machines: Vec<Machine>) -> Result<Self, MachinePoolError> {
         if machines.is_empty() {
             return Err(MachinePoolError::Empty);
@@ -97,6 +107,7 @@ impl MachinePool {
         Ok(MachinePool { machines })
     }
 
+    /// The machines, in the order given (the order of every per-machine result).
     pub fn machines(&self) -> &[Machine] {
         &self.machines
     }
@@ -118,7 +129,7 @@ impl MachinePool {
     }
 
     /// All GPUs of the system.
-    pub fn total_gpus(&self) -> u64 {
+    pub(crate) fn total_gpus(&self) -> u64 {
         self.machines
             .iter()
             .map(|m| u64::from(m.nodes) * u64::from(m.gpus_per_node))

@@ -6,17 +6,20 @@
 //! Pure: data in, numbers out. The live manager feeds the ledger with job starts/ends or
 //! finished-work records; the simulator (`sim::fairshare`) does the same from a trace.
 
-pub mod machine;
-pub mod penalty;
-pub mod priority;
-pub mod request;
-pub mod usage;
+pub(crate) mod machine;
+pub(crate) mod penalty;
+pub(crate) mod priority;
+pub(crate) mod request;
+pub(crate) mod usage;
 
 pub use machine::{Machine, MachinePool, MachinePoolError};
+pub(crate) use penalty::{penalty_by_name, PENALTY_NAMES};
 pub use penalty::{
-    penalty_by_name, CpuOnly, MultiResource, PenaltyError, PenaltyFunction, ProcessorEquivalent,
-    PENALTY_NAMES,
+    CpuOnly, MachinePrice, MultiResource, PenaltyError, PenaltyFunction, ProcessorEquivalent,
+    RequestPrice,
 };
-pub use priority::{effective_usage, priorities, Shares, UserPriority};
+pub(crate) use priority::effective_usage;
+pub use priority::{priorities, Shares, UserPriority};
 pub use request::{Constraint, JobRequest, NodeRequest};
-pub use usage::{JobStart, UsageError, UsageLedger, UsageRecord};
+pub(crate) use usage::UsageRecord;
+pub use usage::{JobStart, UsageError, UsageLedger};

@@ -11,8 +11,9 @@ use super::usage::UsageLedger;
 /// Per-user shares (weights); users not listed get the default.
 #[derive(Debug, Clone)]
 pub struct Shares {
+    /// Share of every user not listed (1 unless configured).
     pub default: f64,
-    pub by_user: BTreeMap<String, f64>,
+    pub(crate) by_user: BTreeMap<String, f64>,
 }
 
 impl Default for Shares {
@@ -25,6 +26,7 @@ impl Default for Shares {
 }
 
 impl Shares {
+    /// The share of `user`: its own, or the default.
     pub fn of(&self, user: &str) -> f64 {
         self.by_user.get(user).copied().unwrap_or(self.default)
     }
@@ -33,18 +35,19 @@ impl Shares {
 /// One line of the priority table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserPriority {
+    /// The user's name.
     pub user: String,
     /// Undecayed usage.
-    pub raw_usage: f64,
+    pub(crate) raw_usage: f64,
     /// Decayed usage F_u at `now`.
     pub usage: f64,
-    pub share: f64,
+    pub(crate) share: f64,
     /// 2^{-U/S}, in (0, 1].
     pub factor: f64,
 }
 
 /// The ordering key: decayed usage per share (smaller runs first).
-pub fn effective_usage(ledger: &UsageLedger, shares: &Shares, user: &str, now: f64) -> f64 {
+pub(crate) fn effective_usage(ledger: &UsageLedger, shares: &Shares, user: &str, now: f64) -> f64 {
     ledger.usage(user, now) / shares.of(user).max(f64::MIN_POSITIVE)
 }
 

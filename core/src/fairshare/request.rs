@@ -21,26 +21,29 @@ pub enum Constraint {
 /// A group of `count` identical node requests (k = 1..count in eq. 7/8).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeRequest {
-    pub count: u32,
+    pub(crate) count: u32,
     /// reqCPU_{k,j}
     pub cpus: u32,
     /// reqRAM_{k,j}, bytes.
     pub ram: u64,
+    /// GPUs per node; a machine without enough GPUs is unsuitable.
     pub gpus: u32,
     /// Whole nodes reserved (`#excl`): the job is charged the whole node, PE = availCPU_i.
     pub exclusive: bool,
+    /// Every constraint must hold for a machine to be suitable.
     pub constraints: Vec<Constraint>,
 }
 
 /// A job's resource request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRequest {
+    /// The node request groups (r of eq. 7/8); the job needs all of them.
     pub nodes: Vec<NodeRequest>,
     /// queue_cost_j of eq. 5/8, default 1.
     pub queue_cost: f64,
     /// Eligible SPEC range (Section 3.2), inclusive.
-    pub min_speed: Option<f64>,
-    pub max_speed: Option<f64>,
+    pub(crate) min_speed: Option<f64>,
+    pub(crate) max_speed: Option<f64>,
 }
 
 impl NodeRequest {
@@ -57,7 +60,7 @@ impl NodeRequest {
     }
 
     /// True when machine `m` can satisfy this request (resources, node count, constraints).
-    pub fn fits(&self, m: &Machine) -> bool {
+    pub(crate) fn fits(&self, m: &Machine) -> bool {
         self.cpus <= m.cpus_per_node
             && self.ram <= m.ram_per_node
             && self.gpus <= m.gpus_per_node
@@ -95,6 +98,7 @@ impl JobRequest {
         JobRequest::from_requests(vec![NodeRequest::new(nodes, cpus, ram, gpus)])
     }
 
+    /// A job of these node request groups, queue cost 1 and no SPEC bounds.
     pub fn from_requests(nodes: Vec<NodeRequest>) -> Self {
         JobRequest {
             nodes,
@@ -118,7 +122,7 @@ impl JobRequest {
     }
 
     /// Total GPUs asked for.
-    pub fn total_gpus(&self) -> u64 {
+    pub(crate) fn total_gpus(&self) -> u64 {
         self.nodes
             .iter()
             .map(|n| u64::from(n.count) * u64::from(n.gpus))
@@ -126,13 +130,13 @@ impl JobRequest {
     }
 
     /// True when `m`'s speed is inside the job's eligible SPEC range.
-    pub fn speed_ok(&self, m: &Machine) -> bool {
+    pub(crate) fn speed_ok(&self, m: &Machine) -> bool {
         self.min_speed.is_none_or(|lo| m.speed >= lo)
             && self.max_speed.is_none_or(|hi| m.speed <= hi)
     }
 
     /// M_{k,j}: the machines suitable for node request `k`.
-    pub fn suitable<'a>(
+    pub(crate) fn suitable<'a>(
         &'a self,
         k: usize,
         machines: &'a [Machine],

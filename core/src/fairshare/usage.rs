@@ -18,7 +18,9 @@ use super::request::JobRequest;
 /// A job that started: what the ledger needs to charge its user now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobStart {
+    /// The job's number, unique among the jobs running in the ledger.
     pub job: u64,
+    /// Whose usage the job charges.
     pub user: String,
     /// P(j).
     pub penalty: f64,
@@ -26,33 +28,41 @@ pub struct JobStart {
     pub speed: f64,
     /// The walltime limit, the stand-in until the job ends.
     pub requested_walltime: f64,
+    /// Start time, seconds on the caller's clock; the charge is dated here.
     pub start: f64,
 }
 
 /// A finished piece of work reported after the fact (e.g. a task report of the live
 /// manager): who, what was reserved, for how long, on how fast a machine, when it started.
 #[derive(Debug, Clone, PartialEq)]
-pub struct UsageRecord {
-    pub user: String,
-    pub request: JobRequest,
-    pub walltime: f64,
-    pub speed: f64,
-    pub start: f64,
+pub(crate) struct UsageRecord {
+    pub(crate) user: String,
+    pub(crate) request: JobRequest,
+    pub(crate) walltime: f64,
+    pub(crate) speed: f64,
+    pub(crate) start: f64,
 }
 
 /// Ledger misuse.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum UsageError {
+    /// [`UsageLedger::start`] of a job number that is still running.
     #[error("job {0} is already running in the usage ledger")]
     AlreadyRunning(u64),
+    /// [`UsageLedger::finish`] of a job number that is not running.
     #[error("job {0} is not running in the usage ledger (finished twice, or never started)")]
     NotRunning(u64),
+    /// A negative or non-finite number.
     #[error("invalid usage for job {job}: {what} must be finite and >= 0, got {value}")]
     Invalid {
+        /// The job's number.
         job: u64,
+        /// Which value: `penalty`, `speed`, `requested walltime`, `walltime`, ...
         what: &'static str,
+        /// The value given.
         value: f64,
     },
+    /// The penalty of a finished-work record could not be computed.
     #[error(transparent)]
     Penalty(#[from] PenaltyError),
 }
@@ -151,7 +161,7 @@ impl UsageLedger {
     }
 
     /// Charge finished work directly, pricing it with `penalty` on `platform`.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         platform: &MachinePool,
         penalty: &dyn PenaltyFunction,
@@ -171,14 +181,14 @@ impl UsageLedger {
     }
 
     /// Decayed usage F_u of `user` at `now` (0 for unknown users).
-    pub fn usage(&self, user: &str, now: f64) -> f64 {
+    pub(crate) fn usage(&self, user: &str, now: f64) -> f64 {
         self.accounts
             .get(user)
             .map_or(0.0, |a| a.decayed * self.decay(now - a.at))
     }
 
     /// Undecayed usage (eq. 6/9 summed over all charges).
-    pub fn raw_usage(&self, user: &str) -> f64 {
+    pub(crate) fn raw_usage(&self, user: &str) -> f64 {
         self.accounts.get(user).map_or(0.0, |a| a.raw)
     }
 
@@ -188,7 +198,8 @@ impl UsageLedger {
     }
 
     /// Jobs currently charged with their requested walltime.
-    pub fn running_jobs(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn running_jobs(&self) -> usize {
         self.running.len()
     }
 }

@@ -9,13 +9,19 @@ use std::collections::{BTreeMap, VecDeque};
 /// Task inputs, stored compactly.
 #[derive(Debug, Clone)]
 pub enum TaskInputs {
+    /// One input line per task, by task index.
     Lines(Vec<Box<str>>),
-    Array { start: u64 },
+    /// An integer range: task `i`'s input is `start + i`.
+    Array {
+        /// The first task's integer.
+        start: u64,
+    },
+    /// One parameter set per task, by task index.
     Params(Vec<BTreeMap<String, String>>),
 }
 
 impl TaskInputs {
-    pub fn input(&self, index: u64) -> TaskInput<'_> {
+    pub(crate) fn input(&self, index: u64) -> TaskInput<'_> {
         match self {
             TaskInputs::Lines(l) => TaskInput::Line(&l[index as usize]),
             TaskInputs::Array { start } => TaskInput::Array(start + index),
@@ -24,7 +30,7 @@ impl TaskInputs {
     }
 
     /// The input as one string (exported to the task as `HETPILOT_INPUT`).
-    pub fn input_string(&self, index: u64) -> String {
+    pub(crate) fn input_string(&self, index: u64) -> String {
         match self.input(index) {
             TaskInput::Line(l) => l.to_string(),
             TaskInput::Array(v) => v.to_string(),
@@ -36,33 +42,48 @@ impl TaskInputs {
 /// The live state of one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskSlot {
+    /// Where the task is in its life.
     pub state: TaskState,
     /// Leases so far (the current or last attempt number).
     pub attempt: u32,
+    /// The agent of the current or last attempt; `None` before the first lease.
     pub agent: Option<AgentId>,
 }
 
+/// One application's queue: what its tasks run with, their states and the waiting order.
 #[derive(Debug)]
 pub struct AppEntry {
+    /// The application.
     pub id: AppId,
+    /// The user who submitted it.
     pub owner: String,
+    /// How its tasks run, as sent to agents.
     pub runtime: AppRuntime,
-    pub template: Template,
+    pub(crate) template: Template,
     /// Shared, so planners can render tasks' files without holding the queues.
-    pub inputs: std::sync::Arc<TaskInputs>,
-    pub max_attempts: u32,
+    pub(crate) inputs: std::sync::Arc<TaskInputs>,
+    pub(crate) max_attempts: u32,
+    /// When it was submitted (unix ms).
     pub submitted_ms: u64,
+    /// True once it was cancelled.
     pub cancelled: bool,
     /// Tasks are leased from Het-HPS partitions (see `queue::partitions`).
-    pub data_intensive: bool,
-    pub tasks: Vec<TaskSlot>,
-    pub waiting: VecDeque<u64>,
+    pub(crate) data_intensive: bool,
+    pub(crate) tasks: Vec<TaskSlot>,
+    pub(crate) waiting: VecDeque<u64>,
+    /// Its tasks by state, kept up to date with every change.
     pub counts: StateCounts,
 }
 
 impl AppEntry {
     /// A new application with every task waiting; `template` is `spec.validate()`'s result.
-    pub fn new(id: AppId, owner: String, spec: AppSpec, template: Template, now_ms: u64) -> Self {
+    pub(crate) fn new(
+        id: AppId,
+        owner: String,
+        spec: AppSpec,
+        template: Template,
+        now_ms: u64,
+    ) -> Self {
         let n = spec.tasks.len();
         let runtime = runtime_of(id, &owner, &spec);
         let data_intensive = spec.data_intensive;
@@ -146,7 +167,7 @@ impl AppEntry {
     }
 
     /// Moves a task to `state`, keeping the counts right.
-    pub fn set_state(&mut self, index: u64, state: TaskState) {
+    pub(crate) fn set_state(&mut self, index: u64, state: TaskState) {
         let slot = &mut self.tasks[index as usize];
         *self.counts.get_mut(slot.state) -= 1;
         *self.counts.get_mut(state) += 1;
@@ -154,7 +175,7 @@ impl AppEntry {
     }
 
     /// Rebuilds counts and the waiting queue from the task slots (after loading).
-    pub fn rebuild_index(&mut self) {
+    pub(crate) fn rebuild_index(&mut self) {
         self.counts = StateCounts::default();
         self.waiting.clear();
         for (i, slot) in self.tasks.iter().enumerate() {

@@ -11,8 +11,10 @@ use hetpilot_protocol::{AgentId, AppId, TaskRef};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use thiserror::Error;
 
+/// Where an agent is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentState {
+    /// Registered and taking tasks.
     Active,
     /// Asked to stop pulling, finish its tasks and deregister.
     Draining,
@@ -23,6 +25,7 @@ pub enum AgentState {
 }
 
 impl AgentState {
+    /// The state's name as stored and shown: `active`, `draining`, `lost` or `ended`.
     pub fn as_str(self) -> &'static str {
         match self {
             AgentState::Active => "active",
@@ -33,29 +36,39 @@ impl AgentState {
     }
 }
 
+/// One agent as the queues know it: its node, its state and the tasks it holds.
 #[derive(Debug)]
 pub struct AgentEntry {
+    /// The agent.
     pub id: AgentId,
+    /// The platform it runs on.
     pub platform: String,
+    /// Its node's host name.
     pub hostname: String,
+    /// Tasks it may hold at once (each task's cores count against them).
     pub slots: u32,
     /// Cores the agent's node has (at least its slots): the most CPU a run there can use.
     pub cores: u32,
     /// The one user whose tasks it may run (a per-user pilot); `None`: anyone's.
     pub only_user: Option<String>,
+    /// The batch job that started it, if any.
     pub batch_job_id: Option<String>,
+    /// When it registered (unix ms).
     pub registered_ms: u64,
+    /// When the manager last heard from it (unix ms); the lease timeout counts from here.
     pub last_seen_ms: u64,
+    /// Where it is in its life.
     pub state: AgentState,
     /// Tasks leased to this agent and not yet reported, with when they were leased.
     pub held: HashMap<TaskRef, u64>,
     /// Applications whose runtime description this agent has received.
-    pub sent_apps: HashSet<AppId>,
+    pub(crate) sent_apps: HashSet<AppId>,
     /// Runs the agent must kill (their application was cancelled).
-    pub kill: Vec<TaskAttempt>,
+    pub(crate) kill: Vec<TaskAttempt>,
 }
 
 impl AgentEntry {
+    /// An active agent registered at `now_ms` with as many cores as slots, holding nothing.
     pub fn new(id: AgentId, platform: String, hostname: String, slots: u32, now_ms: u64) -> Self {
         AgentEntry {
             id,
@@ -75,18 +88,26 @@ impl AgentEntry {
     }
 }
 
+/// Why the queues refuse what an agent says.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ReportError {
+    /// No agent of that id ever registered.
     #[error("agent {0} is not registered")]
     UnknownAgent(AgentId),
+    /// The agent was declared lost, or deregistered.
     #[error("agent {0} was declared lost after missing heartbeats; register again")]
     AgentGone(AgentId),
+    /// No such application or task index.
     #[error("task {0} does not exist")]
     UnknownTask(TaskRef),
+    /// The attempt belongs to another agent.
     #[error("task {task} attempt {attempt} was never leased to agent {agent}")]
     Foreign {
+        /// The task.
         task: TaskRef,
+        /// The attempt the agent named.
         attempt: u32,
+        /// The agent that named it.
         agent: AgentId,
     },
 }
@@ -103,12 +124,18 @@ pub enum ReportCheck {
 /// Tasks handed to one agent.
 #[derive(Debug, Default)]
 pub struct LeaseBatch {
+    /// The lease time (manager time, unix ms), later than any handed out before.
     pub lease_ms: u64,
+    /// Runtimes of the applications this agent had not been sent yet.
     pub apps: Vec<AppRuntime>,
+    /// The leased tasks.
     pub tasks: Vec<Assignment>,
+    /// The changes the lease made, to persist before answering.
     pub changes: Vec<Change>,
 }
 
+/// Every application's queue and every agent's leases: the manager's live picture of
+/// every task.
 #[derive(Debug)]
 pub struct Queues {
     pub(super) apps: BTreeMap<AppId, AppEntry>,
@@ -131,7 +158,7 @@ pub struct Queues {
 }
 
 impl Queues {
-    pub fn new(lease_timeout_ms: u64) -> Self {
+    pub(crate) fn new(lease_timeout_ms: u64) -> Self {
         Queues {
             apps: BTreeMap::new(),
             agents: HashMap::new(),
@@ -146,23 +173,24 @@ impl Queues {
         }
     }
 
+    /// How long an agent may stay silent before it is declared lost, milliseconds.
     pub fn lease_timeout_ms(&self) -> u64 {
         self.lease_timeout_ms
     }
 
-    pub fn insert_app(&mut self, mut app: AppEntry) {
+    pub(crate) fn insert_app(&mut self, mut app: AppEntry) {
         app.rebuild_index();
         self.apps.insert(app.id, app);
     }
 
-    pub fn insert_agent(&mut self, agent: AgentEntry) {
+    pub(crate) fn insert_agent(&mut self, agent: AgentEntry) {
         self.agents.insert(agent.id, agent);
         self.agent_generation += 1;
     }
 
     /// After loading: gives every agent back the tasks recorded as leased to it, in one
     /// pass over all tasks. Such leases count as older than any the agent can confirm.
-    pub fn reattach_leases(&mut self) {
+    pub(crate) fn reattach_leases(&mut self) {
         for app in self.apps.values() {
             for (i, slot) in app.tasks.iter().enumerate() {
                 let held = !slot.state.is_final() && slot.state != TaskState::Waiting;
@@ -183,23 +211,28 @@ impl Queues {
         }
     }
 
+    /// The application `id`, if known.
     pub fn app(&self, id: AppId) -> Option<&AppEntry> {
         self.apps.get(&id)
     }
 
+    /// Every application, cancelled and finished ones included, by id.
     pub fn apps(&self) -> impl Iterator<Item = &AppEntry> {
         self.apps.values()
     }
 
+    /// The agent `id`, if it ever registered.
     pub fn agent(&self, id: AgentId) -> Option<&AgentEntry> {
         self.agents.get(&id)
     }
 
+    /// Every agent, in no particular order.
     pub fn agents(&self) -> impl Iterator<Item = &AgentEntry> {
         self.agents.values()
     }
 
-    pub fn has_waiting(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_waiting(&self) -> bool {
         self.apps
             .values()
             .any(|a| !a.cancelled && a.counts.waiting > 0)
@@ -220,7 +253,7 @@ impl Queues {
     }
 
     /// Records a heartbeat; returns whether the agent should drain and the runs to kill.
-    pub fn heartbeat(
+    pub(crate) fn heartbeat(
         &mut self,
         id: AgentId,
         now_ms: u64,
@@ -233,7 +266,7 @@ impl Queues {
     }
 
     /// Asks an agent to drain: it gets no more tasks.
-    pub fn drain(&mut self, id: AgentId) {
+    pub(crate) fn drain(&mut self, id: AgentId) {
         if let Some(agent) = self.agents.get_mut(&id) {
             if agent.state == AgentState::Active {
                 agent.state = AgentState::Draining;
@@ -243,7 +276,7 @@ impl Queues {
     }
 
     /// Replaces the lease plan (the last scheduling round's decision).
-    pub fn set_plan(&mut self, mut plan: LeasePlan) {
+    pub(crate) fn set_plan(&mut self, mut plan: LeasePlan) {
         self.parallel = std::mem::take(&mut plan.parallel);
         self.plan = plan;
         self.explored.clear();
@@ -255,7 +288,7 @@ impl Queues {
     /// cores on its platform; whatever is left goes round-robin across every application
     /// with waiting tasks, so no slot idles while a task it may run waits. A multi-core
     /// task goes only to an agent with enough free slots, on its TLPA platform if it has one.
-    pub fn lease(
+    pub(crate) fn lease(
         &mut self,
         id: AgentId,
         max_slots: u32,
@@ -468,7 +501,7 @@ impl Queues {
     }
 
     /// Marks runs as started (leased → running).
-    pub fn started(
+    pub(crate) fn started(
         &mut self,
         id: AgentId,
         started: &[TaskAttempt],
@@ -495,7 +528,7 @@ impl Queues {
     }
 
     /// Classifies a reported result without touching anything.
-    pub fn check_result(
+    pub(crate) fn check_result(
         &self,
         id: AgentId,
         result: &TaskResult,
@@ -522,7 +555,7 @@ impl Queues {
     /// Records a result that is either current or a late result of a real earlier lease
     /// of this agent (the caller checked the history). A task completes at most once:
     /// a result for a task that already ended is recorded as a run, never as a completion.
-    pub fn apply_result(&mut self, id: AgentId, result: TaskResult) -> Vec<Change> {
+    pub(crate) fn apply_result(&mut self, id: AgentId, result: TaskResult) -> Vec<Change> {
         let task = result.task;
         let attempt = result.attempt;
         let outcome = result.outcome;
@@ -576,7 +609,7 @@ impl Queues {
 
     /// Declares lost every agent silent for longer than the lease timeout and puts its
     /// tasks back in their queues (or fails them when their attempts are used up).
-    pub fn expire(&mut self, now_ms: u64) -> Vec<Change> {
+    pub(crate) fn expire(&mut self, now_ms: u64) -> Vec<Change> {
         let lost: Vec<AgentId> = self
             .agents
             .values()
@@ -596,7 +629,11 @@ impl Queues {
     }
 
     /// An agent leaves; anything it still holds goes back to its queue.
-    pub fn deregister(&mut self, id: AgentId, now_ms: u64) -> Result<Vec<Change>, ReportError> {
+    pub(crate) fn deregister(
+        &mut self,
+        id: AgentId,
+        now_ms: u64,
+    ) -> Result<Vec<Change>, ReportError> {
         self.active_agent(id, now_ms)?;
         Ok(self.release_agent(
             id,
@@ -682,7 +719,7 @@ impl Queues {
     /// Compares what an agent says it holds with what it was leased: leases granted no later
     /// than the newest answer it has seen, but that it does not hold, never reached it (an
     /// answer lost in a manager crash) and go back to their queues.
-    pub fn reconcile(
+    pub(crate) fn reconcile(
         &mut self,
         id: AgentId,
         seen_up_to_ms: u64,
@@ -708,7 +745,7 @@ impl Queues {
     }
 
     /// Cancels an application: waiting tasks end now; running ones are killed by their agents.
-    pub fn cancel(&mut self, app_id: AppId) -> Vec<Change> {
+    pub(crate) fn cancel(&mut self, app_id: AppId) -> Vec<Change> {
         let Some(app) = self.apps.get_mut(&app_id) else {
             return Vec::new();
         };

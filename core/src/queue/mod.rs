@@ -13,7 +13,7 @@ pub use app::{AppEntry, TaskInputs, TaskSlot};
 pub use changes::Change;
 pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
 pub use partitions::Partitions;
-pub use plan::{LeasePlan, PlatformPlan};
+pub(crate) use plan::{LeasePlan, PlatformPlan};
 pub use staging::{StagingDue, StagingRequest};
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use hetpilot_protocol::AgentId;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 
+/// The Het-HPS plan of one application, bound to its agents (see the module doc).
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Partitions {
     /// The agent-set version the plan was made for (see `Queues::agent_generation`).
@@ -31,7 +32,7 @@ impl Partitions {
     }
 
     /// The next task for `agent` among those for which `waiting` holds.
-    pub fn next(&mut self, agent: AgentId, waiting: impl Fn(u64) -> bool) -> Option<u64> {
+    pub(crate) fn next(&mut self, agent: AgentId, waiting: impl Fn(u64) -> bool) -> Option<u64> {
         if let Some(own) = self.lists.get_mut(&agent) {
             if let Some(t) = pop_front_where(own, &waiting) {
                 return Some(t);
@@ -58,14 +59,15 @@ impl Partitions {
     }
 
     /// An agent left: its unstarted tasks go to the pool, in its planned order.
-    pub fn release(&mut self, agent: AgentId) {
+    pub(crate) fn release(&mut self, agent: AgentId) {
         if let Some(list) = self.lists.remove(&agent) {
             self.pool.extend(list);
         }
     }
 
     /// Tasks still listed for `agent` (stale entries included).
-    pub fn listed(&self, agent: AgentId) -> usize {
+    #[cfg(test)]
+    pub(crate) fn listed(&self, agent: AgentId) -> usize {
         self.lists.get(&agent).map_or(0, VecDeque::len)
     }
 }

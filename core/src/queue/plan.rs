@@ -8,28 +8,28 @@ use std::collections::HashMap;
 /// Per agent and per platform preferences; applications absent from it are still served
 /// when nothing planned can use a slot (work conservation).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LeasePlan {
+pub(crate) struct LeasePlan {
     /// Second level: the slots of each agent (its node's co-runner combination), as
     /// (application, slots) already scaled to the agent's slot count.
-    pub agents: HashMap<AgentId, Vec<(AppId, u32)>>,
+    pub(crate) agents: HashMap<AgentId, Vec<(AppId, u32)>>,
     /// First level, per platform name.
-    pub platforms: HashMap<String, PlatformPlan>,
+    pub(crate) platforms: HashMap<String, PlatformPlan>,
     /// The platform TLPA chose for each multi-core application: its tasks go nowhere else.
-    pub parallel: HashMap<AppId, String>,
+    pub(crate) parallel: HashMap<AppId, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PlatformPlan {
+pub(crate) struct PlatformPlan {
     /// Applications with cores on this platform, largest share first.
-    pub order: Vec<AppId>,
+    pub(crate) order: Vec<AppId>,
     /// Tasks still to send here so that each application gets measured on this platform.
-    pub explore: Vec<(AppId, u32)>,
+    pub(crate) explore: Vec<(AppId, u32)>,
 }
 
 /// How many tasks (counted in slots) of each planned application `agent` should receive
 /// now so that what it holds follows the plan's proportions: `targets` are the planned
 /// slots, `held` the slots its current tasks take, `free` what it asks for.
-pub fn wanted(
+pub(crate) fn wanted(
     targets: &[(AppId, u32)],
     held: &HashMap<AppId, u32>,
     free: u32,

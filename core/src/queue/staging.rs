@@ -15,24 +15,27 @@ use std::sync::Arc;
 /// What the planner needs to partition one application's waiting tasks.
 #[derive(Debug)]
 pub struct StagingRequest {
-    pub app: AppId,
+    pub(crate) app: AppId,
+    /// The application's owner, whose files relative names refer to.
     pub owner: String,
     /// The agent set this request describes; a plan for an older one is not installed.
-    pub generation: u64,
+    pub(crate) generation: u64,
     /// The agents that take tasks, by id, with their platform.
-    pub agents: Vec<(AgentId, String)>,
+    pub(crate) agents: Vec<(AgentId, String)>,
     /// The waiting tasks in queue order, with the files each reads.
-    pub tasks: Vec<(u64, Vec<TaskFile>)>,
+    pub(crate) tasks: Vec<(u64, Vec<TaskFile>)>,
 }
 
 /// A plan that is due, as taken from the queues in a moment: rendering each waiting task's
 /// files ([`StagingDue::render`]) happens later, without the queues' lock.
 #[derive(Debug)]
 pub struct StagingDue {
+    /// The application.
     pub app: AppId,
-    pub owner: String,
+    pub(crate) owner: String,
+    /// The agent set the plan is for; a plan for an older one is not installed.
     pub generation: u64,
-    pub agents: Vec<(AgentId, String)>,
+    pub(crate) agents: Vec<(AgentId, String)>,
     /// The waiting tasks in queue order.
     waiting: Vec<u64>,
     files: Option<FileTemplates>,
@@ -115,7 +118,7 @@ impl Queues {
 
     /// Installs a plan made for `partitions.generation`; returns false (and changes
     /// nothing) when the agent set changed meanwhile or the plan is already in place.
-    pub fn set_partitions(&mut self, app: AppId, partitions: Partitions) -> bool {
+    pub(crate) fn set_partitions(&mut self, app: AppId, partitions: Partitions) -> bool {
         let current = self.partitions.get(&app).map(|p| p.generation);
         if partitions.generation != self.agent_generation || current == Some(self.agent_generation)
         {

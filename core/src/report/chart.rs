@@ -17,9 +17,9 @@ impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for Chart
 
 /// One bar series: a label and one value per group (NaN = no bar).
 #[derive(Debug, Clone)]
-pub struct Series {
-    pub label: String,
-    pub values: Vec<f64>,
+pub(crate) struct Series {
+    pub(crate) label: String,
+    pub(crate) values: Vec<f64>,
 }
 
 const COLORS: [RGBColor; 6] = [
@@ -32,7 +32,12 @@ const COLORS: [RGBColor; 6] = [
 ];
 
 /// A grouped bar chart: `groups` along x, one colored bar per series in each group.
-pub fn grouped_bars(title: &str, y_label: &str, groups: &[String], series: &[Series]) -> String {
+pub(crate) fn grouped_bars(
+    title: &str,
+    y_label: &str,
+    groups: &[String],
+    series: &[Series],
+) -> String {
     let mut svg = String::new();
     let values = series
         .iter()

@@ -8,8 +8,10 @@
 //! - [`fairshare`]: the fairshare experiment's CDFs and request scatter plot.
 //! - [`staging`]: the staging experiment's table and throughput chart.
 
-pub mod chart;
+pub(crate) mod chart;
 pub mod fairshare;
 pub mod staging;
 pub mod tlpa;
 pub mod two_level;
+
+pub use chart::ChartError;

@@ -11,6 +11,7 @@ use super::chart::ChartError;
 pub struct StagingRow {
     /// The swept value (`-` without a sweep).
     pub setting: String,
+    /// The policy's name (`het-hps`, `minmin`, ...).
     pub policy: String,
     /// Batch execution time, seconds.
     pub makespan: f64,
@@ -18,6 +19,7 @@ pub struct StagingRow {
     pub throughput: f64,
     /// GB transferred.
     pub gigabytes: f64,
+    /// Time the policy took to plan the batch, seconds.
     pub planning_seconds: f64,
 }
 

@@ -12,16 +12,20 @@ use crate::sim::two_level::suite::{
 /// The scenarios the results refer to.
 #[derive(Debug, Clone)]
 pub struct ScenarioInfo {
+    /// The scenario's name, as its file gives it.
     pub name: String,
     /// Table 8 type.
     pub kind: String,
+    /// Names of the scenario's applications.
     pub applications: Vec<String>,
 }
 
 /// Files of a report: `report.md`, `cases.csv` and `*.svg`.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// `report.md`: the tables.
     pub markdown: String,
+    /// `cases.csv`: one row per case.
     pub csv: String,
     /// (file name, SVG text).
     pub plots: Vec<(String, String)>,

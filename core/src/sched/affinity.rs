@@ -24,7 +24,8 @@ pub enum PlatformAffinity {
 }
 
 impl PlatformAffinity {
-    pub const ALL: [Self; 3] = [Self::Throughput, Self::Egocentric, Self::Reciprocal];
+    /// Every metric, in the order the CLI lists them.
+    pub(crate) const ALL: [Self; 3] = [Self::Throughput, Self::Egocentric, Self::Reciprocal];
 
     /// Short name used on the command line and in scenario files.
     pub fn name(self) -> &'static str {
@@ -76,8 +77,10 @@ pub enum CoRunnerAffinity {
 }
 
 impl CoRunnerAffinity {
-    pub const ALL: [Self; 2] = [Self::RawDifference, Self::NormalizedDifference];
+    /// Every metric, in the order the CLI lists them.
+    pub(crate) const ALL: [Self; 2] = [Self::RawDifference, Self::NormalizedDifference];
 
+    /// Short name used on the command line and in scenario files.
     pub fn name(self) -> &'static str {
         match self {
             Self::RawDifference => "raw",
@@ -86,7 +89,7 @@ impl CoRunnerAffinity {
     }
 
     /// The difference of one runtime `with` co-runners against the solo runtime `solo`.
-    pub fn difference(self, with: f64, solo: f64) -> f64 {
+    pub(crate) fn difference(self, with: f64, solo: f64) -> f64 {
         match self {
             Self::RawDifference => with - solo,
             Self::NormalizedDifference => (with - solo) / solo * 100.0,
@@ -111,7 +114,7 @@ impl FromStr for CoRunnerAffinity {
 /// profile), as `result[a][p]` in the order given. Only the given applications and
 /// platforms take part, as in Algorithm 1 line 6 (users with remaining tasks, platforms
 /// with available cores). With a single platform EPA and RPA are 1 (no alternative).
-pub fn platform_affinities(
+pub(crate) fn platform_affinities(
     profile: &RuntimeProfile,
     apps: &[usize],
     platforms: &[usize],
@@ -163,7 +166,7 @@ fn leave_one_out_ratio(row: &[f64]) -> Vec<f64> {
 /// Co-runner affinity of `app` on `platform`: the mean difference (per `metric`) over the
 /// profiled combinations including `app` that `eligible` accepts; `None` when no
 /// combination qualifies. The solo runtime S is the OneCore mean.
-pub fn co_runner_affinity(
+pub(crate) fn co_runner_affinity(
     profile: &RuntimeProfile,
     app: usize,
     platform: usize,

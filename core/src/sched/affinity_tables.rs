@@ -12,11 +12,15 @@ use super::profile::RuntimeProfile;
 /// Tables 3 and 4 for every application × platform of a profile.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AffinityTables {
+    /// Application names, in profile order (the rows).
     pub applications: Vec<String>,
+    /// Platform names, in profile order (the columns).
     pub platforms: Vec<String>,
     /// Tasks per hour, `[app][platform]`.
     pub throughput: Vec<Vec<f64>>,
+    /// Egocentric platform affinity (EPA, Section 4.1), `[app][platform]`; unitless ratio.
     pub egocentric: Vec<Vec<f64>>,
+    /// Reciprocal platform affinity (RPA, Section 4.1), `[app][platform]`; unitless ratio.
     pub reciprocal: Vec<Vec<f64>>,
     /// Seconds; `None` where the profile has no combination for the pair.
     pub raw_difference: Vec<Vec<Option<f64>>>,
@@ -25,6 +29,7 @@ pub struct AffinityTables {
 }
 
 impl AffinityTables {
+    /// Computes both tables over every application and platform of `profile`.
     pub fn of(profile: &RuntimeProfile) -> Self {
         let apps: Vec<usize> = (0..profile.applications().len()).collect();
         let platforms: Vec<usize> = (0..profile.platforms().len()).collect();

@@ -7,12 +7,22 @@ use thiserror::Error;
 /// cannot be used.
 #[derive(Debug, Error)]
 pub enum RuntimeProfileError {
+    /// The text is not TOML, or not the profile's layout.
     #[error("{file}: not valid profile TOML: {message}")]
-    Syntax { file: String, message: String },
+    Syntax {
+        /// Where the profile came from (a file path, or `"<memory>"`).
+        file: String,
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// The profile parses but one of its values is wrong.
     #[error("{file}: field `{field}`: {problem}")]
     Invalid {
+        /// Where the profile came from (a file path, or `"<memory>"`).
         file: String,
+        /// Path of the wrong value, e.g. ``application `blast`.one_core.cluster-a``.
         field: String,
+        /// What is wrong with it.
         problem: String,
     },
 }
@@ -20,23 +30,40 @@ pub enum RuntimeProfileError {
 /// A scheduler configuration or snapshot that the policies cannot work with.
 #[derive(Debug, Error, PartialEq)]
 pub enum SchedError {
+    /// No policy of that name at that level.
     #[error("unknown {level} policy `{name}` (known: {known})")]
     UnknownPolicy {
+        /// `"first-level"` or `"second-level"`.
         level: &'static str,
+        /// The name asked for.
         name: String,
+        /// Every known name, comma-separated.
         known: String,
     },
+    /// No affinity metric of that name.
     #[error("unknown {what} `{name}` (known: {known})")]
     UnknownMetric {
+        /// `"platform affinity"` or `"co-runner affinity"`.
         what: &'static str,
+        /// The name asked for.
         name: String,
+        /// Every known name, comma-separated.
         known: String,
     },
+    /// A knob of [`SchedulerSettings`](super::SchedulerSettings) out of range.
     #[error("setting `{field}`: {problem}")]
     InvalidSetting {
+        /// The setting's field name.
         field: &'static str,
+        /// What is wrong with its value.
         problem: String,
     },
+    /// A [`Snapshot`](super::Snapshot) that contradicts itself or its profile.
     #[error("snapshot field `{field}`: {problem}")]
-    InvalidSnapshot { field: String, problem: String },
+    InvalidSnapshot {
+        /// Path of the wrong value, e.g. `applications[2].profile_index`.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 }

@@ -5,22 +5,23 @@
 //! Entry point: build a [`Scheduler`] from [`SchedulerSettings`] and call
 //! [`Scheduler::schedule`] with a [`Snapshot`] and a seeded RNG.
 
-pub mod affinity;
-pub mod affinity_tables;
-pub mod error;
-pub mod first_level;
-pub mod metrics;
-pub mod profile;
-pub mod scheduler;
-pub mod second_level;
-pub mod settings;
-pub mod snapshot;
+pub(crate) mod affinity;
+pub(crate) mod affinity_tables;
+pub(crate) mod error;
+pub(crate) mod first_level;
+pub(crate) mod metrics;
+pub(crate) mod profile;
+pub(crate) mod scheduler;
+pub(crate) mod second_level;
+pub(crate) mod settings;
+pub(crate) mod snapshot;
 pub mod test_profiles;
-pub mod weighted_max_min;
+pub(crate) mod weighted_max_min;
 
 pub use affinity::{CoRunnerAffinity, PlatformAffinity};
+pub use affinity_tables::AffinityTables;
 pub use error::{RuntimeProfileError, SchedError};
-pub use profile::RuntimeProfile;
+pub use profile::{ProfiledPlatform, RuntimeProfile};
 pub use scheduler::Scheduler;
 pub use settings::SchedulerSettings;
 pub use snapshot::{

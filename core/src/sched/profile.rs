@@ -16,26 +16,28 @@ use super::error::RuntimeProfileError;
 
 /// One application of the profile.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApplicationProfile {
-    pub name: String,
+pub(crate) struct ApplicationProfile {
+    pub(crate) name: String,
     /// Spread of individual task runtimes around the mean of the current combination.
-    pub distribution: RuntimeDistribution,
+    pub(crate) distribution: RuntimeDistribution,
 }
 
 /// One platform as the runtime profile knows it (a homogeneous set of nodes); not the
 /// provisioner's platform profile (`profiles/platforms/*.toml`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProfiledPlatform {
+    /// Platform name, unique in the profile.
     pub name: String,
+    /// Cores of each node (at least 1); a combination splits them evenly.
     pub cores_per_node: u32,
     /// Nodes the platform has, when known; scenarios may not ask for more.
-    pub max_nodes: Option<u32>,
+    pub(crate) max_nodes: Option<u32>,
 }
 
 /// How the runtime of one task varies around the mean of its (application, platform,
 /// combination) cell: the runtime is `mean × factor`, with `E[factor] = 1`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RuntimeDistribution {
+pub(crate) enum RuntimeDistribution {
     /// Every task takes exactly the mean.
     Constant,
     /// Log-normal factor with mean 1 and the given coefficient of variation (σ/μ).
@@ -45,16 +47,16 @@ pub enum RuntimeDistribution {
 /// A set of applications co-running on one node of a platform, with the mean task
 /// runtime of each member in that combination.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Combination {
+pub(crate) struct Combination {
     /// Application indices, sorted, distinct.
-    pub members: Vec<usize>,
+    pub(crate) members: Vec<usize>,
     /// `runtimes[k]` is the mean runtime (seconds) of `members[k]` in this combination.
-    pub runtimes: Vec<f64>,
+    pub(crate) runtimes: Vec<f64>,
 }
 
 impl Combination {
     /// Mean runtime of `app` in this combination, if it is a member.
-    pub fn runtime_of(&self, app: usize) -> Option<f64> {
+    pub(crate) fn runtime_of(&self, app: usize) -> Option<f64> {
         self.members
             .binary_search(&app)
             .ok()
@@ -81,15 +83,15 @@ pub struct RuntimeProfile {
 /// A combination as given to [`RuntimeProfile::new`]: platform and (application, mean runtime)
 /// pairs, by index.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CombinationSpec {
-    pub platform: usize,
-    pub runtimes: Vec<(usize, f64)>,
+pub(crate) struct CombinationSpec {
+    pub(crate) platform: usize,
+    pub(crate) runtimes: Vec<(usize, f64)>,
 }
 
 impl RuntimeProfile {
     /// Validate and index a profile. `source` names where the data came from (a file
     /// path, or `"<memory>"`) and appears in every error.
-    pub fn new(
+    pub(crate) fn new(
         source: &str,
         applications: Vec<ApplicationProfile>,
         platforms: Vec<ProfiledPlatform>,
@@ -120,41 +122,42 @@ impl RuntimeProfile {
         file.into_profile(source)
     }
 
-    pub fn applications(&self) -> &[ApplicationProfile] {
+    pub(crate) fn applications(&self) -> &[ApplicationProfile] {
         &self.applications
     }
 
+    /// The platforms, in profile order (the columns of the OneCore table).
     pub fn platforms(&self) -> &[ProfiledPlatform] {
         &self.platforms
     }
 
     /// Index of the application called `name`.
-    pub fn application_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn application_index(&self, name: &str) -> Option<usize> {
         self.applications.iter().position(|a| a.name == name)
     }
 
     /// Index of the platform called `name`.
-    pub fn platform_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn platform_index(&self, name: &str) -> Option<usize> {
         self.platforms.iter().position(|p| p.name == name)
     }
 
     /// Mean OneCore (solo-run) runtime of `app` on `platform`, seconds.
-    pub fn one_core(&self, app: usize, platform: usize) -> f64 {
+    pub(crate) fn one_core(&self, app: usize, platform: usize) -> f64 {
         self.one_core[app][platform]
     }
 
     /// All profiled combinations on `platform`.
-    pub fn combinations(&self, platform: usize) -> &[Combination] {
+    pub(crate) fn combinations(&self, platform: usize) -> &[Combination] {
         &self.combinations[platform]
     }
 
     /// Indices (into [`Self::combinations`]) of the combinations on `platform` that include `app`.
-    pub fn combinations_with(&self, platform: usize, app: usize) -> &[usize] {
+    pub(crate) fn combinations_with(&self, platform: usize, app: usize) -> &[usize] {
         &self.containing[platform][app]
     }
 
     /// The combination with exactly these (sorted, distinct) members, if profiled.
-    pub fn combination(&self, platform: usize, members: &[usize]) -> Option<&Combination> {
+    pub(crate) fn combination(&self, platform: usize, members: &[usize]) -> Option<&Combination> {
         self.lookup[platform]
             .get(members)
             .map(|&c| &self.combinations[platform][c])
@@ -168,7 +171,13 @@ impl RuntimeProfile {
     /// estimate is the mean slowdown of `app` over the profiled combinations whose members
     /// are a subset of `members` (co-runners that were seen), then its AllCore entry,
     /// then OneCore.
-    pub fn runtime_in(&self, app: usize, platform: usize, members: &[usize], solo: bool) -> f64 {
+    pub(crate) fn runtime_in(
+        &self,
+        app: usize,
+        platform: usize,
+        members: &[usize],
+        solo: bool,
+    ) -> f64 {
         let base = self.one_core[app][platform];
         if solo {
             return base;

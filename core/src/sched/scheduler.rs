@@ -31,6 +31,7 @@ impl Scheduler {
         })
     }
 
+    /// The settings this scheduler was built with.
     pub fn settings(&self) -> &SchedulerSettings {
         &self.settings
     }

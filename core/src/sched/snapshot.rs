@@ -35,31 +35,30 @@ pub struct PlatformState {
 /// snapshot's `applications` and `platforms` (the paper's `U[i].share[j]`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CoreAllocation {
+    /// `shares[app][platform]`: cores of snapshot application `app` on snapshot platform
+    /// `platform`.
     pub shares: Vec<Vec<u32>>,
 }
 
 impl CoreAllocation {
     /// An all-zero allocation of the given shape.
-    pub fn zeros(applications: usize, platforms: usize) -> Self {
+    pub(crate) fn zeros(applications: usize, platforms: usize) -> Self {
         Self {
             shares: vec![vec![0; platforms]; applications],
         }
     }
 
     /// Total cores of application `app` over all platforms.
-    pub fn cores_of(&self, app: usize) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn cores_of(&self, app: usize) -> u64 {
         self.shares[app].iter().map(|&c| u64::from(c)).sum()
-    }
-
-    /// Total cores handed out on platform `platform`.
-    pub fn cores_on(&self, platform: usize) -> u64 {
-        self.shares.iter().map(|row| u64::from(row[platform])).sum()
     }
 }
 
 /// A block of identical nodes: each of `nodes` nodes runs the same slots.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeGroup {
+    /// Number of identical nodes in the group.
     pub nodes: u32,
     /// (application index in the snapshot, cores of each node it gets); the applications
     /// are distinct and the cores sum to at most the node's cores.
@@ -70,17 +69,20 @@ pub struct NodeGroup {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     /// First level: cores per application per platform.
-    pub allocation: CoreAllocation,
+    pub(crate) allocation: CoreAllocation,
     /// Second level, per platform (snapshot order): node-level co-runner combinations.
     /// Nodes not covered by any group stay idle.
-    pub placements: Vec<Vec<NodeGroup>>,
+    pub(crate) placements: Vec<Vec<NodeGroup>>,
 }
 
 /// Everything a scheduling round needs. Borrowed, so building one is cheap.
 #[derive(Debug, Clone, Copy)]
 pub struct Snapshot<'a> {
+    /// The runtime profile the applications and platforms index into.
     pub profile: &'a RuntimeProfile,
+    /// Applications with tasks to run, each a distinct profile row.
     pub applications: &'a [ApplicationState],
+    /// Platforms the system may use now, each a distinct profile column.
     pub platforms: &'a [PlatformState],
     /// Weight of each user (indexed by [`ApplicationState::owner`]); empty means equal
     /// weights. A user's entitlement is split equally among its active applications.
@@ -91,17 +93,17 @@ pub struct Snapshot<'a> {
 
 impl Snapshot<'_> {
     /// Cores per node of snapshot platform `j`.
-    pub fn cores_per_node(&self, j: usize) -> u32 {
+    pub(crate) fn cores_per_node(&self, j: usize) -> u32 {
         self.profile.platforms()[self.platforms[j].profile_index].cores_per_node
     }
 
     /// Total cores of snapshot platform `j`.
-    pub fn cores(&self, j: usize) -> u64 {
+    pub(crate) fn cores(&self, j: usize) -> u64 {
         u64::from(self.platforms[j].nodes) * u64::from(self.cores_per_node(j))
     }
 
     /// Weight of user `owner` (1 when no weights are given).
-    pub fn weight(&self, owner: usize) -> f64 {
+    pub(crate) fn weight(&self, owner: usize) -> f64 {
         if self.user_weights.is_empty() {
             1.0
         } else {

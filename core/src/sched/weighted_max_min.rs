@@ -7,7 +7,7 @@
 /// proportion to weight. Integer remainders go to the claimants with the largest
 /// fractional part (ties to the lower index), so the result is deterministic and sums to
 /// `min(capacity, Σ demands)`.
-pub fn weighted_fair_share(capacity: u64, demands: &[u64], weights: &[f64]) -> Vec<u64> {
+pub(crate) fn weighted_fair_share(capacity: u64, demands: &[u64], weights: &[f64]) -> Vec<u64> {
     let n = demands.len();
     let mut share = vec![0u64; n];
     let mut open: Vec<usize> = (0..n).filter(|&i| demands[i] > 0).collect();

@@ -14,23 +14,29 @@ use crate::alloc::{
 };
 
 /// Bounded slowdown threshold τ (seconds): slowdown = max(1, turnaround / max(runtime, τ)).
-pub const BOUNDED_SLOWDOWN_TAU: f64 = 10.0;
+pub(crate) const BOUNDED_SLOWDOWN_TAU: f64 = 10.0;
 
 /// What happened to one job.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct JobOutcome {
+    /// Index of the cluster it ran on.
     pub cluster: usize,
+    /// When it started, seconds on the trace's clock.
     pub start: f64,
+    /// When it ended (start + runtime / speed), seconds on the trace's clock.
     pub end: f64,
 }
 
 /// Summary metrics of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct AllocMetrics {
+    /// Jobs simulated.
     pub jobs: usize,
     /// ATT, eq. 1 of the TLPA paper: mean of end − submit.
     pub avg_turnaround: f64,
+    /// Mean of start − submit, seconds.
     pub avg_wait: f64,
+    /// Mean bounded slowdown: max(1, turnaround / max(run time, τ = 10 s)).
     pub avg_bounded_slowdown: f64,
     /// Busy processor-seconds / (all processors × (last end − first submit)).
     pub utilization: f64,
@@ -40,13 +46,16 @@ pub struct AllocMetrics {
     pub decisions: usize,
     /// Decisions with more than one allocable cluster (where TLPA simulates).
     pub contested_decisions: usize,
+    /// Longest the waiting queue grew, jobs.
     pub max_queue: usize,
 }
 
 /// Outcomes per job (same order as the input jobs) and metrics.
 #[derive(Debug, Clone)]
 pub struct AllocRun {
+    /// One outcome per input job, in input order.
     pub outcomes: Vec<JobOutcome>,
+    /// The run's summary.
     pub metrics: AllocMetrics,
 }
 

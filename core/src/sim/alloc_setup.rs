@@ -55,8 +55,11 @@ pub fn jobs_from_swf(trace: &SwfTrace) -> (Vec<Job>, JobConversion) {
 /// System loading level.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SystemLoad {
+    /// SL low: offered load ρ = 0.5.
     Low,
+    /// SL medium: offered load ρ = 0.7.
     Medium,
+    /// SL high: offered load ρ = 0.9.
     High,
     /// An explicit target offered load ρ.
     Offered(f64),
@@ -87,6 +90,7 @@ impl SystemLoad {
         }
     }
 
+    /// The name [`SystemLoad::parse`] reads back: `low`, `medium`, `high` or the number.
     pub fn label(self) -> String {
         match self {
             SystemLoad::Low => "low".into(),

@@ -10,11 +10,11 @@ use super::alloc::AllocMetrics;
 use super::alloc_setup::SystemLoad;
 
 /// TLPA's simulation depths in Table II.
-pub const DEPTHS: [usize; 6] = [2, 4, 8, 16, 32, 64];
+pub(crate) const DEPTHS: [usize; 6] = [2, 4, 8, 16, 32, 64];
 
 /// Table II of the TLPA paper: improvement (%) of TLPA_BJS over BF / FF, averaged over the 9
 /// SL x SH combinations, for depths 2..64.
-pub const PAPER_TABLE_II: [(&str, &str, [f64; 6]); 4] = [
+pub(crate) const PAPER_TABLE_II: [(&str, &str, [f64; 6]); 4] = [
     ("fcfs", "bf", [1.84, 3.59, 11.79, 20.41, 25.21, 30.97]),
     ("fcfs", "ff", [10.28, 12.73, 18.20, 24.20, 27.89, 32.75]),
     ("sjf", "bf", [10.32, 10.31, 10.88, 10.77, 10.21, 11.06]),
@@ -22,17 +22,21 @@ pub const PAPER_TABLE_II: [(&str, &str, [f64; 6]); 4] = [
 ];
 
 /// The speed heterogeneities SH of the sweep.
-pub const HETEROGENEITIES: [f64; 3] = [0.0, 0.1, 0.2];
+pub(crate) const HETEROGENEITIES: [f64; 3] = [0.0, 0.1, 0.2];
 
 /// The job orders of the sweep.
-pub const ORDERS: [&str; 2] = ["fcfs", "sjf"];
+pub(crate) const ORDERS: [&str; 2] = ["fcfs", "sjf"];
 
 /// One run of the sweep: job order, loading, SH, allocator and (for TLPA) depth.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SweepPoint {
+    /// Job order: `fcfs` or `sjf`.
     pub scheduler: &'static str,
+    /// System loading SL.
     pub load: SystemLoad,
+    /// Speed heterogeneity SH (see `sim::alloc_setup`).
     pub sh: f64,
+    /// Allocator: `bf`, `ff` or `tlpa`.
     pub allocator: &'static str,
     /// TLPA's depth; 0 for BF and FF.
     pub depth: usize,
@@ -66,11 +70,17 @@ pub fn sweep_plan(loads: &[SystemLoad]) -> Vec<SweepPoint> {
 /// What one run measured.
 #[derive(Debug, Clone)]
 pub struct SweepRun {
+    /// Job order: `fcfs` or `sjf`.
     pub scheduler: &'static str,
+    /// System loading SL.
     pub load: SystemLoad,
+    /// Speed heterogeneity SH.
     pub sh: f64,
+    /// Allocator: `bf`, `ff` or `tlpa`.
     pub allocator: &'static str,
+    /// TLPA's depth; 0 for BF and FF.
     pub depth: usize,
+    /// What the simulation measured.
     pub metrics: AllocMetrics,
     /// Wall time of the whole run, seconds.
     pub seconds: f64,
@@ -80,7 +90,7 @@ pub struct SweepRun {
 ///
 /// # Panics
 /// When the sweep has no such run (every planned run is expected to be present).
-pub fn find<'a>(
+pub(crate) fn find<'a>(
     runs: &'a [SweepRun],
     scheduler: &str,
     load: SystemLoad,
@@ -101,7 +111,7 @@ pub fn find<'a>(
 
 /// Improvement (%) of TLPA over each baseline per (order, baseline, depth), one value per
 /// SL x SH cell.
-pub type ImprovementTable = BTreeMap<(&'static str, &'static str, usize), Vec<f64>>;
+pub(crate) type ImprovementTable = BTreeMap<(&'static str, &'static str, usize), Vec<f64>>;
 
 /// (ATT_base − ATT_TLPA) / ATT_base × 100 for every (order, baseline, depth) and cell.
 pub fn improvement_table(runs: &[SweepRun], loads: &[SystemLoad]) -> ImprovementTable {

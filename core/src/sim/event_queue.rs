@@ -35,7 +35,7 @@ impl<E> Ord for Entry<E> {
 }
 
 /// Min-queue on time; equal times pop in the order of a random key drawn at push.
-pub struct EventQueue<E> {
+pub(crate) struct EventQueue<E> {
     heap: BinaryHeap<Reverse<Entry<E>>>,
 }
 
@@ -48,14 +48,14 @@ impl<E> Default for EventQueue<E> {
 }
 
 impl<E> EventQueue<E> {
-    pub fn with_capacity(capacity: usize) -> Self {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         Self {
             heap: BinaryHeap::with_capacity(capacity),
         }
     }
 
     /// Schedule `event` at `time` (seconds); `rng` draws its tie-break key.
-    pub fn push(&mut self, time: f64, event: E, rng: &mut dyn RngCore) {
+    pub(crate) fn push(&mut self, time: f64, event: E, rng: &mut dyn RngCore) {
         self.heap.push(Reverse(Entry {
             time,
             tie: rng.next_u64(),
@@ -64,16 +64,8 @@ impl<E> EventQueue<E> {
     }
 
     /// The earliest event and its time.
-    pub fn pop(&mut self) -> Option<(f64, E)> {
+    pub(crate) fn pop(&mut self) -> Option<(f64, E)> {
         self.heap.pop().map(|Reverse(e)| (e.time, e.event))
-    }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
     }
 }
 

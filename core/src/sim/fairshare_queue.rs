@@ -22,26 +22,37 @@ use crate::fairshare::{
 /// Why a replay cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReplayError {
+    /// A job's penalty could not be computed.
     #[error("job {id}: {source}")]
     Penalty {
+        /// The job's number.
         id: i64,
+        /// Why.
         #[source]
         source: PenaltyError,
     },
+    /// The usage ledger refused a start or an end.
     #[error(transparent)]
     Usage(#[from] UsageError),
+    /// A job that does not fit the platform even when every node is free.
     #[error(
         "job {id} can never be placed on the platform's free nodes; drop it from the workload"
     )]
-    Unplaceable { id: i64 },
+    Unplaceable {
+        /// The job's number.
+        id: i64,
+    },
 }
 
 /// Settings of a replay.
 pub struct QueueReplay<'a> {
+    /// The machines whose nodes the jobs are placed on.
     pub platform: &'a MachinePool,
+    /// P(j), the penalty each job's usage is charged with.
     pub penalty: &'a dyn PenaltyFunction,
     /// Decay half-life, seconds (None: no decay).
     pub half_life: Option<f64>,
+    /// Per-user shares the priority divides usage by.
     pub shares: &'a Shares,
     /// Multiply walltimes by the (slowest) used machine's speed (eq. 9).
     pub normalize_walltime: bool,
@@ -50,11 +61,13 @@ pub struct QueueReplay<'a> {
 /// When a job waited and ran.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QueueOutcome {
-    pub start: f64,
+    pub(crate) start: f64,
+    /// When it ended, seconds on the trace's clock.
     pub end: f64,
 }
 
 impl QueueOutcome {
+    /// Time `job` waited in the queue (start − submit), seconds.
     pub fn wait(&self, job: &FairshareJob) -> f64 {
         self.start - job.submit
     }
@@ -68,7 +81,9 @@ impl QueueOutcome {
 /// Outcomes in job order, and the usage ledger as it stands after the last job.
 #[derive(Debug, Clone)]
 pub struct QueueReplayResult {
+    /// One outcome per job, in job order.
     pub outcomes: Vec<QueueOutcome>,
+    /// The usage ledger after the last job ended.
     pub ledger: UsageLedger,
 }
 

@@ -4,7 +4,7 @@
 pub mod alloc;
 pub mod alloc_setup;
 pub mod alloc_sweep;
-pub mod event_queue;
+pub(crate) mod event_queue;
 pub mod fairshare;
 pub mod fairshare_queue;
 pub mod staging;

@@ -21,9 +21,9 @@ pub struct StagingSimResult {
     /// Bytes moved from storage to compute nodes.
     pub bytes_transferred: u64,
     /// Number of file transfers.
-    pub transfers: usize,
+    pub(crate) transfers: usize,
     /// Completion time of each node's last task.
-    pub node_finish: Vec<f64>,
+    pub(crate) node_finish: Vec<f64>,
     /// Tasks run to completion (all of the plan's tasks).
     pub completed: usize,
 }

@@ -5,7 +5,7 @@ use crate::staging::model::{NodeInfo, StagingPlatform, StorageId, TaskId, Worklo
 
 /// Seconds per byte to bring a file from storage node p to a node: the slower of the
 /// node's network share NBW_i and the storage's IBW_p.
-pub fn transfer_seconds_per_byte(
+pub(crate) fn transfer_seconds_per_byte(
     platform: &StagingPlatform,
     node: &NodeInfo,
     storage: StorageId,
@@ -18,7 +18,10 @@ pub fn transfer_seconds_per_byte(
 /// ExecT_i = Σ_{f_j ∈ F_i} size(f_j)·(Tr_j + 1/LBW + C), with
 /// Tr_j = P_FNE/BW + (1 − P_FNE)(1 − P_FE)/BW (eq. 1), P_FNE = 1/s_j, P_FE = 1/K,
 /// BW the minimum I/O or network bandwidth, LBW and C averaged over the nodes.
-pub fn expected_execution_times(workload: &Workload, platform: &StagingPlatform) -> Vec<f64> {
+pub(crate) fn expected_execution_times(
+    workload: &Workload,
+    platform: &StagingPlatform,
+) -> Vec<f64> {
     let nodes = platform.nodes();
     let k = nodes.len() as f64;
     let bw = nodes
@@ -49,7 +52,7 @@ pub fn expected_execution_times(workload: &Workload, platform: &StagingPlatform)
 }
 
 /// The eq. 2 weights as positive integers (microseconds) for the partitioner.
-pub fn partition_weights(workload: &Workload, platform: &StagingPlatform) -> Vec<i64> {
+pub(crate) fn partition_weights(workload: &Workload, platform: &StagingPlatform) -> Vec<i64> {
     expected_execution_times(workload, platform)
         .into_iter()
         .map(|s| ((s * 1e6).round() as i64).max(1))

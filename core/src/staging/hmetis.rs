@@ -41,7 +41,7 @@ impl<R: BufRead> Lines<R> {
 
 /// The most vertices a file may declare: vertex ids are `u32`, and the weights of this
 /// many vertices are allocated before the nets are read.
-pub const MAX_VERTICES: i64 = 100_000_000;
+pub(crate) const MAX_VERTICES: i64 = 100_000_000;
 /// Capacity reserved up front for nets; more grow as they are read, so a header cannot
 /// make the reader allocate for nets the file does not hold.
 const NETS_RESERVED: usize = 1 << 16;
@@ -207,7 +207,8 @@ pub fn write_partition(parts: &[u32]) -> String {
 }
 
 /// Reads a partition file for a hypergraph with `num_vertices` vertices and `k` blocks.
-pub fn read_partition(
+#[cfg(test)]
+pub(crate) fn read_partition(
     reader: impl BufRead,
     num_vertices: usize,
     k: usize,

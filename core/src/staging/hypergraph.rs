@@ -7,9 +7,9 @@
 use crate::staging::error::StagingError;
 
 /// Vertex and net ids are `u32`: the largest instances we target have a few million pins.
-pub type VertexId = u32;
+pub(crate) type VertexId = u32;
 /// Id of a net (hyperedge).
-pub type NetId = u32;
+pub(crate) type NetId = u32;
 
 /// An immutable hypergraph with positive integer vertex and net weights.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,50 +117,54 @@ impl Hypergraph {
         }
     }
 
+    /// Number of vertices (tasks, for a staging workload).
     pub fn num_vertices(&self) -> usize {
         self.vertex_weights.len()
     }
 
+    /// Number of nets (files, for a staging workload).
     pub fn num_nets(&self) -> usize {
         self.net_weights.len()
     }
 
+    /// Number of pins: Σ over nets of the vertices each connects.
     pub fn num_pins(&self) -> usize {
         self.pins.len()
     }
 
-    pub fn vertex_weight(&self, v: VertexId) -> i64 {
+    pub(crate) fn vertex_weight(&self, v: VertexId) -> i64 {
         self.vertex_weights[v as usize]
     }
 
-    pub fn vertex_weights(&self) -> &[i64] {
+    pub(crate) fn vertex_weights(&self) -> &[i64] {
         &self.vertex_weights
     }
 
-    pub fn net_weight(&self, e: NetId) -> i64 {
+    pub(crate) fn net_weight(&self, e: NetId) -> i64 {
         self.net_weights[e as usize]
     }
 
-    pub fn net_weights(&self) -> &[i64] {
+    #[cfg(test)]
+    pub(crate) fn net_weights(&self) -> &[i64] {
         &self.net_weights
     }
 
     /// Sum of all vertex weights, c(V).
-    pub fn total_weight(&self) -> i64 {
+    pub(crate) fn total_weight(&self) -> i64 {
         self.total_weight
     }
 
     /// The vertices of net `e`, sorted.
-    pub fn pins(&self, e: NetId) -> &[VertexId] {
+    pub(crate) fn pins(&self, e: NetId) -> &[VertexId] {
         &self.pins[self.net_offsets[e as usize]..self.net_offsets[e as usize + 1]]
     }
 
-    pub fn net_size(&self, e: NetId) -> usize {
+    pub(crate) fn net_size(&self, e: NetId) -> usize {
         self.net_offsets[e as usize + 1] - self.net_offsets[e as usize]
     }
 
     /// The nets that contain vertex `v`.
-    pub fn incident_nets(&self, v: VertexId) -> &[NetId] {
+    pub(crate) fn incident_nets(&self, v: VertexId) -> &[NetId] {
         &self.incident_nets[self.vertex_offsets[v as usize]..self.vertex_offsets[v as usize + 1]]
     }
 
@@ -168,7 +172,7 @@ impl Hypergraph {
     /// among the kept vertices and their weight (cut-net splitting, which keeps km1 exact
     /// under recursive bisection); nets left with fewer than two pins are dropped.
     /// Returns the sub-hypergraph and, for each new vertex, its old id.
-    pub fn induced(&self, keep: &[bool]) -> (Hypergraph, Vec<VertexId>) {
+    pub(crate) fn induced(&self, keep: &[bool]) -> (Hypergraph, Vec<VertexId>) {
         let mut new_id = vec![u32::MAX; self.num_vertices()];
         let mut old_ids = Vec::new();
         for v in 0..self.num_vertices() {

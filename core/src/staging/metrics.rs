@@ -18,7 +18,7 @@ fn connectivity(hg: &Hypergraph, parts: &[u32], e: NetId, seen: &mut Vec<u32>) -
 }
 
 /// Connectivity − 1 objective.
-pub fn km1(hg: &Hypergraph, parts: &[u32]) -> i64 {
+pub(crate) fn km1(hg: &Hypergraph, parts: &[u32]) -> i64 {
     let mut seen = Vec::new();
     (0..hg.num_nets() as NetId)
         .map(|e| hg.net_weight(e) * (connectivity(hg, parts, e, &mut seen) - 1))
@@ -35,7 +35,7 @@ pub fn cut(hg: &Hypergraph, parts: &[u32]) -> i64 {
 }
 
 /// c(V_b) for b in 0..k.
-pub fn part_weights(hg: &Hypergraph, parts: &[u32], k: usize) -> Vec<i64> {
+pub(crate) fn part_weights(hg: &Hypergraph, parts: &[u32], k: usize) -> Vec<i64> {
     let mut w = vec![0; k];
     for (v, &b) in parts.iter().enumerate() {
         w[b as usize] += hg.vertex_weight(v as u32);
@@ -44,17 +44,18 @@ pub fn part_weights(hg: &Hypergraph, parts: &[u32], k: usize) -> Vec<i64> {
 }
 
 /// ⌈c(V)/k⌉: the weight of a block in a perfectly balanced partition.
-pub fn perfect_part_weight(total: i64, k: usize) -> i64 {
+pub(crate) fn perfect_part_weight(total: i64, k: usize) -> i64 {
     (total + k as i64 - 1) / k as i64
 }
 
 /// ⌊(1 + ε)·⌈c(V)/k⌉⌋, Mt-KaHyPar's maximum block weight.
-pub fn max_part_weight(total: i64, k: usize, epsilon: f64) -> i64 {
+#[cfg(test)]
+pub(crate) fn max_part_weight(total: i64, k: usize, epsilon: f64) -> i64 {
     ((1.0 + epsilon) * perfect_part_weight(total, k) as f64).floor() as i64
 }
 
 /// max_b c(V_b) / ⌈c(V)/k⌉ − 1.
-pub fn imbalance(hg: &Hypergraph, parts: &[u32], k: usize) -> f64 {
+pub(crate) fn imbalance(hg: &Hypergraph, parts: &[u32], k: usize) -> f64 {
     let perfect = perfect_part_weight(hg.total_weight(), k) as f64;
     let heaviest = part_weights(hg, parts, k).into_iter().max().unwrap_or(0) as f64;
     heaviest / perfect - 1.0

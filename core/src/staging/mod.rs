@@ -12,23 +12,24 @@
 //! order) or, for SJF, one shared queue. The simulator (`crate::sim::staging`) replays
 //! such plans; `partition` is usable on its own for any hypergraph.
 
-pub mod baselines;
-pub mod error;
-pub mod estimate;
-pub mod het_hps;
+pub(crate) mod baselines;
+pub(crate) mod error;
+pub(crate) mod estimate;
+pub(crate) mod het_hps;
 pub mod hmetis;
-pub mod hypergraph;
+pub(crate) mod hypergraph;
 pub mod metrics;
-pub mod model;
-pub mod ordering;
-pub mod partition;
+pub(crate) mod model;
+pub(crate) mod ordering;
+pub(crate) mod partition;
 pub mod platforms;
-pub mod policy;
-pub mod registry;
+pub(crate) mod policy;
+pub(crate) mod registry;
 pub mod workload;
 
 pub use error::StagingError;
 pub use hypergraph::Hypergraph;
+pub use model::{DataFile, StagingPlatform, Task, Workload};
 pub use partition::{partition, Partition, PartitionConfig};
 pub use policy::{StagingPlan, StagingPolicy};
 pub use registry::{policy_by_name, POLICY_NAMES};

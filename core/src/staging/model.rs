@@ -8,30 +8,31 @@ use serde::{Deserialize, Serialize};
 use crate::staging::error::StagingError;
 use crate::staging::hypergraph::Hypergraph;
 
-pub type FileId = u32;
-pub type TaskId = u32;
-pub type StorageId = u32;
-/// Index of a compute node in [`StagingPlatform::nodes`] order (cluster by cluster).
-pub type NodeId = u32;
+pub(crate) type FileId = u32;
+pub(crate) type TaskId = u32;
+pub(crate) type StorageId = u32;
 
 /// One input file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DataFile {
-    pub size_bytes: u64,
+    pub(crate) size_bytes: u64,
     /// The storage node that holds it, M(f_j).
-    pub storage: StorageId,
+    pub(crate) storage: StorageId,
 }
 
 /// One task: the files it reads. Its compute time is Σ size × C_i on node i (eq. 5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
-    pub files: Vec<FileId>,
+    /// Indices into [`Workload::files`], distinct.
+    pub(crate) files: Vec<FileId>,
 }
 
 /// A batch of tasks and the files they share.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
+    /// Every file the tasks read, indexed by file id.
     pub files: Vec<DataFile>,
+    /// The tasks, indexed by task id.
     pub tasks: Vec<Task>,
 }
 
@@ -76,7 +77,7 @@ impl Workload {
     }
 
     /// Number of tasks reading each file, s_j.
-    pub fn sharers(&self) -> Vec<u32> {
+    pub(crate) fn sharers(&self) -> Vec<u32> {
         let mut s = vec![0u32; self.files.len()];
         for task in &self.tasks {
             for &f in &task.files {
@@ -122,48 +123,48 @@ impl Workload {
 
 /// A compute cluster of identical nodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ComputeCluster {
-    pub name: String,
-    pub nodes: u32,
+pub(crate) struct ComputeCluster {
+    pub(crate) name: String,
+    pub(crate) nodes: u32,
     /// C_i: seconds of computation per input byte.
-    pub compute_seconds_per_byte: f64,
+    pub(crate) compute_seconds_per_byte: f64,
     /// LBW_i: local disk bandwidth of each node (bytes/s).
-    pub disk_bandwidth: f64,
+    pub(crate) disk_bandwidth: f64,
     /// Bandwidth of the cluster's link to the storage (bytes/s), shared by its nodes.
-    pub link_bandwidth: f64,
+    pub(crate) link_bandwidth: f64,
 }
 
 /// A storage node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StorageNode {
+pub(crate) struct StorageNode {
     /// IBW_p (bytes/s).
-    pub io_bandwidth: f64,
+    pub(crate) io_bandwidth: f64,
 }
 
 /// The Het-HPS compute platform model: compute clusters and the storage nodes their files
 /// live on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StagingPlatform {
-    pub clusters: Vec<ComputeCluster>,
-    pub storage: Vec<StorageNode>,
+    pub(crate) clusters: Vec<ComputeCluster>,
+    pub(crate) storage: Vec<StorageNode>,
 }
 
 /// One compute node as the planners see it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct NodeInfo {
-    pub cluster: u32,
+pub(crate) struct NodeInfo {
+    pub(crate) cluster: u32,
     /// C_i (s/byte).
-    pub compute_seconds_per_byte: f64,
+    pub(crate) compute_seconds_per_byte: f64,
     /// LBW_i (bytes/s).
-    pub disk_bandwidth: f64,
+    pub(crate) disk_bandwidth: f64,
     /// NBW_i: the node's share of its cluster's link when all nodes transfer at once
     /// (the paper's worst case, Section 6.3), bytes/s.
-    pub network_bandwidth: f64,
+    pub(crate) network_bandwidth: f64,
 }
 
 impl NodeInfo {
     /// Seconds to read and process one byte locally: 1/LBW_i + C_i (eq. 5).
-    pub fn local_seconds_per_byte(&self) -> f64 {
+    pub(crate) fn local_seconds_per_byte(&self) -> f64 {
         1.0 / self.disk_bandwidth + self.compute_seconds_per_byte
     }
 }
@@ -203,7 +204,7 @@ impl StagingPlatform {
     }
 
     /// All compute nodes, cluster by cluster.
-    pub fn nodes(&self) -> Vec<NodeInfo> {
+    pub(crate) fn nodes(&self) -> Vec<NodeInfo> {
         self.clusters
             .iter()
             .enumerate()
@@ -218,7 +219,7 @@ impl StagingPlatform {
             .collect()
     }
 
-    pub fn node_count(&self) -> usize {
+    pub(crate) fn node_count(&self) -> usize {
         self.clusters.iter().map(|c| c.nodes as usize).sum()
     }
 }

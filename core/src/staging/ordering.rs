@@ -9,7 +9,7 @@ use crate::staging::estimate::transfer_seconds_per_byte;
 use crate::staging::model::{NodeInfo, StagingPlatform, TaskId, Workload};
 
 /// Orders each node's tasks; `node_of[t]` is the node of task t.
-pub fn order_by_ect(
+pub(crate) fn order_by_ect(
     workload: &Workload,
     platform: &StagingPlatform,
     node_of: &[u32],

@@ -5,7 +5,7 @@
 //! [`policy_by_name`].
 
 use crate::staging::error::StagingError;
-use crate::staging::model::{NodeId, StagingPlatform, TaskId, Workload};
+use crate::staging::model::{StagingPlatform, TaskId, Workload};
 
 /// How the tasks reach the nodes.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,13 +18,14 @@ pub enum StagingPlan {
 
 impl StagingPlan {
     /// The node each task is planned on, if the plan is static.
-    pub fn node_of_tasks(&self, tasks: usize) -> Option<Vec<NodeId>> {
+    #[cfg(test)]
+    pub(crate) fn node_of_tasks(&self, tasks: usize) -> Option<Vec<u32>> {
         match self {
             StagingPlan::PerNode(lists) => {
                 let mut node = vec![0; tasks];
                 for (i, list) in lists.iter().enumerate() {
                     for &t in list {
-                        node[t as usize] = i as NodeId;
+                        node[t as usize] = i as u32;
                     }
                 }
                 Some(node)

@@ -14,21 +14,37 @@ use crate::fairshare::Machine;
 /// A machines file that cannot be used, with the line and field at fault.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MachinesError {
+    /// A line with neither the Alea nor the AleaNG field count.
     #[error("line {line}: expected 6 fields (id name nodes cpus speed ram_kb) or 8 fields (id name nodes pes rating ram_gb speed gpus), found {found}")]
-    FieldCount { line: usize, found: usize },
+    FieldCount {
+        /// Line number, counting from 1.
+        line: usize,
+        /// Fields found on it.
+        found: usize,
+    },
+    /// A field that should be a non-negative number (a whole one for counts) is not.
     #[error("line {line}: field {field} ({name}) is not a valid number: {text:?}")]
     BadNumber {
+        /// Line number, counting from 1.
         line: usize,
+        /// Field number on the line, counting from 1.
         field: usize,
+        /// What the field holds, e.g. `nodes` or `speed`.
         name: &'static str,
+        /// The field's text.
         text: String,
     },
+    /// A machine that parses but cannot be used (see [`Machine::problem`]).
     #[error("line {line}: machine {machine:?} {problem}")]
     BadMachine {
+        /// Line number, counting from 1.
         line: usize,
+        /// The machine's name.
         machine: String,
+        /// What is wrong with it.
         problem: String,
     },
+    /// Only blank or comment lines.
     #[error("the machines file lists no machine")]
     Empty,
 }

@@ -3,16 +3,16 @@
 //! files and the minimal `[[machine]]` platform profile. Every reader takes `&str` or
 //! `impl BufRead`; opening files and decompressing `.gz` is the CLI loader's job.
 
-pub mod machines;
-pub mod nodespec;
+pub(crate) mod machines;
+pub(crate) mod nodespec;
 mod nodespec_request;
-pub mod platform_profile;
-pub mod size;
-pub mod swf;
+pub(crate) mod platform_profile;
+pub(crate) mod size;
+pub(crate) mod swf;
 
 pub use machines::{parse_alea_machines, MachinesError};
-pub use nodespec::{parse_nodespec, NodespecError, NodespecGroup};
-pub use nodespec_request::job_request;
+pub(crate) use nodespec::{parse_nodespec, NodespecGroup};
+pub(crate) use nodespec_request::job_request;
 pub use platform_profile::{parse_platform_profile, PlatformProfileError};
 pub use size::{parse_size, SizeError};
 pub use swf::{parse_swf, SwfError, SwfJob, SwfOptions, SwfStats, SwfTrace};

@@ -9,35 +9,35 @@ use super::size::parse_size;
 /// One `+`-separated group of a nodespec: identical nodes with their resources and
 /// properties (the scheduler's placement block is `sched::NodeGroup`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct NodespecGroup {
+pub(crate) struct NodespecGroup {
     /// Number of nodes in the group.
-    pub count: u32,
+    pub(crate) count: u32,
     /// CPUs per node (`ppn`, default 1).
-    pub ppn: u32,
+    pub(crate) ppn: u32,
     /// GPUs per node (`gpus=`, default 0).
-    pub gpus: u32,
+    pub(crate) gpus: u32,
     /// Memory per node when the group states it (`mem=3gb`), bytes.
-    pub mem: Option<u64>,
+    pub(crate) mem: Option<u64>,
     /// Required properties (`x86_64`, `cl_zewura`, `nodecpus80`, ...).
-    pub properties: Vec<String>,
+    pub(crate) properties: Vec<String>,
     /// Excluded properties or hosts (`^zewura12.cerit-sc.cz`).
-    pub excluded: Vec<String>,
+    pub(crate) excluded: Vec<String>,
     /// Required host (`host=zewura10` or `zegox20.cerit-sc.cz`).
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     /// `#excl`: whole nodes.
-    pub exclusive: bool,
+    pub(crate) exclusive: bool,
 }
 
 /// A nodespec that cannot be understood.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("nodespec {spec:?}: {reason}")]
-pub struct NodespecError {
-    pub spec: String,
-    pub reason: String,
+pub(crate) struct NodespecError {
+    pub(crate) spec: String,
+    pub(crate) reason: String,
 }
 
 /// Parse a nodespec into its groups.
-pub fn parse_nodespec(spec: &str) -> Result<Vec<NodespecGroup>, NodespecError> {
+pub(crate) fn parse_nodespec(spec: &str) -> Result<Vec<NodespecGroup>, NodespecError> {
     let err = |reason: String| NodespecError {
         spec: spec.to_string(),
         reason,

@@ -23,14 +23,20 @@ use crate::fairshare::Machine;
 /// A profile that cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PlatformProfileError {
+    /// Not TOML, or a field of the wrong type; the parser's message.
     #[error("invalid platform profile: {0}")]
     Toml(String),
+    /// No `[[machine]]` table at all.
     #[error("the platform profile has no [[machine]] table")]
     Empty,
+    /// A machine table with a missing or unusable value.
     #[error("[[machine]] number {index} ({name:?}): {problem}")]
     BadMachine {
+        /// Position of the table among the `[[machine]]` tables, counting from 1.
         index: usize,
+        /// The machine's name.
         name: String,
+        /// What is wrong with it.
         problem: String,
     },
 }

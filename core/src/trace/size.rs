@@ -5,6 +5,7 @@
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{text:?} is not a size: write a number with an optional unit B, KB, MB, GB, TB (binary multiples, e.g. 512GB)")]
 pub struct SizeError {
+    /// The text that is not a size.
     pub text: String,
 }
 

@@ -16,9 +16,9 @@
 use std::io::BufRead;
 
 /// Number of standard SWF fields.
-pub const SWF_FIELDS: usize = 18;
+pub(crate) const SWF_FIELDS: usize = 18;
 /// Fields of Alea's extended format (18 + node ids, queue name, PBS nodespec).
-pub const ALEA_FIELDS: usize = 21;
+pub(crate) const ALEA_FIELDS: usize = 21;
 /// How many skipped line numbers are kept for the report.
 const SKIPPED_LINES_KEPT: usize = 10;
 
@@ -26,53 +26,53 @@ const SKIPPED_LINES_KEPT: usize = 10;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SwfJob {
     /// 1: job number.
-    pub id: i64,
+    pub(crate) id: i64,
     /// 2: submit time, seconds.
-    pub submit: f64,
+    pub(crate) submit: f64,
     /// 3: wait time, seconds.
-    pub wait: Option<f64>,
+    pub(crate) wait: Option<f64>,
     /// 4: run time, seconds (None when the job never ran, e.g. cancelled in the queue).
-    pub run: Option<f64>,
+    pub(crate) run: Option<f64>,
     /// 5: allocated processors.
-    pub allocated_procs: Option<u32>,
+    pub(crate) allocated_procs: Option<u32>,
     /// 7: used memory, KB.
-    pub used_mem_kb: Option<f64>,
+    pub(crate) used_mem_kb: Option<f64>,
     /// 8: requested processors.
-    pub requested_procs: Option<u32>,
+    pub(crate) requested_procs: Option<u32>,
     /// 9: requested time (walltime limit), seconds.
-    pub requested_time: Option<f64>,
+    pub(crate) requested_time: Option<f64>,
     /// 10: requested memory: KB per processor in standard SWF, **bytes** per job in Alea's
     /// MetaCentrum traces (see [`SwfTrace::extended`]).
-    pub requested_mem: Option<f64>,
+    pub(crate) requested_mem: Option<f64>,
     /// 11: status (1 completed, 0 failed, 5 cancelled, ...).
-    pub status: Option<i64>,
+    pub(crate) status: Option<i64>,
     /// 12: user id.
-    pub user: Option<i64>,
+    pub(crate) user: Option<i64>,
     /// 13: group id.
-    pub group: Option<i64>,
+    pub(crate) group: Option<i64>,
     /// 15: queue number.
-    pub queue: Option<i64>,
+    pub(crate) queue: Option<i64>,
     /// 16: partition number.
-    pub partition: Option<i64>,
+    pub(crate) partition: Option<i64>,
     /// 19 (Alea): node ids used, the text between `{}`.
-    pub node_ids: Option<String>,
+    pub(crate) node_ids: Option<String>,
     /// 20 (Alea): queue name.
-    pub queue_name: Option<String>,
+    pub(crate) queue_name: Option<String>,
     /// 21 (Alea): PBS nodespec, e.g. `1:ppn=64:x86_64:cl_zewura#excl`.
-    pub nodespec: Option<String>,
+    pub(crate) nodespec: Option<String>,
 }
 
 impl SwfJob {
     /// Processors the job asked for, falling back to the allocated count when the request is
     /// unknown (a common archive quirk). None when both are unknown.
-    pub fn procs(&self) -> Option<u32> {
+    pub(crate) fn procs(&self) -> Option<u32> {
         self.requested_procs
             .filter(|&p| p > 0)
             .or(self.allocated_procs.filter(|&p| p > 0))
     }
 
     /// True when the recorded run time exceeds the requested time.
-    pub fn overran_request(&self) -> bool {
+    pub(crate) fn overran_request(&self) -> bool {
         matches!((self.run, self.requested_time), (Some(r), Some(q)) if r > q)
     }
 }
@@ -80,39 +80,43 @@ impl SwfJob {
 /// Counts of the quirks met while reading.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SwfStats {
+    /// `;` header lines read.
     pub header_lines: usize,
+    /// Job records read (the length of [`SwfTrace::jobs`]).
     pub jobs: usize,
     /// Lines skipped for a wrong field count or an unparsable field.
     pub skipped_lines: usize,
     /// First few skipped line numbers (1-based) with the reason.
     pub skipped_examples: Vec<(usize, String)>,
     /// Jobs whose requested processors were unknown and replaced by the allocated count.
-    pub procs_from_allocated: usize,
+    pub(crate) procs_from_allocated: usize,
     /// Jobs whose run time is unknown (never ran).
-    pub missing_run: usize,
+    pub(crate) missing_run: usize,
     /// Jobs whose requested time is unknown.
-    pub missing_requested_time: usize,
+    pub(crate) missing_requested_time: usize,
     /// Jobs that ran longer than they requested.
     pub overran_request: usize,
     /// True when the file's submit times were not monotonic (the jobs were sorted).
-    pub resorted: bool,
+    pub(crate) resorted: bool,
 }
 
 /// A parsed trace.
 #[derive(Debug, Clone, Default)]
 pub struct SwfTrace {
     /// `;` lines, without the leading `;` and surrounding blanks.
-    pub header: Vec<String>,
+    pub(crate) header: Vec<String>,
     /// Jobs sorted by submit time.
     pub jobs: Vec<SwfJob>,
     /// True when at least one line had Alea's 21 fields.
-    pub extended: bool,
+    pub(crate) extended: bool,
+    /// What the reader met on the way.
     pub stats: SwfStats,
 }
 
 impl SwfTrace {
     /// Value of a `; Key: value` header line (e.g. `MaxProcs`), if present.
-    pub fn header_value(&self, key: &str) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn header_value(&self, key: &str) -> Option<&str> {
         self.header.iter().find_map(|line| {
             let (k, v) = line.split_once(':')?;
             (k.trim() == key).then(|| v.trim())
@@ -130,18 +134,31 @@ pub struct SwfOptions {
 /// Errors of the SWF reader.
 #[derive(Debug, thiserror::Error)]
 pub enum SwfError {
+    /// The reader failed.
     #[error("reading the trace failed at line {line}: {source}")]
     Io {
+        /// The line being read, counting from 1.
         line: usize,
+        /// The reader's error.
         #[source]
         source: std::io::Error,
     },
+    /// A malformed line, in strict mode.
     #[error(
         "line {line}: {reason} (strict mode rejects malformed lines; drop --strict to skip them)"
     )]
-    Malformed { line: usize, reason: String },
+    Malformed {
+        /// Line number, counting from 1.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No job record at all.
     #[error("the trace holds no job records ({skipped} malformed lines skipped)")]
-    Empty { skipped: usize },
+    Empty {
+        /// Malformed lines skipped.
+        skipped: usize,
+    },
 }
 
 /// Parse an SWF (or Alea extended SWF) trace.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use hetpilot::sched::affinity_tables::AffinityTables;
+use hetpilot::sched::AffinityTables;
 use hetpilot::sched::RuntimeProfile;
 
 /// Print Table 3 (throughput, EPA, RPA) and Table 4 (raw / normalized co-runner difference).

@@ -279,7 +279,7 @@ impl PlatformProfile {
         if file.nodes == 0 {
             return Err(invalid("nodes", "must be at least 1".into()));
         }
-        let memory_per_node_mb = crate::trace::size::parse_size(&file.memory_per_node)
+        let memory_per_node_mb = crate::trace::parse_size(&file.memory_per_node)
             .map_err(|e| invalid("memory_per_node", e.to_string()))?
             / (1024 * 1024);
         if memory_per_node_mb == 0 {

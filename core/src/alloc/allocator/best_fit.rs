@@ -4,7 +4,7 @@
 use super::{Allocator, AllocatorInput};
 
 #[derive(Debug, Clone, Copy, Default)]
-pub struct BestFit;
+pub(crate) struct BestFit;
 
 impl Allocator for BestFit {
     fn name(&self) -> String {

@@ -4,7 +4,7 @@
 use super::{Allocator, AllocatorInput};
 
 #[derive(Debug, Clone, Copy, Default)]
-pub struct FastestFirst;
+pub(crate) struct FastestFirst;
 
 impl Allocator for FastestFirst {
     fn name(&self) -> String {

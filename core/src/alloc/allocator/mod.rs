@@ -5,9 +5,9 @@ mod best_fit;
 mod fastest_first;
 mod tlpa;
 
-pub use best_fit::BestFit;
-pub use fastest_first::FastestFirst;
-pub use tlpa::Tlpa;
+pub(crate) use best_fit::BestFit;
+pub(crate) use fastest_first::FastestFirst;
+pub(crate) use tlpa::Tlpa;
 
 use super::load::ClusterLoad;
 use super::model::{AllocError, Cluster, Job};
@@ -15,15 +15,15 @@ use super::model::{AllocError, Cluster, Job};
 /// Everything an allocator may look at when the head job can start now.
 #[derive(Debug, Clone, Copy)]
 pub struct AllocatorInput<'a> {
-    pub now: f64,
-    pub job: &'a Job,
-    pub clusters: &'a [Cluster],
+    pub(crate) now: f64,
+    pub(crate) job: &'a Job,
+    pub(crate) clusters: &'a [Cluster],
     /// Free processors and expected releases (from estimates) per cluster.
-    pub loads: &'a [ClusterLoad],
+    pub(crate) loads: &'a [ClusterLoad],
     /// Clusters with enough free processors for `job` now: non-empty, ascending.
-    pub allocable: &'a [usize],
+    pub(crate) allocable: &'a [usize],
     /// Waiting jobs behind `job`, in scheduling order, at most [`Allocator::lookahead`].
-    pub waiting: &'a [Job],
+    pub(crate) waiting: &'a [Job],
 }
 
 /// A processor allocation policy.
@@ -39,7 +39,7 @@ pub trait Allocator: Send {
 }
 
 /// Names accepted by [`allocator_by_name`].
-pub const ALLOCATOR_NAMES: [&str; 3] = ["bf", "ff", "tlpa"];
+pub(crate) const ALLOCATOR_NAMES: [&str; 3] = ["bf", "ff", "tlpa"];
 
 /// `bf` (best-fit), `ff` (fastest-first) or `tlpa` (TLPA_BJS with look-ahead `depth`).
 pub fn allocator_by_name(name: &str, depth: usize) -> Result<Box<dyn Allocator>, AllocError> {

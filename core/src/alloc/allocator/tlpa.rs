@@ -16,26 +16,22 @@ use crate::alloc::model::Job;
 
 /// TLPA_BJS with simulation depth d.
 #[derive(Debug, Clone, Default)]
-pub struct Tlpa {
+pub(crate) struct Tlpa {
     depth: usize,
     scratch: Vec<ClusterLoad>,
 }
 
 impl Tlpa {
-    pub fn new(depth: usize) -> Self {
+    pub(crate) fn new(depth: usize) -> Self {
         Tlpa {
             depth,
             scratch: Vec::new(),
         }
     }
 
-    pub fn depth(&self) -> usize {
-        self.depth
-    }
-
     /// The scoring function of Fig. 1: average expected turnaround of the job on `c` and of
     /// the next `depth` waiting jobs each on its best cluster.
-    pub fn score(&mut self, d: &AllocatorInput, c: usize) -> f64 {
+    pub(crate) fn score(&mut self, d: &AllocatorInput, c: usize) -> f64 {
         let loads = &mut self.scratch;
         loads.resize_with(d.loads.len(), ClusterLoad::default);
         for (scratch, load) in loads.iter_mut().zip(d.loads) {

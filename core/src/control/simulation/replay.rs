@@ -11,25 +11,41 @@ use crate::sched::SchedError;
 /// Why a journal cannot be replayed, or where the replay departed from it.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// No entry, or a first entry other than `open`.
     #[error("the journal is empty or does not start with its `open` line")]
     NoOpen,
+    /// The live manager started from a store this journal does not hold.
     #[error("the journal starts from a restarted manager's stored state, which it does not hold; journal a run from a fresh data directory")]
     Restored,
+    /// The `open` line's settings do not make a control plane.
     #[error("the journal's scheduler settings are refused: {0}")]
     Settings(#[from] SchedError),
+    /// A submitted application that does not validate.
     #[error("line {line}: application {app}'s spec is refused: {reason}")]
     Spec {
+        /// The entry's line, counting from 1.
         line: usize,
+        /// The application.
         app: hetpilot_protocol::AppId,
+        /// Why its spec is refused.
         reason: String,
     },
+    /// A `round_finished` without a `round_began` before it.
     #[error("line {line}: a round finished that never began")]
-    NoRound { line: usize },
+    NoRound {
+        /// The entry's line, counting from 1.
+        line: usize,
+    },
+    /// The replay decided otherwise than the live manager: the first such entry.
     #[error("line {line} ({input}): the live manager decided {live:?}, the replay {replayed:?}")]
     Departed {
+        /// The entry's line, counting from 1.
         line: usize,
+        /// The kind of the entry's input, as the journal names it (e.g. `lease`).
         input: String,
+        /// What the live manager decided.
         live: Box<Output>,
+        /// What the replay decided.
         replayed: Box<Output>,
     },
 }
@@ -37,10 +53,13 @@ pub enum ReplayError {
 /// What a replay went through.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ReplaySummary {
+    /// Entries replayed.
     pub inputs: usize,
     /// Decisions compared (all identical).
     pub leases: usize,
+    /// Task attempts those leases handed out.
     pub leased_tasks: usize,
+    /// Rounds replayed (their allocations compared).
     pub rounds: usize,
 }
 

@@ -12,24 +12,28 @@ use hetpilot_protocol::{AgentId, AppId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
+/// A whole `simulate live` scenario (see the module doc).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// The `[scheduler]` section, as in the manager's configuration.
     #[serde(default)]
     pub scheduler: SchedulerConfig,
     #[serde(default)]
-    pub fairshare: FairshareConfig,
+    pub(crate) fairshare: FairshareConfig,
     /// An agent silent this long is lost (simulated agents never are).
     #[serde(default = "default_lease_timeout_ms")]
-    pub lease_timeout_ms: u64,
+    pub(crate) lease_timeout_ms: u64,
     /// Seeds the runtimes' noise (the scheduler has its own `[scheduler] seed`).
     #[serde(default)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Each run's wall time is its mean × a log-normal factor of this σ (0: exact).
     #[serde(default)]
-    pub runtime_noise: f64,
+    pub(crate) runtime_noise: f64,
+    /// The `[[platform]]` tables: each platform's agents.
     #[serde(rename = "platform")]
     pub platforms: Vec<ScenarioPlatform>,
+    /// The `[[app]]` tables: the applications, in submission order for equal times.
     #[serde(rename = "app")]
     pub apps: Vec<ScenarioApp>,
 }
@@ -42,26 +46,28 @@ fn default_lease_timeout_ms() -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioPlatform {
+    /// The platform's name (the key of each application's `runtime_s`).
     pub name: String,
     /// When each agent joins (ms from the start): a pilot's batch-queue wait.
-    pub agents_at_ms: Vec<u64>,
-    pub slots: u32,
+    pub(crate) agents_at_ms: Vec<u64>,
+    pub(crate) slots: u32,
 }
 
 /// One application.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioApp {
+    /// The application's name, unique in the scenario.
     pub name: String,
     #[serde(default = "default_owner")]
-    pub owner: String,
-    pub tasks: u64,
+    pub(crate) owner: String,
+    pub(crate) tasks: u64,
     #[serde(default = "one")]
-    pub cores: u32,
+    pub(crate) cores: u32,
     #[serde(default)]
-    pub submit_at_ms: u64,
+    pub(crate) submit_at_ms: u64,
     /// Mean wall time of one task on each platform, seconds.
-    pub runtime_s: BTreeMap<String, f64>,
+    pub(crate) runtime_s: BTreeMap<String, f64>,
 }
 
 fn default_owner() -> String {
@@ -75,28 +81,44 @@ fn one() -> u32 {
 /// Why a scenario cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// An application without a runtime on one of the platforms.
     #[error("application `{app}` has no runtime on platform `{platform}` (runtime_s.{platform})")]
-    NoRuntime { app: String, platform: String },
+    NoRuntime {
+        /// The application's name.
+        app: String,
+        /// The platform's name.
+        platform: String,
+    },
+    /// A runtime that is negative or not finite.
     #[error("application `{app}`: runtime_s.{platform} = {value} is not a duration in seconds")]
     BadRuntime {
+        /// The application's name.
         app: String,
+        /// The platform's name.
         platform: String,
+        /// The runtime given.
         value: f64,
     },
+    /// A platform (named) whose agents have no slot.
     #[error("platform `{0}` has agents of 0 slots")]
     NoSlots(String),
+    /// An application (named) whose tasks need no core.
     #[error("application `{0}` has tasks of 0 cores")]
     NoCores(String),
+    /// A `runtime_noise` σ outside 0-2.
     #[error("runtime_noise {0} is not in 0-2")]
     Noise(f64),
+    /// A journal that cannot give a scenario: no `open` line, or a restarted manager's.
     #[error("the journal has no `open` line, or starts from a restarted manager's state")]
     NoOpen,
+    /// A journal's application that never ran on a platform, so its runtime there is
+    /// unknown (the application, the platform's name).
     #[error("the journal's application {0} never ran a task on platform `{1}`: its runtime there is unknown")]
     Unmeasured(AppId, String),
 }
 
 impl Scenario {
-    pub fn check(&self) -> Result<(), ScenarioError> {
+    pub(crate) fn check(&self) -> Result<(), ScenarioError> {
         if !(0.0..=2.0).contains(&self.runtime_noise) {
             return Err(ScenarioError::Noise(self.runtime_noise));
         }
@@ -132,7 +154,7 @@ impl Scenario {
     }
 
     /// What the control plane is configured with.
-    pub fn settings(&self) -> ControlSettings {
+    pub(crate) fn settings(&self) -> ControlSettings {
         ControlSettings {
             scheduler: self.scheduler.clone(),
             fairshare: self.fairshare.clone(),

@@ -19,12 +19,21 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 /// Why a simulation cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
+    /// The scenario itself is unusable.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// The `[scheduler]` settings do not make a control plane.
     #[error("the scheduler settings are refused: {0}")]
     Settings(#[from] SchedError),
+    /// An application whose spec does not validate.
     #[error("application `{app}` is refused: {reason}")]
-    Spec { app: String, reason: String },
+    Spec {
+        /// The application's name.
+        app: String,
+        /// Why its spec is refused.
+        reason: String,
+    },
+    /// An application (named) that no agent can ever run.
     #[error(
         "no agent can run application `{0}` (its tasks need more cores than any agent has slots)"
     )]
@@ -34,8 +43,11 @@ pub enum SimError {
 /// A round's allocation: cores of each application (by name) on each platform.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AllocationRecord {
+    /// When the round finished, ms from the start.
     pub at_ms: u64,
+    /// The platforms of the round's view, in its order.
     pub platforms: Vec<String>,
+    /// Each allocated application's name and its cores per platform (in `platforms` order).
     pub apps: Vec<(String, Vec<u32>)>,
 }
 
@@ -50,6 +62,7 @@ pub struct SimOutcome {
     pub runs: BTreeMap<String, BTreeMap<String, u64>>,
     /// Every round whose allocation differed from the round before.
     pub allocations: Vec<AllocationRecord>,
+    /// Scheduling rounds run.
     pub rounds: u64,
 }
 

@@ -15,15 +15,23 @@ use super::request::JobRequest;
 /// Why a penalty cannot be computed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PenaltyError {
+    /// No machine can satisfy one of the job's node requests, so M_{k,j} is empty.
     #[error("no suitable machine for node request {request} ({count} node(s) x {cpus} CPUs, {ram_gib:.2} GiB RAM, {gpus} GPUs{constraints}): no machine has enough CPUs, RAM, GPUs, nodes or the asked properties")]
     NoSuitableMachine {
+        /// Position of the node request in [`JobRequest::nodes`], counting from 1.
         request: usize,
+        /// Nodes in that request.
         count: u32,
+        /// CPUs per node it asks for.
         cpus: u32,
+        /// RAM per node it asks for, GiB.
         ram_gib: f64,
+        /// GPUs per node it asks for.
         gpus: u32,
+        /// Its constraints as text (`, constraints [...]`), empty when there are none.
         constraints: String,
     },
+    /// The job asks for no CPUs at all (no node request, or only empty ones).
     #[error("the job requests nothing (0 CPUs on 0 nodes)")]
     EmptyRequest,
 }
@@ -37,10 +45,10 @@ pub trait PenaltyFunction: Send + Sync {
 }
 
 /// Names accepted by [`penalty_by_name`].
-pub const PENALTY_NAMES: [&str; 3] = ["multi-resource", "cpu", "processor-equivalent"];
+pub(crate) const PENALTY_NAMES: [&str; 3] = ["multi-resource", "cpu", "processor-equivalent"];
 
 /// The penalty function called `name` (see [`PENALTY_NAMES`]).
-pub fn penalty_by_name(name: &str) -> Option<Box<dyn PenaltyFunction>> {
+pub(crate) fn penalty_by_name(name: &str) -> Option<Box<dyn PenaltyFunction>> {
     match name {
         "multi-resource" => Some(Box::new(MultiResource)),
         "cpu" => Some(Box::new(CpuOnly)),

@@ -22,6 +22,8 @@ pub struct MultiResource;
 pub struct MachinePrice {
     /// Index into `MachinePool::machines()`.
     pub machine: usize,
+    /// PE_k(j, i) of eq. 7: the processor equivalent of one node of the request on this
+    /// machine, in CPUs × node cost.
     pub pe: f64,
 }
 
@@ -29,16 +31,16 @@ pub struct MachinePrice {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestPrice {
     /// Nodes in the group (each is one k in eq. 8).
-    pub count: u32,
+    pub(crate) count: u32,
     /// PE_k(j, i) for each i ∈ M_{k,j}, in platform order.
     pub suitable: Vec<MachinePrice>,
     /// min_{i ∈ M_{k,j}} PE_k(j, i).
-    pub min_pe: f64,
+    pub(crate) min_pe: f64,
 }
 
 impl MultiResource {
     /// PE_k(j, i) of eq. 7 (eq. 4 for single-node jobs), GPUs included when `m` has some.
-    pub fn processor_equivalent(request: &NodeRequest, m: &Machine) -> f64 {
+    pub(crate) fn processor_equivalent(request: &NodeRequest, m: &Machine) -> f64 {
         let avail_cpu = f64::from(m.cpus_per_node);
         if request.exclusive {
             return avail_cpu * m.node_cost;

@@ -19,10 +19,6 @@ pub(super) fn build(settings: &SchedulerSettings) -> Box<dyn FirstLevelPolicy> {
 }
 
 impl FirstLevelPolicy for ApplicationAffinityFirst {
-    fn name(&self) -> &'static str {
-        "aaf"
-    }
-
     fn allocate(&self, input: &FirstLevelInput, _: &mut dyn RngCore) -> Vec<Vec<u64>> {
         allocate(input, |state: &AffinityFirstState| {
             let mut z = vec![vec![false; input.platforms.len()]; input.apps.len()];

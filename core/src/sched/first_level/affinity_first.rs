@@ -7,23 +7,23 @@ use crate::sched::first_level::FirstLevelInput;
 
 /// The loop state a favored-pair selection may look at.
 pub(super) struct AffinityFirstState<'a> {
-    pub input: &'a FirstLevelInput,
+    pub(crate) input: &'a FirstLevelInput,
     /// Cores still needed per application: `U[i].task − Sum(U[i].share)`.
-    pub unmet: Vec<u64>,
+    pub(crate) unmet: Vec<u64>,
     /// Cores still free per platform: `P[j].avCores`.
-    pub free: Vec<u64>,
+    pub(crate) free: Vec<u64>,
     /// Which round of the while loop (0 = first).
-    pub round: usize,
+    pub(crate) round: usize,
 }
 
 impl AffinityFirstState<'_> {
-    pub fn needy(&self) -> Vec<usize> {
+    pub(crate) fn needy(&self) -> Vec<usize> {
         (0..self.unmet.len())
             .filter(|&a| self.unmet[a] > 0)
             .collect()
     }
 
-    pub fn open_platforms(&self) -> Vec<usize> {
+    pub(crate) fn open_platforms(&self) -> Vec<usize> {
         (0..self.free.len()).filter(|&p| self.free[p] > 0).collect()
     }
 }

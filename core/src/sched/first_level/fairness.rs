@@ -16,10 +16,6 @@ pub(super) fn build(_: &SchedulerSettings) -> Box<dyn FirstLevelPolicy> {
 }
 
 impl FirstLevelPolicy for Fairness {
-    fn name(&self) -> &'static str {
-        "fairness"
-    }
-
     fn allocate(&self, input: &FirstLevelInput, _: &mut dyn RngCore) -> Vec<Vec<u64>> {
         let n = input.apps.len();
         let m = input.platforms.len();

@@ -20,36 +20,36 @@ use super::settings::SchedulerSettings;
 /// The first level's view of a snapshot, in compact indices: `a` ranges over the active
 /// applications, `p` over the platforms with cores.
 #[derive(Debug, Clone)]
-pub struct FirstLevelInput {
+pub(crate) struct FirstLevelInput {
     /// Snapshot index of each active application.
-    pub apps: Vec<usize>,
+    pub(crate) apps: Vec<usize>,
     /// Snapshot index of each platform with cores.
-    pub platforms: Vec<usize>,
+    pub(crate) platforms: Vec<usize>,
     /// Remaining tasks per application: no application needs more cores than that.
-    pub demand: Vec<u64>,
+    pub(crate) demand: Vec<u64>,
     /// Cores per platform.
-    pub capacity: Vec<u64>,
+    pub(crate) capacity: Vec<u64>,
     /// Platform affinity `affinity[a][p]` (higher = more beneficial), per the settings' metric.
-    pub affinity: Vec<Vec<f64>>,
+    pub(crate) affinity: Vec<Vec<f64>>,
     /// Expected speed relative to Fastest-OneCore, `speed[a][p]` ∈ (0, 1]: fastest OneCore
     /// runtime over the OneCore runtime on `p` inflated by the mean co-runner slowdown there.
     /// Computed only for policies whose [`FirstLevelPolicy::uses_speed`] is true (else empty).
-    pub speed: Vec<Vec<f64>>,
+    pub(crate) speed: Vec<Vec<f64>>,
     /// Relative entitlement of each application (user weight / the user's active applications).
-    pub entitlement: Vec<f64>,
+    pub(crate) entitlement: Vec<f64>,
     /// Tasks each application has finished so far.
-    pub completed_tasks: Vec<u64>,
+    pub(crate) completed_tasks: Vec<u64>,
     /// Seconds since each application was submitted.
-    pub age_s: Vec<f64>,
+    pub(crate) age_s: Vec<f64>,
     /// Each application's fastest OneCore runtime over the platforms with cores, seconds.
-    pub fastest_runtime: Vec<f64>,
+    pub(crate) fastest_runtime: Vec<f64>,
     /// Cores each application held on each platform in the previous round.
-    pub previous: Vec<Vec<u32>>,
+    pub(crate) previous: Vec<Vec<u32>>,
 }
 
 impl FirstLevelInput {
     /// Platforms in decreasing affinity for application `a` (ties to the lower index).
-    pub fn platforms_by_affinity(&self, a: usize) -> Vec<usize> {
+    pub(crate) fn platforms_by_affinity(&self, a: usize) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.platforms.len()).collect();
         order.sort_by(|&x, &y| {
             self.affinity[a][y]
@@ -61,9 +61,7 @@ impl FirstLevelInput {
 }
 
 /// A first-level resource allocation policy.
-pub trait FirstLevelPolicy: std::fmt::Debug + Send + Sync {
-    /// The registered name.
-    fn name(&self) -> &'static str;
+pub(crate) trait FirstLevelPolicy: std::fmt::Debug + Send + Sync {
     /// Cores per (active application, platform) as `result[a][p]`; never more than the
     /// platform's capacity in total nor more than an application's demand.
     fn allocate(&self, input: &FirstLevelInput, rng: &mut dyn RngCore) -> Vec<Vec<u64>>;
@@ -74,10 +72,10 @@ pub trait FirstLevelPolicy: std::fmt::Debug + Send + Sync {
 }
 
 /// A constructor of a policy from the settings.
-pub type Constructor = fn(&SchedulerSettings) -> Box<dyn FirstLevelPolicy>;
+pub(crate) type Constructor = fn(&SchedulerSettings) -> Box<dyn FirstLevelPolicy>;
 
 /// Every first-level policy, by name.
-pub const POLICIES: &[(&str, Constructor)] = &[
+pub(crate) const POLICIES: &[(&str, Constructor)] = &[
     ("fairness", fairness::build),
     ("paf", paf::build),
     ("aaf", aaf::build),
@@ -86,7 +84,9 @@ pub const POLICIES: &[(&str, Constructor)] = &[
 ];
 
 /// Build the first-level policy the settings name.
-pub fn by_name(settings: &SchedulerSettings) -> Result<Box<dyn FirstLevelPolicy>, SchedError> {
+pub(crate) fn by_name(
+    settings: &SchedulerSettings,
+) -> Result<Box<dyn FirstLevelPolicy>, SchedError> {
     POLICIES
         .iter()
         .find(|(name, _)| *name == settings.first_level)

@@ -20,10 +20,6 @@ pub(super) fn build(settings: &SchedulerSettings) -> Box<dyn FirstLevelPolicy> {
 }
 
 impl FirstLevelPolicy for PlatformAffinityRoundRobin {
-    fn name(&self) -> &'static str {
-        "pa-rr"
-    }
-
     fn allocate(&self, input: &FirstLevelInput, _: &mut dyn RngCore) -> Vec<Vec<u64>> {
         let n = input.apps.len();
         let m = input.platforms.len();

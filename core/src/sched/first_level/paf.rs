@@ -21,10 +21,6 @@ pub(super) fn build(settings: &SchedulerSettings) -> Box<dyn FirstLevelPolicy> {
 }
 
 impl FirstLevelPolicy for ProviderAffinityFirst {
-    fn name(&self) -> &'static str {
-        "paf"
-    }
-
     fn allocate(&self, input: &FirstLevelInput, _: &mut dyn RngCore) -> Vec<Vec<u64>> {
         allocate(input, |state: &AffinityFirstState| {
             let n = input.apps.len();

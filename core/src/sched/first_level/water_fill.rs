@@ -54,10 +54,6 @@ impl Ord for Level {
 }
 
 impl FirstLevelPolicy for MaxMinWaterFill {
-    fn name(&self) -> &'static str {
-        "water-fill"
-    }
-
     fn uses_speed(&self) -> bool {
         true
     }

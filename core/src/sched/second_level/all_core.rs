@@ -14,10 +14,6 @@ pub(super) fn build(_: &SchedulerSettings) -> Box<dyn SecondLevelPolicy> {
 }
 
 impl SecondLevelPolicy for AllCore {
-    fn name(&self) -> &'static str {
-        "all-core"
-    }
-
     fn place(&self, state: &mut MappingState, _: &mut dyn RngCore) {
         for a in 0..state.len() {
             state.place_alone(a, u32::MAX);

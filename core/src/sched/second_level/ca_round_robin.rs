@@ -19,10 +19,6 @@ pub(super) fn build(settings: &SchedulerSettings) -> Box<dyn SecondLevelPolicy> 
 }
 
 impl SecondLevelPolicy for CoRunnerAffinityRoundRobin {
-    fn name(&self) -> &'static str {
-        "ca-rr"
-    }
-
     fn place(&self, state: &mut MappingState, _: &mut dyn RngCore) {
         loop {
             let open = state.open();

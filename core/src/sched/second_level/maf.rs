@@ -40,10 +40,6 @@ impl MostAffectedFirst {
 }
 
 impl SecondLevelPolicy for MostAffectedFirst {
-    fn name(&self) -> &'static str {
-        "maf"
-    }
-
     fn place(&self, state: &mut MappingState, _: &mut dyn RngCore) {
         let mut affinity = self.affinities(state);
         loop {

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use rand::seq::SliceRandom;
 use rand::RngCore;
 
-pub use state::MappingState;
+pub(crate) use state::MappingState;
 
 use super::error::SchedError;
 use super::profile::RuntimeProfile;
@@ -26,31 +26,29 @@ use super::snapshot::NodeGroup;
 
 /// One platform's mapping problem: shares of the first level, in local indices.
 #[derive(Debug, Clone)]
-pub struct PlatformMapping<'a> {
-    pub profile: &'a RuntimeProfile,
+pub(crate) struct PlatformMapping<'a> {
+    pub(crate) profile: &'a RuntimeProfile,
     /// Profile index of the platform.
-    pub platform: usize,
-    pub nodes: u32,
-    pub cores_per_node: u32,
+    pub(crate) platform: usize,
+    pub(crate) nodes: u32,
+    pub(crate) cores_per_node: u32,
     /// Profile index of each application with a share here.
-    pub apps: Vec<usize>,
+    pub(crate) apps: Vec<usize>,
     /// Cores of each application here (`U[i].share[j]`).
-    pub shares: Vec<u32>,
+    pub(crate) shares: Vec<u32>,
 }
 
 /// A second-level task mapping policy.
-pub trait SecondLevelPolicy: std::fmt::Debug + Send + Sync {
-    /// The registered name.
-    fn name(&self) -> &'static str;
+pub(crate) trait SecondLevelPolicy: std::fmt::Debug + Send + Sync {
     /// Place combinations (Algorithm 3 lines 5-11) until the policy has nothing to add.
     fn place(&self, state: &mut MappingState, rng: &mut dyn RngCore);
 }
 
 /// A constructor of a policy from the settings.
-pub type Constructor = fn(&SchedulerSettings) -> Box<dyn SecondLevelPolicy>;
+pub(crate) type Constructor = fn(&SchedulerSettings) -> Box<dyn SecondLevelPolicy>;
 
 /// Every second-level policy, by name.
-pub const POLICIES: &[(&str, Constructor)] = &[
+pub(crate) const POLICIES: &[(&str, Constructor)] = &[
     ("all-core", all_core::build),
     ("random", random::build),
     ("maf", maf::build),
@@ -58,7 +56,9 @@ pub const POLICIES: &[(&str, Constructor)] = &[
 ];
 
 /// Build the second-level policy the settings name.
-pub fn by_name(settings: &SchedulerSettings) -> Result<Box<dyn SecondLevelPolicy>, SchedError> {
+pub(crate) fn by_name(
+    settings: &SchedulerSettings,
+) -> Result<Box<dyn SecondLevelPolicy>, SchedError> {
     POLICIES
         .iter()
         .find(|(name, _)| *name == settings.second_level)
@@ -76,7 +76,7 @@ pub fn by_name(settings: &SchedulerSettings) -> Result<Box<dyn SecondLevelPolicy
 
 /// Run `policy` on one platform, then pack the leftovers randomly (lines 12-15).
 /// The groups name applications by their local index in `mapping.apps`.
-pub fn map_platform(
+pub(crate) fn map_platform(
     policy: &dyn SecondLevelPolicy,
     mapping: &PlatformMapping,
     pairwise: bool,

@@ -15,10 +15,6 @@ pub(super) fn build(_: &SchedulerSettings) -> Box<dyn SecondLevelPolicy> {
 }
 
 impl SecondLevelPolicy for RandomMapping {
-    fn name(&self) -> &'static str {
-        "random"
-    }
-
     fn place(&self, state: &mut MappingState, rng: &mut dyn RngCore) {
         let combos = state.profile.combinations(state.platform);
         // Only combinations of applications that have a share here can ever be formed.

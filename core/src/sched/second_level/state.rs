@@ -8,19 +8,19 @@ use crate::sched::snapshot::NodeGroup;
 
 /// Shares, nodes and placements while a policy maps one platform.
 #[derive(Debug)]
-pub struct MappingState<'a> {
-    pub profile: &'a RuntimeProfile,
+pub(crate) struct MappingState<'a> {
+    pub(crate) profile: &'a RuntimeProfile,
     /// Profile index of the platform.
-    pub platform: usize,
-    pub cores_per_node: u32,
+    pub(crate) platform: usize,
+    pub(crate) cores_per_node: u32,
     /// Profile index of each local application.
-    pub apps: Vec<usize>,
+    pub(crate) apps: Vec<usize>,
     /// Remaining cores to place per local application.
-    pub shares: Vec<u32>,
+    pub(crate) shares: Vec<u32>,
     /// Nodes not yet given a combination.
-    pub free_nodes: u32,
+    pub(crate) free_nodes: u32,
     /// `U_done`: applications that cannot join any further combination.
-    pub done: Vec<bool>,
+    pub(crate) done: Vec<bool>,
     /// Profile application index → local index.
     local: Vec<Option<usize>>,
     /// Per local application: the profiled combinations on this platform whose members
@@ -72,27 +72,17 @@ impl<'a> MappingState<'a> {
     }
 
     /// Number of local applications.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.apps.len()
     }
 
-    /// True when no application has a share here.
-    pub fn is_empty(&self) -> bool {
-        self.apps.is_empty()
-    }
-
-    /// Local index of a profile application, if it has a share here.
-    pub fn local_of(&self, profile_app: usize) -> Option<usize> {
-        self.local[profile_app]
-    }
-
     /// Cores each member of `combo` needs per node (the node split evenly).
-    pub fn cores_each(&self, combo: &Combination) -> u32 {
+    pub(crate) fn cores_each(&self, combo: &Combination) -> u32 {
         self.cores_per_node / combo.members.len() as u32
     }
 
     /// Whether every member of `combo` is here and not done (size-limited when pairwise).
-    pub fn eligible(&self, combo: &Combination) -> bool {
+    pub(crate) fn eligible(&self, combo: &Combination) -> bool {
         (!self.pairwise || combo.members.len() <= 2)
             && combo
                 .members
@@ -101,7 +91,7 @@ impl<'a> MappingState<'a> {
     }
 
     /// How many nodes of `combo` can be placed now (0 if not eligible).
-    pub fn capacity(&self, combo: &Combination) -> u32 {
+    pub(crate) fn capacity(&self, combo: &Combination) -> u32 {
         if !self.eligible(combo) {
             return 0;
         }
@@ -117,12 +107,12 @@ impl<'a> MappingState<'a> {
 
     /// Indices (into the platform's profiled combinations) of the combinations that
     /// include local application `a` and whose members all have a share here.
-    pub fn candidates(&self, a: usize) -> &[usize] {
+    pub(crate) fn candidates(&self, a: usize) -> &[usize] {
         &self.candidates[a]
     }
 
     /// Profiled combinations including local application `a` that could be placed now.
-    pub fn feasible_with(&self, a: usize) -> impl Iterator<Item = &'a Combination> + '_ {
+    pub(crate) fn feasible_with(&self, a: usize) -> impl Iterator<Item = &'a Combination> + '_ {
         let all = self.profile.combinations(self.platform);
         self.candidates[a]
             .iter()
@@ -132,7 +122,7 @@ impl<'a> MappingState<'a> {
 
     /// Co-runner affinity `U[i].CA[j]` of local application `a` over the combinations
     /// whose members are all still open (Algorithm 3 line 8).
-    pub fn co_runner_affinity(&self, a: usize, metric: CoRunnerAffinity) -> Option<f64> {
+    pub(crate) fn co_runner_affinity(&self, a: usize, metric: CoRunnerAffinity) -> Option<f64> {
         let all = self.profile.combinations(self.platform);
         let app = self.apps[a];
         let solo = self.profile.one_core(app, self.platform);
@@ -153,7 +143,7 @@ impl<'a> MappingState<'a> {
 
     /// Feasible combination with the smallest runtime for local application `a`
     /// (ties to the first profiled).
-    pub fn best_for(&self, a: usize) -> Option<&'a Combination> {
+    pub(crate) fn best_for(&self, a: usize) -> Option<&'a Combination> {
         let app = self.apps[a];
         self.feasible_with(a).min_by(|x, y| {
             x.runtime_of(app)
@@ -163,7 +153,7 @@ impl<'a> MappingState<'a> {
     }
 
     /// Place up to `count` nodes of `combo`; returns how many were placed.
-    pub fn place(&mut self, combo: &Combination, count: u32) -> u32 {
+    pub(crate) fn place(&mut self, combo: &Combination, count: u32) -> u32 {
         let count = count.min(self.capacity(combo));
         if count == 0 {
             return 0;
@@ -192,7 +182,7 @@ impl<'a> MappingState<'a> {
 
     /// Place `count` nodes that run only local application `a` on all cores (AllCore),
     /// whether or not the profile has an AllCore entry for it.
-    pub fn place_alone(&mut self, a: usize, count: u32) -> u32 {
+    pub(crate) fn place_alone(&mut self, a: usize, count: u32) -> u32 {
         let count = count
             .min(self.shares[a] / self.cores_per_node.max(1))
             .min(self.free_nodes);
@@ -215,7 +205,7 @@ impl<'a> MappingState<'a> {
 
     /// Mark as done every application that has no share or no feasible combination,
     /// until nothing changes (Algorithm 3 line 10).
-    pub fn refresh_done(&mut self) {
+    pub(crate) fn refresh_done(&mut self) {
         loop {
             let mut changed = false;
             for a in 0..self.apps.len() {
@@ -232,7 +222,7 @@ impl<'a> MappingState<'a> {
     }
 
     /// Applications not yet done.
-    pub fn open(&self) -> Vec<usize> {
+    pub(crate) fn open(&self) -> Vec<usize> {
         (0..self.apps.len()).filter(|&a| !self.done[a]).collect()
     }
 

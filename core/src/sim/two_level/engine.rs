@@ -24,10 +24,11 @@ use crate::sim::event_queue::EventQueue;
 /// One application of a simulation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimApplication {
-    pub profile_index: usize,
+    pub(crate) profile_index: usize,
+    /// Tasks it submits.
     pub tasks: u64,
     /// Index into [`SimulationInput::user_weights`].
-    pub owner: usize,
+    pub(crate) owner: usize,
 }
 
 /// When the applications are submitted.
@@ -37,16 +38,21 @@ pub enum Arrivals {
     AllAtOnce,
     /// In random order, with exponential gaps of the given mean (Section 6.5); the first
     /// arrives at time 0.
-    Poisson { mean_interarrival_s: f64 },
+    Poisson {
+        /// Mean gap between two submissions, seconds.
+        mean_interarrival_s: f64,
+    },
 }
 
 /// Everything one simulation run needs (see [`super::Scenario::resolve`]).
 #[derive(Debug, Clone)]
 pub struct SimulationInput<'p> {
-    pub profile: &'p RuntimeProfile,
-    pub platforms: Vec<PlatformState>,
+    pub(crate) profile: &'p RuntimeProfile,
+    pub(crate) platforms: Vec<PlatformState>,
+    /// The applications, in scenario order.
     pub applications: Vec<SimApplication>,
-    pub user_weights: Vec<f64>,
+    pub(crate) user_weights: Vec<f64>,
+    /// When the applications are submitted.
     pub arrivals: Arrivals,
 }
 

@@ -2,11 +2,11 @@
 //! per-run outcomes and the experiment suite. Its Markdown/CSV/SVG report is
 //! `crate::report::two_level`.
 
-pub mod engine;
-pub mod outcome;
-pub mod scenario;
+pub(crate) mod engine;
+pub(crate) mod outcome;
+pub(crate) mod scenario;
 pub mod suite;
 
 pub use engine::{simulate, Arrivals, SimApplication, SimulationInput};
-pub use outcome::{AppOutcome, RunOutcome};
-pub use scenario::{Scenario, ScenarioError};
+pub use outcome::RunOutcome;
+pub use scenario::{Scenario, ScenarioApplication, ScenarioError};

@@ -3,22 +3,22 @@
 
 /// One application's result.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AppOutcome {
+pub(crate) struct AppOutcome {
     /// Submission time, seconds.
-    pub arrival: f64,
+    pub(crate) arrival: f64,
     /// Time its last task ended (`None` if it never could run, e.g. no cores at all).
-    pub finish: Option<f64>,
-    pub tasks: u64,
+    pub(crate) finish: Option<f64>,
+    pub(crate) tasks: u64,
     /// Tasks per hour from submission to finish (`None` for zero tasks or no finish).
-    pub throughput_per_hour: Option<f64>,
+    pub(crate) throughput_per_hour: Option<f64>,
     /// Throughput over its Fastest-OneCore throughput (Section 3).
-    pub normalized_throughput: Option<f64>,
+    pub(crate) normalized_throughput: Option<f64>,
 }
 
 /// One run's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunOutcome {
-    pub apps: Vec<AppOutcome>,
+    pub(crate) apps: Vec<AppOutcome>,
     /// 1 − σ/μ of the normalized throughputs of the applications that ran.
     pub fairness: f64,
     /// Time the last task ended, seconds.

@@ -17,12 +17,22 @@ use crate::sched::snapshot::PlatformState;
 /// A scenario file that cannot be used; always names the file and the field.
 #[derive(Debug, Error)]
 pub enum ScenarioError {
+    /// The text is not TOML, or not the scenario's layout.
     #[error("{file}: not valid scenario TOML: {message}")]
-    Syntax { file: String, message: String },
+    Syntax {
+        /// The scenario file's path.
+        file: String,
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// The scenario parses but one of its values is wrong or contradicts the profile.
     #[error("{file}: field `{field}`: {problem}")]
     Invalid {
+        /// The scenario file's path.
         file: String,
+        /// Path of the wrong value, e.g. `application[1].tasks`.
         field: String,
+        /// What is wrong with it.
         problem: String,
     },
 }
@@ -31,6 +41,7 @@ pub enum ScenarioError {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// The scenario's name, shown in reports.
     pub name: String,
     /// Scenario type of Table 8 (`Default`, `W/o Plat.`, `S/L Plat.`, `W/o App.`, `S/L App.`).
     #[serde(default)]
@@ -38,64 +49,67 @@ pub struct Scenario {
     /// Profile file, relative to the scenario file.
     pub profile: String,
     #[serde(default, rename = "platform")]
-    pub platforms: Vec<ScenarioPlatform>,
+    pub(crate) platforms: Vec<ScenarioPlatform>,
+    /// The `[[application]]` tables, in file order.
     #[serde(default, rename = "application")]
     pub applications: Vec<ScenarioApplication>,
     /// Optional per-user weights (user name → weight > 0); unlisted users weigh 1.
     #[serde(default)]
-    pub users: HashMap<String, f64>,
+    pub(crate) users: HashMap<String, f64>,
     /// Optional dynamic submission.
     #[serde(default)]
-    pub arrivals: Option<ScenarioArrivals>,
+    pub(crate) arrivals: Option<ScenarioArrivals>,
     /// Optional scheduler settings for single runs (command-line flags override them).
     #[serde(default)]
-    pub scheduler: ScenarioScheduler,
+    pub(crate) scheduler: ScenarioScheduler,
     /// Where the text came from (set by [`Scenario::from_toml_str`]).
     #[serde(skip)]
-    pub source: String,
+    pub(crate) source: String,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ScenarioPlatform {
-    pub name: String,
+pub(crate) struct ScenarioPlatform {
+    pub(crate) name: String,
     /// Nodes to use; alternatively `cores` (a multiple of the cores per node).
     #[serde(default)]
-    pub nodes: Option<i64>,
+    pub(crate) nodes: Option<i64>,
     #[serde(default)]
-    pub cores: Option<i64>,
+    pub(crate) cores: Option<i64>,
 }
 
+/// One `[[application]]` table: an application of the profile and its task count.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioApplication {
+    /// A profile application's name.
     pub name: String,
-    pub tasks: i64,
+    pub(crate) tasks: i64,
     /// Owning user (default: the application's own name, one user per application).
     #[serde(default)]
-    pub owner: Option<String>,
+    pub(crate) owner: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ScenarioArrivals {
+pub(crate) struct ScenarioArrivals {
     /// Mean time between submissions, seconds (Poisson process).
-    pub poisson_mean_interarrival_s: f64,
+    pub(crate) poisson_mean_interarrival_s: f64,
 }
 
 /// The `[scheduler]` table: any subset of [`SchedulerSettings`], by the CLI's names.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ScenarioScheduler {
-    pub first_level: Option<String>,
-    pub second_level: Option<String>,
-    pub platform_affinity: Option<String>,
-    pub co_runner_affinity: Option<String>,
-    pub top_k_percent: Option<i64>,
-    pub d_unit: Option<i64>,
-    pub p_unit: Option<i64>,
-    pub pairwise: Option<bool>,
-    pub recompute_co_runner_affinity: Option<bool>,
+pub(crate) struct ScenarioScheduler {
+    pub(crate) first_level: Option<String>,
+    pub(crate) second_level: Option<String>,
+    pub(crate) platform_affinity: Option<String>,
+    pub(crate) co_runner_affinity: Option<String>,
+    pub(crate) top_k_percent: Option<i64>,
+    pub(crate) d_unit: Option<i64>,
+    pub(crate) p_unit: Option<i64>,
+    pub(crate) pairwise: Option<bool>,
+    pub(crate) recompute_co_runner_affinity: Option<bool>,
 }
 
 impl Scenario {

@@ -9,12 +9,12 @@ use crate::sched::settings::SchedulerSettings;
 use super::outcome::RunOutcome;
 
 /// The paper's four first-level policies plus ours.
-pub const FIRST_LEVELS: [&str; 5] = ["fairness", "paf", "aaf", "pa-rr", "water-fill"];
+pub(crate) const FIRST_LEVELS: [&str; 5] = ["fairness", "paf", "aaf", "pa-rr", "water-fill"];
 /// The paper's four second-level policies.
-pub const SECOND_LEVELS: [&str; 4] = ["all-core", "random", "maf", "ca-rr"];
+pub(crate) const SECOND_LEVELS: [&str; 4] = ["all-core", "random", "maf", "ca-rr"];
 /// Mean inter-arrival times (s) of the dynamic-submission runs (the paper does not give
 /// its four rates; these span a fraction of to about the default makespan).
-pub const ARRIVAL_MEANS_S: [f64; 4] = [900.0, 1800.0, 3600.0, 7200.0];
+pub(crate) const ARRIVAL_MEANS_S: [f64; 4] = [900.0, 1800.0, 3600.0, 7200.0];
 
 /// What a case contributes to (one case can feed several tables).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,19 +34,24 @@ pub enum Study {
 pub struct Case {
     /// Index into the suite's scenario list.
     pub scenario: usize,
+    /// The policies and their knobs.
     pub settings: SchedulerSettings,
     /// Poisson mean inter-arrival override (dynamic submission), seconds.
     pub arrival_mean_s: Option<f64>,
+    /// Which tables the case feeds.
     pub study: Study,
 }
 
 /// The mean over seeded runs of one case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseResult {
-    pub case: Case,
-    pub runs: usize,
+    pub(crate) case: Case,
+    pub(crate) runs: usize,
+    /// Mean fairness 1 − σ/μ of the normalized throughputs (Section 3).
     pub fairness: f64,
+    /// Standard deviation of the fairness over the runs.
     pub fairness_sd: f64,
+    /// Mean makespan, seconds.
     pub makespan_s: f64,
     /// Makespan over the same scenario's (and arrivals') Fairness + AllCore makespan.
     pub efficiency: f64,

@@ -11,8 +11,8 @@ use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
 /// The HPS planner.
 #[derive(Debug, Clone)]
-pub struct Hps {
-    pub epsilon: f64,
+pub(crate) struct Hps {
+    pub(crate) epsilon: f64,
 }
 
 impl Default for Hps {

@@ -17,7 +17,7 @@ use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
 /// Which unscheduled task goes next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MctSelection {
+pub(crate) enum MctSelection {
     /// The task with the smallest best MCT.
     MinMin,
     /// The task with the largest best MCT.
@@ -28,7 +28,7 @@ pub enum MctSelection {
 
 /// An MCT planner with a selection rule.
 #[derive(Debug, Clone, Copy)]
-pub struct Mct(pub MctSelection);
+pub(crate) struct Mct(pub MctSelection);
 
 impl StagingPolicy for Mct {
     fn name(&self) -> &'static str {

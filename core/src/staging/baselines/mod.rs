@@ -6,6 +6,6 @@ mod hps;
 mod mct;
 mod sjf;
 
-pub use hps::Hps;
-pub use mct::{Mct, MctSelection};
-pub use sjf::Sjf;
+pub(crate) use hps::Hps;
+pub(crate) use mct::{Mct, MctSelection};
+pub(crate) use sjf::Sjf;

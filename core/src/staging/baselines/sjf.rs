@@ -9,7 +9,7 @@ use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
 /// The SJF planner.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Sjf;
+pub(crate) struct Sjf;
 
 impl StagingPolicy for Sjf {
     fn name(&self) -> &'static str {

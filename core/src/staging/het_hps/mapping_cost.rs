@@ -22,11 +22,11 @@ pub(crate) struct MappingCost<'w> {
     transfer: Vec<Vec<f64>>,
     local: Vec<f64>,
     task_bytes: Vec<f64>,
-    pub node_of: Vec<u32>,
+    pub(crate) node_of: Vec<u32>,
     /// Number of tasks on node i that read file f, at [i * files + f].
     readers: Vec<u32>,
-    pub exec: Vec<f64>,
-    pub io: Vec<f64>,
+    pub(crate) exec: Vec<f64>,
+    pub(crate) io: Vec<f64>,
     /// Tasks reading each file (to invalidate cached additions).
     tasks_of_file: Vec<Vec<TaskId>>,
     /// Cached increase of Exec(P_i) if task t joined node i, at [t * nodes + i]
@@ -39,20 +39,24 @@ pub(crate) struct MappingCost<'w> {
 /// The effect of taking a task off its node: Exec of that node afterwards and the
 /// decrease of every IO(S_p).
 pub(crate) struct Removal {
-    pub exec_from: f64,
-    pub io: Vec<f64>,
+    pub(crate) exec_from: f64,
+    pub(crate) io: Vec<f64>,
 }
 
 /// The effect of a tentative move on the objective.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MoveEffect {
-    pub objective: f64,
-    pub exec_from: f64,
-    pub exec_to: f64,
+    pub(crate) objective: f64,
+    pub(crate) exec_from: f64,
+    pub(crate) exec_to: f64,
 }
 
 impl<'w> MappingCost<'w> {
-    pub fn new(workload: &'w Workload, platform: &StagingPlatform, node_of: Vec<u32>) -> Self {
+    pub(crate) fn new(
+        workload: &'w Workload,
+        platform: &StagingPlatform,
+        node_of: Vec<u32>,
+    ) -> Self {
         let nodes: Vec<NodeInfo> = platform.nodes();
         let transfer = nodes
             .iter()
@@ -146,7 +150,7 @@ impl<'w> MappingCost<'w> {
     }
 
     /// What taking task t off its node changes (eq. 4–7).
-    pub fn removal(&self, t: TaskId) -> Removal {
+    pub(crate) fn removal(&self, t: TaskId) -> Removal {
         let from = self.node_of[t as usize] as usize;
         let mut exec_from = self.exec[from] - self.task_bytes[t as usize] * self.local[from];
         let mut io = vec![0.0; self.io.len()];
@@ -165,7 +169,7 @@ impl<'w> MappingCost<'w> {
 
     /// Objective after moving t (whose [`Removal`] is `removal`) to node `to`, using and
     /// refreshing the cached addition. `others_max` is max Exec over the other nodes.
-    pub fn evaluate_move(
+    pub(crate) fn evaluate_move(
         &mut self,
         t: TaskId,
         to: u32,
@@ -205,18 +209,18 @@ impl<'w> MappingCost<'w> {
     }
 
     /// Moves task t to node `to`.
-    pub fn move_task(&mut self, t: TaskId, to: u32) {
+    pub(crate) fn move_task(&mut self, t: TaskId, to: u32) {
         self.remove(t);
         self.add(t, to);
     }
 
     /// max_i Exec(P_i) + max_p IO(S_p) (eq. 3).
-    pub fn objective(&self) -> f64 {
+    pub(crate) fn objective(&self) -> f64 {
         max(&self.exec) + max(&self.io)
     }
 
     /// The heaviest node (lowest id on ties).
-    pub fn heaviest_node(&self) -> u32 {
+    pub(crate) fn heaviest_node(&self) -> u32 {
         let mut best = 0;
         for (i, &e) in self.exec.iter().enumerate() {
             if e > self.exec[best] {

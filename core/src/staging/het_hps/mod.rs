@@ -25,11 +25,11 @@ pub(crate) use refine::refine_mapping;
 
 /// The Het-HPS planner.
 #[derive(Debug, Clone)]
-pub struct HetHps {
+pub(crate) struct HetHps {
     /// Balance tolerance of the initial (homogeneous) partition.
-    pub epsilon: f64,
+    pub(crate) epsilon: f64,
     /// Also refine a speed-proportional partition and keep the better mapping.
-    pub capacity_aware_start: bool,
+    pub(crate) capacity_aware_start: bool,
 }
 
 impl Default for HetHps {

@@ -21,8 +21,8 @@ const MAX_SHRINK: f64 = 2.5;
 
 /// One coarsening step: the coarse hypergraph and the fine → coarse vertex map.
 pub(crate) struct Level {
-    pub coarse: Hypergraph,
-    pub fine_to_coarse: Vec<VertexId>,
+    pub(crate) coarse: Hypergraph,
+    pub(crate) fine_to_coarse: Vec<VertexId>,
 }
 
 /// Coarsens until at most `limit` vertices remain (or coarsening stalls).

@@ -27,13 +27,13 @@ const LARGE_NET: usize = 1000;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FmConfig {
     /// Maximum number of passes.
-    pub passes: usize,
+    pub(crate) passes: usize,
     /// A pass stops after this many moves without a new best prefix.
-    pub max_fruitless_moves: usize,
+    pub(crate) max_fruitless_moves: usize,
     /// Passes stop once a pass improves km1 by less than this fraction.
-    pub min_relative_improvement: f64,
+    pub(crate) min_relative_improvement: f64,
     /// Weight by which a move may overload its target block during a pass.
-    pub allowance: i64,
+    pub(crate) allowance: i64,
 }
 
 /// Runs FM passes; returns the total km1 improvement.

@@ -46,7 +46,7 @@ pub struct PartitionConfig {
     pub seed: u64,
     /// Relative block capacities (e.g. node speeds); `None` means equal blocks. Block b's
     /// target is c(V)·capacity_b / Σ capacity (rounded up).
-    pub block_capacities: Option<Vec<f64>>,
+    pub(crate) block_capacities: Option<Vec<f64>>,
     /// Runs of the initial bisection portfolio.
     pub initial_runs: usize,
     /// Runs of the portfolio in the top bisection of recursive bisection (and for k = 2);
@@ -57,20 +57,20 @@ pub struct PartitionConfig {
     /// 320 costs +12 % CPU on SAT high k = 64, 640 already +50 %.
     pub top_initial_runs: usize,
     /// Coarsening stops at `contraction_factor · k` vertices (k > 2).
-    pub contraction_factor: usize,
+    pub(crate) contraction_factor: usize,
     /// Coarsening of a bisection (inside recursive bisection, or k = 2) stops here; a
     /// small coarsest level lets the portfolio explore more distinct cuts (tuned on
     /// the SAT/IMAGE instances: 100 beat 64, 150, 320 and 1000 on median km1).
-    pub bisection_contraction_limit: usize,
+    pub(crate) bisection_contraction_limit: usize,
     /// During a bisection's FM pass a block may exceed its maximum weight by this many
     /// times the heaviest vertex's weight (only balanced prefixes are kept), so FM can swap
     /// vertices under recursive bisection's tight adaptive ε (tuned on SAT medium overlap:
     /// 2 beat 0, 1, 4, 8 and 16 on mean km1 over 9 seeds).
-    pub bisection_overload_vertices: i64,
+    pub(crate) bisection_overload_vertices: i64,
     /// Label propagation rounds per level.
-    pub lp_rounds: usize,
+    pub(crate) lp_rounds: usize,
     /// FM passes per level.
-    pub fm_passes: usize,
+    pub(crate) fm_passes: usize,
 }
 
 impl PartitionConfig {
@@ -99,15 +99,16 @@ impl PartitionConfig {
 pub struct Partition {
     /// Block of every vertex.
     pub parts: Vec<u32>,
-    pub k: usize,
+    /// Number of blocks.
+    pub(crate) k: usize,
     /// Σ_e w(e)(λ(e) − 1).
     pub km1: i64,
     /// max_b c(V_b)/⌈c(V)/k⌉ − 1 (KaHyPar's definition).
     pub imbalance: f64,
     /// c(V_b).
-    pub part_weights: Vec<i64>,
+    pub(crate) part_weights: Vec<i64>,
     /// Maximum allowed weight per block.
-    pub max_part_weights: Vec<i64>,
+    pub(crate) max_part_weights: Vec<i64>,
     /// True if every block is within its maximum weight.
     pub feasible: bool,
 }

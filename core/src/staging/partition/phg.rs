@@ -9,8 +9,8 @@ use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
 
 /// Partition state over a borrowed hypergraph.
 pub(crate) struct PartitionedHypergraph<'a> {
-    pub hg: &'a Hypergraph,
-    pub k: usize,
+    pub(crate) hg: &'a Hypergraph,
+    pub(crate) k: usize,
     parts: Vec<u32>,
     part_weights: Vec<i64>,
     pin_counts: Vec<u32>,
@@ -25,7 +25,7 @@ pub(crate) struct GainScratch {
 }
 
 impl GainScratch {
-    pub fn new(k: usize) -> Self {
+    pub(crate) fn new(k: usize) -> Self {
         Self {
             affinity: vec![0; k],
             touched: Vec::with_capacity(k),
@@ -36,12 +36,12 @@ impl GainScratch {
 /// A candidate move with its exact km1 gain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Move {
-    pub to: u32,
-    pub gain: i64,
+    pub(crate) to: u32,
+    pub(crate) gain: i64,
 }
 
 impl<'a> PartitionedHypergraph<'a> {
-    pub fn new(hg: &'a Hypergraph, k: usize, parts: Vec<u32>) -> Self {
+    pub(crate) fn new(hg: &'a Hypergraph, k: usize, parts: Vec<u32>) -> Self {
         let words = k.div_ceil(64);
         let mut phg = Self {
             hg,
@@ -65,33 +65,33 @@ impl<'a> PartitionedHypergraph<'a> {
         phg
     }
 
-    pub fn part(&self, v: VertexId) -> u32 {
+    pub(crate) fn part(&self, v: VertexId) -> u32 {
         self.parts[v as usize]
     }
 
     #[cfg(test)]
-    pub fn parts(&self) -> &[u32] {
+    pub(crate) fn parts(&self) -> &[u32] {
         &self.parts
     }
 
-    pub fn into_parts(self) -> Vec<u32> {
+    pub(crate) fn into_parts(self) -> Vec<u32> {
         self.parts
     }
 
-    pub fn part_weight(&self, b: u32) -> i64 {
+    pub(crate) fn part_weight(&self, b: u32) -> i64 {
         self.part_weights[b as usize]
     }
 
-    pub fn part_weights(&self) -> &[i64] {
+    pub(crate) fn part_weights(&self) -> &[i64] {
         &self.part_weights
     }
 
-    pub fn pin_count(&self, e: NetId, b: u32) -> u32 {
+    pub(crate) fn pin_count(&self, e: NetId, b: u32) -> u32 {
         self.pin_counts[e as usize * self.k + b as usize]
     }
 
     /// λ(e).
-    pub fn connectivity(&self, e: NetId) -> u32 {
+    pub(crate) fn connectivity(&self, e: NetId) -> u32 {
         self.connectivity[e as usize * self.words..(e as usize + 1) * self.words]
             .iter()
             .map(|w| w.count_ones())
@@ -99,7 +99,7 @@ impl<'a> PartitionedHypergraph<'a> {
     }
 
     /// True if v is incident to a cut net.
-    pub fn is_boundary(&self, v: VertexId) -> bool {
+    pub(crate) fn is_boundary(&self, v: VertexId) -> bool {
         self.hg
             .incident_nets(v)
             .iter()
@@ -107,7 +107,7 @@ impl<'a> PartitionedHypergraph<'a> {
     }
 
     /// Current km1 = Σ w(e)(λ(e) − 1).
-    pub fn km1(&self) -> i64 {
+    pub(crate) fn km1(&self) -> i64 {
         (0..self.hg.num_nets() as NetId)
             .map(|e| self.hg.net_weight(e) * (self.connectivity(e) as i64 - 1))
             .sum()
@@ -115,7 +115,7 @@ impl<'a> PartitionedHypergraph<'a> {
 
     /// Moves v to block `to`; calls `on_net(e, Φ(e,from) after, Φ(e,to) after)` for every
     /// incident net and returns the km1 gain of the move.
-    pub fn move_vertex(
+    pub(crate) fn move_vertex(
         &mut self,
         v: VertexId,
         to: u32,
@@ -186,7 +186,7 @@ impl<'a> PartitionedHypergraph<'a> {
 
     /// The best km1 move of v to an *adjacent* block that stays within `max_weights`.
     /// Ties go to the block with the most room left, then the lower id.
-    pub fn best_adjacent_move(
+    pub(crate) fn best_adjacent_move(
         &self,
         v: VertexId,
         max_weights: &[i64],
@@ -211,7 +211,7 @@ impl<'a> PartitionedHypergraph<'a> {
 
     /// The best km1 move of v to *any* other block that stays within `max_weights` (used by
     /// the rebalancer, which may have to leave the neighbourhood).
-    pub fn best_any_move(
+    pub(crate) fn best_any_move(
         &self,
         v: VertexId,
         max_weights: &[i64],
@@ -239,7 +239,7 @@ impl<'a> PartitionedHypergraph<'a> {
     }
 
     /// The km1 gain of moving v to block `to` (which may be non-adjacent).
-    pub fn gain_to(&self, v: VertexId, to: u32) -> i64 {
+    pub(crate) fn gain_to(&self, v: VertexId, to: u32) -> i64 {
         let from = self.parts[v as usize];
         let mut gain = 0;
         for &e in self.hg.incident_nets(v) {

@@ -21,7 +21,7 @@ const STREAM: usize = 50;
 const MB: u64 = 1 << 20;
 
 /// Generates an IMAGE batch of `tasks` tasks.
-pub fn generate_image(
+pub(crate) fn generate_image(
     overlap: Overlap,
     tasks: usize,
     storage_nodes: u32,

@@ -5,23 +5,28 @@
 mod image;
 mod sat;
 
-pub use image::generate_image;
-pub use sat::generate_sat;
+pub(crate) use image::generate_image;
+pub(crate) use sat::generate_sat;
 
 use serde::{Deserialize, Serialize};
 
 /// Degree of file sharing among the tasks of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Overlap {
+    /// Tasks share most of their files (the paper's high-overlap batches).
     High,
+    /// Tasks share some of their files.
     Medium,
+    /// Tasks share few files.
     Low,
 }
 
 /// Which application the batch emulates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WorkloadKind {
+    /// IMAGE: biomedical image studies, each task reading slices of shared image sets.
     Image,
+    /// SAT: satellite data, each task reading chunks around a hot-spot region.
     Sat,
 }
 
@@ -44,18 +49,22 @@ impl WorkloadKind {
 /// Interns file keys into dense file ids in first-use order.
 pub(crate) struct FileTable<K> {
     ids: std::collections::HashMap<K, u32>,
-    pub files: Vec<crate::staging::model::DataFile>,
+    pub(crate) files: Vec<crate::staging::model::DataFile>,
 }
 
 impl<K: std::hash::Hash + Eq> FileTable<K> {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ids: std::collections::HashMap::new(),
             files: Vec::new(),
         }
     }
 
-    pub fn id(&mut self, key: K, file: impl FnOnce() -> crate::staging::model::DataFile) -> u32 {
+    pub(crate) fn id(
+        &mut self,
+        key: K,
+        file: impl FnOnce() -> crate::staging::model::DataFile,
+    ) -> u32 {
         let next = self.files.len() as u32;
         *self.ids.entry(key).or_insert_with(|| {
             self.files.push(file());

@@ -17,7 +17,7 @@ const CHUNK_BYTES: u64 = 4_718_592; // 4.5 MiB
 const TIME_STEPS: u32 = 4;
 
 /// Generates a SAT batch of `tasks` tasks.
-pub fn generate_sat(
+pub(crate) fn generate_sat(
     overlap: Overlap,
     tasks: usize,
     storage_nodes: u32,

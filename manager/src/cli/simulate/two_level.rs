@@ -10,9 +10,8 @@ use hetpilot::report::two_level::{self as report, ScenarioInfo};
 use hetpilot::sched::{
     CoRunnerAffinity, PlatformAffinity, RuntimeProfile, Scheduler, SchedulerSettings,
 };
-use hetpilot::sim::two_level::engine::{simulate, Arrivals, SimulationInput};
 use hetpilot::sim::two_level::suite::{self, Case, Study};
-use hetpilot::sim::two_level::{RunOutcome, Scenario};
+use hetpilot::sim::two_level::{simulate, Arrivals, RunOutcome, Scenario, SimulationInput};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
