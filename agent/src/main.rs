@@ -191,15 +191,33 @@ fn parse_bytes(s: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("`{s}` is too large"))
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the agent; an error ends it with one line on stderr (`error: what: why`), the
+/// chain of causes and any backtrace only with `-v`.
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let default = ["info", "info", "debug", "trace"][usize::from(cli.verbose.min(3))];
+    let verbose = cli.verbose;
+    let default = ["info", "info", "debug", "trace"][usize::from(verbose.min(3))];
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if verbose > 0 => {
+            eprintln!("error: {e:?}");
+            std::process::ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.role {
         Some(Role::ServeFiles(args)) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -129,6 +129,9 @@ impl Manager {
             .arg("--data-dir")
             .arg(dir)
             .args(flags)
+            // A shell that sourced the lab's env.sh names the lab's configuration: only
+            // `env` may name one for a test's manager.
+            .env_remove("HETPILOT_CONFIG")
             .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -218,6 +221,7 @@ impl Manager {
             cmd.env("HETPILOT_CA_FILE", ca);
         }
         cmd.args(args)
+            .env_remove("HETPILOT_CONFIG")
             .env("HETPILOT_URL", &self.url)
             .env("HETPILOT_TOKEN", &self.admin)
             .output()

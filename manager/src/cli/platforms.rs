@@ -32,9 +32,6 @@ pub enum PlatformsCommand {
 
 #[derive(Debug, ClapArgs)]
 pub struct CheckArgs {
-    /// The manager's configuration file; `HETPILOT_CONFIG` also works.
-    #[arg(long, env = "HETPILOT_CONFIG")]
-    pub config: Option<PathBuf>,
     /// Do not contact login hosts; print each platform's rendered job script.
     #[arg(long)]
     pub dry_run: bool,
@@ -42,7 +39,8 @@ pub struct CheckArgs {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     if let Some(PlatformsCommand::Check(check)) = args.command {
-        return tokio::task::spawn_blocking(move || run_check(check)).await?;
+        let config = args.connect.config;
+        return tokio::task::spawn_blocking(move || run_check(config, check)).await?;
     }
     let platforms = args.connect.client()?.platform_status().await?;
     if args.json {
@@ -96,8 +94,8 @@ fn batch_commands(kind: AdapterKind) -> &'static [&'static str] {
     }
 }
 
-fn run_check(args: CheckArgs) -> anyhow::Result<()> {
-    let settings = Settings::load(args.config.as_deref(), &[])?;
+fn run_check(config: Option<PathBuf>, args: CheckArgs) -> anyhow::Result<()> {
+    let settings = Settings::load(config.as_deref(), &[])?;
     let mut failed = 0;
     let mut checked = 0;
     for p in &settings.platforms {
