@@ -10,6 +10,7 @@
 //! storage that agents fetch inputs from and store outputs to (see `file_store`).
 
 mod agent;
+mod allocation;
 mod api;
 mod corunners;
 mod executor;
@@ -74,8 +75,10 @@ struct Args {
     /// Delete the token file once read (a pilot's one-use credential).
     #[arg(long)]
     delete_token_file: bool,
-    /// Task slots (default: the cores this agent may use).
-    #[arg(long)]
+    /// Task slots (default: the cores the batch allocation gives this node, from
+    /// SLURM_CPUS_ON_NODE, PBS_NUM_PPN/PBS_NP, NCPUS or LoadLeveler's task geometry; outside
+    /// a batch job, the cores this agent may use).
+    #[arg(long, env = "HETPILOT_SLOTS")]
     slots: Option<u32>,
     /// How tasks are isolated from each other and from the agent: `bwrap` runs each in a
     /// bubblewrap sandbox (the agent refuses to start if bwrap does not work here).
@@ -300,6 +303,12 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             Some(std::sync::Arc::new(s))
         }
     };
+    let hostname = System::host_name().unwrap_or_else(|_| "unknown".into());
+    let slots = args.slots.or_else(|| {
+        let (n, var) = allocation::slots(|v| std::env::var(v).ok(), &hostname)?;
+        tracing::info!(slots = n, from = var, "slots from the batch allocation");
+        Some(n)
+    });
     let opts = agent::Options {
         sandbox,
         staging,
@@ -307,10 +316,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
         registration_token: token,
         register: RegisterRequest {
             platform,
-            hostname: System::host_name().unwrap_or_else(|_| "unknown".into()),
+            hostname,
             cores,
             memory_mb: sys.total_memory() / (1024 * 1024),
-            slots: args.slots,
+            slots,
             batch_job_id,
             walltime_end: args.walltime_end,
             pilot: args.pilot.clone(),

@@ -103,7 +103,9 @@ impl Manager {
         Manager::start_with(dir, port, lease_timeout_secs, &[], env)
     }
 
-    /// Starts a manager on `port` with extra `hetpilot serve` flags (e.g. `--tls self-signed`).
+    /// Starts a manager on `port` with extra `hetpilot serve` flags (e.g. `--tls self-signed`)
+    /// and environment (`RUST_LOG` is `info` unless `env` says otherwise); its stderr goes to
+    /// `manager.log` in `dir`.
     pub fn start_with(
         dir: &Path,
         port: u16,
@@ -132,8 +134,8 @@ impl Manager {
             // A shell that sourced the lab's env.sh names the lab's configuration: only
             // `env` may name one for a test's manager.
             .env_remove("HETPILOT_CONFIG")
-            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

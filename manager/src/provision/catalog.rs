@@ -145,7 +145,10 @@ mod tests {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/lab/start.sh");
         let text = std::fs::read_to_string(script).unwrap();
         let start = format!("cat > \"$LAB/{name}\" <<EOF\n");
-        let from = text.find(&start).unwrap_or_else(|| panic!("no {name} in start.sh")) + start.len();
+        let from = text
+            .find(&start)
+            .unwrap_or_else(|| panic!("no {name} in start.sh"))
+            + start.len();
         let len = text[from..].find("\nEOF\n").unwrap();
         text[from..from + len].to_string()
     }
@@ -192,7 +195,10 @@ mod tests {
         assert!(profiles.len() >= 3, "{manager_toml}");
         for p in profiles {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p);
-            assert!(path.exists(), "the lab's manager.toml names {p}, which is not shipped");
+            assert!(
+                path.exists(),
+                "the lab's manager.toml names {p}, which is not shipped"
+            );
         }
     }
 }

@@ -179,13 +179,23 @@ fn wait_status_code(raw: i32) -> i32 {
     }
 }
 
+/// What a failed command printed, on one line (its lines joined with " / "), so that a
+/// reason built from it fits a log line and a table cell.
+fn one_line(stdout: &str, stderr: &str) -> String {
+    stdout
+        .lines()
+        .chain(stderr.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
 fn command_failed(argv: &[&str], out: &CommandOutput) -> AdapterError {
     AdapterError::Command {
         command: shell_words::join(argv),
         status: out.status,
-        output: format!("{} {}", out.stdout.trim(), out.stderr.trim())
-            .trim()
-            .to_string(),
+        output: one_line(&out.stdout, &out.stderr),
     }
 }
 
@@ -204,3 +214,27 @@ fn write_and_submit(
 
 #[cfg(test)]
 pub(crate) mod testing;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_commands_output_is_one_line() {
+        let out = CommandOutput {
+            status: 1,
+            stdout: String::new(),
+            stderr:
+                "sbatch: error: invalid partition specified: smal\n\
+                     sbatch: error: Batch job submission failed: Invalid partition name specified\n"
+                    .into(),
+        };
+        let err = command_failed(&["sbatch", "--parsable", "/p/job.sh"], &out).to_string();
+        assert_eq!(
+            err,
+            "`sbatch --parsable /p/job.sh` failed (exit 1): sbatch: error: invalid partition \
+             specified: smal / sbatch: error: Batch job submission failed: Invalid partition \
+             name specified"
+        );
+    }
+}
