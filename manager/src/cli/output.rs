@@ -7,7 +7,7 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 
 /// A table cell on one line: line breaks (as in a batch system's error output) become
 /// " / ", other control characters spaces.
-fn cell(s: &str) -> String {
+pub fn one_line(s: &str) -> String {
     s.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
@@ -25,7 +25,7 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| r.iter().map(|c| cell(c)).collect())
+        .map(|r| r.iter().map(|c| one_line(c)).collect())
         .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &rows {

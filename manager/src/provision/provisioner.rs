@@ -446,6 +446,7 @@ pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec
         credential_path: format!("{dir}/credential"),
         work_dir: dir,
         host: profile.hosts.first().cloned(),
+        probe: false,
     }
 }
 

@@ -7,6 +7,7 @@ mod loadleveler;
 mod pbs;
 mod process;
 mod qstat;
+pub mod queue_check;
 pub mod script;
 mod slurm;
 
@@ -55,6 +56,9 @@ pub struct PilotSpec {
     pub work_dir: String,
     /// The ssh adapter's target host (one of the profile's `hosts`); `None` for the others.
     pub host: Option<String>,
+    /// A `platforms check --probe` job: its script runs `AGENT --version` instead of the
+    /// agent (no credential, no registration).
+    pub probe: bool,
 }
 
 /// A rendered job script and where it goes.
@@ -141,6 +145,18 @@ pub trait BatchAdapter: Send + Sync {
         profile: &PlatformProfile,
         job: &BatchJobId,
     ) -> Result<(), AdapterError>;
+
+    /// What the batch system says about `profile`'s partition, queue or class and account
+    /// for pilots shaped like `pilot` (see [`queue_check`]); nothing to ask without a
+    /// batch system.
+    fn check_queue(
+        &self,
+        _runner: &dyn CommandRunner,
+        _profile: &PlatformProfile,
+        _pilot: &PilotSpec,
+    ) -> Vec<queue_check::Finding> {
+        Vec::new()
+    }
 }
 
 /// The adapter for a batch system. The ssh adapter keeps one SSH session per target host
