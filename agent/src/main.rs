@@ -21,6 +21,7 @@ mod reporter;
 mod runner;
 mod sandbox;
 mod spawn;
+mod spawner;
 mod staging;
 mod token;
 mod work_dir;
@@ -197,6 +198,14 @@ fn parse_bytes(s: &str) -> anyhow::Result<u64> {
 /// Runs the agent; an error ends it with one line on stderr (`error: what: why`), the
 /// chain of causes and any backtrace only with `-v`.
 fn main() -> std::process::ExitCode {
+    // The spawn helper (see `spawner`): the agent's own binary, started by the agent.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(spawner::HELPER_ARG)) {
+        match args.next().and_then(|fd| fd.to_str()?.parse().ok()) {
+            Some(fd) => spawner::serve(fd),
+            None => return std::process::ExitCode::FAILURE,
+        }
+    }
     let cli = Cli::parse();
     let verbose = cli.verbose;
     let default = ["info", "info", "debug", "trace"][usize::from(verbose.min(3))];
@@ -238,6 +247,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
     token::drop_from_environment()?;
     token::make_undumpable()?;
     let token = token::read(args.token_file.as_deref(), args.delete_token_file)?;
+    // Before any thread exists, while no task runs: the helper that starts the tasks.
+    if let Err(e) = spawner::start() {
+        tracing::warn!(error = %e, "no spawn helper: tasks start with posix_spawn, and their peak RSS counts the agent's");
+    }
     let mut cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
