@@ -18,7 +18,7 @@
 //! fails it falls back to `posix_spawn` with a warning (peak RSS is then floored at the
 //! agent's).
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -40,6 +40,8 @@ pub struct Request<'a> {
 struct Helper {
     socket: UnixStream,
     pid: libc::pid_t,
+    /// The request being written, kept from task to task.
+    message: Vec<u8>,
 }
 
 /// The helper, once started; `None` inside when it could not be (re)started.
@@ -72,6 +74,7 @@ fn launch() -> std::io::Result<Helper> {
     Ok(Helper {
         socket: ours,
         pid: child.id() as libc::pid_t,
+        message: Vec::with_capacity(8192),
     })
 }
 
@@ -81,7 +84,7 @@ pub fn spawn(req: &Request<'_>) -> Option<std::io::Result<libc::pid_t>> {
     let mut helper = HELPER.lock().unwrap_or_else(|p| p.into_inner());
     for attempt in 0..2 {
         let h = helper.as_mut()?;
-        match ask(&h.socket, req) {
+        match ask(&h.socket, &mut h.message, req) {
             Ok(answer) => return Some(answer),
             Err(e) => {
                 // The helper is gone (or broke the protocol): reap it, start another once.
@@ -116,18 +119,23 @@ fn push(buf: &mut Vec<u8>, s: &CStr) {
 /// One request and its answer. The request is `LEN (u32) ARGC (u32) ENVC (u32)` then
 /// NUL-terminated program, directory, arguments and environment, with the three standard
 /// descriptors attached; the answer is `PID (i32) ERRNO (i32)`.
-fn ask(socket: &UnixStream, req: &Request<'_>) -> std::io::Result<std::io::Result<libc::pid_t>> {
-    let mut body = Vec::with_capacity(4096);
-    body.extend_from_slice(&(req.argv.len() as u32).to_ne_bytes());
-    body.extend_from_slice(&(req.envp.len() as u32).to_ne_bytes());
-    push(&mut body, req.program);
-    push(&mut body, req.cwd);
+fn ask(
+    socket: &UnixStream,
+    message: &mut Vec<u8>,
+    req: &Request<'_>,
+) -> std::io::Result<std::io::Result<libc::pid_t>> {
+    message.clear();
+    message.extend_from_slice(&[0; 4]);
+    message.extend_from_slice(&(req.argv.len() as u32).to_ne_bytes());
+    message.extend_from_slice(&(req.envp.len() as u32).to_ne_bytes());
+    push(message, req.program);
+    push(message, req.cwd);
     for s in req.argv.iter().chain(req.envp) {
-        push(&mut body, s);
+        push(message, s);
     }
-    let mut message = (body.len() as u32).to_ne_bytes().to_vec();
-    message.extend_from_slice(&body);
-    send_with_fds(socket, &message, &req.stdio)?;
+    let len = (message.len() - 4) as u32;
+    message[..4].copy_from_slice(&len.to_ne_bytes());
+    send_with_fds(socket, message, &req.stdio)?;
     let mut answer = [0u8; 8];
     (&*socket).read_exact(&mut answer)?;
     let pid = i32::from_ne_bytes(answer[..4].try_into().expect("4 bytes"));
@@ -272,18 +280,27 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// Starts one task as the agent's child; the pid and 0, or the pid (if a process was
-/// made) and the errno of the failure.
-fn start_task(fields: &[CString], argc: usize, stdio: [RawFd; 3], stack: &mut [u8]) -> (i32, i32) {
-    let (program, cwd, rest) = (&fields[0], &fields[1], &fields[2..]);
-    let mut argv: Vec<*const libc::c_char> = rest[..argc].iter().map(|s| s.as_ptr()).collect();
+/// made) and the errno of the failure. `fields` point into the request: program,
+/// directory, `argc` arguments, then the environment, each NUL-terminated.
+fn start_task(
+    fields: &[*const libc::c_char],
+    argc: usize,
+    stdio: [RawFd; 3],
+    stack: &mut [u8],
+    argv: &mut Vec<*const libc::c_char>,
+    envp: &mut Vec<*const libc::c_char>,
+) -> (i32, i32) {
+    argv.clear();
+    argv.extend_from_slice(&fields[2..2 + argc]);
     argv.push(std::ptr::null());
-    let mut envp: Vec<*const libc::c_char> = rest[argc..].iter().map(|s| s.as_ptr()).collect();
+    envp.clear();
+    envp.extend_from_slice(&fields[2 + argc..]);
     envp.push(std::ptr::null());
     let mut child = Child {
-        program: program.as_ptr(),
+        program: fields[0],
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
-        cwd: cwd.as_ptr(),
+        cwd: fields[1],
         stdio,
         errno: 0,
     };
@@ -381,6 +398,9 @@ pub fn serve(fd: RawFd) -> ! {
     };
     let mut stack = vec![0u8; 256 * 1024];
     let mut len = [0u8; 4];
+    // Reused from request to request.
+    let (mut body, mut fields, mut argv, mut envp) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // Last, while /proc/self is still ours to write (before PR_SET_DUMPABLE).
     shed_start_up_pages();
     // SAFETY: prctl with constant arguments.
@@ -390,21 +410,28 @@ pub fn serve(fd: RawFd) -> ! {
             Ok(Some(fds)) => fds,
             Ok(None) | Err(_) => std::process::exit(0),
         };
-        let mut body = vec![0u8; u32::from_ne_bytes(len) as usize];
+        body.resize(u32::from_ne_bytes(len) as usize, 0);
         if (&socket).read_exact(&mut body).is_err() || body.len() < 8 || fds.len() != 3 {
             std::process::exit(1);
         }
         let argc = u32::from_ne_bytes(body[..4].try_into().expect("4 bytes")) as usize;
         let envc = u32::from_ne_bytes(body[4..8].try_into().expect("4 bytes")) as usize;
-        let fields: Vec<CString> = body[8..]
-            .split_inclusive(|b| *b == 0)
-            .filter_map(|s| CStr::from_bytes_with_nul(s).ok().map(CStr::to_owned))
-            .collect();
+        // Each field starts after the previous one's NUL; the request ends with a NUL.
+        fields.clear();
+        let strings = &body[8..];
+        let mut at = 0;
+        while at < strings.len() {
+            fields.push(strings[at..].as_ptr() as *const libc::c_char);
+            match strings[at..].iter().position(|b| *b == 0) {
+                Some(nul) => at += nul + 1,
+                None => std::process::exit(1),
+            }
+        }
         if fields.len() != 2 + argc + envc || argc == 0 {
             std::process::exit(1);
         }
         let stdio = [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()];
-        let (pid, errno) = start_task(&fields, argc, stdio, &mut stack);
+        let (pid, errno) = start_task(&fields, argc, stdio, &mut stack, &mut argv, &mut envp);
         drop(fds);
         let mut answer = pid.to_ne_bytes().to_vec();
         answer.extend_from_slice(&errno.to_ne_bytes());
