@@ -1,3 +1,6 @@
+//! Unit tests of what `platforms check` asks each batch system, on recorded outputs
+//! (`fixtures/`) replayed by a fake runner.
+
 use super::super::testing::{pilot, profile, FakeRunner};
 use super::*;
 use crate::provision::profile::AdapterKind;
