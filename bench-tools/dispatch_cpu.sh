@@ -33,12 +33,18 @@ if [ -n "${PERFSTAT:-}" ]; then
   sleep 0.3
 fi
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-M0=$(cpu $MPID); A0=$(cpu $APID); T0=$(date +%s.%N)
+# The agent's CPU with its spawn helper's (its child `hetpilot-spawn`, if the build has one).
+acpu() {
+  local t; t=$(cpu "$1")
+  for h in $(pgrep -P "$1" -x hetpilot-spawn); do t=$((t + $(cpu "$h"))); done
+  echo "$t"
+}
+M0=$(cpu $MPID); A0=$(acpu $APID); T0=$(date +%s.%N)
 APP=$(post /v1/apps "{\"name\":\"t\",\"command\":\"/bin/true\",\"tasks\":{\"array\":{\"start\":0,\"end\":$((N - 1))}}}" | jq -r .app)
 until [ "$(curl -s -H "Authorization: Bearer $ADMIN" "$URL/v1/apps/$APP" | jq -r '.counts.done // 0')" = "$N" ]; do
   sleep 0.02
 done
-T1=$(date +%s.%N); M1=$(cpu $MPID); A1=$(cpu $APID)
+T1=$(date +%s.%N); M1=$(cpu $MPID); A1=$(acpu $APID)
 if [ ${#STATS[@]} -gt 0 ]; then kill -INT "${STATS[@]}"; wait "${STATS[@]}" || true; fi
 HZ=$(getconf CLK_TCK)
 echo "n=$N slots=$S secs=$(echo "$T1 - $T0" | bc)" \

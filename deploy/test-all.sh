@@ -29,8 +29,9 @@ cleanup() {
 trap cleanup EXIT
 deploy/lab/start.sh
 # shellcheck disable=SC1091
-. "$HETPILOT_LAB/env.sh"    # SLURM_CONF, LAB_SSH_PORT, LAB_SSH_KEY, LAB_SSH_KNOWN_HOSTS
-export SLURM_CONF LAB_SSH_PORT LAB_SSH_KEY LAB_SSH_KNOWN_HOSTS
+. "$HETPILOT_LAB/env.sh"    # SLURM_CONF, LAB_SSH_PORT, the lab profiles' variables
+# Tests configure their own managers (the lab's manager.toml is for people).
+unset HETPILOT_CONFIG
 
 cargo test --workspace -- --include-ignored 2>&1 | tee "$log"
 # One closing line over every test binary (cargo's own last line is the doc tests').

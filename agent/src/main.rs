@@ -10,6 +10,7 @@
 //! near the storage that agents fetch inputs from and store outputs to (see `depot`).
 
 mod agent;
+mod allocation;
 mod api;
 mod corunners;
 mod depot;
@@ -20,6 +21,7 @@ mod reporter;
 mod runner;
 mod sandbox;
 mod spawn;
+mod spawner;
 mod staging;
 mod token;
 mod work_dir;
@@ -74,8 +76,10 @@ struct Args {
     /// Delete the token file once read (a pilot's one-use credential).
     #[arg(long)]
     delete_token_file: bool,
-    /// Task slots (default: the cores this agent may use).
-    #[arg(long)]
+    /// Task slots (default: the cores the batch allocation gives this node, from
+    /// SLURM_CPUS_ON_NODE, PBS_NUM_PPN/PBS_NP, NCPUS or LoadLeveler's task geometry; outside
+    /// a batch job, the cores this agent may use).
+    #[arg(long, env = "HETPILOT_SLOTS")]
     slots: Option<u32>,
     /// How tasks are isolated from each other and from the agent: `bwrap` runs each in a
     /// bubblewrap sandbox (the agent refuses to start if bwrap does not work here).
@@ -197,15 +201,41 @@ fn parse_bytes(s: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("`{s}` is too large"))
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the agent; an error ends it with one line on stderr (`error: what: why`), the
+/// chain of causes and any backtrace only with `-v`.
+fn main() -> std::process::ExitCode {
+    // The spawn helper (see `spawner`): the agent's own binary, started by the agent.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(spawner::HELPER_ARG)) {
+        match args.next().and_then(|fd| fd.to_str()?.parse().ok()) {
+            Some(fd) => spawner::serve(fd),
+            None => return std::process::ExitCode::FAILURE,
+        }
+    }
     let cli = Cli::parse();
-    let default = ["info", "info", "debug", "trace"][usize::from(cli.verbose.min(3))];
+    let verbose = cli.verbose;
+    let default = ["info", "info", "debug", "trace"][usize::from(verbose.min(3))];
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if verbose > 0 => {
+            eprintln!("error: {e:?}");
+            std::process::ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.role {
         Some(Role::ServeFiles(args)) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -223,6 +253,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
     token::drop_from_environment()?;
     token::make_undumpable()?;
     let token = token::read(args.token_file.as_deref(), args.delete_token_file)?;
+    // Before any thread exists, while no task runs: the helper that starts the tasks.
+    if let Err(e) = spawner::start() {
+        tracing::warn!(error = %e, "no spawn helper: tasks start with posix_spawn, and their peak RSS counts the agent's");
+    }
     let mut cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
@@ -288,6 +322,12 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             Some(std::sync::Arc::new(s))
         }
     };
+    let hostname = System::host_name().unwrap_or_else(|_| "unknown".into());
+    let slots = args.slots.or_else(|| {
+        let (n, var) = allocation::slots(|v| std::env::var(v).ok(), &hostname)?;
+        tracing::info!(slots = n, from = var, "slots from the batch allocation");
+        Some(n)
+    });
     let opts = agent::Options {
         sandbox,
         staging,
@@ -295,10 +335,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
         registration_token: token,
         register: RegisterRequest {
             platform,
-            hostname: System::host_name().unwrap_or_else(|_| "unknown".into()),
+            hostname,
             cores,
             memory_mb: sys.total_memory() / (1024 * 1024),
-            slots: args.slots,
+            slots,
             batch_job_id,
             walltime_end: args.walltime_end,
             pilot: args.pilot.clone(),

@@ -1,9 +1,11 @@
-//! Starting a task's process cheaply: `posix_spawn` (a vfork-style clone, no copy of the
-//! agent's page tables) into its own process group, with an environment prepared once per
-//! application instead of rebuilt from the agent's environment for every task, and output
-//! pipes whose read ends are made non-blocking with one `fcntl` each.
+//! Starting a task's process cheaply: through the spawn helper (`spawner`: a vfork-style
+//! clone of a small process, so the task's peak RSS is its own), else `posix_spawn`, into
+//! its own process group, with an environment prepared once per application instead of
+//! rebuilt from the agent's environment for every task, and output pipes whose read ends
+//! are made non-blocking with one `fcntl` each.
 
 use crate::sandbox::{Sandbox, TaskView};
+use crate::spawner;
 use hetpilot_protocol::protocol::{AppRuntime, Assignment};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, OsString};
@@ -192,23 +194,25 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
         format!("HETPILOT_INPUT={}", a.input),
     ]
     .map(|kv| cstring(kv.into_bytes(), "the task's input"));
-    let mut envp: Vec<*const libc::c_char> = Vec::with_capacity(app.env.len() + 6);
-    envp.extend(app.env.iter().map(|c| c.as_ptr()));
+    let mut envp: Vec<&CStr> = Vec::with_capacity(app.env.len() + 5);
+    envp.extend(app.env.iter().map(CString::as_c_str));
     for kv in &task_env {
-        envp.push(kv.as_ref().map_err(Clone::clone)?.as_ptr());
+        envp.push(kv.as_ref().map_err(Clone::clone)?);
     }
-    envp.push(std::ptr::null());
-    let mut argp: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
-    argp.push(std::ptr::null());
+    let argp: Vec<&CStr> = argv.iter().map(CString::as_c_str).collect();
+    // A bare name searches the application's PATH, else the agent's (as execvp would).
     let searched = match (&app.path, program.contains('/')) {
-        (Some(path), false) => Some(
-            search(program, path, cwd).ok_or_else(|| fail(std::io::ErrorKind::NotFound.into()))?,
-        ),
-        _ => None,
+        (_, true) => None,
+        (Some(path), false) => Some(search(program, path, cwd)),
+        (None, false) => {
+            Some(std::env::var_os("PATH").and_then(|path| search(program, &path, cwd)))
+        }
     };
-    let searched_c = searched
-        .map(|p| cstring(p.into_os_string().into_vec(), "the command"))
-        .transpose()?;
+    let searched_c = match searched {
+        Some(None) => return Err(fail(std::io::ErrorKind::NotFound.into())),
+        Some(Some(p)) => Some(cstring(p.into_os_string().into_vec(), "the command")?),
+        None => None,
+    };
     let (out_r, out_w) = pipe().map_err(fail)?;
     let (err_r, err_w) = pipe().map_err(fail)?;
     let null = dev_null().map_err(fail)?;
@@ -217,7 +221,6 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
     let pid = match place.sandbox {
         None => spawn(
             searched_c.as_deref().unwrap_or(&argv[0]),
-            searched_c.is_none(),
             &argp,
             &envp,
             stdio,
@@ -227,24 +230,16 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
             let run_dir = run_dir.ok_or("a sandboxed task needs a run directory")?;
             let mut command = vec![searched_c.clone().unwrap_or_else(|| argv[0].clone())];
             command.extend(argv[1..].iter().cloned());
-            let env: Vec<&[u8]> = app
-                .env
-                .iter()
-                .map(|c| c.as_bytes())
-                .chain(task_env.iter().flatten().map(|c| c.as_bytes()))
-                .collect();
+            let env: Vec<&[u8]> = envp.iter().map(|c| c.to_bytes()).collect();
             let view = TaskView {
                 run_dir,
                 read_only: place.read_only,
                 env: &env,
             };
             let bwrap_argv = sandbox.argv(&view, &command)?;
-            let mut bwrap_argp: Vec<*const libc::c_char> =
-                bwrap_argv.iter().map(|c| c.as_ptr()).collect();
-            bwrap_argp.push(std::ptr::null());
+            let bwrap_argp: Vec<&CStr> = bwrap_argv.iter().map(CString::as_c_str).collect();
             // bwrap itself runs with an empty environment: the task's is in its arguments.
-            let no_env = [std::ptr::null()];
-            spawn(sandbox.program(), false, &bwrap_argp, &no_env, stdio, cwd_c)
+            spawn(sandbox.program(), &bwrap_argp, &[], stdio, cwd_c)
         }
     }
     .map_err(fail)?;
@@ -255,11 +250,37 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
     })
 }
 
-/// posix_spawn(p) with `stdio` as fds 0–2, in `cwd`, in a new process group, with the
-/// default signal mask and SIGPIPE disposition.
+/// Starts `program` (a path) with `stdio` as fds 0–2, in `cwd`, in a new process group,
+/// with an empty signal mask and the default SIGPIPE disposition: through the spawn helper
+/// (see `spawner`), else with `posix_spawn`.
 fn spawn(
     program: &CStr,
-    search_path: bool,
+    argv: &[&CStr],
+    envp: &[&CStr],
+    stdio: [i32; 3],
+    cwd: &CStr,
+) -> std::io::Result<i32> {
+    let request = spawner::Request {
+        program,
+        argv,
+        envp,
+        cwd,
+        stdio,
+    };
+    if let Some(started) = spawner::spawn(&request) {
+        return started;
+    }
+    let mut argp: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
+    argp.push(std::ptr::null());
+    let mut envpp: Vec<*const libc::c_char> = envp.iter().map(|c| c.as_ptr()).collect();
+    envpp.push(std::ptr::null());
+    posix_spawn(program, &argp, &envpp, stdio, cwd)
+}
+
+/// posix_spawn with `stdio` as fds 0–2, in `cwd`, in a new process group, with an empty
+/// signal mask and the default SIGPIPE disposition.
+fn posix_spawn(
+    program: &CStr,
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
     stdio: [i32; 3],
@@ -306,12 +327,7 @@ fn spawn(
                 cwd.as_ptr(),
             ))?;
             let mut pid: libc::pid_t = 0;
-            let run = if search_path {
-                libc::posix_spawnp
-            } else {
-                libc::posix_spawn
-            };
-            check(run(
+            check(libc::posix_spawn(
                 &mut pid,
                 program.as_ptr(),
                 &actions,

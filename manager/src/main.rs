@@ -1,11 +1,24 @@
 //! The `hetpilot` binary: the command-line edge of the manager (errors through `anyhow`).
+//! An error ends the command with one line on stderr (`error: what: why`) and exit status
+//! 1; `-v` adds the chain of causes and, with `RUST_BACKTRACE=1`, the backtrace.
 
 mod cli;
 
 use clap::Parser;
+use std::process::ExitCode;
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    cli::init_tracing(cli.verbose);
-    cli.command.run()
+    cli::init_tracing(cli.verbose, cli.log_format);
+    match cli.command.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if cli.verbose > 0 {
+                eprintln!("error: {e:?}");
+            } else {
+                eprintln!("error: {e:#}");
+            }
+            ExitCode::FAILURE
+        }
+    }
 }

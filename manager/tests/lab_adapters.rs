@@ -138,6 +138,7 @@ impl Sandbox {
             credential_path: token,
             work_dir: self.path("work"),
             host: None,
+            probe: false,
         }
     }
 }

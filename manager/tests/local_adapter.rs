@@ -54,6 +54,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
         credential_path: path("work/here-p1.token"),
         work_dir: path("work"),
         host: None,
+        probe: false,
     };
     let adapter = adapter_for(AdapterKind::Local);
     let script = adapter.render(&profile, &pilot).unwrap();

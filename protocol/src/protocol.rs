@@ -379,6 +379,11 @@ pub struct AppSummary {
     pub cancelled: bool,
     /// Its tasks by state.
     pub counts: StateCounts,
+    /// Why no available platform can run its waiting tasks now, e.g. "no available
+    /// platform: lab-typo unavailable: sbatch: error: invalid partition specified: smal";
+    /// absent when some platform can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
 }
 
 impl AppSummary {

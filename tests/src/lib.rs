@@ -103,7 +103,9 @@ impl Manager {
         Manager::start_with(dir, port, lease_timeout_secs, &[], env)
     }
 
-    /// Starts a manager on `port` with extra `hetpilot serve` flags (e.g. `--tls self-signed`).
+    /// Starts a manager on `port` with extra `hetpilot serve` flags (e.g. `--tls self-signed`)
+    /// and environment (`RUST_LOG` is `info` unless `env` says otherwise); its stderr goes to
+    /// `manager.log` in `dir`.
     pub fn start_with(
         dir: &Path,
         port: u16,
@@ -129,8 +131,11 @@ impl Manager {
             .arg("--data-dir")
             .arg(dir)
             .args(flags)
-            .envs(env.iter().copied())
+            // A shell that sourced the lab's env.sh names the lab's configuration: only
+            // `env` may name one for a test's manager.
+            .env_remove("HETPILOT_CONFIG")
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -218,6 +223,7 @@ impl Manager {
             cmd.env("HETPILOT_CA_FILE", ca);
         }
         cmd.args(args)
+            .env_remove("HETPILOT_CONFIG")
             .env("HETPILOT_URL", &self.url)
             .env("HETPILOT_TOKEN", &self.admin)
             .output()

@@ -1,8 +1,10 @@
 //! Provisioning against the real local lab (`deploy/lab/start.sh`): pilots submitted
 //! through Slurm on two partitions run an application to completion and end; a login host
 //! that refuses connections marks only its platform unavailable; a missing agent binary
-//! fails its pilot fast with a clear reason. The manager serves HTTPS with a self-signed
-//! certificate whose fingerprint the pilots' job scripts hand to their agents.
+//! fails its pilot fast with a clear reason; a partition typo makes its platform
+//! unavailable with sbatch's reason, which the application's `blocked` reason and the
+//! manager's log repeat. The manager serves HTTPS with a self-signed certificate whose
+//! fingerprint the pilots' job scripts hand to their agents.
 
 use hetpilot_e2e::lab::{self, configure, pilots, platform_status, start_tls_manager, wait_pilot};
 use hetpilot_e2e::{array_app, wait_until};
@@ -299,4 +301,65 @@ fn pbs_torque_ssh_and_ssh_login_profiles_provision_working_agents() {
             );
         }
     }
+}
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn a_partition_typo_blocks_the_application_with_sbatchs_reason() {
+    let _lab = lab::require();
+    let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
+    let typo = dir.path().join("lab-typo.toml");
+    let text = std::fs::read_to_string(lab::shipped_profile("lab-debug"))
+        .unwrap()
+        .replace("lab-debug", "lab-typo")
+        .replace("queue = \"debug\"", "queue = \"smal\"");
+    std::fs::write(&typo, text).unwrap();
+    let mut env = configure(dir.path(), &[("lab-typo", &typo)], FAST);
+    env.push(("RUST_LOG".into(), "warn".into()));
+    let m = start_tls_manager(dir.path(), &env);
+    let app = m.submit(array_app("typo", "true", 20));
+    let down = wait_until(
+        "lab-typo to be unavailable",
+        Duration::from_secs(60),
+        || platform_status(&m, "lab-typo").filter(|s| s["available"] == false),
+    );
+    let reason = down["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("invalid partition specified: smal"),
+        "{down}"
+    );
+    assert!(!reason.contains('\n'), "one line: {down}");
+    let blocked = wait_until(
+        "the application to be blocked",
+        Duration::from_secs(30),
+        || {
+            let (_, s) = m.http().get(&format!("/v1/apps/{app}"), &m.admin);
+            s["blocked"].as_str().map(String::from)
+        },
+    );
+    assert!(
+        blocked.starts_with("no available platform: lab-typo unavailable: submission failed: ")
+            && blocked.contains("sbatch: error: invalid partition specified: smal"),
+        "{blocked}"
+    );
+    let out = m.cli(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "application {app} is blocked: no available platform: lab-typo unavailable"
+        )),
+        "{text}"
+    );
+    let out = m.cli(&["platforms"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(table.lines().count(), 2, "{table}");
+    let log = std::fs::read_to_string(dir.path().join("manager.log")).unwrap();
+    assert!(
+        log.lines().any(|l| l.contains(" WARN ")
+            && l.contains("platform unavailable")
+            && l.contains("smal")),
+        "{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "{log}");
 }

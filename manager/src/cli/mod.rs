@@ -9,6 +9,7 @@ mod connect;
 mod demo;
 mod fairshare;
 mod host_key_report;
+mod init;
 mod output;
 mod partition;
 mod pilots;
@@ -32,6 +33,10 @@ pub struct Cli {
     /// More log output (repeat for more); `RUST_LOG` overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Log lines on stderr as plain text (no colours unless stderr is a terminal) or as one
+    /// JSON object a line.
+    #[arg(long, global = true, value_enum, env = "HETPILOT_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -40,6 +45,8 @@ pub struct Cli {
 pub enum Command {
     /// Run everything locally on sample applications: manager, two platforms, report.
     Demo(demo::Args),
+    /// Write a commented starter configuration for a site (for `serve` and `--config`).
+    Init(init::Args),
     /// Run the manager (HTTP API, SQLite store) until SIGINT/SIGTERM.
     Serve(serve::Args),
     /// Submit an application: an application file, or --each-line/--array and a command.
@@ -90,6 +97,7 @@ impl Command {
     pub fn run(self) -> anyhow::Result<()> {
         match self {
             Command::Demo(a) => block_on(demo::run(a)),
+            Command::Init(a) => init::run(a),
             Command::Serve(a) => block_on(serve::run(a)),
             Command::Submit(a) => block_on(submit::run(*a)),
             Command::Status(a) => block_on(status::status(a)),
@@ -123,8 +131,17 @@ fn block_on(f: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
         .block_on(f)
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `TIME LEVEL target: message key=value`, coloured only on a terminal.
+    Text,
+    /// One JSON object a line (`timestamp`, `level`, `fields`, `target`).
+    Json,
+}
+
 /// Logs go to stderr through `tracing`; user-facing output goes to stdout.
-pub fn init_tracing(verbose: u8) {
+pub fn init_tracing(verbose: u8, format: LogFormat) {
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -133,8 +150,13 @@ pub fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs.json().init(),
+    }
 }

@@ -5,26 +5,47 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints rows as a left-aligned table under `header`.
+/// A table cell on one line: line breaks (as in a batch system's error output) become
+/// " / ", other control characters spaces.
+pub fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+        .replace(|c: char| c.is_control(), " ")
+}
+
+/// Prints rows as a left-aligned table under `header`, one line per row.
 pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    print!("{}", table(header, rows));
+}
+
+/// The text of [`print_table`].
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| one_line(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: Vec<String>| {
+    let line = |cells: &[String]| {
         let padded: Vec<String> = cells
             .iter()
             .zip(&widths)
             .map(|(c, w)| format!("{c:<w$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        format!("{}\n", padded.join("  ").trim_end())
     };
-    line(header.iter().map(|h| h.to_string()).collect());
-    for row in rows {
-        line(row.clone());
+    let mut out = line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    for row in &rows {
+        out.push_str(&line(row));
     }
+    out
 }
 
 pub fn millis(ms: f64) -> String {
@@ -44,5 +65,33 @@ pub fn age(now_ms: u64, then_ms: u64) -> String {
         0..=119 => format!("{s}s ago"),
         120..=7199 => format!("{}m ago", s / 60),
         _ => format!("{}h ago", s / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+
+    #[test]
+    fn a_multi_line_reason_stays_in_its_row() {
+        let rows = vec![
+            vec![
+                "lab-typo".to_string(),
+                "unavailable".to_string(),
+                "sbatch: error: invalid partition specified: smal\r\n\
+                 sbatch: error: Batch job submission failed\n"
+                    .to_string(),
+            ],
+            vec!["lab-debug".into(), "available".into(), String::new()],
+        ];
+        let text = table(&["PLATFORM", "STATUS", "REASON"], &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(
+            lines[1],
+            "lab-typo   unavailable  sbatch: error: invalid partition specified: smal / \
+             sbatch: error: Batch job submission failed"
+        );
+        assert_eq!(lines[2], "lab-debug  available");
     }
 }

@@ -40,6 +40,8 @@ fn row(a: &AppSummary) -> Vec<String> {
         "cancelled"
     } else if a.is_finished() {
         "finished"
+    } else if a.blocked.is_some() {
+        "blocked"
     } else {
         "active"
     };
@@ -73,6 +75,11 @@ pub fn print_summaries(apps: &[AppSummary]) {
         "PROGRESS",
     ];
     print_table(&header, &apps.iter().map(row).collect::<Vec<_>>());
+    for a in apps {
+        if let Some(why) = &a.blocked {
+            println!("application {} is blocked: {why}", a.app);
+        }
+    }
 }
 
 pub async fn status(args: StatusArgs) -> anyhow::Result<()> {

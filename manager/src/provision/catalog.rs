@@ -26,7 +26,7 @@ pub enum CatalogError {
 pub fn substitute(
     text: &str,
     path: &Path,
-    lookup: impl Fn(&str) -> Option<String>,
+    mut lookup: impl FnMut(&str) -> Option<String>,
 ) -> Result<String, CatalogError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -136,6 +136,68 @@ mod tests {
             assert!(
                 names.iter().any(|n| n == expected),
                 "{expected} missing: {names:?}"
+            );
+        }
+    }
+
+    /// The text between `cat > "$LAB/NAME" <<EOF` and its `EOF` in deploy/lab/start.sh.
+    fn lab_heredoc(name: &str) -> String {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/lab/start.sh");
+        let text = std::fs::read_to_string(script).unwrap();
+        let start = format!("cat > \"$LAB/{name}\" <<EOF\n");
+        let from = text
+            .find(&start)
+            .unwrap_or_else(|| panic!("no {name} in start.sh"))
+            + start.len();
+        let len = text[from..].find("\nEOF\n").unwrap();
+        text[from..from + len].to_string()
+    }
+
+    /// The lab's env.sh exports every variable a lab profile uses, and the lab's
+    /// manager.toml names shipped profiles only.
+    #[test]
+    fn the_lab_exports_what_its_profiles_use() {
+        let env_sh = lab_heredoc("env.sh");
+        let exported: Vec<&str> = env_sh
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('=').map(|(name, _)| name))
+            .collect();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiles/platforms");
+        let mut used = std::collections::BTreeSet::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !(name.starts_with("lab-") && name.ends_with(".toml")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            substitute(&text, &path, |var| {
+                used.insert(var.to_string());
+                Some(String::new())
+            })
+            .unwrap();
+        }
+        assert!(used.contains("HETPILOT_AGENT_BINARY"), "{used:?}");
+        for var in &used {
+            assert!(
+                exported.contains(&var.as_str()),
+                "lab profiles use ${{{var}}} but env.sh exports only {exported:?}"
+            );
+        }
+        assert!(exported.contains(&"HETPILOT_CONFIG"), "{exported:?}");
+        let manager_toml = lab_heredoc("manager.toml");
+        let profiles: Vec<&str> = manager_toml
+            .lines()
+            .filter_map(|l| l.strip_prefix("profile = \"$REPO/"))
+            .map(|p| p.trim_end_matches('"'))
+            .collect();
+        assert!(profiles.len() >= 3, "{manager_toml}");
+        for p in profiles {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p);
+            assert!(
+                path.exists(),
+                "the lab's manager.toml names {p}, which is not shipped"
             );
         }
     }

@@ -42,6 +42,10 @@ pub trait PilotHost: Send + Sync + 'static {
     /// The non-final pilots of `platform`.
     fn tracked_pilots(&self, platform: &str) -> Vec<PilotRecord>;
 
+    /// The cores a pilot of `platform` brings, as its agents registered them (`None` before
+    /// any did: the profile's `cores_per_node` then).
+    fn registered_cores(&self, platform: &str) -> Option<u32>;
+
     /// Cores' worth of waiting work `platform` should get pilots for.
     fn demand_cores(&self, platform: &str) -> u64;
 

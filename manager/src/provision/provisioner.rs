@@ -3,8 +3,10 @@
 //! pool: adapters and SSH are blocking), feeds [`reconcile::decide`], and carries out its
 //! decisions: records transitions, cancels jobs, drains idle agents, submits new pilots
 //! (each with its own credential written on the platform, mode 0600, before submission).
-//! A platform whose login host or batch system fails is marked unavailable with the reason
-//! and backs off exponentially; the other platforms' tasks are not affected.
+//! A platform whose login host or batch system fails, or whose pilots keep failing the same
+//! way ([`REPEATED_FAILURES`] in a row), is marked unavailable with the reason and backs off
+//! exponentially; the other platforms' tasks are not affected. Pilot failures and changes
+//! of a platform's availability are logged at WARN.
 
 use super::adapter::{adapter_for, AdapterError, BatchAdapter, BatchJobId, JobState, PilotSpec};
 use super::host::{AgentActivity, PilotHost};
@@ -37,11 +39,22 @@ impl ManagedPlatform {
     }
 }
 
+/// This many pilots in a row failing for the same reason make their platform unavailable
+/// (until its backoff ends; a pilot whose agent registers resets the count).
+pub const REPEATED_FAILURES: u32 = 2;
+
 /// The per-platform loop's memory between cycles.
+#[derive(Default)]
 struct Track {
     backoff: Backoff,
-    /// `Some(reason)` while the platform is unavailable.
+    /// `Some(reason)` while the platform's login side or batch system fails.
     down: Option<String>,
+    /// `Some(reason)` while the platform is unavailable because its pilots keep failing
+    /// the same way (cleared when the backoff ends, to try one more).
+    failing: Option<String>,
+    /// The last pilot failure (its reason with numbers blanked) and how many pilots in a
+    /// row failed so.
+    repeated: (String, u32),
     /// Last failure, shown while the platform backs off.
     last_failure: String,
     /// Round-robin position over the ssh adapter's hosts.
@@ -94,22 +107,27 @@ async fn run<H: PilotHost>(
 ) {
     let mut tick = tokio::time::interval(settings.interval());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut track = Track {
-        backoff: Backoff::default(),
-        down: None,
-        last_failure: String::new(),
-        next_host: 0,
-        awaiting_exit: HashSet::new(),
-    };
+    let mut track = Track::default();
+    let mut was_available = true;
     loop {
         tick.tick().await;
         let Some(m) = manager.upgrade() else { break };
         cycle(&m, &platform, &url, &settings, &mut track).await;
+        let name = &platform.profile.name;
+        let unavailable = track.down.as_ref().or(track.failing.as_ref());
+        match (was_available, unavailable) {
+            (true, Some(reason)) => {
+                tracing::warn!(platform = %name, %reason, "platform unavailable");
+            }
+            (false, None) => tracing::warn!(platform = %name, "platform available again"),
+            _ => {}
+        }
+        was_available = unavailable.is_none();
         m.set_platform_status(PlatformStatus {
-            name: platform.profile.name.clone(),
+            name: name.clone(),
             adapter: platform.profile.adapter.name().to_string(),
-            available: track.down.is_none(),
-            reason: track.down.clone().unwrap_or_else(|| {
+            available: unavailable.is_none(),
+            reason: unavailable.cloned().unwrap_or_else(|| {
                 if track.backoff.failures > 0 {
                     track.last_failure.clone()
                 } else {
@@ -155,6 +173,10 @@ async fn cycle<H: PilotHost>(
     let mut now = now_ms();
     if track.down.is_some() && track.backoff.waiting(now) {
         return;
+    }
+    if !track.backoff.waiting(now) {
+        // Backed off long enough after repeated pilot failures: try again.
+        track.failing = None;
     }
     let mut pilots = m.tracked_pilots(&profile.name);
     // A pilot without a batch id was being submitted when the manager stopped.
@@ -223,7 +245,10 @@ async fn cycle<H: PilotHost>(
         let caps = Caps {
             max_queued: profile.max_queued.saturating_sub(others_queued),
             max_running: profile.max_running.saturating_sub(others_live),
-            cores_per_pilot: u64::from(profile.cores_per_node),
+            cores_per_pilot: u64::from(
+                m.registered_cores(&profile.name)
+                    .unwrap_or(profile.cores_per_node),
+            ),
         };
         let views: Vec<PilotView<'_>> = mine
             .iter()
@@ -254,7 +279,22 @@ async fn cycle<H: PilotHost>(
     track.awaiting_exit = awaiting_exit;
     if !back_off && pilots.iter().any(|p| p.state == PilotState::Running) {
         track.backoff = Backoff::default();
+        track.repeated = Default::default();
     }
+}
+
+/// A failure reason with its numbers blanked (seconds waited, exit codes, job ids), so
+/// failures of the same kind compare equal.
+fn failure_kind(reason: &str) -> String {
+    let mut kind = String::with_capacity(reason.len());
+    for c in reason.chars() {
+        if !c.is_ascii_digit() {
+            kind.push(c);
+        } else if !kind.ends_with('#') {
+            kind.push('#');
+        }
+    }
+    kind
 }
 
 /// The groups of pilots the reconciler decides for, each with its demand: one group on a
@@ -339,7 +379,23 @@ async fn apply<H: PilotHost>(
     for t in &d.transitions {
         let from = by_name[t.pilot.as_str()].state;
         if m.transition_pilot(&t.pilot, from, t.state, &t.reason) {
-            tracing::info!(platform = %profile.name, pilot = %t.pilot, state = t.state.as_str(), reason = %t.reason, "pilot");
+            if t.state == PilotState::Failed {
+                tracing::warn!(platform = %profile.name, pilot = %t.pilot, reason = %t.reason, "pilot failed");
+                let kind = failure_kind(&t.reason);
+                if track.repeated.0 == kind {
+                    track.repeated.1 += 1;
+                } else {
+                    track.repeated = (kind, 1);
+                }
+                if track.repeated.1 >= REPEATED_FAILURES {
+                    track.failing = Some(format!(
+                        "{} pilots in a row failed: {}",
+                        track.repeated.1, t.reason
+                    ));
+                }
+            } else {
+                tracing::info!(platform = %profile.name, pilot = %t.pilot, state = t.state.as_str(), reason = %t.reason, "pilot");
+            }
             moved.insert(t.pilot.as_str());
         }
     }
@@ -391,6 +447,7 @@ pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec
         credential_path: format!("{dir}/credential"),
         work_dir: dir,
         host: profile.hosts.first().cloned(),
+        probe: false,
     }
 }
 

@@ -8,6 +8,7 @@ mod control_lock;
 mod error;
 mod files;
 mod pilots;
+mod platforms;
 mod rounds;
 mod staging_plan;
 mod store_grants;

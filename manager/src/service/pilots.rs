@@ -3,6 +3,7 @@
 //! it brought up, the platforms' provisioning status, and what the provisioner reads
 //! (demand, agents' idleness). Listing pilots and platforms is for admins only.
 
+use super::platforms::Shape;
 use super::users::admin;
 use super::{auth, now_ms, Manager, Principal, ServiceError};
 use crate::db::{PilotCredential, StoredPilot, Write};
@@ -19,7 +20,11 @@ pub struct PilotBook {
     records: BTreeMap<String, PilotRecord>,
     /// Registration credential hash of each queued pilot, until its agent registers.
     credentials: HashMap<String, String>,
-    platforms: BTreeMap<String, PlatformStatus>,
+    pub(super) platforms: BTreeMap<String, PlatformStatus>,
+    /// Each profiled platform's shape, from its profile.
+    pub(super) shapes: BTreeMap<String, Shape>,
+    /// The cores per pilot each profiled platform is planned with (see `platforms`).
+    pub(super) planned_cores: BTreeMap<String, u32>,
     next: u64,
 }
 
@@ -53,7 +58,7 @@ impl PilotBook {
 }
 
 impl Manager {
-    fn book(&self) -> std::sync::MutexGuard<'_, PilotBook> {
+    pub(super) fn book(&self) -> std::sync::MutexGuard<'_, PilotBook> {
         self.pilots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -105,6 +110,8 @@ impl Manager {
         if let Some(write) = write {
             self.writer.commit(write).await?;
         }
+        // Its agent's slots may say more truly than the profile what a pilot brings.
+        self.plan_capacities();
         Ok(())
     }
 
@@ -251,6 +258,11 @@ impl PilotHost for Manager {
             .filter(|r| r.platform == platform && !r.state.is_final())
             .cloned()
             .collect()
+    }
+
+    /// The cores a pilot of `platform` brings, as its agents registered them.
+    fn registered_cores(&self, platform: &str) -> Option<u32> {
+        self.pilot_cores(platform)
     }
 
     /// Cores' worth of waiting tasks `platform` should get pilots for: its part of the

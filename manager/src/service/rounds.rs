@@ -4,35 +4,11 @@
 //! Also the views the rounds leave behind (`hetpilot schedule`, `usage`, `bandwidths`).
 
 use super::{now_ms, Manager, Principal, ServiceError};
-use crate::control::{Capacity, StagingProfile};
-use crate::provision::profile::PlatformProfile;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 impl Manager {
-    /// Takes what the profiled platforms' profiles say: their staging numbers and how far
-    /// the provisioner may grow them.
-    pub fn use_profiles(&self, profiles: &[PlatformProfile]) {
-        let staging: BTreeMap<String, StagingProfile> = profiles
-            .iter()
-            .map(|p| (p.name.clone(), p.staging))
-            .collect();
-        let capacities = profiles
-            .iter()
-            .map(|p| {
-                let capacity = Capacity {
-                    nodes: p.max_running,
-                    cores_per_node: p.cores_per_node,
-                };
-                (p.name.clone(), capacity)
-            })
-            .collect();
-        self.control().use_profiles(staging, capacities);
-        self.replan();
-    }
-
     /// Something that matters changed: run a round soon.
     pub(super) fn replan(&self) {
         self.replan.notify_one();

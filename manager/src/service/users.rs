@@ -1,6 +1,7 @@
 //! What users and admins can do: submit, list, inspect, cancel; create users and agent
 //! registration tokens. A user sees only their own applications; admins see all.
 
+use super::platforms::Offers;
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::db::Write;
 use crate::queue::AppEntry;
@@ -34,7 +35,7 @@ pub(super) fn admin(who: &Principal) -> Result<&str, ServiceError> {
 /// Longest an application's summary waits for progress.
 pub const MAX_APP_WAIT_MS: u64 = 60_000;
 
-fn summary(app: &AppEntry) -> AppSummary {
+fn summary(app: &AppEntry, offers: &Offers) -> AppSummary {
     AppSummary {
         app: app.id,
         name: app.runtime.name.clone(),
@@ -42,6 +43,7 @@ fn summary(app: &AppEntry) -> AppSummary {
         submitted_at_ms: app.submitted_ms,
         cancelled: app.cancelled,
         counts: app.counts,
+        blocked: offers.blocked(app),
     }
 }
 
@@ -49,10 +51,11 @@ impl Manager {
     /// Checks that `who` may see `app` (foreign applications look like missing ones).
     fn visible(&self, who: &Principal, app: AppId) -> Result<AppSummary, ServiceError> {
         let (name, is_admin) = user(who)?;
+        let book = self.platform_book();
         let control = self.control();
         let queues = control.queues();
         match queues.app(app) {
-            Some(a) if is_admin || a.owner == name => Ok(summary(a)),
+            Some(a) if is_admin || a.owner == name => Ok(summary(a, &self.offers(&book, queues))),
             _ => Err(ServiceError::NotFound(format!("no application {app}"))),
         }
     }
@@ -120,12 +123,14 @@ impl Manager {
 
     pub fn list_apps(&self, who: &Principal) -> Result<Vec<AppSummary>, ServiceError> {
         let (name, is_admin) = user(who)?;
-        Ok(self
-            .control()
+        let book = self.platform_book();
+        let control = self.control();
+        let offers = self.offers(&book, control.queues());
+        Ok(control
             .queues()
             .apps()
             .filter(|a| is_admin || a.owner == name)
-            .map(summary)
+            .map(|a| summary(a, &offers))
             .collect())
     }
 

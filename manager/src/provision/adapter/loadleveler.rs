@@ -99,6 +99,15 @@ impl BatchAdapter for LoadLeveler {
         }
         Ok(())
     }
+
+    fn check_queue(
+        &self,
+        runner: &dyn CommandRunner,
+        profile: &PlatformProfile,
+        pilot: &PilotSpec,
+    ) -> Vec<super::queue_check::Finding> {
+        super::queue_check::loadleveler(runner, profile, pilot)
+    }
 }
 
 /// Runs `llq <options> <ids>`; `None` when llq has nothing to report on any of them.

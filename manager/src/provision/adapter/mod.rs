@@ -7,6 +7,7 @@ mod loadleveler;
 mod pbs;
 mod process;
 mod qstat;
+pub mod queue_check;
 pub mod script;
 mod slurm;
 
@@ -55,6 +56,9 @@ pub struct PilotSpec {
     pub work_dir: String,
     /// The ssh adapter's target host (one of the profile's `hosts`); `None` for the others.
     pub host: Option<String>,
+    /// A `platforms check --probe` job: its script runs `AGENT --version` instead of the
+    /// agent (no credential, no registration).
+    pub probe: bool,
 }
 
 /// A rendered job script and where it goes.
@@ -141,6 +145,18 @@ pub trait BatchAdapter: Send + Sync {
         profile: &PlatformProfile,
         job: &BatchJobId,
     ) -> Result<(), AdapterError>;
+
+    /// What the batch system says about `profile`'s partition, queue or class and account
+    /// for pilots shaped like `pilot` (see [`queue_check`]); nothing to ask without a
+    /// batch system.
+    fn check_queue(
+        &self,
+        _runner: &dyn CommandRunner,
+        _profile: &PlatformProfile,
+        _pilot: &PilotSpec,
+    ) -> Vec<queue_check::Finding> {
+        Vec::new()
+    }
 }
 
 /// The adapter for a batch system. The ssh adapter keeps one SSH session per target host
@@ -179,13 +195,23 @@ fn wait_status_code(raw: i32) -> i32 {
     }
 }
 
+/// What a failed command printed, on one line (its lines joined with " / "), so that a
+/// reason built from it fits a log line and a table cell.
+fn one_line(stdout: &str, stderr: &str) -> String {
+    stdout
+        .lines()
+        .chain(stderr.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
 fn command_failed(argv: &[&str], out: &CommandOutput) -> AdapterError {
     AdapterError::Command {
         command: shell_words::join(argv),
         status: out.status,
-        output: format!("{} {}", out.stdout.trim(), out.stderr.trim())
-            .trim()
-            .to_string(),
+        output: one_line(&out.stdout, &out.stderr),
     }
 }
 
@@ -204,3 +230,27 @@ fn write_and_submit(
 
 #[cfg(test)]
 pub(crate) mod testing;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_commands_output_is_one_line() {
+        let out = CommandOutput {
+            status: 1,
+            stdout: String::new(),
+            stderr:
+                "sbatch: error: invalid partition specified: smal\n\
+                     sbatch: error: Batch job submission failed: Invalid partition name specified\n"
+                    .into(),
+        };
+        let err = command_failed(&["sbatch", "--parsable", "/p/job.sh"], &out).to_string();
+        assert_eq!(
+            err,
+            "`sbatch --parsable /p/job.sh` failed (exit 1): sbatch: error: invalid partition \
+             specified: smal / sbatch: error: Batch job submission failed: Invalid partition \
+             name specified"
+        );
+    }
+}

@@ -118,6 +118,15 @@ impl BatchAdapter for Pbs {
         }
         Ok(())
     }
+
+    fn check_queue(
+        &self,
+        runner: &dyn CommandRunner,
+        profile: &PlatformProfile,
+        pilot: &PilotSpec,
+    ) -> Vec<super::queue_check::Finding> {
+        super::queue_check::pbs(runner, profile, pilot)
+    }
 }
 
 /// `qsub` prints the id, with the server name on real PBS (`1234.server`).

@@ -1,6 +1,6 @@
-//! Parser for `qstat -f` (PBS Professional, TORQUE, and Slurm's TORQUE wrapper): blocks
-//! starting `Job Id: <id>`, then `name = value` attributes, long values wrapped onto
-//! continuation lines.
+//! Parser for `qstat -f` and `qstat -Q -f` (PBS Professional, TORQUE, and Slurm's TORQUE
+//! wrapper): blocks starting `Job Id: <id>` (or `Queue: <name>`), then `name = value`
+//! attributes, long values wrapped onto continuation lines.
 
 use std::collections::HashMap;
 
@@ -12,19 +12,33 @@ pub fn strip_server(id: &str) -> &str {
     id.trim().split('.').next().unwrap_or("")
 }
 
-/// Jobs by id (server suffix stripped).
+/// Jobs by id (server suffix stripped), from `qstat -f`.
+pub fn parse(stdout: &str) -> HashMap<String, Attributes> {
+    blocks(stdout, "Job Id:", strip_server)
+}
+
+/// Queues by name, from `qstat -Q -f`.
+pub fn queues(stdout: &str) -> HashMap<String, Attributes> {
+    blocks(stdout, "Queue:", str::trim)
+}
+
+/// The blocks of `stdout` that start with a line `<header> <name>`, by `name_of(name)`.
 ///
 /// A line is a new attribute when it reads `<indent><name> = <value>` with a name made of
 /// letters, digits, `_` and `.`; any other indented line continues the previous value
 /// (PBS Pro and TORQUE wrap long values onto tab-indented lines, cutting anywhere, even
 /// inside a word, so the pieces are joined without a separator).
-pub fn parse(stdout: &str) -> HashMap<String, Attributes> {
+fn blocks(
+    stdout: &str,
+    header: &str,
+    name_of: impl Fn(&str) -> &str,
+) -> HashMap<String, Attributes> {
     let mut jobs: HashMap<String, Attributes> = HashMap::new();
     let mut current: Option<String> = None;
     let mut last_key: Option<String> = None;
     for line in stdout.lines() {
-        if let Some(id) = line.strip_prefix("Job Id:") {
-            let id = strip_server(id).to_string();
+        if let Some(id) = line.strip_prefix(header) {
+            let id = name_of(id).to_string();
             jobs.entry(id.clone()).or_default();
             current = Some(id);
             last_key = None;

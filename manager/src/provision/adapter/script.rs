@@ -87,7 +87,8 @@ pub fn output_paths(pilot: &PilotSpec) -> (String, String) {
 }
 
 /// The shell part every script ends with: setup lines, the agent's environment, the
-/// agent-binary check, `exec` of the agent. Every value is shell-quoted.
+/// agent-binary check, `exec` of the agent (of `AGENT --version` for a probe). Every value
+/// is shell-quoted.
 fn body(profile: &PlatformProfile, pilot: &PilotSpec) -> String {
     let q = |s: &str| Some(shell_quote(s));
     fill(
@@ -105,6 +106,17 @@ fn body(profile: &PlatformProfile, pilot: &PilotSpec) -> String {
             ("work_dir", q(&pilot.work_dir)),
             ("walltime_secs", Some(pilot.walltime.as_secs().to_string())),
             ("agent_binary", q(&profile.agent_binary)),
+            (
+                "agent_args",
+                Some(
+                    if pilot.probe {
+                        "--version"
+                    } else {
+                        "--delete-token-file"
+                    }
+                    .into(),
+                ),
+            ),
             (
                 "sandbox",
                 (profile.sandbox != Sandbox::None).then(|| profile.sandbox.name().to_string()),

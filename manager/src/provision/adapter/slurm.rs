@@ -91,6 +91,15 @@ impl BatchAdapter for Slurm {
         }
         Ok(())
     }
+
+    fn check_queue(
+        &self,
+        runner: &dyn CommandRunner,
+        profile: &PlatformProfile,
+        pilot: &PilotSpec,
+    ) -> Vec<super::queue_check::Finding> {
+        super::queue_check::slurm(runner, profile, pilot)
+    }
 }
 
 fn join_ids(jobs: &[BatchJobId]) -> String {

@@ -105,5 +105,6 @@ pub fn pilot() -> PilotSpec {
         credential_path: "/scratch/hetpilot/darth-p17.token".into(),
         work_dir: "/scratch/hetpilot".into(),
         host: None,
+        probe: false,
     }
 }
