@@ -62,7 +62,13 @@ impl Hq {
             hq_cmd(&["server", "info"]).status.success().then_some(())
         });
         let worker = Command::new(hq)
-            .args(["worker", "start", "--cpus", &cpus.to_string(), "--server-dir"])
+            .args([
+                "worker",
+                "start",
+                "--cpus",
+                &cpus.to_string(),
+                "--server-dir",
+            ])
             .arg(dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -140,7 +146,10 @@ fn hetpilot_run(m: &Manager, n: u64, command: &str) -> f64 {
     let app = b["app"].as_u64().unwrap();
     let mut seen = 0;
     while seen < n {
-        let (s, v) = http.get(&format!("/v1/apps/{app}?wait_ms=30000&seen={seen}"), &m.admin);
+        let (s, v) = http.get(
+            &format!("/v1/apps/{app}?wait_ms=30000&seen={seen}"),
+            &m.admin,
+        );
         assert_eq!(s, 200, "{v}");
         seen = v["counts"]["done"].as_u64().unwrap();
         assert_eq!(v["counts"]["failed"], 0, "{v}");
@@ -173,10 +182,7 @@ fn throughput(hq: &Path, n: u64, slots: u32, runs: usize) {
         theirs.push(h.submit_wait(n));
     }
     let (o, t) = (median(ours), median(theirs));
-    println!(
-        "throughput,{n},{slots},{o:.2},{t:.2},{:.2},{runs}",
-        t / o
-    );
+    println!("throughput,{n},{slots},{o:.2},{t:.2},{:.2},{runs}", t / o);
 }
 
 fn latency(hq: &Path) {
@@ -188,7 +194,9 @@ fn latency(hq: &Path) {
         hetpilot_submit_wait(&m);
         h.submit_wait(1);
     }
-    let ours: Vec<f64> = (0..100).map(|_| hetpilot_submit_wait(&m) * 1000.0).collect();
+    let ours: Vec<f64> = (0..100)
+        .map(|_| hetpilot_submit_wait(&m) * 1000.0)
+        .collect();
     let theirs: Vec<f64> = (0..100).map(|_| h.submit_wait(1) * 1000.0).collect();
     println!(
         "latency_ms,1,2,{:.2},{:.2},{:.2},100 (p99 {:.2} vs {:.2})",
