@@ -114,8 +114,11 @@ fn half_sent_requests_from_one_host_neither_lock_out_others_nor_stay_open() {
     let (status, body) = m.http().get("/v1/apps", &alice);
     let took = started.elapsed();
     assert_eq!(status, 200, "{body}");
+    // Without the per-address cap the user waits for a slot that the header-read
+    // timeout (2 s) frees: 2.08 s measured. With it, well under a second on a quiet
+    // machine; 1.05 s was once seen while other builds loaded both cores.
     assert!(
-        took < Duration::from_secs(1),
+        took < Duration::from_millis(1500),
         "a user waited {took:?} behind {FLOOD} half-sent requests"
     );
     let mut flood = flooding.join().expect("the flood");
