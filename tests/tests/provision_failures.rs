@@ -75,6 +75,41 @@ fn pilots_failing_the_same_way_make_the_platform_unavailable_and_the_application
         )),
         "{text}"
     );
+    // `hetpilot wait` says so too, while it waits (off a terminal: on stderr).
+    let mut wait = std::process::Command::new(hetpilot_e2e::bin("hetpilot"))
+        .args(["wait", &app.to_string()])
+        .env("HETPILOT_URL", &m.url)
+        .env("HETPILOT_TOKEN", &m.admin)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = wait.stderr.take().unwrap();
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = said.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            sink.lock().unwrap().push_str(&line);
+        }
+    });
+    hetpilot_e2e::wait_until(
+        "wait to say why",
+        std::time::Duration::from_secs(60),
+        || {
+            said.lock()
+                .unwrap()
+                .contains(&format!(
+                    "application {app} is blocked: no available platform: broken"
+                ))
+                .then_some(())
+        },
+    );
+    let _ = wait.kill();
+    let _ = wait.wait();
     let out = m.cli(&["platforms"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 2, "one line per platform: {text}");

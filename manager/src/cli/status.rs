@@ -122,6 +122,7 @@ pub async fn follow(
     let mut last_line = Instant::now();
     let mut seen = 0;
     let mut first = true;
+    let mut told_blocked: Option<String> = None;
     loop {
         let s = if first {
             client.app(app).await?
@@ -131,15 +132,24 @@ pub async fn follow(
         first = false;
         let c = s.counts;
         seen = c.finished();
+        // Nothing can run it: say why once (and again if the reason changes), whatever
+        // the progress display, since the wait may be long.
+        if s.blocked != told_blocked {
+            match (&s.blocked, &progress) {
+                (Some(why), Progress::Bar(bar)) => bar.println(format!("blocked: {why}")),
+                (Some(why), _) => eprintln!("application {app} is blocked: {why} (still waiting)"),
+                (None, _) => {}
+            }
+            told_blocked = s.blocked.clone();
+        }
         match progress {
             Progress::Bar(bar) => {
                 bar.set_length(c.total());
                 bar.set_position(c.finished());
-                bar.set_message(format!(
-                    "running {} failed {}",
-                    c.running + c.leased,
-                    c.failed
-                ));
+                bar.set_message(match &s.blocked {
+                    Some(_) => "blocked".to_string(),
+                    None => format!("running {} failed {}", c.running + c.leased, c.failed),
+                });
             }
             Progress::Lines
                 if last_line.elapsed() >= Duration::from_millis(POLL_MS) || s.is_finished() =>
