@@ -46,13 +46,16 @@ pub enum GrowthCriterion {
 }
 
 /// HCPA's options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HcpaSettings {
     /// Which critical task grows.
     pub criterion: GrowthCriterion,
     /// Whether one precedence level's tasks may hold at most `P` processors together (the
     /// improvement, see the module documentation); without it only each task is bounded.
     pub bound_levels: bool,
+    /// A task grows only while its parallel efficiency `T(v,1) / (p · T(v,p))` on the
+    /// new allocation stays at least this (0: no bound).
+    pub minimum_efficiency: f64,
 }
 
 impl Default for HcpaSettings {
@@ -60,6 +63,7 @@ impl Default for HcpaSettings {
         HcpaSettings {
             criterion: GrowthCriterion::LargestGain,
             bound_levels: true,
+            minimum_efficiency: 0.0,
         }
     }
 }
@@ -125,7 +129,9 @@ impl<'a> Allocator<'a> {
                     continue;
                 }
                 // A processor that does not shorten the task benefits nothing.
-                if task.time(p + 1) >= task.time(p) {
+                if task.time(p + 1) >= task.time(p)
+                    || task.time(1) < self.settings.minimum_efficiency * task.area(p + 1)
+                {
                     continue;
                 }
                 let next = task.time(p + 1) / (p + 1) as f64;
