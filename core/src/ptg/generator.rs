@@ -43,18 +43,23 @@ impl ComplexityScenario {
     }
 }
 
-/// The smallest data set of a task, in elements (§5.1.2: `d` above 4M).
-pub const MIN_ELEMENTS: f64 = 4e6;
-/// The largest (§5.1.2: 1 GByte of doubles, `d ≤ 121M`).
-pub const MAX_ELEMENTS: f64 = 121e6;
+/// The smallest side of a task's `√d × √d` data set, in elements (daggen's `--mindata`
+/// default: `d` from about 4M, §5.1.2).
+pub const MIN_SIDE: f64 = 2048.0;
+/// The largest side, excluded (daggen's `--maxdata` default; §5.1.2 bounds `d` by 121M).
+pub const MAX_SIDE: f64 = 11264.0;
 /// The largest Amdahl serial fraction (§5.1.2: α uniform in [0, 0.25]).
 pub const MAX_SERIAL_FRACTION: f64 = 0.25;
 
-/// One task: `d` uniform in [4M, 121M] elements, `a` uniform in [2^6, 2^9], the
-/// scenario's complexity, α uniform in [0, 0.25]; its time in Gflop.
+/// One task as daggen draws it (frs69wq/daggen `generateTasks`): a data set of `d = s²`
+/// elements with `s = ⌊U(2048, 11264) / 1024⌋ · 1024` (so `d` from 4.2M to 105M, the
+/// paper's "between 4M and 121M"), `a` uniform in [2^6, 2^9], the scenario's complexity
+/// (daggen's `2·a·s²·log₂ s` is `a·d·log₂ d`, its `s³` is `d^{3/2}`), α uniform in
+/// [0, 0.25]; its time in Gflop.
 pub fn random_task(scenario: ComplexityScenario, rng: &mut dyn RngCore) -> MoldableTask {
-    let elements = rng.random_range(MIN_ELEMENTS..=MAX_ELEMENTS);
-    let factor = rng.random_range(64.0..=512.0);
+    let side = (rng.random_range(MIN_SIDE..MAX_SIDE) / 1024.0).floor() * 1024.0;
+    let elements = side * side;
+    let factor = rng.random_range(64.0..512.0);
     let kind = match scenario {
         ComplexityScenario::Mixed => ComplexityScenario::ALL[rng.random_range(0..3)],
         s => s,
@@ -415,10 +420,16 @@ mod tests {
         for _ in 0..200 {
             let t = random_task(ComplexityScenario::Linear, &mut rng);
             assert!(t.serial_fraction <= MAX_SERIAL_FRACTION);
-            assert!(t.sequential_seconds >= 64.0 * MIN_ELEMENTS / 1e9);
-            assert!(t.sequential_seconds <= 512.0 * MAX_ELEMENTS / 1e9);
+            assert!(t.sequential_seconds >= 64.0 * MIN_SIDE * MIN_SIDE / 1e9);
+            assert!(t.sequential_seconds <= 512.0 * 10240.0 * 10240.0 / 1e9);
             let m = random_task(ComplexityScenario::MatrixProduct, &mut rng);
-            assert!(m.sequential_seconds >= MIN_ELEMENTS.powf(1.5) / 1e9);
+            // s³ for a side that is a multiple of 1024 in [2048, 10240].
+            let side = (m.sequential_seconds * 1e9).cbrt();
+            assert!(
+                (side / 1024.0 - (side / 1024.0).round()).abs() < 1e-6,
+                "{side}"
+            );
+            assert!((2048.0..=10240.0).contains(&side.round()));
         }
     }
 
