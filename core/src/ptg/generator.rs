@@ -159,8 +159,8 @@ pub fn random_ptg(shape: RandomShape, scenario: ComplexityScenario, rng: &mut dy
     for (parent, kids) in children.iter().enumerate() {
         edges.extend(kids.iter().map(|&k| (parent, k)));
     }
-    for t in 1..exit {
-        if children[t].is_empty() {
+    for (t, kids) in children.iter().enumerate().take(exit).skip(1) {
+        if kids.is_empty() {
             edges.push((t, exit));
         }
     }

@@ -174,7 +174,7 @@ pub fn schedule_ready_tasks(
         // Start what fits now; tasks of zero duration end at once and may make others
         // ready at the same instant, hence the inner loop.
         loop {
-            ready.sort_by(|a, b| b.0.cmp(&a.0));
+            ready.sort_by_key(|r| std::cmp::Reverse(r.0));
             let mut ended_now = Vec::new();
             let mut k = 0;
             while k < ready.len() {

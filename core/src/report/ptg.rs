@@ -175,7 +175,7 @@ impl<'a> PtgReport<'a> {
     /// A Markdown table of `metric`'s distribution over all PTGs, with each family's
     /// median.
     pub fn distribution_table(&self, metric: Metric) -> String {
-        let mut t = format!("| algorithm | min | Q1 | median | Q3 | max |");
+        let mut t = String::from("| algorithm | min | Q1 | median | Q3 | max |");
         for f in &self.families {
             let _ = write!(t, " median {} |", f.label());
         }
@@ -708,7 +708,12 @@ mod tests {
             scenario,
             family,
             ptg_count: n,
-            cluster: if scenario % 2 == 0 { "chti" } else { "gdx" }.into(),
+            cluster: if scenario.is_multiple_of(2) {
+                "chti"
+            } else {
+                "gdx"
+            }
+            .into(),
             algorithm: algorithm.into(),
             average_stretch: values[0],
             makespan: values[1],

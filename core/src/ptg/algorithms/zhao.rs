@@ -190,18 +190,17 @@ impl MultiPtgAlgorithm for FairnessDriven {
         // No task placed (or only tasks of zero time): served first.
         let mut stretch = vec![f64::INFINITY; n];
         let mut placed_order: Vec<Vec<usize>> = vec![Vec::new(); n];
-        loop {
-            // The PTG with the worst stretch, then the highest bottom level left.
-            let Some(i) = (0..n)
+        // The PTG with the worst stretch, then the highest bottom level left.
+        let worst = |stretch: &[f64], placeable: &[BinaryHeap<(Priority, usize)>]| {
+            (0..n)
                 .filter(|&i| !placeable[i].is_empty())
                 .max_by(|&a, &b| {
                     stretch[a]
                         .total_cmp(&stretch[b])
                         .then(placeable[a].peek().cmp(&placeable[b].peek()))
                 })
-            else {
-                break;
-            };
+        };
+        while let Some(i) = worst(&stretch, &placeable) {
             let (_, v) = placeable[i].pop().expect("not empty");
             let p = &instance.ptgs[i];
             let ready = p
