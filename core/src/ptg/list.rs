@@ -159,6 +159,13 @@ pub fn schedule_ready_tasks(
     processors: u32,
     in_order: bool,
 ) -> Schedule {
+    assert!(
+        allocations
+            .iter()
+            .flat_map(|a| a.iter())
+            .all(|&p| p <= processors),
+        "a task needs more than the {processors} processors of the cluster"
+    );
     let mut schedule = Schedule::empty(&ptgs.iter().map(|g| g.len()).collect::<Vec<_>>());
     let mut waiting = predecessor_counts(ptgs);
     let mut ready: Vec<(Priority, TaskId)> = Vec::new();

@@ -112,6 +112,9 @@ impl MultiPtgAlgorithm for CafmList {
     }
 
     fn schedule(&self, instance: &Instance, rng: &mut dyn RngCore) -> Schedule {
+        if instance.ptgs.is_empty() {
+            return Schedule::empty(&[]);
+        }
         let times = job_times(instance);
         let dual = dual_approximation(&times, instance.processors, DUAL_APPROXIMATION_PRECISION);
         let boxes: Vec<(u32, f64)> = dual
@@ -142,6 +145,9 @@ impl MultiPtgAlgorithm for CafmKShelves {
     }
 
     fn schedule(&self, instance: &Instance, rng: &mut dyn RngCore) -> Schedule {
+        if instance.ptgs.is_empty() {
+            return Schedule::empty(&[]);
+        }
         let times = job_times(instance);
         let dual = dual_approximation(&times, instance.processors, DUAL_APPROXIMATION_PRECISION);
         let shelves = k_shelves(&times, instance.processors, dual.makespan);

@@ -84,6 +84,7 @@ impl Cra {
             CraShare::Width => {
                 by_weight(instance.ptgs.iter().map(|g| g.ptg.width() as f64).collect())
             }
+            CraShare::DualApproximation if instance.ptgs.is_empty() => Vec::new(),
             CraShare::DualApproximation => {
                 let profiles: Vec<&[f64]> =
                     instance.ptgs.iter().map(|g| g.profile().times()).collect();
