@@ -25,6 +25,7 @@ pub mod fairshare;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzz;
+pub mod ptg;
 pub mod queue;
 pub mod report;
 pub mod sched;

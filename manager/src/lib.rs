@@ -1,7 +1,7 @@
 //! The hetpilot manager library: the I/O shell around the pure core.
 //!
 //! The *pure core* (`control` and `queue`, the manager's decisions and task queues, over
-//! the policies `sched`, `staging`, `fairshare`, `alloc`, plus `trace`, `sim` and
+//! the policies `sched`, `staging`, `fairshare`, `alloc`, `ptg`, plus `trace`, `sim` and
 //! `report`) lives in the `hetpilot-core` crate and is re-exported here under the same
 //! names: it takes data and returns decisions (no clock, no network, no files; randomness
 //! only through an injected seeded RNG). The *I/O shell* (`db`, `server`, `service`,
@@ -9,7 +9,9 @@
 //! `control::Control`, applies and persists its decisions, so the live manager and
 //! `hetpilot simulate live` run the very same decision code.
 
-pub use hetpilot_core::{alloc, control, fairshare, queue, report, sched, sim, staging, trace};
+pub use hetpilot_core::{
+    alloc, control, fairshare, ptg, queue, report, sched, sim, staging, trace,
+};
 
 pub mod client;
 pub mod clock;

@@ -10,6 +10,7 @@
 
 pub(crate) mod chart;
 pub mod fairshare;
+pub mod ptg;
 pub mod staging;
 pub mod tlpa;
 pub mod two_level;

@@ -7,5 +7,6 @@ pub mod alloc_sweep;
 pub(crate) mod event_queue;
 pub mod fairshare;
 pub mod fairshare_queue;
+pub mod ptg;
 pub mod staging;
 pub mod two_level;

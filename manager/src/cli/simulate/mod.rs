@@ -5,6 +5,7 @@
 mod alloc;
 mod fairshare;
 pub mod live;
+mod ptg;
 mod staging;
 pub mod two_level;
 
@@ -30,6 +31,9 @@ pub enum Kind {
     Staging(staging::Args),
     /// The live manager's own control plane with simulated agents, or a journal replayed.
     Live(live::Args),
+    /// Several parallel task graphs on one cluster: the 19 algorithms of the multiple-PTG
+    /// paper on its 1,500 scenarios, with its figures and tables.
+    Ptg(ptg::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -39,6 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(Kind::Fairshare(a)) => fairshare::run(a),
         Some(Kind::Staging(a)) => staging::run(a),
         Some(Kind::Live(a)) => live::run(a),
+        Some(Kind::Ptg(a)) => ptg::run(a),
     }
 }
 

@@ -1,0 +1,433 @@
+//! The algorithms of §4, each a [`MultiPtgAlgorithm`]: given an [`Instance`] (several
+//! PTGs on one cluster) and a seeded RNG for random tie-breaking, a schedule. [`run`]
+//! applies the backfilling post-pass all of them end with (§4.1) and computes the
+//! [`Metrics`]; [`NAMES`] lists the 19 in the paper's order and [`by_name`] builds one.
+//!
+//! - [`selfish`]: SELFISH, SELFISH_ORDER, SELFISH_WEIGHT (§4.1).
+//! - [`zhao`]: C1, C4, F1, F2 after Zhao and Sakellariou (§4.2).
+//! - [`cra`]: CRA_NDAGS, CRA_WORK, CRA_WIDTH and their _WEIGHT variants (§4.3), and
+//!   CAFM_CRA(_WEIGHT), CRA on the dual approximation's allocations (§4.4).
+//! - [`cafm`]: CAFM_LPTF, CAFM_SPTF, CAFM_SAF, CAFM_K_SHELVES (§4.4).
+
+pub mod cafm;
+pub mod cra;
+pub mod selfish;
+pub mod zhao;
+
+use std::sync::{Arc, OnceLock};
+
+use rand::RngCore;
+
+use super::graph::Ptg;
+use super::hcpa::{self, HcpaSchedule, HcpaSettings, MoldableProfile};
+use super::list::Priority;
+use super::metrics::Metrics;
+use super::schedule::{backfill, Schedule};
+
+/// A PTG placed on a cluster: its tasks' times there, its HCPA schedule alone on the
+/// whole cluster (which gives `C*_max_i`, the allocations of SELFISH and F1/F2, and the
+/// bottom levels), and its moldable-job profile, computed on first use (CAFM) and kept,
+/// as §5.2.7 notes a PTG scheduled again need not recompute it.
+#[derive(Debug)]
+pub struct ClusterPtg {
+    /// The PTG, its times in seconds on this cluster's processors.
+    pub ptg: Ptg,
+    /// HCPA alone on all `P` processors.
+    pub alone: HcpaSchedule,
+    profile: OnceLock<MoldableProfile>,
+    settings: HcpaSettings,
+}
+
+impl ClusterPtg {
+    /// Prepares `ptg` (times in seconds on this cluster) for a cluster of `processors`.
+    pub fn new(ptg: Ptg, processors: u32, settings: HcpaSettings) -> ClusterPtg {
+        let alone = hcpa::schedule(&ptg, processors, settings);
+        ClusterPtg {
+            ptg,
+            alone,
+            profile: OnceLock::new(),
+            settings,
+        }
+    }
+
+    /// `C*_max_i`: the PTG's HCPA makespan alone on the cluster (§3.2).
+    pub fn dedicated_makespan(&self) -> f64 {
+        self.alone.makespan
+    }
+
+    /// The HCPA options used.
+    pub fn settings(&self) -> HcpaSettings {
+        self.settings
+    }
+
+    /// The PTG as a moldable job: its HCPA makespan on `1..=P` processors (§4.4).
+    pub fn profile(&self) -> &MoldableProfile {
+        self.profile.get_or_init(|| {
+            MoldableProfile::compute(&self.ptg, self.alone.processors, self.settings)
+        })
+    }
+}
+
+/// One scheduling problem: several PTGs, all submitted at time 0, on one cluster.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    /// The cluster's processors `P`.
+    pub processors: u32,
+    /// The competing PTGs, prepared for this cluster.
+    pub ptgs: Vec<Arc<ClusterPtg>>,
+}
+
+impl Instance {
+    /// The PTGs' graphs, in order.
+    pub fn graphs(&self) -> Vec<&Ptg> {
+        self.ptgs.iter().map(|p| &p.ptg).collect()
+    }
+
+    /// Each PTG's `C*_max_i`.
+    pub fn dedicated_makespans(&self) -> Vec<f64> {
+        self.ptgs.iter().map(|p| p.dedicated_makespan()).collect()
+    }
+
+    /// The HCPA options of the PTGs (those of the first; all are prepared alike).
+    pub fn settings(&self) -> HcpaSettings {
+        self.ptgs
+            .first()
+            .map_or_else(HcpaSettings::default, |p| p.settings())
+    }
+}
+
+/// An algorithm that schedules several PTGs on one cluster.
+pub trait MultiPtgAlgorithm: std::fmt::Debug + Send + Sync {
+    /// The paper's name (e.g. `CRA_WORK_WEIGHT`).
+    fn name(&self) -> &'static str;
+    /// The schedule before the backfilling post-pass ([`run`] applies it).
+    fn schedule(&self, instance: &Instance, rng: &mut dyn RngCore) -> Schedule;
+}
+
+/// How tasks of several PTGs are ordered in a list (§4.1), shared by the SELFISH and CRA
+/// families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskOrder {
+    /// Decreasing bottom level `bl_ij` (SELFISH, CRA).
+    BottomLevel,
+    /// Increasing `C*_max_i`, then decreasing bottom level (the `_ORDER` variants).
+    ShortestPtgFirst,
+    /// Decreasing `bl_ij / (C*_max_i)²` (the `_WEIGHT` variants).
+    WeightedBottomLevel,
+}
+
+impl TaskOrder {
+    /// The priority of a task with bottom level `bottom_level` in a PTG with
+    /// `C*_max_i = dedicated`; `tie` breaks ties ("all ties are broken randomly", §4.1).
+    pub fn priority(self, bottom_level: f64, dedicated: f64, tie: u64) -> Priority {
+        match self {
+            TaskOrder::BottomLevel => Priority::new(bottom_level, tie),
+            TaskOrder::ShortestPtgFirst => Priority {
+                major: -dedicated,
+                minor: bottom_level,
+                tie,
+            },
+            TaskOrder::WeightedBottomLevel => Priority::new(
+                bottom_level / (dedicated * dedicated).max(f64::MIN_POSITIVE),
+                tie,
+            ),
+        }
+    }
+
+    /// Priorities for every task of every PTG of `instance`, given each PTG's bottom
+    /// levels, with random ties.
+    pub fn priorities(
+        self,
+        instance: &Instance,
+        bottom_levels: &[Vec<f64>],
+        rng: &mut dyn RngCore,
+    ) -> Vec<Vec<Priority>> {
+        instance
+            .ptgs
+            .iter()
+            .zip(bottom_levels)
+            .map(|(p, bl)| {
+                let c = p.dedicated_makespan();
+                bl.iter()
+                    .map(|&b| self.priority(b, c, rng.next_u64()))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// The 19 algorithms of the paper's figures, in their order (Table 2).
+pub const NAMES: [&str; 19] = [
+    "SELFISH",
+    "SELFISH_ORDER",
+    "SELFISH_WEIGHT",
+    "C1",
+    "C4",
+    "F1",
+    "F2",
+    "CRA_NDAGS",
+    "CRA_NDAGS_WEIGHT",
+    "CRA_WORK",
+    "CRA_WORK_WEIGHT",
+    "CRA_WIDTH",
+    "CRA_WIDTH_WEIGHT",
+    "CAFM_CRA",
+    "CAFM_CRA_WEIGHT",
+    "CAFM_SAF",
+    "CAFM_SPTF",
+    "CAFM_LPTF",
+    "CAFM_K_SHELVES",
+];
+
+/// The algorithm called `name` (one of [`NAMES`]).
+pub fn by_name(name: &str) -> Option<Box<dyn MultiPtgAlgorithm>> {
+    use cafm::{BoxOrder, CafmKShelves, CafmList};
+    use cra::{Cra, CraShare};
+    use selfish::Selfish;
+    use zhao::{Composite, CompositeKind, FairnessDriven, StretchEstimate};
+    let cra = |share, weighted| -> Box<dyn MultiPtgAlgorithm> { Box::new(Cra { share, weighted }) };
+    Some(match name {
+        "SELFISH" => Box::new(Selfish {
+            order: TaskOrder::BottomLevel,
+        }),
+        "SELFISH_ORDER" => Box::new(Selfish {
+            order: TaskOrder::ShortestPtgFirst,
+        }),
+        "SELFISH_WEIGHT" => Box::new(Selfish {
+            order: TaskOrder::WeightedBottomLevel,
+        }),
+        "C1" => Box::new(Composite {
+            kind: CompositeKind::ForkJoin,
+        }),
+        "C4" => Box::new(Composite {
+            kind: CompositeKind::Grafted,
+        }),
+        "F1" => Box::new(FairnessDriven {
+            estimate: StretchEstimate::LastTask,
+        }),
+        "F2" => Box::new(FairnessDriven {
+            estimate: StretchEstimate::AllGraphs,
+        }),
+        "CRA_NDAGS" => cra(CraShare::Equal, false),
+        "CRA_NDAGS_WEIGHT" => cra(CraShare::Equal, true),
+        "CRA_WORK" => cra(CraShare::Work, false),
+        "CRA_WORK_WEIGHT" => cra(CraShare::Work, true),
+        "CRA_WIDTH" => cra(CraShare::Width, false),
+        "CRA_WIDTH_WEIGHT" => cra(CraShare::Width, true),
+        "CAFM_CRA" => cra(CraShare::DualApproximation, false),
+        "CAFM_CRA_WEIGHT" => cra(CraShare::DualApproximation, true),
+        "CAFM_SAF" => Box::new(CafmList {
+            order: BoxOrder::SmallestAreaFirst,
+        }),
+        "CAFM_SPTF" => Box::new(CafmList {
+            order: BoxOrder::ShortestFirst,
+        }),
+        "CAFM_LPTF" => Box::new(CafmList {
+            order: BoxOrder::LongestFirst,
+        }),
+        "CAFM_K_SHELVES" => Box::new(CafmKShelves),
+        _ => return None,
+    })
+}
+
+/// Every algorithm, in [`NAMES`] order.
+pub fn all() -> Vec<Box<dyn MultiPtgAlgorithm>> {
+    NAMES
+        .iter()
+        .map(|n| by_name(n).expect("every name builds"))
+        .collect()
+}
+
+/// An algorithm's result on one instance.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The schedule after backfilling.
+    pub schedule: Schedule,
+    /// Its metrics.
+    pub metrics: Metrics,
+    /// The metrics of the schedule before backfilling.
+    pub metrics_before_backfilling: Metrics,
+}
+
+/// Runs `algorithm` on `instance`: its schedule, then backfilling (§4.1), then metrics.
+pub fn run(
+    algorithm: &dyn MultiPtgAlgorithm,
+    instance: &Instance,
+    rng: &mut dyn RngCore,
+) -> Outcome {
+    let graphs = instance.graphs();
+    let before = algorithm.schedule(instance, rng);
+    let schedule = backfill(&before, &graphs, instance.processors);
+    let dedicated = instance.dedicated_makespans();
+    Outcome {
+        metrics: Metrics::of(&schedule, &dedicated, instance.processors),
+        metrics_before_backfilling: Metrics::of(&before, &dedicated, instance.processors),
+        schedule,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::ptg::graph::tests::task;
+    use crate::ptg::model::MoldableTask;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// A fork-join PTG: an empty entry, `branches` tasks of `seconds` (α = 0.1), an empty
+    /// exit.
+    pub(crate) fn fork_join(name: &str, branches: usize, seconds: f64) -> Ptg {
+        let mut tasks = vec![MoldableTask::EMPTY];
+        tasks.extend(std::iter::repeat_n(task(seconds, 0.1), branches));
+        tasks.push(MoldableTask::EMPTY);
+        let exit = branches + 1;
+        let edges: Vec<(usize, usize)> = (1..=branches).flat_map(|b| [(0, b), (b, exit)]).collect();
+        Ptg::new(name, tasks, &edges).unwrap()
+    }
+
+    /// A chain of `length` tasks of `seconds` (α = 0.2).
+    pub(crate) fn chain(name: &str, length: usize, seconds: f64) -> Ptg {
+        let edges: Vec<(usize, usize)> = (1..length).map(|v| (v - 1, v)).collect();
+        Ptg::new(name, vec![task(seconds, 0.2); length], &edges).unwrap()
+    }
+
+    /// An instance of the given PTGs on `processors` processors.
+    pub(crate) fn instance(ptgs: Vec<Ptg>, processors: u32) -> Instance {
+        Instance {
+            processors,
+            ptgs: ptgs
+                .into_iter()
+                .map(|g| Arc::new(ClusterPtg::new(g, processors, HcpaSettings::default())))
+                .collect(),
+        }
+    }
+
+    /// A mixed instance: a long chain, a wide fork-join and a short one.
+    pub(crate) fn mixed(processors: u32) -> Instance {
+        instance(
+            vec![
+                chain("chain", 6, 40.0),
+                fork_join("wide", 12, 30.0),
+                fork_join("short", 3, 5.0),
+            ],
+            processors,
+        )
+    }
+
+    #[test]
+    fn every_name_builds_and_reports_its_name() {
+        for name in NAMES {
+            assert_eq!(by_name(name).unwrap().name(), name);
+        }
+        assert!(by_name("HEFT").is_none());
+    }
+
+    #[test]
+    fn every_algorithm_yields_a_valid_schedule_that_backfilling_does_not_worsen() {
+        for processors in [1, 5, 16] {
+            let inst = mixed(processors);
+            let graphs = inst.graphs();
+            for alg in all() {
+                let mut rng = ChaCha8Rng::seed_from_u64(7);
+                let before = alg.schedule(&inst, &mut rng);
+                before
+                    .verify(&graphs, processors)
+                    .unwrap_or_else(|e| panic!("{} on {processors}: {e}", alg.name()));
+                assert_eq!(
+                    before.order.len(),
+                    graphs.iter().map(|g| g.len()).sum::<usize>()
+                );
+                let mut rng = ChaCha8Rng::seed_from_u64(7);
+                let out = run(alg.as_ref(), &inst, &mut rng);
+                out.schedule.verify(&graphs, processors).unwrap();
+                for (i, g) in graphs.iter().enumerate() {
+                    for v in 0..g.len() {
+                        assert!(
+                            out.schedule.placements[i][v].start
+                                <= before.placements[i][v].start + 1e-9,
+                            "{}: backfilling delayed a task",
+                            alg.name()
+                        );
+                    }
+                }
+                let m = out.metrics;
+                assert!(m.makespan <= out.metrics_before_backfilling.makespan + 1e-9);
+                assert!(m.utilization > 0.0 && m.utilization <= 1.0 + 1e-9, "{m:?}");
+                assert!(m.maximum_stretch >= m.average_stretch - 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn generated_ptgs_get_valid_schedules_from_every_algorithm() {
+        use crate::ptg::generator::{
+            fft_ptg, random_ptg, strassen_ptg, ComplexityScenario, RandomShape,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for (k, processors) in [(0, 20u32), (1, 47), (2, 20)] {
+            let shape = |tasks, width, jump| RandomShape {
+                tasks,
+                width,
+                regularity: 0.2,
+                density: 0.8,
+                jump,
+            };
+            let mixed = ComplexityScenario::Mixed;
+            let ptgs: Vec<Ptg> = vec![
+                random_ptg(shape(30, 0.8, 4), mixed, &mut rng),
+                random_ptg(shape(10, 0.2, 1), ComplexityScenario::Linear, &mut rng),
+                fft_ptg(8, mixed, &mut rng),
+                strassen_ptg(ComplexityScenario::MatrixProduct, &mut rng),
+            ]
+            .into_iter()
+            .skip(k)
+            .map(|g| g.scaled(1.0 / 3.4))
+            .collect();
+            let inst = instance(ptgs, processors);
+            let graphs = inst.graphs();
+            for alg in all() {
+                let out = run(
+                    alg.as_ref(),
+                    &inst,
+                    &mut ChaCha8Rng::seed_from_u64(k as u64),
+                );
+                out.schedule
+                    .verify(&graphs, processors)
+                    .unwrap_or_else(|e| panic!("{} on {processors}: {e}", alg.name()));
+                assert!(out.metrics.maximum_stretch >= out.metrics.minimum_stretch);
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_instance_gets_an_empty_schedule() {
+        let inst = instance(vec![], 4);
+        for alg in all() {
+            let out = run(alg.as_ref(), &inst, &mut ChaCha8Rng::seed_from_u64(1));
+            assert!(out.schedule.placements.is_empty(), "{}", alg.name());
+            assert_eq!(out.metrics.makespan, 0.0);
+        }
+    }
+
+    #[test]
+    fn runs_are_reproducible_with_the_same_seed() {
+        let inst = mixed(8);
+        for alg in all() {
+            let a = run(alg.as_ref(), &inst, &mut ChaCha8Rng::seed_from_u64(3));
+            let b = run(alg.as_ref(), &inst, &mut ChaCha8Rng::seed_from_u64(3));
+            assert_eq!(a.schedule, b.schedule, "{}", alg.name());
+        }
+    }
+
+    #[test]
+    fn a_single_ptg_alone_has_stretch_one_under_selfish() {
+        let inst = instance(vec![fork_join("alone", 5, 10.0)], 8);
+        let out = run(
+            by_name("SELFISH").unwrap().as_ref(),
+            &inst,
+            &mut ChaCha8Rng::seed_from_u64(1),
+        );
+        assert!(out.metrics.maximum_stretch <= 1.0 + 1e-12);
+        assert!((out.metrics_before_backfilling.maximum_stretch - 1.0).abs() < 1e-12);
+    }
+}
