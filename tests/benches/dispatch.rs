@@ -8,21 +8,10 @@
 //! - Submit: 1,000,000 tasks with `hetpilot submit --each-line`, timed to the committed
 //!   answer, and the manager's RSS with them queued.
 
+use hetpilot_e2e::proc_stats::{cpu_ms, rss_mib};
 use hetpilot_e2e::{array_app, Manager};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// (utime + stime) of a process in milliseconds, from /proc.
-fn cpu_ms(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    // Fields 14 and 15 of stat (1-based) are utime and stime; `after` starts at field 3.
-    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    ticks * 1000.0 / hz
-}
 
 /// CPU of the agent `pid` and of its spawn helper (its child named `hetpilot-spawn`).
 fn agent_cpu_ms(pid: u32) -> f64 {
@@ -39,17 +28,6 @@ fn agent_cpu_ms(pid: u32) -> f64 {
         .map(cpu_ms)
         .sum();
     cpu_ms(pid) + helpers
-}
-
-fn rss_mib(pid: u32, key: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with(key)).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<f64>()
-        .unwrap()
-        / 1024.0
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

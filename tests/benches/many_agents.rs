@@ -15,6 +15,7 @@
 //! then), lost agents and tasks leased more than once (lost leases). The generator runs on
 //! one thread, sharing the 2 cores with the manager.
 
+use hetpilot_e2e::proc_stats::cpu_ms;
 use hetpilot_e2e::{array_app, free_port, Manager};
 use hetpilot_protocol::protocol::{
     HeartbeatRequest, HeartbeatResponse, Measurements, Outcome, PullRequest, PullResponse,
@@ -29,16 +30,6 @@ use std::time::{Duration, Instant};
 const SLOTS: u32 = 16;
 /// Tasks per slot in the work phase.
 const TASKS_PER_SLOT: u64 = 10;
-
-fn cpu_ms(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    ticks * 1000.0 / hz
-}
 
 /// What the simulated agents measure, shared.
 #[derive(Default)]

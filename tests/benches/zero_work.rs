@@ -8,29 +8,9 @@
 //! manager's CPU per task, the p99 of a task's lease-to-end time (its wait in the agent's
 //! prefetch queue plus the round trip), and the manager's peak RSS.
 
+use hetpilot_e2e::proc_stats::{cpu_ms, rss_mib};
 use hetpilot_e2e::{array_app, free_port, Manager};
 use std::time::{Duration, Instant};
-
-fn cpu_ms(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    ticks * 1000.0 / hz
-}
-
-fn peak_rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<f64>()
-        .unwrap()
-        / 1024.0
-}
 
 fn run(tasks: u64, agents: usize) {
     let dir = tempfile::tempdir().unwrap();
@@ -92,7 +72,7 @@ fn run(tasks: u64, agents: usize) {
         "{agents},{tasks},{submitted:.2},{secs:.2},{:.0},{:.4},{p99},{:.0}",
         tasks as f64 / secs,
         cpu / tasks as f64,
-        peak_rss_mib(m.child.id())
+        rss_mib(m.child.id(), "VmHWM:")
     );
 }
 

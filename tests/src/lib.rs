@@ -3,6 +3,7 @@
 //! the manager's SQLite file. Waiting is always on a condition with a deadline, never a bare sleep.
 
 pub mod lab;
+pub mod proc_stats;
 
 use reqwest::blocking::Client;
 use serde_json::Value;
