@@ -161,6 +161,19 @@ fn submit_wait_returns_with_the_end_and_its_exit_code_says_how_it_ended() {
     let (s, v) = http.get(&format!("/v1/apps/{app}?wait_ms=60000&seen=0"), &m.admin);
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["counts"]["done"], 1, "{v}");
+    // Hostile query values: not a number is refused; the largest numbers are bounded (a
+    // finished application answers at once, whatever the wait asked for).
+    let (s, _) = http.get(&format!("/v1/apps/{app}?wait_ms=soon&seen=0"), &m.admin);
+    assert_eq!(s, 400);
+    let (s, _) = http.get(&format!("/v1/apps/{app}?wait_ms=1&seen=-1"), &m.admin);
+    assert_eq!(s, 400);
+    let max = u64::MAX;
+    let (s, v) = http.get(
+        &format!("/v1/apps/{app}?wait_ms={max}&seen={max}"),
+        &m.admin,
+    );
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["counts"]["done"], 1, "{v}");
     // Another user's application is not theirs to wait on.
     let bob = m.create_user("bob");
     let (s, _) = http.get(&format!("/v1/apps/{app}?wait_ms=1000&seen=0"), &bob);

@@ -4,6 +4,7 @@
 //! allocation) must come out identical. A difference names the first input where the
 //! replay departed from the live run.
 
+use super::scenario::{MAX_SLOTS, MAX_TASKS};
 use crate::control::journal::{lease_output, Entry, Input, Output};
 use crate::control::{Control, Measured, RoundDone};
 use crate::sched::SchedError;
@@ -29,6 +30,14 @@ pub enum ReplayError {
         app: hetpilot_protocol::AppId,
         /// Why its spec is refused.
         reason: String,
+    },
+    /// An agent with more slots than a manager registers.
+    #[error("line {line}: an agent of {slots} slots (a manager registers at most 4096)")]
+    Slots {
+        /// The entry's line, counting from 1.
+        line: usize,
+        /// The slots it claims.
+        slots: u32,
     },
     /// A `round_finished` without a `round_began` before it.
     #[error("line {line}: a round finished that never began")]
@@ -108,17 +117,29 @@ impl Replay {
                 spec,
                 now_ms,
             } => {
-                let template = spec.validate().map_err(|e| ReplayError::Spec {
-                    line,
-                    app,
-                    reason: e.to_string(),
-                })?;
+                let refused = |reason: String| ReplayError::Spec { line, app, reason };
+                match spec.tasks.count() {
+                    Some(n) if n <= MAX_TASKS => {}
+                    n => {
+                        return Err(refused(format!(
+                            "{} tasks: a replay takes at most {MAX_TASKS}",
+                            n.map_or("2^64".into(), |n| n.to_string())
+                        )))
+                    }
+                }
+                let template = spec.validate().map_err(|e| refused(e.to_string()))?;
                 c.submit(app, owner, spec, template, now_ms);
                 None
             }
             Input::Cancel { app } => {
                 c.cancel(app);
                 None
+            }
+            Input::AgentJoined { join, .. } if u64::from(join.slots) > MAX_SLOTS => {
+                return Err(ReplayError::Slots {
+                    line,
+                    slots: join.slots,
+                })
             }
             Input::AgentJoined { join, now_ms } => {
                 c.agent_joined(join, now_ms);

@@ -105,6 +105,16 @@ pub enum ScenarioError {
     /// An application (named) whose tasks need no core.
     #[error("application `{0}` has tasks of 0 cores")]
     NoCores(String),
+    /// A number past what a simulation takes (what it is, its value, the largest allowed).
+    #[error("{what} = {value} is more than the {max} a simulation takes")]
+    OutOfRange {
+        /// The field, e.g. `app.sweep.tasks`.
+        what: String,
+        /// Its value.
+        value: u64,
+        /// The largest value allowed.
+        max: u64,
+    },
     /// A `runtime_noise` σ outside 0-2.
     #[error("runtime_noise {0} is not in 0-2")]
     Noise(f64),
@@ -117,20 +127,65 @@ pub enum ScenarioError {
     Unmeasured(AppId, String),
 }
 
+/// Most tasks of one application (the manager's default `quotas.tasks_per_submit`).
+pub(crate) const MAX_TASKS: u64 = 10_000_000;
+/// Most slots of one agent (what the manager registers).
+pub(crate) const MAX_SLOTS: u64 = 4096;
+/// Most agents in all.
+const MAX_AGENTS: u64 = 100_000;
+/// Latest submission or arrival: ten years, in ms.
+const MAX_AT_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
+
+/// `value` if it is at most `max`.
+fn at_most(what: impl FnOnce() -> String, value: u64, max: u64) -> Result<(), ScenarioError> {
+    if value > max {
+        return Err(ScenarioError::OutOfRange {
+            what: what(),
+            value,
+            max,
+        });
+    }
+    Ok(())
+}
+
 impl Scenario {
     pub(crate) fn check(&self) -> Result<(), ScenarioError> {
         if !(0.0..=2.0).contains(&self.runtime_noise) {
             return Err(ScenarioError::Noise(self.runtime_noise));
         }
+        let agents: u64 = self
+            .platforms
+            .iter()
+            .map(|p| p.agents_at_ms.len() as u64)
+            .sum();
+        at_most(|| "the number of agents".into(), agents, MAX_AGENTS)?;
         for p in &self.platforms {
             if p.slots == 0 {
                 return Err(ScenarioError::NoSlots(p.name.clone()));
+            }
+            at_most(
+                || format!("platform.{}.slots", p.name),
+                p.slots.into(),
+                MAX_SLOTS,
+            )?;
+            for &at in &p.agents_at_ms {
+                at_most(
+                    || format!("platform.{}.agents_at_ms", p.name),
+                    at,
+                    MAX_AT_MS,
+                )?;
             }
         }
         for a in &self.apps {
             if a.cores == 0 {
                 return Err(ScenarioError::NoCores(a.name.clone()));
             }
+            at_most(|| format!("app.{}.tasks", a.name), a.tasks, MAX_TASKS)?;
+            at_most(
+                || format!("app.{}.submit_at_ms", a.name),
+                a.submit_at_ms,
+                MAX_AT_MS,
+            )?;
             for p in &self.platforms {
                 match a.runtime_s.get(&p.name) {
                     None => {
@@ -191,7 +246,7 @@ impl Scenario {
                     spec,
                     now_ms,
                     ..
-                } => apps.push((*app, app_of(spec, owner, now_ms - start))),
+                } => apps.push((*app, app_of(spec, owner, now_ms.saturating_sub(start)))),
                 Input::AgentJoined { join, now_ms } => {
                     agent_platform.insert(join.agent, join.platform.clone());
                     let p = platforms.entry(join.platform.clone()).or_insert_with(|| {
@@ -201,7 +256,7 @@ impl Scenario {
                             slots: join.slots,
                         }
                     });
-                    p.agents_at_ms.push(now_ms - start);
+                    p.agents_at_ms.push(now_ms.saturating_sub(start));
                 }
                 Input::Report {
                     agent,

@@ -322,7 +322,7 @@ impl<'a> World<'a> {
             let wall_ms = (mean_s * 1000.0 * self.noise()).round().max(1.0) as u64;
             let agent = self.agents.get_mut(&id).expect("present");
             agent.running.insert(at, (at.task.app, cores, now));
-            self.push(now + wall_ms, Event::End { agent: id, at });
+            self.push(now.saturating_add(wall_ms), Event::End { agent: id, at });
         }
     }
 
@@ -431,7 +431,7 @@ mod tests {
     use super::super::scenario::{ScenarioApp, ScenarioPlatform};
     use super::super::{replay, ReplayError};
     use super::*;
-    use crate::control::journal::Output;
+    use crate::control::journal::{Input, Output};
     use crate::control::{FairshareConfig, SchedulerConfig};
 
     /// `cpu` runs 6× faster on `fast`; `io` equally fast on both.
@@ -539,5 +539,65 @@ mod tests {
             simulate(&s),
             Err(SimError::Scenario(ScenarioError::NoRuntime { .. }))
         ));
+    }
+
+    #[test]
+    fn hostile_numbers_in_a_scenario_are_refused_naming_the_field() {
+        let refused = |edit: &dyn Fn(&mut Scenario)| {
+            let mut s = scenario("pa-rr");
+            edit(&mut s);
+            match simulate(&s) {
+                Err(SimError::Scenario(e)) => e.to_string(),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(refused(&|s| s.apps[0].tasks = u64::MAX).contains("app.io.tasks"));
+        assert!(refused(&|s| s.platforms[1].slots = u32::MAX).contains("platform.slow.slots"));
+        assert!(refused(&|s| s.apps[1].submit_at_ms = u64::MAX).contains("app.cpu.submit_at_ms"));
+        assert!(refused(&|s| s.platforms[0].agents_at_ms = vec![0; 200_000])
+            .contains("the number of agents"));
+        assert!(refused(&|s| {
+            s.apps[0].runtime_s.insert("fast".into(), f64::NAN);
+        })
+        .contains("runtime_s.fast"));
+    }
+
+    #[test]
+    fn a_journal_with_hostile_entries_is_refused_not_obeyed() {
+        let (_, journal) = simulate_journaled(&scenario("pa-rr")).unwrap();
+        let at = journal
+            .iter()
+            .position(|e| matches!(e.input, Input::Submit { .. }))
+            .unwrap();
+        // 2^64 tasks: a replay would allocate them.
+        let mut huge = journal.clone();
+        if let Input::Submit { spec, .. } = &mut huge[at].input {
+            spec.tasks = hetpilot_protocol::spec::TaskSource::Array {
+                start: 0,
+                end: u64::MAX,
+            };
+        }
+        match replay(huge) {
+            Err(ReplayError::Spec { line, reason, .. }) => {
+                assert_eq!(line, at + 1);
+                assert!(reason.contains("2^64 tasks"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let join = journal
+            .iter()
+            .position(|e| matches!(e.input, Input::AgentJoined { .. }))
+            .unwrap();
+        let mut wide = journal.clone();
+        if let Input::AgentJoined { join, .. } = &mut wide[join].input {
+            join.slots = u32::MAX;
+        }
+        assert!(matches!(replay(wide), Err(ReplayError::Slots { .. })));
+        // Clocks that run backwards make a scenario, not a panic.
+        let mut backwards = journal;
+        if let Input::Submit { now_ms, .. } = &mut backwards[at].input {
+            *now_ms = 0;
+        }
+        assert!(Scenario::from_journal(&backwards).is_ok());
     }
 }
