@@ -279,23 +279,16 @@ impl Executor {
         // Nothing to wait for: the prefetch grows to its largest batches.
         st.mean_wall_ms = Some(0.0);
         let now = runner::unix_ms();
-        let _ = self.results.send(TaskResult {
-            task: at.task,
-            attempt: at.attempt,
-            outcome: Outcome::Success,
-            exit_code: Some(0),
-            signal: None,
-            measurements: Measurements {
+        let _ = self.results.send(TaskResult::without_output(
+            at,
+            Outcome::Success,
+            Measurements {
                 started_at_ms: now,
                 ended_at_ms: now,
                 ..Default::default()
             },
-            stdout_path: None,
-            stderr_path: None,
-            output_tail: String::new(),
-            error: None,
-            staging: None,
-        });
+            None,
+        ));
     }
 
     /// Stages a task's inputs off the event loop; ends with [`Event::Staged`].
@@ -565,23 +558,16 @@ impl Executor {
                     staging,
                 }
             }
-            _ => TaskResult {
-                task: at.task,
-                attempt: at.attempt,
-                outcome: Outcome::SpawnError,
-                exit_code: None,
-                signal: None,
-                measurements: Measurements {
+            _ => TaskResult::without_output(
+                at,
+                Outcome::SpawnError,
+                Measurements {
                     started_at_ms: now,
                     ended_at_ms: now,
                     ..Default::default()
                 },
-                stdout_path: None,
-                stderr_path: None,
-                output_tail: String::new(),
-                error: spawn_error.or(Some("the run ended without a status".into())),
-                staging: None,
-            },
+                spawn_error.or(Some("the run ended without a status".into())),
+            ),
         };
         let _ = self.results.send(result);
     }

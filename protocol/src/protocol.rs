@@ -273,6 +273,32 @@ pub struct TaskResult {
     pub staging: Option<crate::files::StagingStats>,
 }
 
+impl TaskResult {
+    /// The result of a run that left no output behind: a zero-work or simulated success,
+    /// or a task that could not start (with the reason in `error`). Only its times are
+    /// measured; a success's exit code is 0.
+    pub fn without_output(
+        at: TaskAttempt,
+        outcome: Outcome,
+        measurements: Measurements,
+        error: Option<String>,
+    ) -> TaskResult {
+        TaskResult {
+            task: at.task,
+            attempt: at.attempt,
+            outcome,
+            exit_code: (outcome == Outcome::Success).then_some(0),
+            signal: None,
+            measurements,
+            stdout_path: None,
+            stderr_path: None,
+            output_tail: String::new(),
+            error,
+            staging: None,
+        }
+    }
+}
+
 /// `POST /v1/agents/{id}/results`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReportRequest {

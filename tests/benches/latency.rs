@@ -10,27 +10,13 @@
 //!
 //! Each run is one application; medians and p99 over the runs, after 5 warm-up runs.
 
-use hetpilot_e2e::{array_app, bin, Manager};
-use std::process::Command;
+use hetpilot_e2e::{array_app, Manager};
 use std::time::Instant;
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let k = ((v.len() as f64 - 1.0) * p).round() as usize;
     v[k]
-}
-
-fn cli_once(m: &Manager) -> f64 {
-    let t = Instant::now();
-    let out = Command::new(bin("hetpilot"))
-        .args(["submit", "--wait", "--array", "0-0", "--", "/bin/true"])
-        .env("HETPILOT_URL", &m.url)
-        .env("HETPILOT_TOKEN", &m.admin)
-        .output()
-        .unwrap();
-    let ms = t.elapsed().as_secs_f64() * 1000.0;
-    assert!(out.status.success(), "{out:?}");
-    ms
 }
 
 fn api_once(m: &Manager, http: &hetpilot_e2e::Http) -> f64 {
@@ -81,10 +67,10 @@ fn main() {
     let http = m.http();
     for _ in 0..5 {
         api_once(&m, &http);
-        cli_once(&m);
+        m.one_task_submit_wait_ms();
     }
     let api: Vec<f64> = (0..runs).map(|_| api_once(&m, &http)).collect();
-    let cli: Vec<f64> = (0..runs).map(|_| cli_once(&m)).collect();
+    let cli: Vec<f64> = (0..runs).map(|_| m.one_task_submit_wait_ms()).collect();
     report("API submit → done (kept-alive client)", api);
     report("hetpilot submit --wait (CLI process)", cli);
 }

@@ -180,23 +180,18 @@ async fn work(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>, ta
         let end = unix_ms();
         let results = runs
             .iter()
-            .map(|at| TaskResult {
-                task: at.task,
-                attempt: at.attempt,
-                outcome: Outcome::Success,
-                exit_code: Some(0),
-                signal: None,
-                measurements: Measurements {
-                    started_at_ms: start,
-                    ended_at_ms: end,
-                    wall_ms: task_ms as f64,
-                    ..Default::default()
-                },
-                stdout_path: None,
-                stderr_path: None,
-                output_tail: String::new(),
-                error: None,
-                staging: None,
+            .map(|&at| {
+                TaskResult::without_output(
+                    at,
+                    Outcome::Success,
+                    Measurements {
+                        started_at_ms: start,
+                        ended_at_ms: end,
+                        wall_ms: task_ms as f64,
+                        ..Default::default()
+                    },
+                    None,
+                )
             })
             .collect();
         let sent = agent

@@ -17,7 +17,7 @@
 //!   against a zero-worker `hq` build (`RUSTFLAGS="--cfg zero_worker"`) with 16 and with
 //!   1,024 CPUs (`-- ceiling` runs only these rows).
 
-use hetpilot_e2e::{array_app, bin, free_port, wait_until, Manager};
+use hetpilot_e2e::{array_app, free_port, wait_until, Manager};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -157,19 +157,6 @@ fn hetpilot_run(m: &Manager, n: u64, command: &str) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-fn hetpilot_submit_wait(m: &Manager) -> f64 {
-    let t = Instant::now();
-    let out = Command::new(bin("hetpilot"))
-        .args(["submit", "--wait", "--array", "0-0", "--", "/bin/true"])
-        .env("HETPILOT_URL", &m.url)
-        .env("HETPILOT_TOKEN", &m.admin)
-        .output()
-        .unwrap();
-    let secs = t.elapsed().as_secs_f64();
-    assert!(out.status.success(), "{out:?}");
-    secs
-}
-
 fn throughput(hq: &Path, n: u64, slots: u32, runs: usize) {
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..runs {
@@ -191,12 +178,10 @@ fn latency(hq: &Path) {
     let _agent = m.agent("local", 2, &[]);
     let h = Hq::start(hq, 2);
     for _ in 0..5 {
-        hetpilot_submit_wait(&m);
+        m.one_task_submit_wait_ms();
         h.submit_wait(1);
     }
-    let ours: Vec<f64> = (0..100)
-        .map(|_| hetpilot_submit_wait(&m) * 1000.0)
-        .collect();
+    let ours: Vec<f64> = (0..100).map(|_| m.one_task_submit_wait_ms()).collect();
     let theirs: Vec<f64> = (0..100).map(|_| h.submit_wait(1) * 1000.0).collect();
     println!(
         "latency_ms,1,2,{:.2},{:.2},{:.2},100 (p99 {:.2} vs {:.2})",

@@ -231,6 +231,16 @@ impl Manager {
             .expect("running the hetpilot CLI")
     }
 
+    /// Milliseconds of one `hetpilot submit --wait --array 0-0 -- /bin/true`, the whole CLI
+    /// process, as admin (the one-task latency the benchmarks measure).
+    pub fn one_task_submit_wait_ms(&self) -> f64 {
+        let t = std::time::Instant::now();
+        let out = self.cli(&["submit", "--wait", "--array", "0-0", "--", "/bin/true"]);
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        assert!(out.status.success(), "{out:?}");
+        ms
+    }
+
     /// The manager's database, read-only.
     pub fn db(&self) -> rusqlite::Connection {
         rusqlite::Connection::open_with_flags(

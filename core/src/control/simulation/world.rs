@@ -355,13 +355,10 @@ impl<'a> World<'a> {
             v.sort();
             v
         };
-        let result = TaskResult {
-            task: at.task,
-            attempt: at.attempt,
-            outcome: Outcome::Success,
-            exit_code: Some(0),
-            signal: None,
-            measurements: Measurements {
+        let result = TaskResult::without_output(
+            at,
+            Outcome::Success,
+            Measurements {
                 started_at_ms: started,
                 ended_at_ms: now,
                 wall_ms: (now - started) as f64,
@@ -370,12 +367,8 @@ impl<'a> World<'a> {
                 max_rss_kb: 0,
                 co_runners,
             },
-            stdout_path: None,
-            stderr_path: None,
-            output_tail: String::new(),
-            error: None,
-            staging: None,
-        };
+            None,
+        );
         self.control.record_results(id, vec![result], &[false], now);
         let i = self.apps[&app];
         self.open_tasks[i] -= 1;
