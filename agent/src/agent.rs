@@ -26,6 +26,8 @@ pub struct Options {
     pub drain_margin: Duration,
     /// Give up registering after this long.
     pub register_timeout: Duration,
+    /// Stop once the manager has not answered for this long.
+    pub give_up: Duration,
     /// The node cache and the keys for tasks' files.
     pub staging: staging::Settings,
     /// The sandbox every task runs in, if any.
@@ -40,6 +42,10 @@ pub struct Summary {
     pub results_refused: u64,
     /// The manager declared this agent lost (it was silent too long).
     pub lost: bool,
+    /// Why the agent stopped waiting for a manager that stopped answering, if it did.
+    pub abandoned: Option<String>,
+    /// Results the manager never received because it stopped answering.
+    pub results_unreported: u64,
 }
 
 async fn register(
@@ -67,6 +73,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         &opts.manager,
         opts.registration_token.clone(),
         &opts.staging.trust,
+        opts.give_up,
     )
     .map_err(|e| ApiError::Unreachable {
         url: opts.manager.clone(),
@@ -92,6 +99,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     });
     let started = Arc::new(Mutex::new(Vec::new()));
     let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let abandoned = Arc::new(Mutex::new(None));
     let held = Held::default();
     let grants = Grants::default();
     let stager = Stager::new(
@@ -129,6 +137,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         events: events_tx.clone(),
         held,
         lost: lost.clone(),
+        abandoned: abandoned.clone(),
         started: started.clone(),
         grants,
     };
@@ -150,10 +159,11 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let tasks_run = executor.run(events_rx).await;
     puller.abort();
     signals.abort();
-    let (results_recorded, results_refused) = reporter.await.unwrap_or((0, 0));
+    let reported = reporter.await.unwrap_or_default();
     heart.abort();
     let lost = lost.load(std::sync::atomic::Ordering::SeqCst);
-    if !lost {
+    let abandoned = abandoned.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if !lost && abandoned.is_none() {
         let r: Result<serde_json::Value, _> = api
             .post(
                 &format!("{base}/deregister"),
@@ -167,9 +177,11 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     }
     Ok(Summary {
         tasks_run,
-        results_recorded,
-        results_refused,
+        results_recorded: reported.recorded,
+        results_refused: reported.refused,
         lost,
+        abandoned,
+        results_unreported: reported.unreported,
     })
 }
 
@@ -198,6 +210,8 @@ struct Channels {
     started: Arc<Mutex<Vec<TaskAttempt>>>,
     held: Held,
     lost: Arc<std::sync::atomic::AtomicBool>,
+    /// Set when the manager stopped answering for longer than the agent waits.
+    abandoned: Arc<Mutex<Option<String>>>,
     /// Grants to depots (file stores), refreshed from pull and heartbeat answers.
     grants: Grants,
 }
@@ -217,6 +231,15 @@ impl Channels {
     fn lost(&self) {
         self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = self.events.send(Event::Drain("lost by the manager"));
+    }
+
+    /// The manager is silent for good: kill the tasks and stop (`Contact`).
+    fn abandon(&self, e: &ApiError) {
+        let mut why = self.abandoned.lock().unwrap_or_else(|p| p.into_inner());
+        if why.is_none() {
+            *why = Some(e.to_string());
+            let _ = self.events.send(Event::Abandon);
+        }
     }
 }
 
@@ -288,6 +311,10 @@ async fn pull_loop(api: Api, base: String, mut demand: watch::Receiver<Demand>, 
                 ch.lost();
                 return;
             }
+            Err(e @ ApiError::Silent { .. }) => {
+                ch.abandon(&e);
+                return;
+            }
             Err(e) => {
                 ch.untold(started_now);
                 tracing::warn!(error = %e, "pull failed; retrying");
@@ -322,6 +349,10 @@ async fn heartbeat_loop(api: Api, base: String, every: Duration, ch: Channels) {
             }
             Err(e) if is_gone(&e) => {
                 ch.lost();
+                return;
+            }
+            Err(e @ ApiError::Silent { .. }) => {
+                ch.abandon(&e);
                 return;
             }
             Err(e) => {

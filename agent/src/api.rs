@@ -1,6 +1,8 @@
 //! The agent's side of the `/v1` API: typed calls with timeouts; connection failures are
-//! reported as retryable so a manager restart never loses an agent's results.
+//! reported as retryable so a manager restart never loses an agent's results, until the
+//! manager has been silent for longer than the agent waits (`Contact`).
 
+use crate::contact::Contact;
 use hetpilot_transport::http::{self, CallError};
 use hetpilot_transport::tls::{ClientTrust, TlsError};
 use serde::de::DeserializeOwned;
@@ -20,19 +22,30 @@ pub enum ApiError {
         status: u16,
         message: String,
     },
+    /// Nothing has answered for longer than the agent waits: stop retrying.
+    #[error("the manager at {url} has not answered for {}s, longer than this agent waits (--give-up-secs); last error: {message}", silent.as_secs())]
+    Silent {
+        url: String,
+        silent: Duration,
+        message: String,
+    },
 }
 
 impl ApiError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ApiError::Refused { status, .. } => Some(*status),
-            ApiError::Unreachable { .. } => None,
+            ApiError::Unreachable { .. } | ApiError::Silent { .. } => None,
         }
     }
 
     /// Worth retrying: unreachable, or a server-side error.
     pub fn is_transient(&self) -> bool {
-        self.status().is_none_or(|s| s >= 500)
+        match self {
+            ApiError::Unreachable { .. } => true,
+            ApiError::Refused { status, .. } => *status >= 500,
+            ApiError::Silent { .. } => false,
+        }
     }
 }
 
@@ -41,11 +54,18 @@ pub struct Api {
     http: reqwest::Client,
     base: String,
     token: String,
+    contact: Contact,
 }
 
 impl Api {
-    /// A client of the manager at `base` (trusting its certificate as `trust` says).
-    pub fn new(base: &str, token: String, trust: &ClientTrust) -> Result<Api, TlsError> {
+    /// A client of the manager at `base` (trusting its certificate as `trust` says), whose
+    /// calls fail for good once the manager has been silent for `give_up`.
+    pub fn new(
+        base: &str,
+        token: String,
+        trust: &ClientTrust,
+        give_up: Duration,
+    ) -> Result<Api, TlsError> {
         let builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .pool_idle_timeout(http::POOL_IDLE_TIMEOUT);
@@ -57,6 +77,7 @@ impl Api {
             http,
             base: base.trim_end_matches('/').to_string(),
             token,
+            contact: Contact::new(give_up),
         })
     }
 
@@ -81,11 +102,22 @@ impl Api {
             .bearer_auth(&self.token)
             .timeout(timeout)
             .json(body);
-        http::call(req).await.map_err(|e| match e {
-            CallError::Unreachable(e) => ApiError::Unreachable {
-                url,
-                message: http::with_causes(&e),
-            },
+        let answer = http::call(req).await;
+        if !matches!(answer, Err(CallError::Unreachable(_))) {
+            self.contact.heard();
+        }
+        answer.map_err(|e| match e {
+            CallError::Unreachable(e) => {
+                let message = http::with_causes(&e);
+                match self.contact.gave_up() {
+                    Some(silent) => ApiError::Silent {
+                        url,
+                        silent,
+                        message,
+                    },
+                    None => ApiError::Unreachable { url, message },
+                }
+            }
             CallError::Refused { status, message } => ApiError::Refused {
                 path: path.to_string(),
                 status,

@@ -31,6 +31,8 @@ pub enum Event {
     Kill(Vec<TaskAttempt>),
     /// Stop taking tasks, finish the running ones.
     Drain(&'static str),
+    /// The manager is gone: stop taking tasks, kill the queued, staging and running ones.
+    Abandon,
     Done(TaskAttempt, Box<Ended>),
     /// A task's files are staged (or could not be): it may start.
     Staged(Box<Staged>),
@@ -177,6 +179,28 @@ impl Executor {
                             runner::kill_group(r.pid);
                         }
                     }
+                }
+                Event::Abandon => {
+                    st.draining = true;
+                    let queued: Vec<TaskAttempt> = st
+                        .queue
+                        .drain(..)
+                        .map(|(a, _)| TaskAttempt {
+                            task: a.task,
+                            attempt: a.attempt,
+                        })
+                        .collect();
+                    st.queued_cores = 0;
+                    self.held.release(queued);
+                    st.staging.values_mut().for_each(|killed| *killed = true);
+                    for r in st.running.values_mut() {
+                        r.cancelled = true;
+                        runner::kill_group(r.pid);
+                    }
+                    tracing::warn!(
+                        killed = st.running.len() + st.staging.len(),
+                        "the manager is gone; killing every task"
+                    );
                 }
                 Event::Drain(why) => {
                     if !st.draining {

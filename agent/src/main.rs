@@ -12,6 +12,7 @@
 mod agent;
 mod allocation;
 mod api;
+mod contact;
 mod corunners;
 mod depot;
 mod executor;
@@ -118,6 +119,11 @@ struct Args {
     /// Give up registering after this many seconds.
     #[arg(long, default_value_t = 300)]
     register_timeout_secs: u64,
+    /// Stop (killing the running tasks, exit status 4) once the manager has not answered
+    /// for this many seconds: a manager restart takes far less, a manager that is gone
+    /// for good must not leave this pilot holding its allocation until the walltime ends.
+    #[arg(long, default_value_t = 600)]
+    give_up_secs: u64,
     /// Node-local cache of tasks' input files (default: WORK_DIR/cache).
     #[arg(long, env = "HETPILOT_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
@@ -348,6 +354,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
         work_dir,
         drain_margin: Duration::from_secs(args.drain_margin_secs),
         register_timeout: Duration::from_secs(args.register_timeout_secs),
+        give_up: Duration::from_secs(args.give_up_secs),
     };
     // One thread: the agent only waits on sockets, pipes and pidfds, and a single thread
     // avoids cross-thread wakeups on every task.
@@ -362,6 +369,13 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
         lost = summary.lost,
         "agent finished"
     );
+    if let Some(why) = &summary.abandoned {
+        tracing::error!(
+            results_unreported = summary.results_unreported,
+            "gave up on the manager: {why}"
+        );
+        std::process::exit(4);
+    }
     if summary.lost {
         std::process::exit(3);
     }

@@ -1,6 +1,8 @@
 //! The reporter sends results in batches, in order, and never drops one the manager has
 //! not acknowledged: it retries while the manager is unreachable (a restart), and when a
 //! batch is refused it retries its results one by one so one bad result cannot sink others.
+//! Once the manager has been silent for longer than the agent waits, it stops sending and
+//! counts what it could not report.
 
 use crate::api::{Api, ApiError};
 use crate::held::Held;
@@ -17,14 +19,26 @@ const MAX_BATCH: usize = 1000;
 const LINGER: Duration = Duration::from_millis(50);
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Sends everything received until the channel closes; returns (recorded, refused).
+/// What became of the results an agent sent.
+#[derive(Debug, Default)]
+pub struct Reported {
+    /// Recorded by the manager (or already recorded: a resend).
+    pub recorded: u64,
+    /// Refused by the manager, one by one.
+    pub refused: u64,
+    /// Never delivered: the manager stopped answering for good.
+    pub unreported: u64,
+}
+
+/// Sends everything received until the channel closes.
 pub async fn run(
     api: Api,
     path: String,
     held: Held,
     mut results: mpsc::UnboundedReceiver<TaskResult>,
-) -> (u64, u64) {
-    let (mut recorded, mut refused) = (0u64, 0u64);
+) -> Reported {
+    let mut out = Reported::default();
+    let mut silent = false;
     while let Some(first) = results.recv().await {
         // Linger briefly so a burst of short tasks shares one request.
         let mut batch = vec![first];
@@ -46,18 +60,29 @@ pub async fn run(
                 attempt: r.attempt,
             })
             .collect();
+        if silent {
+            out.unreported += runs.len() as u64;
+            held.release(runs);
+            continue;
+        }
         match send(&api, &path, batch.clone()).await {
             Ok(n) => {
-                recorded += n;
+                out.recorded += n;
+                held.release(runs);
+            }
+            Err(e @ ApiError::Silent { .. }) => {
+                tracing::error!(error = %e, results = runs.len(), "results not reported");
+                silent = true;
+                out.unreported += runs.len() as u64;
                 held.release(runs);
             }
             Err(e) => {
                 tracing::warn!(error = %e, results = batch.len(), "report refused; retrying results one by one");
                 for (r, run) in batch.into_iter().zip(runs) {
                     match send(&api, &path, vec![r]).await {
-                        Ok(n) => recorded += n,
+                        Ok(n) => out.recorded += n,
                         Err(e) => {
-                            refused += 1;
+                            out.refused += 1;
                             tracing::error!(task = %run.task, error = %e, "result refused by the manager; dropped");
                         }
                     }
@@ -66,10 +91,11 @@ pub async fn run(
             }
         }
     }
-    (recorded, refused)
+    out
 }
 
-/// Sends one batch, retrying while the manager is unreachable; Err only for a refusal.
+/// Sends one batch, retrying while the manager is unreachable; Err for a refusal, or once
+/// the manager has been silent for longer than the agent waits.
 async fn send(api: &Api, path: &str, results: Vec<TaskResult>) -> Result<u64, ApiError> {
     let body = ReportRequest { results };
     let mut backoff = Duration::from_millis(100);

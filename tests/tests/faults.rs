@@ -120,3 +120,38 @@ fn tasks_of_a_killed_agent_are_rerun_elsewhere_after_the_lease_timeout() {
     let (_, agents) = m.http().get("/v1/agents", &m.admin);
     assert_eq!(agents[0]["state"], "lost");
 }
+
+/// A process that is gone, or a zombie waiting to be reaped.
+fn is_dead(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+        s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn an_agent_whose_manager_is_gone_for_good_kills_its_task_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("task.pid");
+    let mut m = Manager::start(dir.path(), 30.0);
+    let cmd = format!("sh -c 'echo $$ > {}; exec sleep 600'", pid_file.display());
+    m.submit(array_app("orphaned", &cmd, 1));
+    let mut a = m.agent("local", 1, &["--give-up-secs", "2"]);
+    let pid: u32 = wait_until("the task to start", Duration::from_secs(60), || {
+        std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
+    });
+    assert!(!is_dead(pid), "the task runs");
+    m.kill();
+    assert_eq!(a.wait_exit(Duration::from_secs(60)), Some(4), "{}", a.log());
+    assert!(
+        a.log().contains("has not answered for"),
+        "the agent says why it stopped: {}",
+        a.log()
+    );
+    wait_until("the task to be killed", Duration::from_secs(10), || {
+        is_dead(pid).then_some(())
+    });
+}
