@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 pub enum Event {
     /// New tasks (and the runtime of applications not seen before); acknowledged once queued.
@@ -426,6 +427,7 @@ impl Executor {
     ) {
         let (files, scratch) = run;
         let events = self.events.clone();
+        let span = run_span(&a);
         tokio::spawn(async move {
             let (mut stdout, mut stderr) = (Captured::default(), Captured::default());
             let finished = {
@@ -486,7 +488,7 @@ impl Executor {
                     staging,
                 }),
             ));
-        });
+        }.instrument(span));
     }
 
     /// Reports a run: measured (`ended`) or one that could not start (`spawn_error`).
@@ -622,5 +624,17 @@ mod tests {
     fn prefetch_cannot_overflow() {
         assert_eq!(prefetch(u32::MAX, Some(1.0)), 1024);
         assert_eq!(prefetch(u32::MAX, None), u32::MAX);
+    }
+}
+
+/// The span a run's output and wait are followed in: `run` with the application, task and
+/// attempt at DEBUG (under the agent's span); at coarser levels, just the agent's span, so
+/// a run costs no span of its own.
+fn run_span(a: &Assignment) -> tracing::Span {
+    let span = tracing::debug_span!("run", app = %a.task.app, task = %a.task, attempt = a.attempt);
+    if span.is_disabled() {
+        tracing::Span::current()
+    } else {
+        span
     }
 }
