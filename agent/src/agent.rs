@@ -123,8 +123,13 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         zero_work: opts.register.zero_work,
     };
     let reporter = tokio::spawn(
-        reporter::run(api.clone(), format!("{base}/results"), held.clone(), results_rx)
-            .instrument(agent_span.clone()),
+        reporter::run(
+            api.clone(),
+            format!("{base}/results"),
+            held.clone(),
+            results_rx,
+        )
+        .instrument(agent_span.clone()),
     );
     let channels = Channels {
         events: events_tx.clone(),

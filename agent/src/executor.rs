@@ -475,6 +475,8 @@ impl Executor {
                     tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a run directory");
                 }
             }
+            tracing::debug!(outcome = ?finished.outcome, exit_code = finished.exit_code,
+                wall_ms = finished.wall_ms, "ended");
             let at = TaskAttempt {
                 task: a.task,
                 attempt: a.attempt,

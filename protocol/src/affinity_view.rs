@@ -6,8 +6,9 @@
 use crate::AppId;
 use serde::{Deserialize, Serialize};
 
-/// The affinity tables of the applications now in the manager, over the platforms that
-/// have agents or measured runs. Every matrix is indexed `[app][platform]`.
+/// The affinity tables of the applications in the manager that are unfinished or have
+/// measured runs (the newest 64), over the platforms that have agents or measured runs.
+/// Every matrix is indexed `[app][platform]`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AffinityView {
     /// The applications (rows).

@@ -14,8 +14,8 @@ use hetpilot_protocol::affinity_view::{AffinityApp, AffinityView};
 use hetpilot_protocol::views::ScheduleView;
 use std::collections::BTreeMap;
 
-/// Most applications an affinity view covers (the most recently submitted unfinished
-/// ones): co-runner affinity grows with the square of the rows.
+/// Most applications an affinity view covers (the most recently submitted ones still
+/// running or measured): co-runner affinity grows with the square of the rows.
 pub const MAX_AFFINITY_APPS: usize = 64;
 
 /// A copy of what an affinity view reads.
@@ -27,14 +27,17 @@ pub struct AffinityJob {
 }
 
 impl Control {
-    /// Copies the measurements, the unfinished applications (at most
-    /// [`MAX_AFFINITY_APPS`], newest first) and the platforms with active agents or
-    /// measured runs (a node's slots: the mean of its agents', else 1).
+    /// Copies the measurements, the applications not cancelled that are unfinished or
+    /// have measured runs (at most [`MAX_AFFINITY_APPS`], the newest) and the platforms
+    /// with active agents or measured runs (a node's slots: the mean of its agents', else 1).
     pub fn affinity_job(&self) -> AffinityJob {
+        let stats = &self.policy.stats;
+        let measured = |app| stats.platforms().any(|p| stats.samples(app, p) > 0);
         let mut apps: Vec<(u64, AffinityApp)> = self
             .queues
             .apps()
-            .filter(|a| !a.cancelled && a.counts.finished() < a.counts.total())
+            .filter(|a| !a.cancelled)
+            .filter(|a| a.counts.finished() < a.counts.total() || measured(a.id))
             .map(|a| {
                 (
                     a.submitted_ms,
@@ -51,12 +54,16 @@ impl Control {
         let mut apps: Vec<AffinityApp> = apps.into_iter().map(|(_, a)| a).collect();
         apps.sort_by_key(|a| a.app);
         let mut slots: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        for a in self.queues.agents().filter(|a| a.state == AgentState::Active) {
+        for a in self
+            .queues
+            .agents()
+            .filter(|a| a.state == AgentState::Active)
+        {
             let e = slots.entry(a.platform.clone()).or_default();
             e.0 += u64::from(a.slots);
             e.1 += 1;
         }
-        let stats = self.policy.stats.clone();
+        let stats = stats.clone();
         for p in stats.platforms() {
             slots.entry(p.to_string()).or_insert((1, 1));
         }

@@ -44,7 +44,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
 /// A redraw interval: 0.2 s to 1 hour.
 pub fn interval_secs(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
     if (0.2..=3600.0).contains(&v) {
         Ok(v)
     } else {
@@ -72,7 +74,10 @@ where
         if terminal {
             print!("\x1b[H\x1b[2J");
         }
-        println!("-- {} --", humantime::format_rfc3339_seconds(std::time::SystemTime::now()));
+        println!(
+            "-- {} --",
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        );
         draw().await?;
         std::io::Write::flush(&mut std::io::stdout())?;
     }

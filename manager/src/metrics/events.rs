@@ -214,9 +214,9 @@ impl Metrics {
         if summary.fetched + summary.cached + summary.stored > 0 {
             let mut map = self.staging_bytes.lock().unwrap_or_else(|p| p.into_inner());
             let row = map.entry(platform.to_string()).or_default();
-            for (total, add) in row
-                .iter_mut()
-                .zip([summary.fetched, summary.cached, summary.stored])
+            for (total, add) in
+                row.iter_mut()
+                    .zip([summary.fetched, summary.cached, summary.stored])
             {
                 *total = total.saturating_add(add);
             }

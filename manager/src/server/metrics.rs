@@ -63,8 +63,9 @@ pub async fn exposition(State(access): State<MetricsAccess>, headers: HeaderMap)
     match tokio::task::spawn_blocking(move || scrape::exposition(&manager)).await {
         Ok(Ok(text)) => ([(CONTENT_TYPE_HEADER, CONTENT_TYPE)], text).into_response(),
         Ok(Err(e)) => ApiError::from(e).into_response(),
-        Err(e) => ApiError::from(ServiceError::BadRequest(format!("scrape aborted: {e}")))
-            .into_response(),
+        Err(e) => {
+            ApiError::from(ServiceError::BadRequest(format!("scrape aborted: {e}"))).into_response()
+        }
     }
 }
 
@@ -85,8 +86,11 @@ pub async fn track(State(manager): State<Arc<Manager>>, req: Request, next: Next
         _ => "other",
     };
     let response = next.run(req).await;
-    manager
-        .metrics
-        .http(&route, method, response.status().as_u16(), started.elapsed());
+    manager.metrics.http(
+        &route,
+        method,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
     response
 }
