@@ -121,7 +121,7 @@ function lineChart(series, opts) {
   }
   const t0 = Math.min(...all.map((p) => p[0]));
   const t1 = Math.max(...all.map((p) => p[0]));
-  const vmax = opts.max !== undefined ? opts.max : Math.max(1e-9, ...all.map((p) => p[1]));
+  const vmax = opts.max !== undefined ? opts.max : Math.max(opts.floor || 1e-9, ...all.map((p) => p[1]));
   const x = (t) => pad.l + ((t - t0) / Math.max(1, t1 - t0)) * (w - pad.l - pad.r);
   const y = (v) => ht - pad.b - (v / vmax) * (ht - pad.t - pad.b);
   for (const f of [0, 0.5, 1]) {
@@ -211,7 +211,7 @@ async function pageApps(apps) {
     points: state.throughput.filter((p) => p.rates.has(id)).map((p) => [p.t, p.rates.get(id)]),
   }));
   out.push(h('h2', {}, 'Throughput (tasks ended per second)'),
-    lineChart(series, { label: 'throughput over time' }), legend(series));
+    lineChart(series, { label: 'throughput over time', floor: 1 }), legend(series));
   const rows = apps.slice().reverse().map((a) => {
     const c = a.counts;
     const all = c.waiting + c.leased + c.running + c.done + c.failed + c.cancelled;
@@ -238,7 +238,7 @@ async function pageApps(apps) {
       for (const t of lists[i]) {
         const last = t.last || {};
         const why = last.error || (last.signal ? `signal ${last.signal}` : `exit ${last.exit_code}`);
-        rows2.push(h('tr', {}, h('td', {}, t.task), h('td', {}, a.name), h('td', {}, t.attempts),
+        rows2.push(h('tr', {}, h('td', {}, `${t.task.app}.${t.task.index}`), h('td', {}, a.name), h('td', {}, t.attempts),
           h('td', {}, last.outcome || ''), h('td', {}, why), h('td', {}, last.platform || ''),
           h('td', {}, h('pre', { class: 'tail' }, (last.output_tail || '').slice(-400)))));
       }
@@ -324,7 +324,9 @@ async function pagePlatforms() {
     const w = pilots.filter((p) => p.platform === n && p.job_started_ms).map((p) => p.job_started_ms - p.submitted_ms);
     return w.length ? (w.reduce((a, b) => a + b, 0) / w.length / 1000).toFixed(1) : '-';
   };
-  out.push(h('h2', {}, 'Pilots (batch jobs) by state'),
+  out.push(h('h2', {}, 'Pilots (batch jobs) by state'));
+  if (!pilots.length) out.push(h('p', { class: 'muted' }, 'No pilot submitted: no platform has a profile, or none was needed yet.'));
+  else out.push(
     stackedBars(names.map((n) => ({ label: n, parts: states.map((st, i) => ({ name: st, value: count(n, st), color: color(i) })) })),
       { label: 'pilots by state' }),
     legend(states.map((st, i) => ({ name: st, color: color(i) }))),
