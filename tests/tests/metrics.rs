@@ -136,6 +136,7 @@ fn metrics_count_what_ran_and_open_only_to_the_admin_and_metrics_tokens() {
         ) >= 1.0
     );
     assert!(sample(&text, "hetpilot_fairshare_usage", &[("user", "alice")]) > 0.0);
+    names_are_documented(&text);
     // Bounded labels: routes are patterns, never paths with ids; no task label at all.
     assert!(!text.contains("task=\""), "{text}");
     assert!(!text.contains("/v1/agents/1/"), "{text}");
@@ -352,4 +353,52 @@ fn json_logs_carry_agent_application_and_task_ids() {
             .any(|s| s["name"] == "agent" && s["agent"] == "1"),
         "{in_run}"
     );
+}
+
+/// A sample's metric name without its histogram suffix.
+fn family(name: &str) -> &str {
+    ["_bucket", "_sum", "_count", "_created"]
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
+        .unwrap_or(name)
+}
+
+/// Every metric the manager exposes, and every metric the Grafana dashboard queries, is
+/// in the README's table of metrics (and the dashboard queries only those).
+fn names_are_documented(exposition: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let documented: Vec<&str> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `hetpilot_"))
+        .filter_map(|l| l.split_once('`'))
+        .map(|(rest, _)| rest)
+        .collect();
+    assert!(documented.len() >= 20, "{documented:?}");
+    let is_documented = |name: &str| {
+        name.strip_prefix("hetpilot_")
+            .is_some_and(|n| documented.contains(&family(n)))
+    };
+    for line in exposition.lines().filter(|l| !l.starts_with('#')) {
+        let name = line.split(['{', ' ']).next().unwrap();
+        assert!(is_documented(name), "{name} is not in the README's table");
+    }
+    let grafana =
+        std::fs::read_to_string(root.join("deploy/grafana/hetpilot-dashboard.json")).unwrap();
+    let dashboard: Value = serde_json::from_str(&grafana).unwrap();
+    let mut queried = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            for (i, _) in expr.match_indices("hetpilot_") {
+                let name: String = expr[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(is_documented(&name), "the dashboard queries unknown {name}");
+                queried += 1;
+            }
+        }
+    }
+    assert!(queried >= 20, "{queried}");
 }
