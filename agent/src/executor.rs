@@ -598,6 +598,18 @@ pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
     }
 }
 
+/// The span a run's output and wait are followed in: `run` with the application, task and
+/// attempt at DEBUG (under the agent's span); at coarser levels, just the agent's span, so
+/// a run costs no span of its own.
+fn run_span(a: &Assignment) -> tracing::Span {
+    let span = tracing::debug_span!("run", app = %a.task.app, task = %a.task, attempt = a.attempt);
+    if span.is_disabled() {
+        tracing::Span::current()
+    } else {
+        span
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::prefetch;
@@ -626,17 +638,5 @@ mod tests {
     fn prefetch_cannot_overflow() {
         assert_eq!(prefetch(u32::MAX, Some(1.0)), 1024);
         assert_eq!(prefetch(u32::MAX, None), u32::MAX);
-    }
-}
-
-/// The span a run's output and wait are followed in: `run` with the application, task and
-/// attempt at DEBUG (under the agent's span); at coarser levels, just the agent's span, so
-/// a run costs no span of its own.
-fn run_span(a: &Assignment) -> tracing::Span {
-    let span = tracing::debug_span!("run", app = %a.task.app, task = %a.task, attempt = a.attempt);
-    if span.is_disabled() {
-        tracing::Span::current()
-    } else {
-        span
     }
 }

@@ -164,22 +164,20 @@ impl Browser {
         });
     }
 
-    /// The text of the element with `data-k="key"`, once it equals `want` (the page
-    /// redraws every 2 s); panics with what it showed after a while.
+    /// Waits until the element with `data-k="key"` shows `want` (the page redraws every
+    /// 2 s).
     fn expect(&self, key: &str, want: &str) {
         let c = &self.client;
         let css = format!("[data-k='{key}']");
-        let mut last = String::new();
-        let found = wait_until(&format!("{key} to show {want}"), LONG, || {
-            last = self.rt.block_on(async {
+        wait_until(&format!("the page to show {key} = {want}"), LONG, || {
+            let shown = self.rt.block_on(async {
                 match c.find(Locator::Css(&css)).await {
                     Ok(e) => e.text().await.unwrap_or_default(),
                     Err(_) => String::new(),
                 }
             });
-            (last.trim() == want).then_some(())
+            (shown.trim() == want).then_some(())
         });
-        let _ = (found, last);
     }
 
     fn count(&self, css: &str) -> usize {

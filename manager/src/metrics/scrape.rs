@@ -111,7 +111,7 @@ fn tasks(r: &mut Registry, m: &Manager, admin: &Principal) -> Result<(), Service
         }
     }
     apps.retain(|a| !a.is_finished());
-    apps.sort_by(|x, y| y.submitted_at_ms.cmp(&x.submitted_at_ms));
+    apps.sort_by_key(|a| std::cmp::Reverse(a.submitted_at_ms));
     for a in apps.iter().take(MAX_APP_SERIES) {
         for (state, n) in states(&a.counts) {
             let l = AppTaskLabels {
