@@ -402,3 +402,74 @@ fn names_are_documented(exposition: &str) {
     }
     assert!(queried >= 20, "{queried}");
 }
+
+#[test]
+#[ignore = "runs the whole demo: a minute or more in a debug build (deploy/test-all.sh runs it)"]
+fn demo_keep_serves_the_dashboard_and_metrics_until_ctrl_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("demo");
+    let mut demo = Command::new(bin("hetpilot"))
+        .args(["demo", "--keep", "--data-dir"])
+        .arg(&data)
+        .env_remove("HETPILOT_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("more demo output").unwrap();
+    let first = next();
+    let url = first
+        .strip_prefix("hetpilot demo: manager on ")
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    let dashboard = next();
+    assert!(dashboard.contains(&format!("{url}/ui/")), "{dashboard}");
+    assert!(dashboard.contains("admin.token"), "{dashboard}");
+    // The report, then the manager stays up.
+    loop {
+        let line = next();
+        if line.contains("the manager stays up") {
+            break;
+        }
+    }
+    let admin = std::fs::read_to_string(data.join("admin.token")).unwrap();
+    let http = reqwest::blocking::Client::new();
+    let ui = http.get(format!("{url}/ui/")).send().unwrap();
+    assert_eq!(ui.status().as_u16(), 200);
+    let text = http
+        .get(format!("{url}/metrics"))
+        .bearer_auth(admin.trim())
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let apps: Value = http
+        .get(format!("{url}/v1/apps"))
+        .bearer_auth(admin.trim())
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let done: u64 = apps
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["counts"]["done"].as_u64().unwrap())
+        .sum();
+    assert!(done > 0);
+    let ok = sample(
+        &text,
+        "hetpilot_tasks_completed_total",
+        &[("outcome", "success")],
+    );
+    assert_eq!(ok, done as f64, "{text}");
+    for platform in ["dedicated", "shared"] {
+        let active = [("platform", platform), ("state", "active")];
+        assert_eq!(sample(&text, "hetpilot_agents", &active), 1.0, "{text}");
+    }
+    hetpilot_e2e::signal(&demo, libc::SIGINT);
+    let status = wait_until("the demo to end", LONG, || demo.try_wait().unwrap());
+    assert!(status.success(), "{status:?}");
+}
