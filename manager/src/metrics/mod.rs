@@ -6,10 +6,10 @@
 //! report, with labels bounded by platforms, outcomes and routes (never a task id), so
 //! they cost the dispatch path nothing it would notice. *States* (tasks by state, agents,
 //! pilots, fairness, fairshare, bandwidths) are read from the manager's views at scrape
-//! time (`scrape`), so keeping them costs nothing between scrapes.
+//! time (`server::metrics_state`), so keeping them costs nothing between scrapes. This
+//! module is a leaf: the service updates it, the server reads it.
 
 mod events;
-pub mod scrape;
 
 pub use events::{Metrics, ReportSummary};
 

@@ -4,7 +4,8 @@
 
 use super::auth::bearer;
 use super::error::ApiError;
-use crate::metrics::{scrape, CONTENT_TYPE};
+use super::metrics_state;
+use crate::metrics::CONTENT_TYPE;
 use crate::service::{auth::hash, Manager, Principal, ServiceError};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::CONTENT_TYPE as CONTENT_TYPE_HEADER;
@@ -60,7 +61,7 @@ pub async fn exposition(State(access): State<MetricsAccess>, headers: HeaderMap)
     }
     let manager = access.manager.clone();
     // The views take the control lock briefly; the encoding runs off the async runtime.
-    match tokio::task::spawn_blocking(move || scrape::exposition(&manager)).await {
+    match tokio::task::spawn_blocking(move || metrics_state::exposition(&manager)).await {
         Ok(Ok(text)) => ([(CONTENT_TYPE_HEADER, CONTENT_TYPE)], text).into_response(),
         Ok(Err(e)) => ApiError::from(e).into_response(),
         Err(e) => {

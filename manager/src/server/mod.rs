@@ -12,6 +12,7 @@ mod error;
 mod extract;
 mod files;
 mod metrics;
+mod metrics_state;
 mod pilots;
 mod rate;
 mod scheduling_views;
