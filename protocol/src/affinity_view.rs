@@ -30,6 +30,10 @@ pub struct AffinityView {
     pub runtime_s: Vec<Vec<f64>>,
     /// Successful runs measured; 0 means the cell is the prior, not a measurement.
     pub samples: Vec<Vec<u64>>,
+    /// Half-width of the 95% confidence interval of the measured mean runtime, relative
+    /// to it (0.1: ±10%); `None` below two runs.
+    #[serde(default)]
+    pub ci95: Vec<Vec<Option<f64>>>,
     /// Fairness (1 − σ/μ of the throughputs normalized to Fastest-OneCore) of the last
     /// round's allocation; `None` before a round has run.
     pub fairness: Option<f64>,
@@ -65,6 +69,7 @@ impl AffinityView {
         filter(&mut self.normalized_difference, &keep);
         filter(&mut self.runtime_s, &keep);
         filter(&mut self.samples, &keep);
+        filter(&mut self.ci95, &keep);
     }
 }
 
@@ -89,12 +94,14 @@ mod tests {
             normalized_difference: vec![vec![None], vec![Some(2.0)], vec![None]],
             runtime_s: vec![vec![1.0], vec![2.0], vec![3.0]],
             samples: vec![vec![1], vec![2], vec![3]],
+            ci95: vec![vec![None], vec![Some(0.2)], vec![Some(0.3)]],
             fairness: Some(0.5),
         };
         v.retain_apps(|a| a.owner == "x");
         assert_eq!(v.apps.len(), 2);
         assert_eq!(v.throughput, vec![vec![1.0], vec![3.0]]);
         assert_eq!(v.samples, vec![vec![1], vec![3]]);
+        assert_eq!(v.ci95, vec![vec![None], vec![Some(0.3)]]);
         assert_eq!(v.raw_difference, vec![vec![None], vec![None]]);
     }
 }

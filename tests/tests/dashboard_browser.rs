@@ -324,6 +324,15 @@ fn every_dashboard_page_shows_the_api_numbers_without_console_errors() {
     let affinity = get(&m, &m.admin, "/v1/affinity");
     let platforms = affinity["platforms"].as_array().unwrap();
     assert_eq!(platforms.len(), 2, "{affinity}");
+    let intervals = affinity["ci95"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap());
+    assert!(
+        intervals.filter(|c| c.is_number()).count() >= 2,
+        "{affinity}"
+    );
     for (i, a) in affinity["apps"].as_array().unwrap().iter().enumerate() {
         let id = a["app"].as_u64().unwrap();
         for (j, p) in platforms.iter().enumerate() {
@@ -332,6 +341,10 @@ fn every_dashboard_page_shows_the_api_numbers_without_console_errors() {
             browser.expect(&format!("samples.{id}.{p}"), &format!("n={n}"));
             let rpa = affinity["reciprocal"][i][j].as_f64().unwrap();
             browser.expect(&format!("rpa.{id}.{p}"), &format!("{rpa:.3}"));
+            if let Some(ci) = affinity["ci95"][i][j].as_f64() {
+                let want = format!("\u{b1}{:.0}%", 100.0 * ci);
+                browser.expect(&format!("ci.throughput.{id}.{p}"), &want);
+            }
         }
     }
     let fairness = match affinity["fairness"].as_f64() {

@@ -105,6 +105,15 @@ impl AffinityJob {
                     .collect()
             })
             .collect();
+        view.ci95 = ids
+            .iter()
+            .map(|&a| {
+                self.platforms
+                    .iter()
+                    .map(|p| self.stats.relative_ci95(a, &p.name))
+                    .collect()
+            })
+            .collect();
         view.apps = self.apps;
         view.samples = live.samples;
         view.throughput = tables.throughput;
@@ -206,6 +215,19 @@ mod tests {
     }
 
     #[test]
+    fn the_confidence_interval_follows_the_spread_of_the_runs() {
+        let mut stats = RunStats::default();
+        // Runs of 1 s and 3 s: mean 2, s = sqrt(4/3) (n = 4), half-width 1.96 s / 2.
+        for w in [1.0, 3.0, 1.0, 3.0] {
+            stats.add(AppId(1), "p", &[], w);
+        }
+        let want = 1.96 * (4.0f64 / 3.0).sqrt() / 2.0 / 2.0;
+        let got = stats.relative_ci95(AppId(1), "p").unwrap();
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        assert_eq!(stats.relative_ci95(AppId(2), "p"), None);
+    }
+
+    #[test]
     fn tables_rest_on_the_measured_runs() {
         let mut stats = RunStats::default();
         for _ in 0..3 {
@@ -230,6 +252,8 @@ mod tests {
         };
         let v = job.compute().unwrap();
         assert_eq!(v.samples, vec![vec![3, 3], vec![1, 0]]);
+        // Identical runs: a confidence half-width of 0; one run or none: no interval.
+        assert_eq!(v.ci95, vec![vec![Some(0.0), Some(0.0)], vec![None, None]]);
         assert_eq!(v.runtime_s[0], vec![1.0, 4.0]);
         // App 2 was never run on `slow`: the prior scales it by the platform's slowness (4).
         assert!((v.runtime_s[1][1] - 8.0).abs() < 1e-9, "{:?}", v.runtime_s);

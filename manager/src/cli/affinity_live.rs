@@ -83,6 +83,22 @@ pub fn render_live(view: &AffinityView) -> String {
         }
         out.push('\n');
     }
+    out.push_str("\n95% confidence half-width of the mean runtime (- below two runs)\n");
+    out.push_str(&format!("{:width$}", "Application"));
+    for p in &view.platforms {
+        out.push_str(&format!(" {p:>9}"));
+    }
+    out.push('\n');
+    for (name, row) in tables.applications.iter().zip(&view.ci95) {
+        out.push_str(&format!("{name:width$}"));
+        for c in row {
+            match c {
+                Some(c) => out.push_str(&format!(" {:>8.1}%", 100.0 * c)),
+                None => out.push_str(&format!(" {:>9}", "-")),
+            }
+        }
+        out.push('\n');
+    }
     match view.fairness {
         Some(f) => out.push_str(&format!(
             "\nfairness of the last round's allocation (1 - sigma/mu): {f:.3}\n"

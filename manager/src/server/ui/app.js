@@ -249,6 +249,12 @@ async function pageApps(apps) {
   return out;
 }
 
+// The 95% confidence half-width of a cell's measured mean runtime, e.g. " ±4%".
+function ci(view, i, j, key) {
+  const c = view.ci95 && view.ci95[i] ? view.ci95[i][j] : null;
+  return typeof c === 'number' ? h('span', { 'data-k': key }, ` \u00b1${(100 * c).toFixed(0)}%`) : null;
+}
+
 function heatTable(title, view, matrix, key, digits) {
   const flat = matrix.flat().filter((v) => Number.isFinite(v));
   const max = Math.max(1e-9, ...flat);
@@ -262,7 +268,8 @@ function heatTable(title, view, matrix, key, digits) {
         style: `background: rgba(46, 98, 217, ${alpha})`,
         title: n === 0 ? 'prior: not measured yet' : `${n} runs measured` },
       h('span', { 'data-k': `${key}.${a.app}.${p}` }, Number.isFinite(v) ? v.toFixed(digits) : '-'),
-      h('small', { 'data-k': `samples.${a.app}.${p}` }, `n=${n}`));
+      h('small', {}, h('span', { 'data-k': `samples.${a.app}.${p}` }, `n=${n}`),
+        ci(view, i, j, `ci.${key}.${a.app}.${p}`)));
     })));
   return h('div', {}, h('h2', {}, title),
     table(['application'].concat(view.platforms), rows, { class: 'heat', id: `heat-${key}` }));
@@ -299,7 +306,7 @@ async function pageAllocation(affinity) {
       heatTable('Reciprocal platform affinity (RPA)', affinity, affinity.reciprocal, 'rpa', 3)));
     const co = affinity.normalized_difference.map((row) => row.map((v) => (v === null ? NaN : v)));
     out.push(heatTable('Co-runner affinity (normalized difference, %)', affinity, co, 'corunner', 1));
-    out.push(h('p', { class: 'muted' }, 'n = successful runs measured; italic cells are the prior (not measured yet).'));
+    out.push(h('p', { class: 'muted' }, 'n = successful runs measured, \u00b1 the 95% confidence half-width of their mean runtime; italic cells are the prior (not measured yet).'));
   } else {
     out.push(h('p', { class: 'muted' }, 'No unfinished application or platform to profile yet.'));
   }
