@@ -212,6 +212,14 @@ impl Browser {
     }
 }
 
+/// Ends the WebDriver session, which quits Chromium (killing chromedriver alone would
+/// leave the browser running), also when the test fails.
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.rt.block_on(self.client.clone().close());
+    }
+}
+
 fn get(m: &Manager, token: &str, path: &str) -> Value {
     let (s, v) = m.http().get(path, token);
     assert_eq!(s, 200, "{path}: {v}");
@@ -410,7 +418,6 @@ fn every_dashboard_page_shows_the_api_numbers_without_console_errors() {
         assert!(shots.join(format!("user-{page}.png")).exists());
     }
     eprintln!("screenshots in {}", shots.display());
-    let _ = browser.rt.block_on(browser.client.clone().close());
     drop(release);
     m.wait_finished(held, LONG);
 }
