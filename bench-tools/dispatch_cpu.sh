@@ -7,6 +7,7 @@
 #
 #   bench-tools/dispatch_cpu.sh BIN_DIR N SLOTS     # BIN_DIR holds hetpilot, hetpilot-agent
 #   PERFSTAT=/tmp/ab bench-tools/dispatch_cpu.sh target/release 10000 2
+#   SCRAPE=1 bench-tools/dispatch_cpu.sh target/release 10000 2   # with /metrics and the dashboard's calls every 1 s
 #
 # Prints one line: secs, manager and agent CPU ms per task; the perf figures go to
 # FILE.agent and FILE.manager.
@@ -39,12 +40,25 @@ acpu() {
   for h in $(pgrep -P "$1" -x hetpilot-spawn); do t=$((t + $(cpu "$h"))); done
   echo "$t"
 }
+# SCRAPE=SECS: meanwhile, every SECS, what Prometheus and one open dashboard tab ask for
+# (/metrics, then the dashboard's /v1/apps, /v1/affinity and /v1/schedule).
+SCRAPER=
+if [ -n "${SCRAPE:-}" ]; then
+  ( while :; do
+      for p in /metrics /v1/apps /v1/affinity /v1/schedule; do
+        curl -s -o /dev/null -H "Authorization: Bearer $ADMIN" "$URL$p"
+      done
+      sleep "$SCRAPE"
+    done ) &
+  SCRAPER=$!
+fi
 M0=$(cpu $MPID); A0=$(acpu $APID); T0=$(date +%s.%N)
 APP=$(post /v1/apps "{\"name\":\"t\",\"command\":\"/bin/true\",\"tasks\":{\"array\":{\"start\":0,\"end\":$((N - 1))}}}" | jq -r .app)
 until [ "$(curl -s -H "Authorization: Bearer $ADMIN" "$URL/v1/apps/$APP" | jq -r '.counts.done // 0')" = "$N" ]; do
   sleep 0.02
 done
 T1=$(date +%s.%N); M1=$(cpu $MPID); A1=$(acpu $APID)
+if [ -n "$SCRAPER" ]; then kill "$SCRAPER"; wait "$SCRAPER" 2>/dev/null || true; fi
 if [ ${#STATS[@]} -gt 0 ]; then kill -INT "${STATS[@]}"; wait "${STATS[@]}" || true; fi
 HZ=$(getconf CLK_TCK)
 echo "n=$N slots=$S secs=$(echo "$T1 - $T0" | bc)" \

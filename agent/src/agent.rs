@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 pub struct Options {
     pub manager: String,
@@ -82,6 +83,8 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let mut reg = register(&api, &opts.register, opts.register_timeout).await?;
     reg.slots = reg.slots.clamp(1, MAX_SLOTS);
     tracing::info!(agent = %reg.agent, slots = reg.slots, "registered");
+    // Everything the agent logs from here on carries its id (and, at DEBUG, each run's).
+    let agent_span = tracing::info_span!("agent", agent = %reg.agent);
     let api = api.with_token(reg.credential.clone());
     let base = format!("/v1/agents/{}", reg.agent);
     let output_dir = opts.work_dir.join("output");
@@ -127,12 +130,15 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         sandbox: opts.sandbox.clone(),
         zero_work: opts.register.zero_work,
     };
-    let reporter = tokio::spawn(reporter::run(
-        api.clone(),
-        format!("{base}/results"),
-        held.clone(),
-        results_rx,
-    ));
+    let reporter = tokio::spawn(
+        reporter::run(
+            api.clone(),
+            format!("{base}/results"),
+            held.clone(),
+            results_rx,
+        )
+        .instrument(agent_span.clone()),
+    );
     let channels = Channels {
         events: events_tx.clone(),
         held,
@@ -141,14 +147,14 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         started: started.clone(),
         grants,
     };
-    let puller = tokio::spawn(pull_loop(
-        api.clone(),
-        base.clone(),
-        demand_rx,
-        channels.clone(),
-    ));
+    let puller = tokio::spawn(
+        pull_loop(api.clone(), base.clone(), demand_rx, channels.clone())
+            .instrument(agent_span.clone()),
+    );
     let beat = heartbeat_every(reg.heartbeat_interval_ms);
-    let heart = tokio::spawn(heartbeat_loop(api.clone(), base.clone(), beat, channels));
+    let heart = tokio::spawn(
+        heartbeat_loop(api.clone(), base.clone(), beat, channels).instrument(agent_span.clone()),
+    );
     let signals = tokio::spawn(drain_on_signal_or_walltime(
         events_tx.clone(),
         opts.register.walltime_end,
@@ -156,7 +162,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     ));
     drop(events_tx);
 
-    let tasks_run = executor.run(events_rx).await;
+    let tasks_run = executor.run(events_rx).instrument(agent_span).await;
     puller.abort();
     signals.abort();
     let reported = reporter.await.unwrap_or_default();

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 pub enum Event {
     /// New tasks (and the runtime of applications not seen before); acknowledged once queued.
@@ -450,6 +451,7 @@ impl Executor {
     ) {
         let (files, scratch) = run;
         let events = self.events.clone();
+        let span = run_span(&a);
         tokio::spawn(async move {
             let (mut stdout, mut stderr) = (Captured::default(), Captured::default());
             let finished = {
@@ -497,6 +499,8 @@ impl Executor {
                     tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a run directory");
                 }
             }
+            tracing::debug!(outcome = ?finished.outcome, exit_code = finished.exit_code,
+                wall_ms = finished.wall_ms, "ended");
             let at = TaskAttempt {
                 task: a.task,
                 attempt: a.attempt,
@@ -510,7 +514,7 @@ impl Executor {
                     staging,
                 }),
             ));
-        });
+        }.instrument(span));
     }
 
     /// Reports a run: measured (`ended`) or one that could not start (`spawn_error`).
@@ -615,6 +619,18 @@ pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
             by_work.max(slots.saturating_mul(4)).clamp(64, 1024)
         }
         _ => slots,
+    }
+}
+
+/// The span a run's output and wait are followed in: `run` with the application, task and
+/// attempt at DEBUG (under the agent's span); at coarser levels, just the agent's span, so
+/// a run costs no span of its own.
+fn run_span(a: &Assignment) -> tracing::Span {
+    let span = tracing::debug_span!("run", app = %a.task.app, task = %a.task, attempt = a.attempt);
+    if span.is_disabled() {
+        tracing::Span::current()
+    } else {
+        span
     }
 }
 

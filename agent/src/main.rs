@@ -54,6 +54,19 @@ struct Cli {
     /// More log output (repeat for more); `RUST_LOG` overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// Log lines on stderr as plain text or as one JSON object a line (with the agent's
+    /// id, and at -vv each run's application, task and attempt, from their spans).
+    #[arg(long, global = true, value_enum, env = "HETPILOT_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// `TIME LEVEL target: message key=value`, coloured only on a terminal.
+    Text,
+    /// One JSON object a line (`timestamp`, `level`, `fields`, `target`, `span`, `spans`).
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -223,11 +236,15 @@ fn main() -> std::process::ExitCode {
     let default = ["info", "info", "debug", "trace"][usize::from(verbose.min(3))];
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs.json().init(),
+    }
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) if verbose > 0 => {

@@ -9,6 +9,7 @@ use crate::held::Held;
 use hetpilot_protocol::protocol::{ReportRequest, ReportResponse, TaskAttempt, TaskResult};
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 const MAX_BATCH: usize = 1000;
 /// Longest a result waits for others to share its report, while other runs of this agent
@@ -65,7 +66,8 @@ pub async fn run(
             held.release(runs);
             continue;
         }
-        match send(&api, &path, batch.clone()).await {
+        let span = tracing::info_span!("report", results = batch.len());
+        match send(&api, &path, batch.clone()).instrument(span).await {
             Ok(n) => {
                 out.recorded += n;
                 held.release(runs);

@@ -53,7 +53,8 @@ wait_for() {
 }
 
 # ------------------------------------------------------------------ packages
-PKGS="munge slurmctld slurmd slurm-client slurm-wlm-torque openssh-server openssh-client libssl-dev pkg-config bubblewrap"
+# chromium + chromium-driver: the dashboard's browser test (tests/tests/dashboard_browser.rs)
+PKGS="munge slurmctld slurmd slurm-client slurm-wlm-torque openssh-server openssh-client libssl-dev pkg-config bubblewrap chromium chromium-driver"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

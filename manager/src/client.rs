@@ -194,6 +194,13 @@ impl Client {
         self.call(self.get("/v1/schedule")).await
     }
 
+    /// The online affinity tables (`GET /v1/affinity`).
+    pub async fn affinity(
+        &self,
+    ) -> Result<hetpilot_protocol::affinity_view::AffinityView, ClientError> {
+        self.call(self.get("/v1/affinity")).await
+    }
+
     pub async fn usage(&self) -> Result<Vec<UserUsage>, ClientError> {
         self.call(self.get("/v1/usage")).await
     }

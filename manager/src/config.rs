@@ -3,11 +3,13 @@
 //! a data directory under the user's home, 127.0.0.1, and one `local` platform.
 
 mod limits;
+mod metrics;
 pub mod provision;
 mod quotas;
 mod storage;
 
 pub use limits::LimitsConfig;
+pub use metrics::MetricsConfig;
 pub use provision::ProvisionSettings;
 pub use quotas::Quotas;
 pub use storage::StorageConfig;
@@ -68,6 +70,9 @@ pub struct Settings {
     /// Live fairshare (`[fairshare]`).
     #[serde(default)]
     pub fairshare: FairshareConfig,
+    /// Who may read `GET /metrics` (`[metrics]`, see `config::metrics`).
+    #[serde(default)]
+    pub metrics: MetricsConfig,
     /// The URL pilots' agents reach the manager at (default: `http://` + the listen address).
     #[serde(default)]
     pub advertise_url: Option<String>,

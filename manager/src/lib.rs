@@ -17,6 +17,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod db;
+pub mod metrics;
 pub mod provision;
 pub mod server;
 pub mod service;

@@ -6,7 +6,9 @@
 
 #![warn(missing_docs)]
 
+pub mod affinity_view;
 pub mod byte_range;
+pub mod dashboard;
 pub mod files;
 mod ids;
 pub mod pilots;

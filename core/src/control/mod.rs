@@ -12,6 +12,7 @@
 //! `hetpilot simulate live` drives the very same `Control` with simulated agents, or
 //! replays a live manager's [`journal`] and checks every decision comes out the same.
 
+mod affinity_view;
 pub(crate) mod bandwidth;
 mod fairshare_config;
 pub mod journal;
@@ -29,6 +30,7 @@ pub(crate) mod staging_model;
 mod staging_plan;
 pub(crate) mod usage;
 
+pub use affinity_view::{allocation_fairness, AffinityJob, MAX_AFFINITY_APPS};
 pub use fairshare_config::FairshareConfig;
 pub(crate) use journal::{Input, Output};
 pub use measured::{AgentResources, AppResources, Measured, Run};

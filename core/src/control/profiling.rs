@@ -29,16 +29,29 @@ const DEFAULT_RUNTIME_S: f64 = 1.0;
 struct Mean {
     n: u64,
     sum_s: f64,
+    /// Sum of squares, for the confidence of the mean.
+    sum_sq_s: f64,
 }
 
 impl Mean {
     fn add(&mut self, seconds: f64) {
         self.n += 1;
         self.sum_s += seconds;
+        self.sum_sq_s += seconds * seconds;
     }
 
     fn get(&self) -> Option<f64> {
         (self.n > 0).then(|| self.sum_s / self.n as f64)
+    }
+
+    /// Half-width of the mean's 95% confidence interval (normal approximation,
+    /// 1.96 · s / √n with the sample standard deviation s) relative to the mean; `None`
+    /// below two runs.
+    fn relative_ci95(&self) -> Option<f64> {
+        let mean = self.get().filter(|m| *m > 0.0 && self.n >= 2)?;
+        let n = self.n as f64;
+        let var = ((self.sum_sq_s - n * mean * mean) / (n - 1.0)).max(0.0);
+        Some(1.96 * (var / n).sqrt() / mean)
     }
 }
 
@@ -113,6 +126,15 @@ impl RunStats {
     /// The platforms with measured runs.
     pub(crate) fn platforms(&self) -> impl Iterator<Item = &str> {
         self.platforms.keys().map(String::as_str)
+    }
+
+    /// The relative 95% confidence half-width of `app`'s mean runtime on `platform`.
+    pub(crate) fn relative_ci95(&self, app: AppId, platform: &str) -> Option<f64> {
+        self.platforms
+            .get(platform)?
+            .apps
+            .get(&app)?
+            .relative_ci95()
     }
 
     /// Mean runtime of `app`'s successful runs on `platform`, seconds.

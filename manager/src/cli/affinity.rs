@@ -7,19 +7,25 @@ use anyhow::Context;
 use hetpilot::sched::AffinityTables;
 use hetpilot::sched::RuntimeProfile;
 
-/// Print Table 3 (throughput, EPA, RPA) and Table 4 (raw / normalized co-runner difference).
+/// Print Table 3 (throughput, EPA, RPA) and Table 4 (raw / normalized co-runner difference),
+/// of a runtime profile file or (`--live`) of the running manager's online profile.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Runtime profile TOML (e.g. profiles/two-level/profile.toml).
-    #[arg(long)]
-    pub profile: PathBuf,
+    #[arg(long, required_unless_present = "live", conflicts_with = "live")]
+    pub profile: Option<PathBuf>,
     /// Print JSON instead of text tables.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub live: super::affinity_live::LiveArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let profile = load_profile(&args.profile)?;
+    let Some(path) = &args.profile else {
+        return super::block_on(super::affinity_live::run(args.live, args.json));
+    };
+    let profile = load_profile(path)?;
     let tables = AffinityTables::of(&profile);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&tables)?);
@@ -39,7 +45,8 @@ pub fn load_profile(path: &std::path::Path) -> anyhow::Result<RuntimeProfile> {
     )?)
 }
 
-fn render(t: &AffinityTables) -> String {
+/// Tables 3 and 4 as text.
+pub fn render(t: &AffinityTables) -> String {
     let width = t
         .applications
         .iter()

@@ -48,6 +48,13 @@ pub struct Args {
     /// Data directory (default: a fresh one under the system's temporary directory).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Address the manager listens on (a free port on 127.0.0.1 by default).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Keep the manager and its agents up after the report (the dashboard at `/ui/` and
+    /// `/metrics` stay available) until Ctrl-C.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 /// One local platform of the demo.
@@ -145,7 +152,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut settings = Settings::load(
         None,
         &[
-            ("listen", "127.0.0.1:0".into()),
+            ("listen", args.listen.clone()),
             ("data_dir", data_dir.to_string_lossy().into_owned()),
         ],
     )?;
@@ -170,6 +177,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     println!(
         "hetpilot demo: manager on {url}, data in {}",
         data_dir.display()
+    );
+    println!(
+        "  dashboard: {url}/ui/ (log in with the admin token in {}); metrics: {url}/metrics",
+        admin_token_path(&data_dir).display()
     );
 
     let mut agents = Agents(Vec::new());
@@ -214,7 +225,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         apps.push((answer.app, name));
     }
     let allocation = follow_all(&client, &apps).await?;
-    agents.stop();
+    if !args.keep {
+        agents.stop();
+    }
     if let Some(view) = allocation {
         println!("\nthe live scheduler's last allocation while applications competed:");
         print_schedule(&view);
@@ -263,6 +276,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ],
         &rows,
     );
+    if args.keep {
+        println!(
+            "\nthe manager stays up for the dashboard at {url}/ui/ and {url}/metrics; Ctrl-C stops it"
+        );
+        tokio::signal::ctrl_c().await?;
+        agents.stop();
+    }
     let _ = stop_tx.send(());
     server.await??;
     println!(

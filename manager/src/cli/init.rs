@@ -110,6 +110,9 @@ lease_timeout_secs = 30
 # [fairshare.shares]            # users not listed have 1
 # alice = 2.0
 
+[metrics]                       # who reads GET /metrics besides the admin token
+# token_file = "/etc/hetpilot/metrics.token"   # a read-only token for Prometheus
+
 # [quotas], [limits] and [[storage]] are described in the README.
 "#,
     );

@@ -3,6 +3,7 @@
 
 mod admin;
 mod affinity;
+mod affinity_live;
 mod app_file;
 mod bandwidths;
 mod connect;
@@ -83,7 +84,8 @@ pub enum Command {
     Platforms(platforms::Args),
     /// Multi-resource fairshare: job penalties on a platform.
     Fairshare(fairshare::Args),
-    /// Print a runtime profile's platform- and co-runner-affinity tables (Tables 3 and 4).
+    /// Print a runtime profile's platform- and co-runner-affinity tables (Tables 3 and 4),
+    /// or with `--live` the running manager's, measured online.
     Affinity(affinity::Args),
     /// Run trace-driven simulations (two-level scheduling by default).
     Simulate(Box<simulate::Args>),

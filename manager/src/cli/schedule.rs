@@ -1,26 +1,86 @@
-//! `hetpilot schedule`: the live scheduler's current allocation (cores per application
-//! per platform, with the runtimes it was based on).
+//! `hetpilot schedule [--watch]`: the live scheduler's current allocation (cores per
+//! application per platform, with the runtimes it was based on); `--watch` redraws it
+//! until Ctrl-C.
 
 use super::connect::Connect;
 use super::output::{print_json, print_table};
 use clap::Args as ClapArgs;
 use hetpilot_protocol::views::ScheduleView;
+use std::io::IsTerminal;
+use std::time::Duration;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
     #[arg(long)]
     pub json: bool,
+    /// Redraw every --interval-secs until Ctrl-C.
+    #[arg(long)]
+    pub watch: bool,
+    /// Seconds between redraws with --watch.
+    #[arg(long, default_value_t = 2.0, value_parser = interval_secs)]
+    pub interval_secs: f64,
     #[command(flatten)]
     pub connect: Connect,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let view = args.connect.client()?.schedule().await?;
-    if args.json {
-        return print_json(&view);
+    let client = args.connect.client()?;
+    let show = |view: &ScheduleView| {
+        if args.json {
+            print_json(view)
+        } else {
+            print_schedule(view);
+            Ok(())
+        }
+    };
+    if !args.watch {
+        return show(&client.schedule().await?);
     }
-    print_schedule(&view);
-    Ok(())
+    watch(Duration::from_secs_f64(args.interval_secs), || async {
+        show(&client.schedule().await?)
+    })
+    .await
+}
+
+/// A redraw interval: 0.2 s to 1 hour.
+pub fn interval_secs(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if (0.2..=3600.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} s: choose between 0.2 and 3600"))
+    }
+}
+
+/// Runs `draw` every `interval` until Ctrl-C, clearing the screen first when stdout is a
+/// terminal (a time line separates the draws otherwise). A failed draw ends the watch.
+pub async fn watch<F, Fut>(interval: Duration, mut draw: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let terminal = std::io::stdout().is_terminal();
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return Ok(()),
+            _ = tick.tick() => {}
+        }
+        if terminal {
+            print!("\x1b[H\x1b[2J");
+        }
+        println!(
+            "-- {} --",
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        );
+        draw().await?;
+        std::io::Write::flush(&mut std::io::stdout())?;
+    }
 }
 
 /// The allocation as a table: one row per application, `cores (mean runtime)` per platform.

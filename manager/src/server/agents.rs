@@ -1,4 +1,7 @@
-//! Agent routes (and the admin's view of agents).
+//! Agent routes (and the admin's view of agents). Pulls run in a `lease` span and reports
+//! in a `report` span carrying the agent's id; each leased task and each reported result
+//! is a DEBUG event with its application, task and attempt (JSON logs with
+//! `--log-format json`).
 
 use super::error::ApiError;
 use super::extract::{Caller, Json, Path};
@@ -10,6 +13,7 @@ use hetpilot_protocol::protocol::{
 };
 use hetpilot_protocol::AgentId;
 use std::sync::Arc;
+use tracing::Instrument;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;
 
@@ -31,7 +35,14 @@ pub async fn pull(
     Path(agent): Path<AgentId>,
     Json(req): Json<PullRequest>,
 ) -> Result<PullResponse> {
-    Ok(Json(m.pull(&who, agent, req).await?))
+    let span = tracing::info_span!("lease", agent = %agent);
+    let answer = m.pull(&who, agent, req).instrument(span.clone()).await?;
+    span.in_scope(|| {
+        for t in &answer.tasks {
+            tracing::debug!(app = %t.task.app, task = %t.task, attempt = t.attempt, "leased");
+        }
+    });
+    Ok(Json(answer))
 }
 
 pub async fn results(
@@ -40,7 +51,13 @@ pub async fn results(
     Path(agent): Path<AgentId>,
     Json(req): Json<ReportRequest>,
 ) -> Result<ReportResponse> {
-    Ok(Json(m.record(&who, agent, req).await?))
+    let span = tracing::info_span!("report", agent = %agent, results = req.results.len());
+    span.in_scope(|| {
+        for r in &req.results {
+            tracing::debug!(app = %r.task.app, task = %r.task, attempt = r.attempt, outcome = ?r.outcome, "reported");
+        }
+    });
+    Ok(Json(m.record(&who, agent, req).instrument(span).await?))
 }
 
 pub async fn heartbeat(

@@ -2,16 +2,21 @@
 //! route but `GET /v1/health` needs a bearer token, checked before any body is read.
 //! Bodies are limited per route (`[limits]`): small for most, larger for submits and agents'
 //! results, a per-file limit for file uploads; submits are rate limited per user and read
-//! a few at a time, agent registrations are rate limited per platform.
+//! a few at a time, agent registrations are rate limited per platform. `GET /metrics`
+//! (Prometheus) and the dashboard at `/ui` are served beside the API (`metrics`, `ui`).
 
 mod agents;
 mod auth;
+mod dashboard_views;
 mod error;
 mod extract;
 mod files;
+mod metrics;
+mod metrics_state;
 mod pilots;
 mod rate;
 mod scheduling_views;
+mod ui;
 mod users;
 
 pub use error::ApiError;
@@ -73,6 +78,9 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/bandwidths", get(scheduling_views::bandwidths))
         .route("/v1/pilots", get(pilots::list))
         .route("/v1/platforms", get(pilots::platforms))
+        .route("/v1/whoami", get(dashboard_views::whoami))
+        .route("/v1/affinity", get(dashboard_views::affinity))
+        .route("/v1/staging", get(dashboard_views::staging))
         .layer(DefaultBodyLimit::max(limits.body_bytes()))
         .with_state(manager.clone())
         // Staging: the file service streams bodies up to its per-file limit.
@@ -82,6 +90,13 @@ pub fn router(manager: Arc<Manager>) -> Router {
             "/v1/health",
             get(|| async { Json(serde_json::json!({ "status": "ok" })) }),
         )
+        // `/metrics` and the dashboard's assets check tokens their own way (see each).
+        .route(
+            "/metrics",
+            get(metrics::exposition).with_state(metrics::MetricsAccess::new(manager.clone())),
+        )
+        .merge(ui::router())
+        .layer(from_fn_with_state(manager.clone(), metrics::track))
         .layer(RequestBodyTimeoutLayer::new(limits.body_timeout()))
 }
 

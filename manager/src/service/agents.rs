@@ -4,6 +4,7 @@
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::control::AgentJoin;
 use crate::db::Write;
+use crate::metrics::ReportSummary;
 use crate::queue::ReportCheck;
 use hetpilot_protocol::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
@@ -142,6 +143,7 @@ impl Manager {
         req: PullRequest,
     ) -> Result<PullResponse, ServiceError> {
         let id = agent(who, path)?;
+        let arrived = std::time::Instant::now();
         bounds::check_listed("started", req.started.len())?;
         if !req.started.is_empty() {
             let changes = self.control().started(id, &req.started, now_ms())?;
@@ -154,11 +156,14 @@ impl Manager {
             tokio::pin!(notified);
             notified.as_mut().enable();
             self.plan_staging().await;
-            let (batch, drain, kill) = {
+            let (batch, drain, kill, platform) = {
                 let mut control = self.control();
                 let batch = control.lease(id, req.max.min(8192), now_ms())?;
                 let (drain, kill) = control.heartbeat(id, now_ms())?;
-                (batch, drain, kill)
+                let platform = (!batch.tasks.is_empty())
+                    .then(|| control.queues().agent(id).map(|a| a.platform.clone()))
+                    .flatten();
+                (batch, drain, kill, platform)
             };
             if !batch.tasks.is_empty()
                 || drain
@@ -167,7 +172,13 @@ impl Manager {
             {
                 if !batch.changes.is_empty() {
                     // The agent learns of its leases only once they are durable.
+                    let committing = std::time::Instant::now();
                     self.writer.commit(Write::Changes(batch.changes)).await?;
+                    self.metrics.store_commit(committing.elapsed());
+                }
+                if let Some(platform) = &platform {
+                    self.metrics
+                        .leased(platform, batch.tasks.len(), arrived.elapsed());
                 }
                 let grants = self.store_grants(batch.tasks.iter().map(|t| t.task.app));
                 return Ok(PullResponse {
@@ -201,7 +212,7 @@ impl Manager {
         for r in &req.results {
             bounds::check_result(r)?;
         }
-        let (checks, mut leased, cores) = {
+        let (checks, mut leased, cores, platform) = {
             let control = self.control();
             let checks = req
                 .results
@@ -214,7 +225,8 @@ impl Manager {
                 .iter()
                 .map(|r| agent.and_then(|a| a.held.get(&r.task).copied()))
                 .collect();
-            (checks, leased, agent.map_or(1, |a| a.cores))
+            let platform = agent.map(|a| a.platform.clone()).unwrap_or_default();
+            (checks, leased, agent.map_or(1, |a| a.cores), platform)
         };
         let to_look_up: Vec<(usize, TaskResult)> = checks
             .iter()
@@ -258,14 +270,18 @@ impl Manager {
         self.clamp_to_leases(id, &mut req.results, &leased, cores);
         let duplicates = duplicate.iter().filter(|d| **d).count() as u32;
         let recorded = req.results.len() as u32 - duplicates;
+        let summary = ReportSummary::of(&req.results, &duplicate);
         let changes = self
             .control()
             .record_results(id, req.results, &duplicate, now_ms());
         if !changes.is_empty() {
+            let committing = std::time::Instant::now();
             self.writer.commit(Write::Changes(changes)).await?;
+            self.metrics.store_commit(committing.elapsed());
             self.work.notify_waiters();
             self.progress.notify_waiters();
         }
+        self.metrics.reported(&platform, &summary);
         Ok(ReportResponse {
             recorded,
             duplicates,

@@ -5,6 +5,7 @@ mod agents;
 pub mod auth;
 mod bounds;
 mod control_lock;
+mod dashboard;
 mod error;
 mod files;
 mod pilots;
@@ -59,6 +60,8 @@ pub struct Manager {
     file_usage: files::FileUsage,
     /// Het-HPS plans being made (see `staging_plan`).
     staging_in_flight: staging_plan::StagingInFlight,
+    /// Event counters and histograms for `GET /metrics`.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Where the admin token of a data directory is kept (mode 0600).
@@ -246,6 +249,7 @@ impl Manager {
             stores,
             file_usage: files::FileUsage::default(),
             staging_in_flight: Default::default(),
+            metrics: Default::default(),
             settings,
         }))
     }

@@ -43,7 +43,9 @@ impl Manager {
         let Some(job) = self.control().begin_round(&unavailable, now_ms()) else {
             return; // a round is already running, or no scheduler
         };
+        let started = std::time::Instant::now();
         let done = job.run();
+        self.metrics.planned("round", started.elapsed());
         let warnings = self.control().finish_round(done);
         if let Some(e) = warnings.round {
             tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan");

@@ -96,10 +96,12 @@ impl Manager {
             return fallback;
         };
         let jobs = self.control().staging_jobs(sized);
+        let started = std::time::Instant::now();
         let planned = tokio::task::spawn_blocking(move || {
             jobs.into_iter().map(StagingJob::plan).collect::<Vec<_>>()
         })
         .await;
+        self.metrics.planned("het-hps", started.elapsed());
         planned.unwrap_or_else(|e| {
             tracing::error!(error = %e, "staging planning aborted; first come, first served");
             fallback

@@ -1,0 +1,55 @@
+//! `[metrics]`: who may read the Prometheus exposition at `GET /metrics`.
+
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// `[metrics]`. Without `token_file`, only the admin token reads `/metrics`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// A file holding a read-only token for `/metrics` (Prometheus'
+    /// `authorization.credentials_file`); it opens `/metrics` and nothing else.
+    pub token_file: Option<PathBuf>,
+}
+
+impl MetricsConfig {
+    /// The metrics token, if one is configured (surrounding whitespace trimmed).
+    pub fn read_token(&self) -> Result<Option<String>, String> {
+        let Some(path) = &self.token_file else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("`metrics.token_file` {}: {e}", path.display()))?;
+        let token = text.trim();
+        if token.len() < 16 {
+            return Err(format!(
+                "`metrics.token_file` {}: the token must be at least 16 characters",
+                path.display()
+            ));
+        }
+        Ok(Some(token.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_read_trimmed_and_short_ones_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        assert_eq!(MetricsConfig::default().read_token(), Ok(None));
+        let config = MetricsConfig {
+            token_file: Some(path.clone()),
+        };
+        assert!(config.read_token().unwrap_err().contains("token_file"));
+        std::fs::write(&path, "short\n").unwrap();
+        assert!(config.read_token().unwrap_err().contains("16 characters"));
+        std::fs::write(&path, "  0123456789abcdef0123\n").unwrap();
+        assert_eq!(
+            config.read_token(),
+            Ok(Some("0123456789abcdef0123".to_string()))
+        );
+    }
+}
