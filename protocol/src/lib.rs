@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod byte_range;
+pub mod dag;
 pub mod files;
 mod ids;
 pub mod pilots;

@@ -119,6 +119,10 @@ pub struct AppSpec {
     /// agent (each file fetched once); otherwise tasks go first come, first served.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub data_intensive: bool,
+    /// A workflow's dependencies, per-task commands and files (see [`crate::dag`]); the
+    /// tasks are then `lines`, one per task, each its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dag: Option<crate::dag::DagSpec>,
 }
 
 /// Why an application was refused; nothing is stored when this is returned.
@@ -218,6 +222,15 @@ impl AppSpec {
         }
         let template = Template::parse(&self.command, &self.tasks.inputs())?;
         self.check_files()?;
+        if let Some(dag) = &self.dag {
+            let TaskSource::Lines(names) = &self.tasks else {
+                return Err(SpecError::Field {
+                    field: "dag",
+                    problem: "a workflow's tasks are lines, one name per task".into(),
+                });
+            };
+            dag.check(names)?;
+        }
         Ok(template)
     }
 
@@ -289,6 +302,7 @@ mod tests {
             inputs: vec![],
             outputs: vec![],
             data_intensive: false,
+            dag: None,
         }
     }
 
