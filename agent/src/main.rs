@@ -14,6 +14,7 @@ mod allocation;
 mod api;
 mod corunners;
 mod depot;
+mod emulate;
 mod executor;
 mod held;
 mod output;
@@ -59,6 +60,9 @@ struct Cli {
 enum Role {
     /// Serve users' files to agents as a depot (a store of the manager's `[[storage]]`).
     ServeFiles(depot::ServeFilesArgs),
+    /// Run one emulated workflow task (what `hetpilot-emulate` commands start).
+    #[command(hide = true)]
+    Emulate(emulate::EmulateArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -241,6 +245,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(depot::serve(args)),
+        Some(Role::Emulate(args)) => emulate::run(args),
         None => run_pilot(cli.pilot),
     }
 }

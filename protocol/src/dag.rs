@@ -9,7 +9,7 @@
 //! with a cycle (printed), a parent that is not a task, duplicate names, a file produced by
 //! two tasks, and anything past the bounds below.
 
-use crate::files::FileDecl;
+use crate::files::{FileDecl, FileTemplates};
 use crate::spec::SpecError;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -186,6 +186,12 @@ fn check_task(i: usize, t: &DagTask, names: &[String]) -> Result<(), SpecError> 
             "inputs",
             format!("task `{name}` declares more than {MAX_TASK_FILES} files"),
         ));
+    }
+    if !(t.inputs.is_empty() && t.outputs.is_empty()) {
+        // Rendered as the agent will: a name escaping its root is refused here.
+        FileTemplates::literal("", &t.inputs, &t.outputs)
+            .for_task(i as u64, name)
+            .map_err(|(f, e)| field(f.name(), format!("task `{name}`: {e}")))?;
     }
     Ok(())
 }

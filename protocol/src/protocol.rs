@@ -160,6 +160,9 @@ pub struct Assignment {
     pub argv: Vec<String>,
     /// The task's input line or array value (exported as `HETPILOT_INPUT`).
     pub input: String,
+    /// A workflow task's own files (literal names), used instead of the application's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<crate::files::FileTemplates>,
 }
 
 /// The answer to a pull.

@@ -256,6 +256,19 @@ impl AppEntry {
         }
     }
 
+    /// A workflow task's own files, as its assignment carries them.
+    pub(crate) fn task_files(&self, index: u64) -> Option<hetpilot_protocol::files::FileTemplates> {
+        let t = &self.dag.as_ref()?.spec.tasks[index as usize];
+        if t.inputs.is_empty() && t.outputs.is_empty() {
+            return None;
+        }
+        Some(hetpilot_protocol::files::FileTemplates::literal(
+            &self.owner,
+            &t.inputs,
+            &t.outputs,
+        ))
+    }
+
     /// The argv of task `index`: a workflow task's own command, else the template's.
     pub(crate) fn argv(&self, index: u64) -> Vec<String> {
         let own = self

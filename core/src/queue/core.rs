@@ -491,6 +491,7 @@ impl Queues {
             attempt,
             argv: app.argv(index),
             input: app.inputs.input_string(index),
+            files: app.task_files(index),
         });
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
         agent.held.insert(task, batch.lease_ms);
