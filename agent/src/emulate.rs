@@ -60,7 +60,10 @@ pub fn run(args: EmulateArgs) -> anyhow::Result<()> {
 /// Runs one emulated task with its files relative to `dir`.
 fn run_in(dir: &Path, args: EmulateArgs) -> anyhow::Result<()> {
     if !(args.runtime.is_finite() && (0.0..=MAX_RUNTIME_SECS).contains(&args.runtime)) {
-        bail!("--runtime {} is not in 0..={MAX_RUNTIME_SECS} seconds", args.runtime);
+        bail!(
+            "--runtime {} is not in 0..={MAX_RUNTIME_SECS} seconds",
+            args.runtime
+        );
     }
     let mut outputs = Vec::with_capacity(args.write.len());
     for w in &args.write {
@@ -81,7 +84,9 @@ fn run_in(dir: &Path, args: EmulateArgs) -> anyhow::Result<()> {
         let mut f = std::fs::File::open(dir.join(checked(name)?))
             .with_context(|| format!("cannot open input {name}"))?;
         loop {
-            let n = f.read(&mut buf).with_context(|| format!("cannot read {name}"))?;
+            let n = f
+                .read(&mut buf)
+                .with_context(|| format!("cannot read {name}"))?;
             if n == 0 {
                 break;
             }
@@ -131,7 +136,9 @@ fn burn(d: Duration) -> u64 {
     let mut x = 1u64;
     while start.elapsed() < d {
         for _ in 0..10_000 {
-            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
         }
         std::hint::black_box(x);
     }
@@ -147,27 +154,47 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("in.dat"), vec![7u8; 100_000]).unwrap();
         let started = Instant::now();
-        let r = run_in(dir.path(), EmulateArgs {
-            runtime: 0.2,
-            read: vec!["in.dat".into()],
-            write: vec!["out/a.dat=70000".into(), "b=0".into()],
-        });
+        let r = run_in(
+            dir.path(),
+            EmulateArgs {
+                runtime: 0.2,
+                read: vec!["in.dat".into()],
+                write: vec!["out/a.dat=70000".into(), "b=0".into()],
+            },
+        );
         let took = started.elapsed();
-        let bad = run_in(dir.path(), EmulateArgs {
-            runtime: 0.0,
-            read: vec![],
-            write: vec!["../escape=1".into()],
-        });
-        let missing = run_in(dir.path(), EmulateArgs {
-            runtime: 0.0,
-            read: vec!["nope".into()],
-            write: vec![],
-        });
+        let bad = run_in(
+            dir.path(),
+            EmulateArgs {
+                runtime: 0.0,
+                read: vec![],
+                write: vec!["../escape=1".into()],
+            },
+        );
+        let missing = run_in(
+            dir.path(),
+            EmulateArgs {
+                runtime: 0.0,
+                read: vec!["nope".into()],
+                write: vec![],
+            },
+        );
         r.unwrap();
         assert!(took >= Duration::from_millis(200), "{took:?}");
-        assert_eq!(std::fs::metadata(dir.path().join("out/a.dat")).unwrap().len(), 70_000);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("out/a.dat"))
+                .unwrap()
+                .len(),
+            70_000
+        );
         assert_eq!(std::fs::metadata(dir.path().join("b")).unwrap().len(), 0);
-        assert!(bad.unwrap_err().to_string().contains("not a relative file name"));
-        assert!(missing.unwrap_err().to_string().contains("cannot open input nope"));
+        assert!(bad
+            .unwrap_err()
+            .to_string()
+            .contains("not a relative file name"));
+        assert!(missing
+            .unwrap_err()
+            .to_string()
+            .contains("cannot open input nope"));
     }
 }

@@ -261,6 +261,50 @@ pub fn find_cycle(dag: &DagSpec) -> Option<Vec<usize>> {
     }
 }
 
+/// A workflow application's progress, in its status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowProgress {
+    /// Waiting tasks with a parent not yet done.
+    pub blocked: u64,
+    /// Waiting tasks whose parents are all done.
+    pub ready: u64,
+    /// The workflow's critical path (longest chain of recorded runtimes), seconds: its
+    /// makespan alone on unbounded processors, the stretch's denominator.
+    pub critical_path_secs: f64,
+    /// The longest chain of recorded runtimes through tasks not yet ended, seconds.
+    pub remaining_path_secs: f64,
+}
+
+impl WorkflowProgress {
+    /// The live stretch estimate at `elapsed_secs` after submission: (elapsed + the
+    /// remaining critical path) / the critical path; 1 is as fast as the workflow can go.
+    pub fn stretch_estimate(&self, elapsed_secs: f64) -> Option<f64> {
+        (self.critical_path_secs > 0.0)
+            .then(|| (elapsed_secs.max(0.0) + self.remaining_path_secs) / self.critical_path_secs)
+    }
+}
+
+/// What a workflow task adds to its row in `hetpilot tasks`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowTaskInfo {
+    /// The workflow's task id.
+    pub name: String,
+    /// Its parents' names.
+    pub parents: Vec<String>,
+    /// Waiting for a parent to succeed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocked: bool,
+    /// When its last run started (epoch ms, the agent's clock), once it ended.
+    #[serde(default)]
+    pub started_ms: Option<u64>,
+    /// When its last run ended (epoch ms, the agent's clock).
+    #[serde(default)]
+    pub ended_ms: Option<u64>,
+    /// Why it was cancelled, when an ancestor failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_because: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

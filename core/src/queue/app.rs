@@ -196,6 +196,33 @@ impl AppEntry {
         Ok(self)
     }
 
+    /// A workflow's blocked and ready tasks and critical paths (`None`: not a workflow).
+    pub fn workflow_progress(&self) -> Option<hetpilot_protocol::dag::WorkflowProgress> {
+        let dag = self.dag.as_ref()?;
+        let (critical_path_secs, remaining_path_secs) = dag.paths(&self.tasks);
+        Some(hetpilot_protocol::dag::WorkflowProgress {
+            blocked: dag.blocked(),
+            ready: self.ready_count(),
+            critical_path_secs,
+            remaining_path_secs,
+        })
+    }
+
+    /// The state of task `index`, if it exists.
+    pub fn task(&self, index: u64) -> Option<&TaskSlot> {
+        self.tasks.get(usize::try_from(index).ok()?)
+    }
+
+    /// Every task's state, by index.
+    pub fn task_slots(&self) -> &[TaskSlot] {
+        &self.tasks
+    }
+
+    /// A task's name: its input string (a workflow's task id).
+    pub fn task_name(&self, index: u64) -> String {
+        self.inputs.input_string(index)
+    }
+
     /// Waiting tasks that may be leased now (for a workflow: whose parents are all done).
     pub fn ready_count(&self) -> u64 {
         let blocked = self.dag.as_ref().map_or(0, |d| d.blocked());

@@ -132,8 +132,22 @@ impl DagState {
         self.blocked
     }
 
+    /// The critical path (the largest bottom level) and the longest chain through tasks
+    /// not yet ended, seconds of recorded runtime.
+    pub fn paths(&self, tasks: &[TaskSlot]) -> (f64, f64) {
+        let mut all = 0.0f64;
+        let mut left = 0.0f64;
+        for (i, &bl) in self.bottom_levels.iter().enumerate() {
+            all = all.max(bl);
+            if !tasks[i].state.is_final() {
+                left = left.max(bl);
+            }
+        }
+        (all, left)
+    }
+
     /// Whether every parent of `index` is done.
-    pub(crate) fn is_ready(&self, index: u64) -> bool {
+    pub fn is_ready(&self, index: u64) -> bool {
         self.pending[index as usize] == 0
     }
 

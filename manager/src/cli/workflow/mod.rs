@@ -12,6 +12,7 @@
 
 pub mod dax;
 pub mod tasks_file;
+pub mod view;
 pub mod wfcommons;
 
 use anyhow::{bail, Context};
@@ -193,7 +194,10 @@ impl Workflow {
         DagTask {
             parents,
             argv,
-            runtime_secs: t.runtime_secs,
+            // The weight is what the task will take: scaled when emulated.
+            runtime_secs: t
+                .runtime_secs
+                .map(|r| if opts.emulate { r * opts.time_scale } else { r }),
             inputs,
             outputs,
         }
@@ -222,7 +226,8 @@ fn scaled_size(bytes: u64, opts: &Options) -> u64 {
 }
 
 /// `hetpilot-emulate --runtime S --read NAME... --write NAME=BYTES...`: the names are
-/// the ones the task sees in its run directory (the last component).
+/// the ones the task sees in its run directory (an input's last component, an output's
+/// name in the file service).
 fn emulator_argv(
     t: &WfTask,
     inputs: &[FileDecl],
@@ -241,8 +246,12 @@ fn emulator_argv(
         argv.push(base(&f.uri));
     }
     for f in outputs {
+        // An output is written under the name its destination gives it (a relative name
+        // whole, a URI's last component).
+        let name = hetpilot_protocol::files::parse_output(&f.uri)
+            .map_or_else(|_| base(&f.uri), |(_, name)| name);
         argv.push("--write".into());
-        argv.push(format!("{}={}", base(&f.uri), f.size.unwrap_or(0)));
+        argv.push(format!("{name}={}", f.size.unwrap_or(0)));
     }
     argv
 }
