@@ -146,9 +146,16 @@ fn a_workflow_runs_in_dependency_order_through_a_manager_sigkill() {
 }
 
 #[test]
-fn a_failed_task_cancels_its_descendants_with_the_reason() {
+fn a_failed_task_cancels_its_descendants_with_the_reason_and_replays_from_the_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let m = Manager::start(dir.path(), 10.0);
+    let journal = dir.path().join("journal.jsonl");
+    let mut m = Manager::start_with(
+        dir.path(),
+        hetpilot_e2e::free_port(),
+        10.0,
+        &["--journal", journal.to_str().unwrap()],
+        &[],
+    );
     let _agent = m.agent("local", 4, &[]);
     let file = dir.path().join("fail.toml");
     std::fs::write(
@@ -178,6 +185,26 @@ fn a_failed_task_cancels_its_descendants_with_the_reason() {
     }
     assert_eq!(tasks["e"]["state"], "done");
     assert_eq!(tasks["a"]["state"], "done");
+    // The journal replays through a fresh control plane, decision for decision: the
+    // dependencies live in the spec and the task states, nowhere else.
+    m.kill();
+    let out = std::process::Command::new(hetpilot_e2e::bin("hetpilot"))
+        .args([
+            "simulate",
+            "live",
+            "--json",
+            "--replay",
+            journal.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let replayed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(replayed["identical"], true, "{replayed}");
+    assert!(
+        replayed["leased_tasks"].as_u64().unwrap() >= 4,
+        "{replayed}"
+    );
 }
 
 #[test]

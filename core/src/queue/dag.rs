@@ -57,6 +57,8 @@ pub struct DagState {
     /// The workflow as submitted (parents, per-task commands and files).
     pub(crate) spec: Arc<DagSpec>,
     children: Vec<Vec<u32>>,
+    /// Every task, parents before children.
+    topological_order: Vec<u32>,
     /// Parents of each task not yet done.
     pending: Vec<u32>,
     bottom_levels: Vec<f64>,
@@ -93,10 +95,16 @@ impl DagState {
             .collect();
         let graph = Ptg::new("workflow", weights, &edges).map_err(|e| e.to_string())?;
         let bottom_levels = graph.bottom_levels(&vec![1; n]);
+        let topological_order = graph
+            .topological_order()
+            .iter()
+            .map(|&v| v as u32)
+            .collect();
         let children = spec.children();
         let mut dag = DagState {
             spec,
             children,
+            topological_order,
             pending: vec![0; n],
             bottom_levels,
             ready: BinaryHeap::new(),
@@ -242,22 +250,18 @@ impl DagState {
         doomed
     }
 
-    /// Why a cancelled task of a live application was cancelled: the first failed
-    /// ancestor found, if any.
-    pub fn failed_ancestor(&self, index: u64, tasks: &[TaskSlot]) -> Option<u64> {
-        let mut seen = vec![false; tasks.len()];
-        let mut stack = vec![index as u32];
-        while let Some(v) = stack.pop() {
-            for &p in &self.spec.tasks[v as usize].parents {
-                if std::mem::replace(&mut seen[p as usize], true) {
-                    continue;
-                }
-                match tasks[p as usize].state {
-                    TaskState::Failed => return Some(u64::from(p)),
-                    _ => stack.push(p),
-                }
-            }
+    /// For every task, a failed ancestor if it has one (why a task of a live application
+    /// was cancelled), in one pass over the graph.
+    pub fn failed_ancestors(&self, tasks: &[TaskSlot]) -> Vec<Option<u32>> {
+        let mut failed: Vec<Option<u32>> = vec![None; tasks.len()];
+        for &v in &self.topological_order {
+            let parents = &self.spec.tasks[v as usize].parents;
+            failed[v as usize] = parents
+                .iter()
+                .find(|&&p| tasks[p as usize].state == TaskState::Failed)
+                .copied()
+                .or_else(|| parents.iter().find_map(|&p| failed[p as usize]));
         }
-        None
+        failed
     }
 }

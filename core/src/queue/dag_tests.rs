@@ -151,7 +151,10 @@ fn a_task_failing_for_good_cancels_its_descendants_only() {
     )));
     let app = q.app(AppId(1)).unwrap();
     let dag = app.dag.as_ref().unwrap();
-    assert_eq!(dag.failed_ancestor(2, &app.tasks), Some(1));
+    assert_eq!(
+        dag.failed_ancestors(&app.tasks),
+        [None, None, Some(1), None]
+    );
     assert_eq!(dag.blocked(), 0);
     assert_eq!(app.counts.waiting, 0);
 }

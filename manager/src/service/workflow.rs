@@ -17,16 +17,22 @@ impl Manager {
             return;
         };
         let slots = entry.task_slots();
+        let any_cancelled = tasks.iter().any(|t| t.state == TaskState::Cancelled);
+        let failed = if any_cancelled && !entry.cancelled {
+            dag.failed_ancestors(slots)
+        } else {
+            Vec::new()
+        };
         for t in tasks.iter_mut() {
             let index = t.task.index;
             let Some(slot) = entry.task(index) else {
                 continue;
             };
             let measured = t.last.as_ref().and_then(|a| a.measurements.as_ref());
-            let cancelled_because = (slot.state == TaskState::Cancelled && !entry.cancelled)
-                .then(|| dag.failed_ancestor(index, slots))
+            let cancelled_because = (slot.state == TaskState::Cancelled)
+                .then(|| failed.get(index as usize).copied().flatten())
                 .flatten()
-                .map(|a| format!("its ancestor `{}` failed", entry.task_name(a)));
+                .map(|a| format!("its ancestor `{}` failed", entry.task_name(u64::from(a))));
             t.workflow = Some(WorkflowTaskInfo {
                 name: entry.task_name(index),
                 parents: dag
