@@ -54,6 +54,9 @@ fn layered_file(dir: &Path) -> std::path::PathBuf {
     path
 }
 
+/// One stored attempt: task index, started and ended (manager ms), outcome.
+type AttemptRow = (usize, Option<i64>, Option<i64>, Option<String>);
+
 fn count(m: &Manager, sql: &str, app: u64) -> i64 {
     m.db().query_row(sql, [app as i64], |r| r.get(0)).unwrap()
 }
@@ -108,7 +111,7 @@ fn a_workflow_runs_in_dependency_order_through_a_manager_sigkill() {
     let mut stmt = conn
         .prepare("SELECT idx, started_ms, ended_ms, outcome FROM attempts WHERE app_id = ?1")
         .unwrap();
-    let rows: Vec<(usize, Option<i64>, Option<i64>, Option<String>)> = stmt
+    let rows: Vec<AttemptRow> = stmt
         .query_map([app as i64], |r| {
             let idx: i64 = r.get(0)?;
             Ok((idx as usize, r.get(1)?, r.get(2)?, r.get(3)?))

@@ -102,7 +102,7 @@ impl AppEntry {
             attempt: 0,
             agent: None,
         };
-        let app = Self::assemble(
+        let mut app = Self::assemble(
             id,
             owner,
             runtime,
@@ -114,10 +114,10 @@ impl AppEntry {
             vec![slot; n as usize],
         );
         // `spec.validate()` checked the DAG; were it unfit anyway, no task runs out of order.
-        app.with_dag(dag).unwrap_or_else(|(mut app, _)| {
+        if app.attach_dag(dag).is_err() {
             app.cancelled = true;
-            app
-        })
+        }
+        app
     }
 
     /// An application loaded from the store, with its tasks' recorded states; an error
@@ -133,7 +133,7 @@ impl AppEntry {
     ) -> Result<Self, String> {
         let dag = spec.dag.take();
         let runtime = runtime_of(id, &owner, &spec);
-        let app = Self::assemble(
+        let mut app = Self::assemble(
             id,
             owner,
             runtime,
@@ -144,7 +144,8 @@ impl AppEntry {
             submitted_ms,
             tasks,
         );
-        app.with_dag(dag).map_err(|(_, e)| e)
+        app.attach_dag(dag)?;
+        Ok(app)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -180,20 +181,13 @@ impl AppEntry {
 
     /// Attaches a workflow's dependency state (from `spec.dag`), built from the tasks'
     /// current states; an error says why a stored workflow does not fit its tasks.
-    fn with_dag(
-        mut self,
-        dag: Option<hetpilot_protocol::dag::DagSpec>,
-    ) -> Result<Self, (Self, String)> {
+    fn attach_dag(&mut self, dag: Option<hetpilot_protocol::dag::DagSpec>) -> Result<(), String> {
         if let Some(dag) = dag {
-            match super::dag::DagState::new(std::sync::Arc::new(dag), &self.tasks) {
-                Ok(state) => {
-                    self.dag = Some(state);
-                    self.waiting.clear();
-                }
-                Err(e) => return Err((self, e)),
-            }
+            let state = super::dag::DagState::new(std::sync::Arc::new(dag), &self.tasks)?;
+            self.dag = Some(state);
+            self.waiting.clear();
         }
-        Ok(self)
+        Ok(())
     }
 
     /// A workflow's blocked and ready tasks and critical paths (`None`: not a workflow).
