@@ -369,4 +369,38 @@ mod tests {
         assert!(d.check(&names(1)).is_err());
         assert!(dag(&[&[]]).check(&names(2)).is_err());
     }
+
+    #[test]
+    fn a_workflow_is_not_partitioned_and_declares_files_per_task() {
+        let mut spec = crate::spec::AppSpec {
+            name: "w".into(),
+            command: "true".into(),
+            tasks: crate::spec::TaskSource::Lines(names(2)),
+            cores: 1,
+            memory_mb: 0,
+            env: Default::default(),
+            workdir: None,
+            max_attempts: 1,
+            timeout_secs: None,
+            output_dir: None,
+            inputs: vec![],
+            outputs: vec![],
+            data_intensive: true,
+            dag: Some(dag(&[&[], &[0]])),
+        };
+        let err = spec.validate().unwrap_err().to_string();
+        assert!(err.starts_with("field `data_intensive`"), "{err}");
+        spec.data_intensive = false;
+        spec.outputs = vec!["x".into()];
+        assert!(spec.validate().is_err());
+        spec.outputs.clear();
+        spec.validate().unwrap();
+        spec.tasks = crate::spec::TaskSource::Array { start: 0, end: 1 };
+        assert!(spec.validate().unwrap_err().to_string().contains("lines"));
+        // A name escaping its root, in a task's own files, is refused at submit.
+        spec.tasks = crate::spec::TaskSource::Lines(names(2));
+        spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["../../etc/x".into()];
+        let err = spec.validate().unwrap_err().to_string();
+        assert!(err.contains("task `t1`"), "{err}");
+    }
 }

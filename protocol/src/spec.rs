@@ -229,6 +229,20 @@ impl AppSpec {
                     problem: "a workflow's tasks are lines, one name per task".into(),
                 });
             };
+            if self.data_intensive {
+                return Err(SpecError::Field {
+                    field: "data_intensive",
+                    problem: "a workflow's tasks go by their dependencies, not by Het-HPS \
+                              partitions"
+                        .into(),
+                });
+            }
+            if !(self.inputs.is_empty() && self.outputs.is_empty()) {
+                return Err(SpecError::Field {
+                    field: "inputs",
+                    problem: "a workflow declares its files per task".into(),
+                });
+            }
             dag.check(names)?;
         }
         Ok(template)
