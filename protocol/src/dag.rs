@@ -371,6 +371,41 @@ mod tests {
     }
 
     #[test]
+    fn task_rows_carry_workflow_fields_flat_and_only_for_workflows() {
+        use crate::protocol::{TaskInfo, TaskState};
+        let row = |workflow| TaskInfo {
+            task: crate::TaskRef {
+                app: crate::AppId(1),
+                index: 0,
+            },
+            state: TaskState::Waiting,
+            attempts: 0,
+            input: "a".into(),
+            last: None,
+            workflow,
+        };
+        let plain = serde_json::to_value(row(None)).unwrap();
+        assert!(plain.get("name").is_none(), "{plain}");
+        let back: TaskInfo = serde_json::from_value(plain).unwrap();
+        assert!(back.workflow.is_none());
+        let info = WorkflowTaskInfo {
+            name: "a".into(),
+            parents: vec!["p".into()],
+            blocked: true,
+            started_ms: None,
+            ended_ms: None,
+            cancelled_because: None,
+        };
+        let flat = serde_json::to_value(row(Some(info.clone()))).unwrap();
+        assert_eq!(flat["name"], "a");
+        assert_eq!(flat["parents"][0], "p");
+        assert_eq!(flat["blocked"], true);
+        assert!(flat["started_ms"].is_null());
+        let back: TaskInfo = serde_json::from_value(flat).unwrap();
+        assert_eq!(back.workflow, Some(info));
+    }
+
+    #[test]
     fn a_workflow_is_not_partitioned_and_declares_files_per_task() {
         let mut spec = crate::spec::AppSpec {
             name: "w".into(),

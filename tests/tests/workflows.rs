@@ -354,3 +354,55 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_stored_workflow_that_no_longer_fits_is_skipped_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = Manager::start(dir.path(), 10.0);
+    let port = m.port;
+    let file = dir.path().join("two.toml");
+    std::fs::write(
+        &file,
+        "[[task]]\nid = \"a\"\ncommand = \"true\"\n[[task]]\nid = \"b\"\ncommand = \"true\"\nafter = [\"a\"]\n",
+    )
+    .unwrap();
+    let good = submit_file(&m, &file, &[]);
+    let bad = submit_file(&m, &file, &[]);
+    m.kill();
+    {
+        // A cycle and an out-of-range parent, written past every check at the edge.
+        let db = rusqlite::Connection::open(dir.path().join("hetpilot.db")).unwrap();
+        let spec: String = db
+            .query_row("SELECT spec FROM apps WHERE id = ?1", [bad as i64], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let mut spec: Value = serde_json::from_str(&spec).unwrap();
+        spec["dag"]["tasks"][0]["parents"] = serde_json::json!([1, 99]);
+        db.execute(
+            "UPDATE apps SET spec = ?1 WHERE id = ?2",
+            rusqlite::params![spec.to_string(), bad as i64],
+        )
+        .unwrap();
+    }
+    let m = Manager::start_on(dir.path(), port, 10.0, &[]);
+    let (s, apps) = m.http().get("/v1/apps", &m.admin);
+    assert_eq!(s, 200);
+    let ids: Vec<u64> = apps
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["app"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![good],
+        "the good workflow is back, the broken one is not"
+    );
+    let log = std::fs::read_to_string(dir.path().join("manager.log")).unwrap();
+    assert!(log.contains(&format!("apps row {bad}")), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    let _agent = m.agent("local", 2, &[]);
+    let summary = m.wait_finished(good, Duration::from_secs(60));
+    assert_eq!(summary["counts"]["done"], 2, "{summary}");
+}
