@@ -187,6 +187,22 @@ fn check_task(i: usize, t: &DagTask, names: &[String]) -> Result<(), SpecError> 
             format!("task `{name}` declares more than {MAX_TASK_FILES} files"),
         ));
     }
+    if let Some(f) = t
+        .inputs
+        .iter()
+        .chain(&t.outputs)
+        .find(|f| f.uri.starts_with("store://"))
+    {
+        // Store grants go by the application's declarations, which a workflow has none of.
+        return Err(field(
+            "inputs",
+            format!(
+                "task `{name}`: `{}`: a workflow task's files cannot be on a store:// yet \
+                 (use the file service, a shared path, http(s):// or sftp://)",
+                f.uri
+            ),
+        ));
+    }
     if !(t.inputs.is_empty() && t.outputs.is_empty()) {
         // Rendered as the agent will: a name escaping its root is refused here.
         FileTemplates::literal("", &t.inputs, &t.outputs)
@@ -437,5 +453,8 @@ mod tests {
         spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["../../etc/x".into()];
         let err = spec.validate().unwrap_err().to_string();
         assert!(err.contains("task `t1`"), "{err}");
+        spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["store://lustre/x".into()];
+        let err = spec.validate().unwrap_err().to_string();
+        assert!(err.contains("store://"), "{err}");
     }
 }
