@@ -288,7 +288,7 @@ impl Executor {
                 continue;
             };
             // Staging hook: a task with files starts once its inputs are in place.
-            if app.runtime.files.is_some() {
+            if app.runtime.files.is_some() || a.files.is_some() {
                 st.free -= cores;
                 st.staging.insert(at, false);
                 self.stage(a, app, cores);

@@ -15,6 +15,7 @@ mod api;
 mod contact;
 mod corunners;
 mod depot;
+mod emulate;
 mod executor;
 mod held;
 mod output;
@@ -73,6 +74,9 @@ enum LogFormat {
 enum Role {
     /// Serve users' files to agents as a depot (a store of the manager's `[[storage]]`).
     ServeFiles(depot::ServeFilesArgs),
+    /// Run one emulated workflow task (what `hetpilot-emulate` commands start).
+    #[command(hide = true)]
+    Emulate(emulate::EmulateArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -264,6 +268,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(depot::serve(args)),
+        Some(Role::Emulate(args)) => emulate::run(args),
         None => run_pilot(cli.pilot),
     }
 }

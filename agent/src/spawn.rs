@@ -175,14 +175,19 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
     if let Some(problem) = &app.problem {
         return Err(problem.clone());
     }
-    let program = a.argv.first().ok_or("empty command")?;
+    // The built-in emulator runs as the agent's own binary.
+    let emulated = match a.argv.first() {
+        Some(p) if p == crate::emulate::PROGRAM => Some(crate::emulate::command(&a.argv)?),
+        _ => None,
+    };
+    let task_argv = emulated.as_ref().unwrap_or(&a.argv);
+    let program = task_argv.first().ok_or("empty command")?;
     let cwd = run_dir.unwrap_or(&app.cwd);
     let run_dir_c = run_dir
         .map(|d| cstring(d.as_os_str().as_bytes().to_vec(), "the run directory"))
         .transpose()?;
     let fail = |e: std::io::Error| format!("cannot start `{program}` in {}: {e}", cwd.display());
-    let argv = a
-        .argv
+    let argv = task_argv
         .iter()
         .map(|s| cstring(s.clone().into_bytes(), "the command"))
         .collect::<Result<Vec<_>, _>>()?;
@@ -374,6 +379,7 @@ mod tests {
             attempt: 2,
             argv: argv.iter().map(|s| s.to_string()).collect(),
             input: "in put".into(),
+            files: None,
         }
     }
 

@@ -435,6 +435,21 @@ pub(crate) struct Compiled {
 }
 
 impl FileTemplates {
+    /// One task's own files, taken literally (braces in names are not placeholders),
+    /// owned by `owner`.
+    pub fn literal(owner: &str, inputs: &[FileDecl], outputs: &[FileDecl]) -> FileTemplates {
+        let escape = |d: &FileDecl| FileDecl {
+            uri: d.uri.replace('{', "{{").replace('}', "}}"),
+            ..d.clone()
+        };
+        FileTemplates {
+            kind: InputKind::Lines,
+            owner: owner.to_string(),
+            inputs: inputs.iter().map(escape).collect(),
+            outputs: outputs.iter().map(escape).collect(),
+        }
+    }
+
     /// True when the application declares no file at all.
     pub fn is_empty(&self) -> bool {
         self.inputs.is_empty() && self.outputs.is_empty()

@@ -8,6 +8,7 @@
 
 pub mod affinity_view;
 pub mod byte_range;
+pub mod dag;
 pub mod dashboard;
 pub mod files;
 mod ids;

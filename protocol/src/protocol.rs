@@ -160,6 +160,9 @@ pub struct Assignment {
     pub argv: Vec<String>,
     /// The task's input line or array value (exported as `HETPILOT_INPUT`).
     pub input: String,
+    /// A workflow task's own files (literal names), used instead of the application's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<crate::files::FileTemplates>,
 }
 
 /// The answer to a pull.
@@ -410,6 +413,9 @@ pub struct AppSummary {
     /// absent when some platform can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
+    /// A workflow's blocked and ready tasks and its critical paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<crate::dag::WorkflowProgress>,
 }
 
 impl AppSummary {
@@ -461,6 +467,9 @@ pub struct TaskInfo {
     pub input: String,
     /// Its latest attempt, if any.
     pub last: Option<AttemptRecord>,
+    /// A workflow task's name, parents, times and why it was cancelled.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<crate::dag::WorkflowTaskInfo>,
 }
 
 /// Per-platform statistics of an application's successful runs.

@@ -119,6 +119,10 @@ pub struct AppSpec {
     /// agent (each file fetched once); otherwise tasks go first come, first served.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub data_intensive: bool,
+    /// A workflow's dependencies, per-task commands and files (see [`crate::dag`]); the
+    /// tasks are then `lines`, one per task, each its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dag: Option<crate::dag::DagSpec>,
 }
 
 /// Why an application was refused; nothing is stored when this is returned.
@@ -218,6 +222,29 @@ impl AppSpec {
         }
         let template = Template::parse(&self.command, &self.tasks.inputs())?;
         self.check_files()?;
+        if let Some(dag) = &self.dag {
+            let TaskSource::Lines(names) = &self.tasks else {
+                return Err(SpecError::Field {
+                    field: "dag",
+                    problem: "a workflow's tasks are lines, one name per task".into(),
+                });
+            };
+            if self.data_intensive {
+                return Err(SpecError::Field {
+                    field: "data_intensive",
+                    problem: "a workflow's tasks go by their dependencies, not by Het-HPS \
+                              partitions"
+                        .into(),
+                });
+            }
+            if !(self.inputs.is_empty() && self.outputs.is_empty()) {
+                return Err(SpecError::Field {
+                    field: "inputs",
+                    problem: "a workflow declares its files per task".into(),
+                });
+            }
+            dag.check(names)?;
+        }
         Ok(template)
     }
 
@@ -289,6 +316,7 @@ mod tests {
             inputs: vec![],
             outputs: vec![],
             data_intensive: false,
+            dag: None,
         }
     }
 

@@ -110,9 +110,10 @@ impl Stager {
         a: &Assignment,
         app: &AppRuntime,
     ) -> Result<Prepared, String> {
-        let templates = app
+        let templates = a
             .files
             .as_ref()
+            .or(app.files.as_ref())
             .ok_or("the application declares no files")?;
         let files: TaskFiles = templates
             .for_task(a.task.index, &a.input)

@@ -410,7 +410,7 @@ impl Control {
         }
         let mut by_user = BTreeMap::new();
         for a in self.queues.apps().filter(|a| !a.cancelled) {
-            let cores = a.counts.waiting * u64::from(a.runtime.cores.max(1));
+            let cores = a.ready_count() * u64::from(a.runtime.cores.max(1));
             if cores > 0 {
                 *by_user.entry(a.owner.clone()).or_insert(0) += cores;
             }

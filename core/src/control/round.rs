@@ -71,12 +71,12 @@ impl RoundJob {
 pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
     let apps = queues
         .apps()
-        .filter(|a| !a.cancelled && a.counts.waiting > 0)
+        .filter(|a| !a.cancelled && a.ready_count() > 0)
         .map(|a| LiveApp {
             id: a.id,
             name: a.runtime.name.clone(),
             owner: a.owner.clone(),
-            waiting: a.counts.waiting,
+            waiting: a.ready_count(),
             in_flight: a.counts.leased + a.counts.running,
             done: a.counts.done,
             cores: a.runtime.cores,

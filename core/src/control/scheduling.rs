@@ -461,6 +461,7 @@ mod tests {
             inputs: Vec::new(),
             outputs: Vec::new(),
             data_intensive: false,
+            dag: None,
         };
         let template = spec.validate().unwrap();
         AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

@@ -73,6 +73,8 @@ pub struct AppEntry {
     pub(crate) waiting: VecDeque<u64>,
     /// Its tasks by state, kept up to date with every change.
     pub counts: StateCounts,
+    /// A workflow's dependency state (`None`: independent tasks).
+    pub dag: Option<super::dag::DagState>,
 }
 
 impl AppEntry {
@@ -80,11 +82,12 @@ impl AppEntry {
     pub(crate) fn new(
         id: AppId,
         owner: String,
-        spec: AppSpec,
+        mut spec: AppSpec,
         template: Template,
         now_ms: u64,
     ) -> Self {
         let n = spec.tasks.len();
+        let dag = spec.dag.take();
         let runtime = runtime_of(id, &owner, &spec);
         let data_intensive = spec.data_intensive;
         let inputs = match spec.tasks {
@@ -99,7 +102,7 @@ impl AppEntry {
             attempt: 0,
             agent: None,
         };
-        Self::assemble(
+        let mut app = Self::assemble(
             id,
             owner,
             runtime,
@@ -109,21 +112,28 @@ impl AppEntry {
             data_intensive,
             now_ms,
             vec![slot; n as usize],
-        )
+        );
+        // `spec.validate()` checked the DAG; were it unfit anyway, no task runs out of order.
+        if app.attach_dag(dag).is_err() {
+            app.cancelled = true;
+        }
+        app
     }
 
-    /// An application loaded from the store, with its tasks' recorded states.
+    /// An application loaded from the store, with its tasks' recorded states; an error
+    /// says why a stored workflow does not fit its tasks.
     pub fn restore(
         id: AppId,
         owner: String,
-        spec: AppSpec,
+        mut spec: AppSpec,
         template: Template,
         inputs: TaskInputs,
         submitted_ms: u64,
         tasks: Vec<TaskSlot>,
-    ) -> Self {
+    ) -> Result<Self, String> {
+        let dag = spec.dag.take();
         let runtime = runtime_of(id, &owner, &spec);
-        Self::assemble(
+        let mut app = Self::assemble(
             id,
             owner,
             runtime,
@@ -133,7 +143,9 @@ impl AppEntry {
             spec.data_intensive,
             submitted_ms,
             tasks,
-        )
+        );
+        app.attach_dag(dag)?;
+        Ok(app)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -161,9 +173,130 @@ impl AppEntry {
             tasks,
             waiting: VecDeque::new(),
             counts: StateCounts::default(),
+            dag: None,
         };
         app.rebuild_index();
         app
+    }
+
+    /// Attaches a workflow's dependency state (from `spec.dag`), built from the tasks'
+    /// current states; an error says why a stored workflow does not fit its tasks.
+    fn attach_dag(&mut self, dag: Option<hetpilot_protocol::dag::DagSpec>) -> Result<(), String> {
+        if let Some(dag) = dag {
+            let state = super::dag::DagState::new(std::sync::Arc::new(dag), &self.tasks)?;
+            self.dag = Some(state);
+            self.waiting.clear();
+        }
+        Ok(())
+    }
+
+    /// A workflow's blocked and ready tasks and critical paths (`None`: not a workflow).
+    pub fn workflow_progress(&self) -> Option<hetpilot_protocol::dag::WorkflowProgress> {
+        let dag = self.dag.as_ref()?;
+        let (critical_path_secs, remaining_path_secs) = dag.paths(&self.tasks);
+        Some(hetpilot_protocol::dag::WorkflowProgress {
+            blocked: dag.blocked(),
+            ready: self.ready_count(),
+            critical_path_secs,
+            remaining_path_secs,
+        })
+    }
+
+    /// The state of task `index`, if it exists.
+    pub fn task(&self, index: u64) -> Option<&TaskSlot> {
+        self.tasks.get(usize::try_from(index).ok()?)
+    }
+
+    /// Every task's state, by index.
+    pub fn task_slots(&self) -> &[TaskSlot] {
+        &self.tasks
+    }
+
+    /// A task's name: its input string (a workflow's task id).
+    pub fn task_name(&self, index: u64) -> String {
+        self.inputs.input_string(index)
+    }
+
+    /// Waiting tasks that may be leased now (for a workflow: whose parents are all done).
+    pub fn ready_count(&self) -> u64 {
+        let blocked = self.dag.as_ref().map_or(0, |d| d.blocked());
+        self.counts.waiting.saturating_sub(blocked)
+    }
+
+    /// Puts a waiting task back in line (a workflow task only once its parents are done).
+    pub(crate) fn enqueue(&mut self, index: u64) {
+        match &mut self.dag {
+            Some(dag) if dag.is_ready(index) => dag.push_ready(index),
+            Some(_) => {}
+            None => self.waiting.push_back(index),
+        }
+    }
+
+    /// The next task to lease to `agent`: a workflow's by bottom level, others in order.
+    pub(crate) fn pop_waiting(&mut self, agent: AgentId) -> Option<u64> {
+        if let Some(dag) = &mut self.dag {
+            return dag.pop_ready(&self.tasks, agent);
+        }
+        while let Some(index) = self.waiting.pop_front() {
+            if self.tasks[index as usize].state == TaskState::Waiting {
+                return Some(index);
+            }
+        }
+        None
+    }
+
+    /// Empties the queue (the application was cancelled).
+    pub(crate) fn clear_queue(&mut self) {
+        self.waiting.clear();
+        if let Some(dag) = &mut self.dag {
+            dag.clear();
+        }
+    }
+
+    /// After `index` ended as `state`: a workflow's children become ready (done) or its
+    /// waiting descendants are cancelled (failed); returns the tasks cancelled.
+    pub(crate) fn settle(&mut self, index: u64, state: TaskState) -> Vec<u64> {
+        let Some(dag) = &mut self.dag else {
+            return Vec::new();
+        };
+        match state {
+            TaskState::Done => {
+                for c in dag.parent_done(index, &self.tasks) {
+                    dag.push_ready(c);
+                }
+                Vec::new()
+            }
+            TaskState::Failed => {
+                let doomed = dag.doomed_descendants(index, &self.tasks);
+                for &d in &doomed {
+                    self.set_state(d, TaskState::Cancelled);
+                }
+                doomed
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A workflow task's own files, as its assignment carries them.
+    pub(crate) fn task_files(&self, index: u64) -> Option<hetpilot_protocol::files::FileTemplates> {
+        let t = &self.dag.as_ref()?.spec.tasks[index as usize];
+        if t.inputs.is_empty() && t.outputs.is_empty() {
+            return None;
+        }
+        Some(hetpilot_protocol::files::FileTemplates::literal(
+            &self.owner,
+            &t.inputs,
+            &t.outputs,
+        ))
+    }
+
+    /// The argv of task `index`: a workflow task's own command, else the template's.
+    pub(crate) fn argv(&self, index: u64) -> Vec<String> {
+        let own = self
+            .dag
+            .as_ref()
+            .and_then(|d| d.spec.tasks[index as usize].argv.clone());
+        own.unwrap_or_else(|| self.template.render(index, self.inputs.input(index)))
     }
 
     /// Moves a task to `state`, keeping the counts right.
@@ -180,9 +313,12 @@ impl AppEntry {
         self.waiting.clear();
         for (i, slot) in self.tasks.iter().enumerate() {
             *self.counts.get_mut(slot.state) += 1;
-            if slot.state == TaskState::Waiting {
+            if slot.state == TaskState::Waiting && self.dag.is_none() {
                 self.waiting.push_back(i as u64);
             }
+        }
+        if let Some(dag) = &mut self.dag {
+            dag.rebuild(&self.tasks);
         }
     }
 }

@@ -470,7 +470,7 @@ impl Queues {
             .partitions
             .get_mut(&app_id)
             .and_then(|p| p.next(id, |t| app.tasks[t as usize].state == TaskState::Waiting));
-        let Some(index) = planned.or_else(|| pop_waiting(app)) else {
+        let Some(index) = planned.or_else(|| app.pop_waiting(id)) else {
             return 0;
         };
         *remaining -= app.runtime.cores;
@@ -489,8 +489,9 @@ impl Queues {
         batch.tasks.push(Assignment {
             task,
             attempt,
-            argv: app.template.render(index, app.inputs.input(index)),
+            argv: app.argv(index),
             input: app.inputs.input_string(index),
+            files: app.task_files(index),
         });
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
         agent.held.insert(task, batch.lease_ms);
@@ -595,7 +596,7 @@ impl Queues {
         let app = self.apps.get_mut(&task.app).expect("looked up above");
         app.set_state(task.index, next);
         if next == TaskState::Waiting {
-            app.waiting.push_back(task.index);
+            app.enqueue(task.index);
         }
         let slot = app.tasks[task.index as usize];
         changes.push(Change::TaskState {
@@ -604,6 +605,7 @@ impl Queues {
             attempt: slot.attempt,
             agent: slot.agent,
         });
+        settle(app, task.index, next, &mut changes);
         changes
     }
 
@@ -704,7 +706,7 @@ impl Queues {
             };
             app.set_state(task.index, next);
             if next == TaskState::Waiting {
-                app.waiting.push_back(task.index);
+                app.enqueue(task.index);
             }
             changes.push(Change::TaskState {
                 task,
@@ -712,6 +714,7 @@ impl Queues {
                 attempt: slot.attempt,
                 agent: Some(id),
             });
+            settle(app, task.index, next, &mut changes);
         }
         changes
     }
@@ -771,17 +774,24 @@ impl Queues {
             }
             app.set_state(index, TaskState::Cancelled);
         }
-        app.waiting.clear();
+        app.clear_queue();
         changes
     }
 }
 
-/// The next task still waiting (entries whose task ended meanwhile are skipped).
-fn pop_waiting(app: &mut AppEntry) -> Option<u64> {
-    while let Some(index) = app.waiting.pop_front() {
-        if app.tasks[index as usize].state == TaskState::Waiting {
-            return Some(index);
-        }
+/// Releases or cancels a workflow task's descendants after it ended as `state`, recording
+/// each cancellation.
+fn settle(app: &mut AppEntry, index: u64, state: TaskState, changes: &mut Vec<Change>) {
+    for d in app.settle(index, state) {
+        let slot = app.tasks[d as usize];
+        changes.push(Change::TaskState {
+            task: TaskRef {
+                app: app.id,
+                index: d,
+            },
+            state: TaskState::Cancelled,
+            attempt: slot.attempt,
+            agent: slot.agent,
+        });
     }
-    None
 }

@@ -5,6 +5,7 @@
 mod app;
 mod changes;
 mod core;
+mod dag;
 mod partitions;
 mod plan;
 mod staging;
@@ -12,10 +13,13 @@ mod staging;
 pub use app::{AppEntry, TaskInputs, TaskSlot};
 pub use changes::Change;
 pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
+pub use dag::DagState;
 pub use partitions::Partitions;
 pub(crate) use plan::{LeasePlan, PlatformPlan};
 pub use staging::{StagingDue, StagingRequest};
 
+#[cfg(test)]
+mod dag_tests;
 #[cfg(test)]
 mod staging_tests;
 #[cfg(test)]

@@ -20,6 +20,7 @@ fn data_app(id: u64, groups: &[&str]) -> AppEntry {
         inputs: vec!["db/{}.bin".into()],
         outputs: vec![],
         data_intensive: true,
+        dag: None,
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

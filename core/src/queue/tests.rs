@@ -20,6 +20,7 @@ fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
         inputs: vec![],
         outputs: vec![],
         data_intensive: false,
+        dag: None,
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

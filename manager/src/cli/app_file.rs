@@ -209,6 +209,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         inputs: file.inputs,
         outputs: file.outputs,
         data_intensive: file.data_intensive,
+        dag: None,
     };
     if let Err(e) = spec.validate() {
         let field = match &e {

@@ -23,6 +23,7 @@ mod status;
 mod submit;
 mod tasks;
 mod usage;
+mod workflow;
 
 use clap::{Parser, Subcommand};
 use std::future::Future;

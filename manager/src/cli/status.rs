@@ -76,6 +76,7 @@ pub fn print_summaries(apps: &[AppSummary]) {
     ];
     print_table(&header, &apps.iter().map(row).collect::<Vec<_>>());
     for a in apps {
+        super::workflow::view::print_progress(a);
         if let Some(why) = &a.blocked {
             println!("application {} is blocked: {why}", a.app);
         }

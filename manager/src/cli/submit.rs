@@ -14,8 +14,10 @@ use std::path::PathBuf;
 #[derive(Debug, ClapArgs)]
 pub struct Args {
     /// Application file (TOML); alternatively use --each-line/--array and a command.
-    #[arg(conflicts_with_all = ["each_line", "array"])]
+    #[arg(conflicts_with_all = ["each_line", "array", "wfcommons", "dax"])]
     pub app_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub workflow: super::workflow::SubmitArgs,
     /// One task per non-empty line of FILE (`{}` / `{line}` in the command).
     #[arg(long, value_name = "FILE")]
     pub each_line: Option<PathBuf>,
@@ -111,15 +113,19 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
         inputs: vec![],
         outputs: vec![],
         data_intensive: false,
+        dag: None,
     };
     spec.validate()?;
     Ok(spec)
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let spec = match &args.app_file {
-        Some(f) => app_file::load(f)?,
-        None => from_flags(&args)?,
+    let spec = match super::workflow::spec_from_args(&args.workflow, args.app_file.as_deref())? {
+        Some(spec) => spec,
+        None => match &args.app_file {
+            Some(f) => app_file::load(f)?,
+            None => from_flags(&args)?,
+        },
     };
     let client = args.connect.client()?;
     let answer = client.submit(&spec).await?;

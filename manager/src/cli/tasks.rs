@@ -94,7 +94,7 @@ fn row(t: &TaskInfo) -> Vec<String> {
     }
     vec![
         t.task.to_string(),
-        t.state.as_str().into(),
+        super::workflow::view::task_state(t).into(),
         t.attempts.to_string(),
         ended(&t.last),
         wall,

@@ -228,7 +228,7 @@ fn load_app(
         Ok(t) => t,
         Err(e) => return Ok(Err(e.to_string())),
     };
-    Ok(Ok(AppEntry::restore(
+    Ok(AppEntry::restore(
         AppId(id),
         owner,
         spec,
@@ -236,5 +236,5 @@ fn load_app(
         inputs,
         submitted_ms,
         slots,
-    )))
+    ))
 }

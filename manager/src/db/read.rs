@@ -154,6 +154,7 @@ impl Reader {
                     } else {
                         None
                     },
+                    workflow: None,
                 })
             },
         )?;

@@ -14,6 +14,7 @@ mod rounds;
 mod staging_plan;
 mod store_grants;
 mod users;
+mod workflow;
 
 pub use crate::clock::now_ms;
 pub use crate::provision::AgentActivity;

@@ -44,6 +44,7 @@ fn summary(app: &AppEntry, offers: &Offers) -> AppSummary {
         cancelled: app.cancelled,
         counts: app.counts,
         blocked: offers.blocked(app),
+        workflow: app.workflow_progress(),
     }
 }
 
@@ -189,8 +190,11 @@ impl Manager {
         offset: u64,
     ) -> Result<Vec<TaskInfo>, ServiceError> {
         self.visible(who, app)?;
-        self.read(move |r| r.tasks(app, state, limit.min(100_000), offset))
-            .await
+        let mut tasks = self
+            .read(move |r| r.tasks(app, state, limit.min(100_000), offset))
+            .await?;
+        self.annotate_workflow_tasks(app, &mut tasks);
+        Ok(tasks)
     }
 
     /// One task with every attempt (`hetpilot logs`).

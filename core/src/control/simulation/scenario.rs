@@ -349,5 +349,6 @@ pub(super) fn spec_of(app: &ScenarioApp) -> AppSpec {
         inputs: Vec::new(),
         outputs: Vec::new(),
         data_intensive: false,
+        dag: None,
     }
 }

@@ -1,0 +1,267 @@
+//! The dependency state of one workflow application: which tasks are blocked on parents,
+//! which are ready (a heap by bottom level), and what a task's end releases or cancels.
+//! Built from the stored spec and the tasks' states, so a restarted manager rebuilds it
+//! from the database alone: nothing here is persisted of its own.
+//!
+//! Ready tasks leave highest bottom level first (`bl(v) = w(v) + max bl(child)`, with the
+//! recorded runtime as `w`, the PTG module's [`Ptg::bottom_levels`] with one processor per
+//! task): the classic list-scheduling priority, which also drains a DAG's critical path
+//! first. Among the few ready tasks at the top, one whose parent ran on the asking agent
+//! goes first, so a child tends to run where its parents' outputs sit in the node cache.
+
+use super::app::TaskSlot;
+use crate::ptg::{MoldableTask, Ptg};
+use hetpilot_protocol::dag::DagSpec;
+use hetpilot_protocol::protocol::TaskState;
+use hetpilot_protocol::AgentId;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+/// How many of the top ready tasks a lease looks at for one whose parents ran on the
+/// asking agent.
+const AFFINITY_LOOKAHEAD: usize = 8;
+
+/// The weight of a task without a recorded runtime, seconds.
+const DEFAULT_RUNTIME_SECS: f64 = 1.0;
+
+#[derive(Debug, Clone, Copy)]
+struct Ready {
+    bottom_level: f64,
+    index: u32,
+}
+
+impl PartialEq for Ready {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Ready {}
+impl PartialOrd for Ready {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ready {
+    /// Highest bottom level first, then lowest index (deterministic).
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.bottom_level
+            .total_cmp(&other.bottom_level)
+            .then(other.index.cmp(&self.index))
+    }
+}
+
+/// The live dependency state of one workflow application.
+#[derive(Debug)]
+pub struct DagState {
+    /// The workflow as submitted (parents, per-task commands and files).
+    pub(crate) spec: Arc<DagSpec>,
+    children: Vec<Vec<u32>>,
+    /// Every task, parents before children.
+    topological_order: Vec<u32>,
+    /// Parents of each task not yet done.
+    pending: Vec<u32>,
+    bottom_levels: Vec<f64>,
+    ready: BinaryHeap<Ready>,
+    /// Waiting tasks with a parent not yet done.
+    blocked: u64,
+}
+
+impl DagState {
+    /// The dependency state of `tasks` (their current states) under `spec`; an error
+    /// names what is wrong with a spec that does not fit (a stored row, never input,
+    /// which was checked at submit).
+    pub fn new(spec: Arc<DagSpec>, tasks: &[TaskSlot]) -> Result<DagState, String> {
+        let n = spec.tasks.len();
+        if n != tasks.len() {
+            return Err(format!("{n} dependency entries for {} tasks", tasks.len()));
+        }
+        let weights: Vec<MoldableTask> = spec
+            .tasks
+            .iter()
+            .map(|t| MoldableTask {
+                sequential_seconds: t
+                    .runtime_secs
+                    .filter(|r| r.is_finite() && *r >= 0.0)
+                    .unwrap_or(DEFAULT_RUNTIME_SECS),
+                serial_fraction: 0.0,
+            })
+            .collect();
+        let edges: Vec<(usize, usize)> = spec
+            .tasks
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.parents.iter().map(move |&p| (p as usize, i)))
+            .collect();
+        let graph = Ptg::new("workflow", weights, &edges).map_err(|e| e.to_string())?;
+        let bottom_levels = graph.bottom_levels(&vec![1; n]);
+        let topological_order = graph
+            .topological_order()
+            .iter()
+            .map(|&v| v as u32)
+            .collect();
+        let children = spec.children();
+        let mut dag = DagState {
+            spec,
+            children,
+            topological_order,
+            pending: vec![0; n],
+            bottom_levels,
+            ready: BinaryHeap::new(),
+            blocked: 0,
+        };
+        dag.rebuild(tasks);
+        Ok(dag)
+    }
+
+    /// Recounts pending parents and refills the ready heap from the tasks' states.
+    pub(crate) fn rebuild(&mut self, tasks: &[TaskSlot]) {
+        self.ready.clear();
+        self.blocked = 0;
+        let spec = Arc::clone(&self.spec);
+        for (i, t) in spec.tasks.iter().enumerate() {
+            self.pending[i] = t
+                .parents
+                .iter()
+                .filter(|&&p| tasks[p as usize].state != TaskState::Done)
+                .count() as u32;
+            if tasks[i].state == TaskState::Waiting {
+                if self.pending[i] == 0 {
+                    self.push_ready(i as u64);
+                } else {
+                    self.blocked += 1;
+                }
+            }
+        }
+    }
+
+    /// Waiting tasks that still wait for a parent.
+    pub fn blocked(&self) -> u64 {
+        self.blocked
+    }
+
+    /// The critical path (the largest bottom level) and the longest chain through tasks
+    /// not yet ended, seconds of recorded runtime.
+    pub fn paths(&self, tasks: &[TaskSlot]) -> (f64, f64) {
+        let mut all = 0.0f64;
+        let mut left = 0.0f64;
+        for (i, &bl) in self.bottom_levels.iter().enumerate() {
+            all = all.max(bl);
+            if !tasks[i].state.is_final() {
+                left = left.max(bl);
+            }
+        }
+        (all, left)
+    }
+
+    /// Whether every parent of `index` is done.
+    pub fn is_ready(&self, index: u64) -> bool {
+        self.pending[index as usize] == 0
+    }
+
+    /// The bottom level of `index`, seconds of recorded runtime.
+    pub fn bottom_level(&self, index: u64) -> f64 {
+        self.bottom_levels[index as usize]
+    }
+
+    /// The indices of the parents of `index`.
+    pub fn parents(&self, index: u64) -> &[u32] {
+        &self.spec.tasks[index as usize].parents
+    }
+
+    /// Queues a waiting task whose parents are all done.
+    pub(crate) fn push_ready(&mut self, index: u64) {
+        self.ready.push(Ready {
+            bottom_level: self.bottom_levels[index as usize],
+            index: index as u32,
+        });
+    }
+
+    /// The next ready task for `agent`: the highest bottom level, unless one of the next
+    /// few has a parent that ran on `agent`. Entries whose task left `Waiting` are skipped.
+    pub(crate) fn pop_ready(&mut self, tasks: &[TaskSlot], agent: AgentId) -> Option<u64> {
+        let mut looked: Vec<Ready> = Vec::new();
+        let mut chosen = None;
+        while looked.len() < AFFINITY_LOOKAHEAD {
+            let Some(r) = self.ready.pop() else { break };
+            if tasks[r.index as usize].state != TaskState::Waiting {
+                continue;
+            }
+            let near = self.spec.tasks[r.index as usize]
+                .parents
+                .iter()
+                .any(|&p| tasks[p as usize].agent == Some(agent));
+            if near {
+                chosen = Some(r.index);
+                break;
+            }
+            looked.push(r);
+        }
+        let chosen = match chosen {
+            Some(c) => Some(c),
+            None if looked.is_empty() => None,
+            None => Some(looked.remove(0).index),
+        };
+        self.ready.extend(looked);
+        chosen.map(u64::from)
+    }
+
+    /// Forgets every ready task (the application was cancelled).
+    pub(crate) fn clear(&mut self) {
+        self.ready.clear();
+        self.blocked = 0;
+    }
+
+    /// `index` succeeded: returns its children that became ready (all parents done) and
+    /// are waiting; the caller queues them.
+    pub(crate) fn parent_done(&mut self, index: u64, tasks: &[TaskSlot]) -> Vec<u64> {
+        let mut released = Vec::new();
+        for &c in &self.children[index as usize] {
+            let p = &mut self.pending[c as usize];
+            *p = p.saturating_sub(1);
+            if *p == 0 && tasks[c as usize].state == TaskState::Waiting {
+                self.blocked = self.blocked.saturating_sub(1);
+                released.push(u64::from(c));
+            }
+        }
+        released
+    }
+
+    /// `index` failed for good: every waiting descendant, to cancel (they can never run).
+    pub(crate) fn doomed_descendants(&mut self, index: u64, tasks: &[TaskSlot]) -> Vec<u64> {
+        let mut seen = vec![false; tasks.len()];
+        let mut stack = vec![index as u32];
+        let mut doomed = Vec::new();
+        while let Some(v) = stack.pop() {
+            for &c in &self.children[v as usize] {
+                if std::mem::replace(&mut seen[c as usize], true) {
+                    continue;
+                }
+                if tasks[c as usize].state == TaskState::Waiting {
+                    doomed.push(u64::from(c));
+                    if self.pending[c as usize] > 0 {
+                        self.blocked = self.blocked.saturating_sub(1);
+                    }
+                }
+                stack.push(c);
+            }
+        }
+        doomed.sort_unstable();
+        doomed
+    }
+
+    /// For every task, a failed ancestor if it has one (why a task of a live application
+    /// was cancelled), in one pass over the graph.
+    pub fn failed_ancestors(&self, tasks: &[TaskSlot]) -> Vec<Option<u32>> {
+        let mut failed: Vec<Option<u32>> = vec![None; tasks.len()];
+        for &v in &self.topological_order {
+            let parents = &self.spec.tasks[v as usize].parents;
+            failed[v as usize] = parents
+                .iter()
+                .find(|&&p| tasks[p as usize].state == TaskState::Failed)
+                .copied()
+                .or_else(|| parents.iter().find_map(|&p| failed[p as usize]));
+        }
+        failed
+    }
+}

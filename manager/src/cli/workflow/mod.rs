@@ -1,0 +1,351 @@
+//! Workflow (DAG) applications for `hetpilot submit`: WfCommons WfFormat JSON
+//! (`--wfcommons`), Pegasus DAX (`--dax`) and application files with `[[task]]` tables,
+//! read into one [`Workflow`] and turned into an [`AppSpec`] with a DAG. With `--emulate`,
+//! each task runs the agent's built-in emulator instead of its program (see
+//! `agent/src/emulate.rs`): it reads its inputs, burns CPU for its recorded runtime × F
+//! and writes its outputs at their recorded sizes × F.
+//!
+//! Files: a file some task produces is staged through the manager's file service (the
+//! producer's output, the consumer's input), named under a prefix unique to this
+//! submission; files no task produces (the workflow's own inputs) are the tasks' business
+//! (a shared filesystem or the working directory), and are not staged.
+
+pub mod dax;
+pub mod tasks_file;
+pub mod view;
+pub mod wfcommons;
+
+use anyhow::{bail, Context};
+use hetpilot_protocol::dag::{DagSpec, DagTask};
+use hetpilot_protocol::files::FileDecl;
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// The program name agents run as their built-in emulator.
+pub const EMULATOR: &str = "hetpilot-emulate";
+
+/// One file a task reads or writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WfFile {
+    /// Its name (WfCommons file id, DAX logical name, or the app file's name or URI).
+    pub name: String,
+    /// Its recorded size in bytes.
+    pub size: Option<u64>,
+}
+
+/// One task of a workflow, as read from a file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WfTask {
+    /// The workflow's task id.
+    pub id: String,
+    /// Its own command, if the file gives one.
+    pub argv: Option<Vec<String>>,
+    /// The ids of its parents.
+    pub parents: Vec<String>,
+    /// Its recorded runtime, seconds.
+    pub runtime_secs: Option<f64>,
+    /// Its recorded cores.
+    pub cores: Option<f64>,
+    /// Files it reads.
+    pub inputs: Vec<WfFile>,
+    /// Files it writes.
+    pub outputs: Vec<WfFile>,
+}
+
+/// A workflow read from a file.
+#[derive(Debug, Clone, Default)]
+pub struct Workflow {
+    /// Its name.
+    pub name: String,
+    /// Its tasks, in file order.
+    pub tasks: Vec<WfTask>,
+    /// The recorded makespan, seconds, when the file has one.
+    pub makespan_secs: Option<f64>,
+    /// Application settings of an application file (cores, attempts, env...).
+    pub base: Option<AppSpec>,
+    /// Files are URIs to use as given (application files), not ids to stage.
+    pub literal_files: bool,
+}
+
+/// How to turn a workflow into an application.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Run the built-in emulator instead of each task's program.
+    pub emulate: bool,
+    /// The emulator's runtime factor.
+    pub time_scale: f64,
+    /// The emulator's file-size factor.
+    pub size_scale: f64,
+    /// Where staged files go in the file service (unique per submission).
+    pub prefix: String,
+    /// Runs of one task before it fails for good.
+    pub max_attempts: u32,
+}
+
+/// The longest a scaled emulated file may be, bytes (1 GiB).
+const MAX_EMULATED_FILE: f64 = 1_073_741_824.0;
+
+impl Workflow {
+    /// The application: one task per workflow task, named by its id, with its parents.
+    /// Refuses duplicate ids, a missing parent and (for files to stage) a file produced by
+    /// two tasks; the DAG's own checks (cycles, bounds) follow in `AppSpec::validate`.
+    pub fn to_spec(&self, opts: &Options) -> anyhow::Result<AppSpec> {
+        if self.tasks.is_empty() {
+            bail!("the workflow has no task");
+        }
+        let mut index: HashMap<&str, u32> = HashMap::with_capacity(self.tasks.len());
+        for (i, t) in self.tasks.iter().enumerate() {
+            if index.insert(&t.id, i as u32).is_some() {
+                bail!("two tasks have the id `{}`", t.id);
+            }
+        }
+        let producers = self.producers()?;
+        let mut dag = Vec::with_capacity(self.tasks.len());
+        let mut cores = 1u32;
+        for t in &self.tasks {
+            let mut parents = Vec::with_capacity(t.parents.len());
+            for p in &t.parents {
+                let &pi = index.get(p.as_str()).with_context(|| {
+                    format!(
+                        "task `{}`: parent `{p}` is not a task of this workflow",
+                        t.id
+                    )
+                })?;
+                if !parents.contains(&pi) {
+                    parents.push(pi);
+                }
+            }
+            if let Some(c) = t.cores.filter(|c| c.is_finite() && *c >= 1.0) {
+                cores = cores.max(c.ceil().min(f64::from(u32::MAX)) as u32);
+            }
+            dag.push(self.task(t, parents, &producers, opts));
+        }
+        let mut spec = self.base.clone().unwrap_or_else(|| AppSpec {
+            name: self.name.clone(),
+            command: "workflow".into(),
+            tasks: TaskSource::Lines(Vec::new()),
+            cores,
+            memory_mb: 0,
+            env: BTreeMap::new(),
+            workdir: None,
+            max_attempts: opts.max_attempts,
+            timeout_secs: None,
+            output_dir: None,
+            inputs: vec![],
+            outputs: vec![],
+            data_intensive: false,
+            dag: None,
+        });
+        spec.tasks = TaskSource::Lines(self.tasks.iter().map(|t| t.id.clone()).collect());
+        spec.dag = Some(DagSpec { tasks: dag });
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// The task that writes each file (for files to stage), refusing a file two write.
+    fn producers(&self) -> anyhow::Result<HashMap<&str, &str>> {
+        let mut producers: HashMap<&str, &str> = HashMap::new();
+        for t in &self.tasks {
+            for f in &t.outputs {
+                if let Some(other) = producers.insert(&f.name, &t.id) {
+                    if other != t.id {
+                        bail!(
+                            "file `{}` is produced by both `{other}` and `{}`",
+                            f.name,
+                            t.id
+                        );
+                    }
+                }
+            }
+        }
+        Ok(producers)
+    }
+
+    fn task(
+        &self,
+        t: &WfTask,
+        parents: Vec<u32>,
+        producers: &HashMap<&str, &str>,
+        opts: &Options,
+    ) -> DagTask {
+        let staged = |f: &WfFile| FileDecl {
+            uri: if self.literal_files {
+                f.name.clone()
+            } else {
+                staged_name(&opts.prefix, &f.name)
+            },
+            size: f.size.map(|s| scaled_size(s, opts)),
+            sha256: None,
+        };
+        // Only files some task writes are staged (unless the file says where each lives).
+        let inputs: Vec<FileDecl> = t
+            .inputs
+            .iter()
+            .filter(|f| self.literal_files || producers.contains_key(f.name.as_str()))
+            .map(staged)
+            .collect();
+        let outputs: Vec<FileDecl> = t.outputs.iter().map(staged).collect();
+        let argv = if opts.emulate {
+            Some(emulator_argv(t, &inputs, &outputs, opts))
+        } else {
+            t.argv.clone()
+        };
+        DagTask {
+            parents,
+            argv,
+            // The weight is what the task will take: scaled when emulated.
+            runtime_secs: t
+                .runtime_secs
+                .map(|r| if opts.emulate { r * opts.time_scale } else { r }),
+            inputs,
+            outputs,
+        }
+    }
+}
+
+/// A file's name in the file service: under the submission's prefix, one component.
+fn staged_name(prefix: &str, id: &str) -> String {
+    let flat: String = id
+        .chars()
+        .map(|c| if c == '/' || c.is_control() { '_' } else { c })
+        .collect();
+    let flat = if flat.starts_with('.') {
+        format!("_{flat}")
+    } else {
+        flat
+    };
+    format!("{prefix}/{flat}")
+}
+
+fn scaled_size(bytes: u64, opts: &Options) -> u64 {
+    if !opts.emulate {
+        return bytes;
+    }
+    (bytes as f64 * opts.size_scale).clamp(0.0, MAX_EMULATED_FILE) as u64
+}
+
+/// `hetpilot-emulate --runtime S --read NAME... --write NAME=BYTES...`: the names are
+/// the ones the task sees in its run directory (an input's last component, an output's
+/// name in the file service).
+fn emulator_argv(
+    t: &WfTask,
+    inputs: &[FileDecl],
+    outputs: &[FileDecl],
+    o: &Options,
+) -> Vec<String> {
+    let base = |uri: &str| uri.rsplit('/').next().unwrap_or(uri).to_string();
+    let runtime = t.runtime_secs.unwrap_or(0.0).max(0.0) * o.time_scale;
+    let mut argv = vec![
+        EMULATOR.to_string(),
+        "--runtime".into(),
+        format!("{runtime:.3}"),
+    ];
+    for f in inputs {
+        argv.push("--read".into());
+        argv.push(base(&f.uri));
+    }
+    for f in outputs {
+        // An output is written under the name its destination gives it (a relative name
+        // whole, a URI's last component).
+        let name = hetpilot_protocol::files::parse_output(&f.uri)
+            .map_or_else(|_| base(&f.uri), |(_, name)| name);
+        argv.push("--write".into());
+        argv.push(format!("{name}={}", f.size.unwrap_or(0)));
+    }
+    argv
+}
+
+/// `hetpilot submit`'s workflow flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SubmitArgs {
+    /// A WfCommons WfFormat instance (JSON, schema 1.4-1.6) to run as a workflow.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dax", "each_line", "array"])]
+    pub wfcommons: Option<PathBuf>,
+    /// A Pegasus DAX (XML, 2.x or 3.x) to run as a workflow.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["each_line", "array"])]
+    pub dax: Option<PathBuf>,
+    /// Run each workflow task as the agent's built-in emulator (reads its inputs, burns
+    /// CPU for its recorded runtime, writes its outputs at their recorded sizes).
+    #[arg(long)]
+    pub emulate: bool,
+    /// With --emulate: multiply recorded runtimes by F.
+    #[arg(long, value_name = "F", default_value_t = 1.0, requires = "emulate")]
+    pub time_scale: f64,
+    /// With --emulate: multiply recorded file sizes by F.
+    #[arg(long, value_name = "F", default_value_t = 1.0, requires = "emulate")]
+    pub size_scale: f64,
+}
+
+/// The most bytes of a workflow file read (1 GiB).
+const MAX_WORKFLOW_FILE: u64 = 1 << 30;
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if len > MAX_WORKFLOW_FILE {
+        bail!(
+            "{}: {len} bytes is more than the 1 GiB a workflow file may hold",
+            path.display()
+        );
+    }
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// The application `hetpilot submit` asked for, if it is a workflow (`--wfcommons`,
+/// `--dax`, or an application file with `[[task]]` tables).
+pub fn spec_from_args(
+    args: &SubmitArgs,
+    app_file: Option<&Path>,
+) -> anyhow::Result<Option<AppSpec>> {
+    let (path, workflow) = if let Some(p) = &args.wfcommons {
+        (p.as_path(), wfcommons::parse(&read(p)?))
+    } else if let Some(p) = &args.dax {
+        (p.as_path(), dax::parse(&read(p)?))
+    } else if let Some(p) = app_file {
+        let text = read(p)?;
+        if !tasks_file::is_workflow(&text) {
+            if args.emulate {
+                bail!("--emulate needs a workflow: --wfcommons, --dax or [[task]] tables");
+            }
+            return Ok(None);
+        }
+        (p, tasks_file::parse(&text, p))
+    } else if args.emulate {
+        bail!("--emulate needs a workflow: --wfcommons, --dax or [[task]] tables");
+    } else {
+        return Ok(None);
+    };
+    let workflow = workflow.with_context(|| format!("{}", path.display()))?;
+    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
+        bail!("--time-scale must be a number >= 0");
+    }
+    if !(args.size_scale.is_finite() && args.size_scale >= 0.0) {
+        bail!("--size-scale must be a number >= 0");
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let opts = Options {
+        emulate: args.emulate,
+        time_scale: args.time_scale,
+        size_scale: args.size_scale,
+        prefix: format!("wf-{stamp}"),
+        max_attempts: 3,
+    };
+    let spec = workflow
+        .to_spec(&opts)
+        .with_context(|| format!("{}", path.display()))?;
+    if let Some(m) = workflow.makespan_secs {
+        eprintln!(
+            "workflow `{}`: {} tasks, recorded makespan {m} s",
+            workflow.name,
+            workflow.tasks.len()
+        );
+    }
+    Ok(Some(spec))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+//! Reading workflows: the shipped WfCommons and DAX instances, the `[[task]]` form, and
+//! every kind of bad input refused with a message that names the problem.
+
+use super::*;
+use std::path::Path;
+
+fn sample(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../samples/workflows")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn opts(emulate: bool) -> Options {
+    Options {
+        emulate,
+        time_scale: 0.5,
+        size_scale: 0.001,
+        prefix: "wf-1".into(),
+        max_attempts: 2,
+    }
+}
+
+fn dag(spec: &AppSpec) -> &DagSpec {
+    spec.dag.as_ref().unwrap()
+}
+
+#[test]
+fn the_blast_instance_reads_as_a_fork_join_with_runtimes_and_staged_files() {
+    let wf = wfcommons::parse(&sample("blast-chameleon-small-001.json")).unwrap();
+    assert_eq!(wf.tasks.len(), 43);
+    assert_eq!(wf.makespan_secs, Some(1279.3));
+    let spec = wf.to_spec(&opts(true)).unwrap();
+    let d = dag(&spec);
+    let TaskSource::Lines(names) = &spec.tasks else {
+        panic!()
+    };
+    let split = names
+        .iter()
+        .position(|n| n == "split_fasta_ID000001")
+        .unwrap();
+    let blast = names.iter().position(|n| n == "blastall_ID000002").unwrap();
+    assert!(d.tasks[split].parents.is_empty());
+    assert_eq!(d.tasks[blast].parents, [split as u32]);
+    let cat = names
+        .iter()
+        .position(|n| n == "cat_blast_ID000042")
+        .unwrap();
+    assert_eq!(d.tasks[cat].parents.len(), 40);
+    // blastall reads `blastall`, `small.fasta.0` and `nt`; only `small.fasta.0` is made by
+    // a task, so only it is staged (scaled 6 B × 0.001 = 0 B).
+    let b = &d.tasks[blast];
+    assert_eq!(b.inputs.len(), 1);
+    assert_eq!(b.inputs[0].uri, "wf-1/small.fasta.0");
+    // Emulated at time scale 0.5: the scheduler weighs what the task will take.
+    assert!((b.runtime_secs.unwrap() - 9.798843 * 0.5).abs() < 1e-9);
+    let argv = b.argv.as_ref().unwrap();
+    assert_eq!(argv[..3], ["hetpilot-emulate", "--runtime", "4.899"]);
+    assert!(argv.windows(2).any(|w| w == ["--read", "small.fasta.0"]));
+    assert!(argv
+        .iter()
+        .any(|a| a.starts_with("wf-1/small.fasta.0.out=")));
+}
+
+#[test]
+fn montage_and_epigenomics_instances_read_and_their_edges_match_parents() {
+    for (file, n) in [
+        ("montage-chameleon-dss-05d-001.json", 58),
+        ("epigenomics-chameleon-hep-1seq-100k-001.json", 41),
+    ] {
+        let spec = wfcommons::parse(&sample(file))
+            .unwrap()
+            .to_spec(&opts(false))
+            .unwrap();
+        assert_eq!(dag(&spec).tasks.len(), n, "{file}");
+        let edges: usize = dag(&spec).tasks.iter().map(|t| t.parents.len()).sum();
+        assert!(edges >= n - 12, "{file}: {edges} edges");
+        // Without --emulate a task runs its recorded command.
+        assert!(dag(&spec).tasks.iter().all(|t| t.argv.is_some()), "{file}");
+    }
+}
+
+#[test]
+fn a_montage_dax_names_each_jobs_outputs_after_the_job() {
+    let wf = dax::parse(&sample("Montage_25.xml")).unwrap();
+    assert_eq!(wf.tasks.len(), 25);
+    let spec = wf.to_spec(&opts(true)).unwrap();
+    let TaskSource::Lines(names) = &spec.tasks else {
+        panic!()
+    };
+    let concat = names.iter().position(|n| n == "ID00014").unwrap();
+    let t = &dag(&spec).tasks[concat];
+    // mConcatFit reads the fit.txt of every mDiffFit parent, each under its own name.
+    let fits: Vec<&str> = t
+        .inputs
+        .iter()
+        .map(|f| f.uri.as_str())
+        .filter(|u| u.ends_with("__fit.txt"))
+        .collect();
+    assert_eq!(fits.len(), t.parents.len(), "{fits:?}");
+    assert!(fits.iter().all(|u| u.starts_with("wf-1/ID000")));
+}
+
+#[test]
+fn the_task_table_form_reads_commands_dependencies_and_files() {
+    let text = r#"
+name = "pipe"
+max_attempts = 2
+[[task]]
+id = "split"
+command = "split.sh 'in put.txt'"
+outputs = ["parts.txt"]
+[[task]]
+id = "count"
+command = "wc -l parts.txt"
+after = ["split"]
+inputs = ["parts.txt"]
+runtime = "30s"
+"#;
+    assert!(tasks_file::is_workflow(text));
+    let wf = tasks_file::parse(text, Path::new("pipe.toml")).unwrap();
+    let spec = wf.to_spec(&opts(false)).unwrap();
+    assert_eq!(spec.max_attempts, 2);
+    let d = dag(&spec);
+    assert_eq!(
+        d.tasks[0].argv.as_ref().unwrap(),
+        &["split.sh", "in put.txt"]
+    );
+    assert_eq!(d.tasks[1].parents, [0]);
+    assert_eq!(d.tasks[1].inputs[0].uri, "parts.txt");
+    assert_eq!(d.tasks[1].runtime_secs, Some(30.0));
+}
+
+fn task_file_error(text: &str) -> String {
+    let wf = match tasks_file::parse(text, Path::new("w.toml")) {
+        Ok(wf) => wf,
+        Err(e) => return format!("{e:#}"),
+    };
+    format!("{:#}", wf.to_spec(&opts(false)).unwrap_err())
+}
+
+#[test]
+fn bad_workflows_are_refused_with_the_reason() {
+    let cycle = "[[task]]\nid='a'\ncommand='x'\nafter=['c']\n[[task]]\nid='b'\ncommand='x'\nafter=['a']\n[[task]]\nid='c'\ncommand='x'\nafter=['b']\n";
+    let err = task_file_error(cycle);
+    assert!(err.contains("cycle") && err.contains("->"), "{err}");
+    let missing = "[[task]]\nid='a'\ncommand='x'\nafter=['nope']\n";
+    let err = task_file_error(missing);
+    assert!(
+        err.contains("task `a`: parent `nope` is not a task"),
+        "{err}"
+    );
+    let dup = "[[task]]\nid='a'\ncommand='x'\n[[task]]\nid='a'\ncommand='y'\n";
+    assert!(task_file_error(dup).contains("two tasks have the id `a`"));
+    let twice = "[[task]]\nid='a'\ncommand='x'\noutputs=['f']\n[[task]]\nid='b'\ncommand='y'\noutputs=['f']\n";
+    let err = task_file_error(twice);
+    assert!(
+        err.contains("file `f` is produced by both `a` and `b`"),
+        "{err}"
+    );
+    let unknown = "[[task]]\nid='a'\ncommand='x'\nbogus=1\n";
+    assert!(task_file_error(unknown).contains("bogus"));
+    let version = r#"{"schemaVersion": "1.3", "workflow": {"tasks": []}}"#;
+    let err = format!("{:#}", wfcommons::parse(version).unwrap_err());
+    assert!(
+        err.contains("schemaVersion `1.3` is not supported"),
+        "{err}"
+    );
+    let child = r#"{"schemaVersion": "1.5", "workflow": {"specification": {"tasks": [
+        {"id": "a", "parents": [], "children": ["zz"]}]}}}"#;
+    let err = format!("{:#}", wfcommons::parse(child).unwrap_err());
+    assert!(err.contains("child `zz` is not a task"), "{err}");
+    assert!(dax::parse("<notdax/>").is_err());
+    assert!(dax::parse("<adag version=\"2.1\"><child ref=\"x\"/></adag>").is_err());
+    assert!(wfcommons::parse("[1, 2").is_err());
+}
+
+#[test]
+fn a_version_1_4_flat_instance_reads_files_by_link() {
+    let text = r#"{"schemaVersion": "1.4", "name": "w", "workflow": {"makespanInSeconds": 3,
+      "tasks": [
+        {"name": "a", "id": "a", "type": "compute", "runtimeInSeconds": 1,
+         "files": [{"name": "f", "sizeInBytes": 10, "link": "output"}]},
+        {"name": "b", "id": "b", "type": "compute", "parents": ["a"], "runtimeInSeconds": 2,
+         "files": [{"name": "f", "sizeInBytes": 10, "link": "input"}]}]}}"#;
+    let spec = wfcommons::parse(text)
+        .unwrap()
+        .to_spec(&opts(true))
+        .unwrap();
+    let d = dag(&spec);
+    assert_eq!(d.tasks[1].parents, [0]);
+    assert_eq!(d.tasks[0].outputs[0].uri, "wf-1/f");
+    assert_eq!(d.tasks[1].inputs[0].uri, "wf-1/f");
+}

@@ -1,0 +1,460 @@
+//! Workflow applications: tasks with parents (a DAG). An application with a [`DagSpec`]
+//! has one task per input line (the line is the task's *name*, the workflow's task id);
+//! the DAG adds, per task, its parents (task indices), optionally its own command (argv,
+//! never run through a shell), its recorded runtime (the scheduler's weight) and its own
+//! input and output files (literal names, no placeholders).
+//!
+//! A task is leased only after all its parents succeeded; a task that fails for good
+//! cancels its descendants. [`DagSpec::check`] refuses, before anything is stored, a DAG
+//! with a cycle (printed), a parent that is not a task, duplicate names, a file produced by
+//! two tasks, and anything past the bounds below.
+
+use crate::files::{FileDecl, FileTemplates};
+use crate::spec::SpecError;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+/// The most tasks one workflow may hold.
+pub const MAX_DAG_TASKS: usize = 1_000_000;
+/// The most edges (parent links) one workflow may hold.
+pub const MAX_DAG_EDGES: usize = 20_000_000;
+/// The longest task name, in bytes.
+pub const MAX_TASK_NAME: usize = 256;
+/// The most words of one task's own command.
+pub const MAX_ARGV_WORDS: usize = 4096;
+/// The longest word of one task's own command, in bytes.
+pub const MAX_ARGV_WORD: usize = 65_536;
+/// The most files (inputs plus outputs) one task may declare.
+pub const MAX_TASK_FILES: usize = 100_000;
+/// The largest recorded runtime, seconds (about 31 years).
+pub const MAX_RUNTIME_SECS: f64 = 1e9;
+
+/// The dependencies (and per-task commands and files) of a workflow application.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DagSpec {
+    /// One entry per task, in task-index order (task `i` is the application's line `i`).
+    pub tasks: Vec<DagTask>,
+}
+
+impl Eq for DagSpec {}
+
+/// One task of a workflow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DagTask {
+    /// The indices of the tasks that must succeed before this one may start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<u32>,
+    /// The task's own command, already split into words; `None`: the application's
+    /// command template, rendered for this task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    /// The task's recorded (or expected) runtime in seconds: its weight in bottom levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_secs: Option<f64>,
+    /// Files the task reads (literal names or URIs, as in the application's `inputs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<FileDecl>,
+    /// Files the task writes (as in the application's `outputs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<FileDecl>,
+}
+
+fn field(field: &'static str, problem: String) -> SpecError {
+    SpecError::Field { field, problem }
+}
+
+impl DagSpec {
+    /// Checks the DAG against the application's task names (its input lines).
+    pub fn check(&self, names: &[String]) -> Result<(), SpecError> {
+        if self.tasks.len() != names.len() {
+            return Err(field(
+                "dag",
+                format!(
+                    "{} dependency entries for {} tasks",
+                    self.tasks.len(),
+                    names.len()
+                ),
+            ));
+        }
+        if names.len() > MAX_DAG_TASKS {
+            return Err(field(
+                "tasks",
+                format!(
+                    "{} tasks is more than the limit of {MAX_DAG_TASKS} for a workflow",
+                    names.len()
+                ),
+            ));
+        }
+        check_names(names)?;
+        let mut edges = 0usize;
+        for (i, t) in self.tasks.iter().enumerate() {
+            edges = edges.saturating_add(t.parents.len());
+            if edges > MAX_DAG_EDGES {
+                return Err(field(
+                    "after",
+                    format!("more than {MAX_DAG_EDGES} dependencies"),
+                ));
+            }
+            check_task(i, t, names)?;
+        }
+        check_producers(self, names)?;
+        match find_cycle(self) {
+            None => Ok(()),
+            Some(cycle) => {
+                let mut path: Vec<&str> = cycle.iter().map(|&v| names[v].as_str()).collect();
+                path.push(path[0]);
+                Err(field(
+                    "after",
+                    format!("the dependencies have a cycle: {}", path.join(" -> ")),
+                ))
+            }
+        }
+    }
+
+    /// The children of every task (the reverse of `parents`, duplicates merged).
+    pub fn children(&self) -> Vec<Vec<u32>> {
+        let mut children = vec![Vec::new(); self.tasks.len()];
+        for (i, t) in self.tasks.iter().enumerate() {
+            for &p in &t.parents {
+                if let Some(c) = children.get_mut(p as usize) {
+                    if c.last() != Some(&(i as u32)) {
+                        c.push(i as u32);
+                    }
+                }
+            }
+        }
+        children
+    }
+}
+
+fn check_names(names: &[String]) -> Result<(), SpecError> {
+    let mut seen: HashSet<&str> = HashSet::with_capacity(names.len());
+    for name in names {
+        if name.is_empty() || name.len() > MAX_TASK_NAME || name.chars().any(char::is_control) {
+            return Err(field(
+                "id",
+                format!(
+                    "task name `{}` must be 1-{MAX_TASK_NAME} bytes without control characters",
+                    name.escape_debug()
+                ),
+            ));
+        }
+        if !seen.insert(name) {
+            return Err(field("id", format!("two tasks are named `{name}`")));
+        }
+    }
+    Ok(())
+}
+
+fn check_task(i: usize, t: &DagTask, names: &[String]) -> Result<(), SpecError> {
+    let name = &names[i];
+    for &p in &t.parents {
+        if p as usize >= names.len() {
+            return Err(field(
+                "after",
+                format!("task `{name}`: parent #{p} is not a task of this workflow"),
+            ));
+        }
+        if p as usize == i {
+            return Err(field("after", format!("task `{name}` depends on itself")));
+        }
+    }
+    if let Some(argv) = &t.argv {
+        let bad_word = argv
+            .iter()
+            .any(|w| w.len() > MAX_ARGV_WORD || w.contains('\0'));
+        if argv.is_empty() || argv.len() > MAX_ARGV_WORDS || bad_word {
+            return Err(field(
+                "command",
+                format!(
+                    "task `{name}`: a command needs 1-{MAX_ARGV_WORDS} words of at most \
+                     {MAX_ARGV_WORD} bytes, without NUL bytes"
+                ),
+            ));
+        }
+    }
+    if let Some(r) = t.runtime_secs {
+        if !(0.0..=MAX_RUNTIME_SECS).contains(&r) {
+            return Err(field(
+                "runtime",
+                format!("task `{name}`: runtime {r} s is not in 0..={MAX_RUNTIME_SECS}"),
+            ));
+        }
+    }
+    if t.inputs.len() + t.outputs.len() > MAX_TASK_FILES {
+        return Err(field(
+            "inputs",
+            format!("task `{name}` declares more than {MAX_TASK_FILES} files"),
+        ));
+    }
+    if let Some(f) = t
+        .inputs
+        .iter()
+        .chain(&t.outputs)
+        .find(|f| f.uri.starts_with("store://"))
+    {
+        // Store grants go by the application's declarations, which a workflow has none of.
+        return Err(field(
+            "inputs",
+            format!(
+                "task `{name}`: `{}`: a workflow task's files cannot be on a store:// yet \
+                 (use the file service, a shared path, http(s):// or sftp://)",
+                f.uri
+            ),
+        ));
+    }
+    if !(t.inputs.is_empty() && t.outputs.is_empty()) {
+        // Rendered as the agent will: a name escaping its root is refused here.
+        FileTemplates::literal("", &t.inputs, &t.outputs)
+            .for_task(i as u64, name)
+            .map_err(|(f, e)| field(f.name(), format!("task `{name}`: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Refuses an output name that two tasks produce (a child could read either).
+fn check_producers(dag: &DagSpec, names: &[String]) -> Result<(), SpecError> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, t) in dag.tasks.iter().enumerate() {
+        for out in &t.outputs {
+            if let Some(&other) = producer.get(out.uri.as_str()) {
+                if other != i {
+                    return Err(field(
+                        "outputs",
+                        format!(
+                            "file `{}` is produced by both `{}` and `{}`",
+                            out.uri, names[other], names[i]
+                        ),
+                    ));
+                }
+            }
+            producer.insert(&out.uri, i);
+        }
+    }
+    Ok(())
+}
+
+/// One cycle of the parent links, as task indices in dependency order, if there is one.
+pub fn find_cycle(dag: &DagSpec) -> Option<Vec<usize>> {
+    let n = dag.tasks.len();
+    let children = dag.children();
+    let mut remaining: Vec<usize> = vec![0; n];
+    for &k in children.iter().flatten() {
+        remaining[k as usize] += 1;
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&v| remaining[v] == 0).collect();
+    let mut done = 0usize;
+    while let Some(v) = ready.pop() {
+        done += 1;
+        for &c in &children[v] {
+            remaining[c as usize] -= 1;
+            if remaining[c as usize] == 0 {
+                ready.push(c as usize);
+            }
+        }
+    }
+    if done == n {
+        return None;
+    }
+    // Every task left has a parent left: walk parents until one repeats.
+    let start = (0..n).find(|&v| remaining[v] > 0)?;
+    let mut order: HashMap<usize, usize> = HashMap::new();
+    let mut path = Vec::new();
+    let mut v = start;
+    loop {
+        if let Some(&at) = order.get(&v) {
+            let mut cycle: Vec<usize> = path[at..].to_vec();
+            cycle.reverse(); // parents walked backwards: print in dependency order
+            return Some(cycle);
+        }
+        order.insert(v, path.len());
+        path.push(v);
+        v = dag.tasks[v]
+            .parents
+            .iter()
+            .map(|&p| p as usize)
+            .find(|&p| remaining[p] > 0)?;
+    }
+}
+
+/// A workflow application's progress, in its status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowProgress {
+    /// Waiting tasks with a parent not yet done.
+    pub blocked: u64,
+    /// Waiting tasks whose parents are all done.
+    pub ready: u64,
+    /// The workflow's critical path (longest chain of recorded runtimes), seconds: its
+    /// makespan alone on unbounded processors, the stretch's denominator.
+    pub critical_path_secs: f64,
+    /// The longest chain of recorded runtimes through tasks not yet ended, seconds.
+    pub remaining_path_secs: f64,
+}
+
+impl WorkflowProgress {
+    /// The live stretch estimate at `elapsed_secs` after submission: (elapsed + the
+    /// remaining critical path) / the critical path; 1 is as fast as the workflow can go.
+    pub fn stretch_estimate(&self, elapsed_secs: f64) -> Option<f64> {
+        (self.critical_path_secs > 0.0)
+            .then(|| (elapsed_secs.max(0.0) + self.remaining_path_secs) / self.critical_path_secs)
+    }
+}
+
+/// What a workflow task adds to its row in `hetpilot tasks`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowTaskInfo {
+    /// The workflow's task id.
+    pub name: String,
+    /// Its parents' names.
+    pub parents: Vec<String>,
+    /// Waiting for a parent to succeed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocked: bool,
+    /// When its last run started (epoch ms, the agent's clock), once it ended.
+    #[serde(default)]
+    pub started_ms: Option<u64>,
+    /// When its last run ended (epoch ms, the agent's clock).
+    #[serde(default)]
+    pub ended_ms: Option<u64>,
+    /// Why it was cancelled, when an ancestor failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_because: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dag(parents: &[&[u32]]) -> DagSpec {
+        DagSpec {
+            tasks: parents
+                .iter()
+                .map(|p| DagTask {
+                    parents: p.to_vec(),
+                    ..DagTask::default()
+                })
+                .collect(),
+        }
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("t{i}")).collect()
+    }
+
+    #[test]
+    fn a_diamond_is_accepted_and_its_children_are_the_reverse_links() {
+        let d = dag(&[&[], &[0], &[0], &[1, 2]]);
+        d.check(&names(4)).unwrap();
+        assert_eq!(d.children(), vec![vec![1, 2], vec![3], vec![3], vec![]]);
+    }
+
+    #[test]
+    fn a_cycle_is_printed_in_dependency_order() {
+        let d = dag(&[&[], &[0, 3], &[1], &[2]]);
+        let err = d.check(&names(4)).unwrap_err().to_string();
+        assert!(err.contains("cycle"), "{err}");
+        // t1 -> t2 -> t3 -> t1 in some rotation.
+        let cycle = find_cycle(&d).unwrap();
+        assert_eq!(cycle.len(), 3);
+        for w in cycle.windows(2) {
+            assert!(d.tasks[w[1]].parents.contains(&(w[0] as u32)), "{cycle:?}");
+        }
+        assert!(err.contains("t1") && err.contains("t2") && err.contains("t3"));
+        assert!(!err.contains("t0"), "{err}");
+    }
+
+    #[test]
+    fn bad_parents_names_and_producers_are_refused() {
+        let err = dag(&[&[], &[7]]).check(&names(2)).unwrap_err();
+        assert!(err.to_string().contains("parent #7"), "{err}");
+        let err = dag(&[&[0]]).check(&names(1)).unwrap_err();
+        assert!(err.to_string().contains("itself"), "{err}");
+        let dup = vec!["a".to_string(), "a".to_string()];
+        let err = dag(&[&[], &[]]).check(&dup).unwrap_err();
+        assert!(err.to_string().contains("two tasks are named `a`"), "{err}");
+        let mut d = dag(&[&[], &[]]);
+        d.tasks[0].outputs = vec!["x.dat".into()];
+        d.tasks[1].outputs = vec!["x.dat".into()];
+        let err = d.check(&names(2)).unwrap_err().to_string();
+        assert!(err.contains("produced by both `t0` and `t1`"), "{err}");
+        let mut d = dag(&[&[]]);
+        d.tasks[0].runtime_secs = Some(f64::NAN);
+        assert!(d.check(&names(1)).is_err());
+        d.tasks[0].runtime_secs = None;
+        d.tasks[0].argv = Some(vec![]);
+        assert!(d.check(&names(1)).is_err());
+        assert!(dag(&[&[]]).check(&names(2)).is_err());
+    }
+
+    #[test]
+    fn task_rows_carry_workflow_fields_flat_and_only_for_workflows() {
+        use crate::protocol::{TaskInfo, TaskState};
+        let row = |workflow| TaskInfo {
+            task: crate::TaskRef {
+                app: crate::AppId(1),
+                index: 0,
+            },
+            state: TaskState::Waiting,
+            attempts: 0,
+            input: "a".into(),
+            last: None,
+            workflow,
+        };
+        let plain = serde_json::to_value(row(None)).unwrap();
+        assert!(plain.get("name").is_none(), "{plain}");
+        let back: TaskInfo = serde_json::from_value(plain).unwrap();
+        assert!(back.workflow.is_none());
+        let info = WorkflowTaskInfo {
+            name: "a".into(),
+            parents: vec!["p".into()],
+            blocked: true,
+            started_ms: None,
+            ended_ms: None,
+            cancelled_because: None,
+        };
+        let flat = serde_json::to_value(row(Some(info.clone()))).unwrap();
+        assert_eq!(flat["name"], "a");
+        assert_eq!(flat["parents"][0], "p");
+        assert_eq!(flat["blocked"], true);
+        assert!(flat["started_ms"].is_null());
+        let back: TaskInfo = serde_json::from_value(flat).unwrap();
+        assert_eq!(back.workflow, Some(info));
+    }
+
+    #[test]
+    fn a_workflow_is_not_partitioned_and_declares_files_per_task() {
+        let mut spec = crate::spec::AppSpec {
+            name: "w".into(),
+            command: "true".into(),
+            tasks: crate::spec::TaskSource::Lines(names(2)),
+            cores: 1,
+            memory_mb: 0,
+            env: Default::default(),
+            workdir: None,
+            max_attempts: 1,
+            timeout_secs: None,
+            output_dir: None,
+            inputs: vec![],
+            outputs: vec![],
+            data_intensive: true,
+            dag: Some(dag(&[&[], &[0]])),
+        };
+        let err = spec.validate().unwrap_err().to_string();
+        assert!(err.starts_with("field `data_intensive`"), "{err}");
+        spec.data_intensive = false;
+        spec.outputs = vec!["x".into()];
+        assert!(spec.validate().is_err());
+        spec.outputs.clear();
+        spec.validate().unwrap();
+        spec.tasks = crate::spec::TaskSource::Array { start: 0, end: 1 };
+        assert!(spec.validate().unwrap_err().to_string().contains("lines"));
+        // A name escaping its root, in a task's own files, is refused at submit.
+        spec.tasks = crate::spec::TaskSource::Lines(names(2));
+        spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["../../etc/x".into()];
+        let err = spec.validate().unwrap_err().to_string();
+        assert!(err.contains("task `t1`"), "{err}");
+        spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["store://lustre/x".into()];
+        let err = spec.validate().unwrap_err().to_string();
+        assert!(err.contains("store://"), "{err}");
+    }
+}
