@@ -24,3 +24,34 @@ pub struct StagingBytes {
     /// Bytes of outputs stored back.
     pub stored: u64,
 }
+
+/// What the manager kept of the recent past for the dashboard's charts
+/// (`GET /v1/history`), oldest sample first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// How often a sample is taken.
+    pub interval_ms: u64,
+    /// The samples, oldest first (at most a fixed number: the window slides).
+    pub samples: Vec<HistorySample>,
+}
+
+/// The state at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistorySample {
+    /// When it was taken (unix ms).
+    pub at_ms: u64,
+    /// The fairness of the allocation (1 − σ/μ), when there was one to measure.
+    pub fairness: Option<f64>,
+    /// Tasks ended so far by each application that was running (the caller's own, unless
+    /// an admin asks).
+    pub apps: Vec<AppEnded>,
+}
+
+/// One application's ended tasks in a [`HistorySample`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppEnded {
+    /// The application.
+    pub app: crate::AppId,
+    /// Its tasks that ended, done or failed (what the dashboard's throughput counts).
+    pub ended: u64,
+}

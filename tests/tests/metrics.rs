@@ -20,7 +20,8 @@ fn start(dir: &Path, flags: &[&str], env: &[(&str, &str)]) -> Manager {
         &config,
         format!(
             "[[platforms]]\nname = \"fast\"\n[[platforms]]\nname = \"slow\"\n\
-             [scheduler]\ninterval_ms = 100\n[metrics]\ntoken_file = \"{}\"\n",
+             [scheduler]\ninterval_ms = 100\n[metrics]\ntoken_file = \"{}\"\n\
+             history_interval_ms = 100\n",
             token_file.display()
         ),
     )
@@ -472,4 +473,61 @@ fn demo_keep_serves_the_dashboard_and_metrics_until_ctrl_c() {
     hetpilot_e2e::signal(&demo, libc::SIGINT);
     let status = wait_until("the demo to end", LONG, || demo.try_wait().unwrap());
     assert!(status.success(), "{status:?}");
+}
+
+/// Tasks that end only once `gate` exists, and `quick` that end at once.
+fn gated_app(name: &str, gate: &Path, quick: u64, gated: u64) -> Value {
+    json!({
+        "name": name,
+        "command": format!(
+            "sh -c 'if [ {{}} -ge {quick} ]; then while [ ! -e {} ]; do sleep 0.05; done; fi'",
+            gate.display()
+        ),
+        "tasks": {"array": {"start": 0, "end": quick + gated - 1}},
+    })
+}
+
+#[test]
+fn the_history_keeps_each_users_progress_and_hides_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let m = start(dir.path(), &[], &[]);
+    let alice = m.create_user("alice");
+    let _agent = m.agent("fast", 4, &[]);
+    let mine = submit_as(&m, &alice, &gated_app("mine", &gate, 3, 1));
+    let admins = submit_as(&m, &m.admin, &gated_app("admins", &gate, 1, 1));
+    let ended = |sample: &Value, app: u64| {
+        sample["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["app"] == app)
+            .map(|a| a["ended"].as_u64().unwrap())
+    };
+    // The quick tasks end and a later sample counts them; the gated ones keep both running.
+    let seen = wait_until("a sample with the quick tasks ended", LONG, || {
+        let (s, h) = m.http().get("/v1/history", &m.admin);
+        assert_eq!(s, 200, "{h}");
+        let last = h["samples"].as_array()?.last()?.clone();
+        (ended(&last, mine) == Some(3) && ended(&last, admins) == Some(1)).then_some(h)
+    });
+    assert_eq!(seen["interval_ms"], 100, "{seen}");
+    let (s, hers) = m.http().get("/v1/history", &alice);
+    assert_eq!(s, 200, "{hers}");
+    let samples = hers["samples"].as_array().unwrap();
+    assert!(samples.len() >= 2, "{hers}");
+    assert!(samples.iter().all(|x| ended(x, admins).is_none()), "{hers}");
+    assert!(samples.iter().any(|x| ended(x, mine) == Some(3)), "{hers}");
+    // Counts only grow, oldest sample first.
+    let counts: Vec<u64> = samples.iter().filter_map(|x| ended(x, mine)).collect();
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    let times: Vec<u64> = samples
+        .iter()
+        .map(|x| x["at_ms"].as_u64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    // Agents are not users.
+    let token = m.agent_token("fast");
+    assert_ne!(m.http().get("/v1/history", &token).0, 200);
+    std::fs::write(&gate, b"").unwrap();
 }

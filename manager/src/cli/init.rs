@@ -112,6 +112,7 @@ lease_timeout_secs = 30
 
 [metrics]                       # who reads GET /metrics besides the admin token
 # token_file = "/etc/hetpilot/metrics.token"   # a read-only token for Prometheus
+# history_interval_ms = 10000   # how often the dashboard's history (GET /v1/history) is sampled
 
 # [quotas], [limits] and [[storage]] are described in the README.
 "#,

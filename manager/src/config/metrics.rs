@@ -1,4 +1,5 @@
-//! `[metrics]`: who may read the Prometheus exposition at `GET /metrics`.
+//! `[metrics]`: who may read the Prometheus exposition at `GET /metrics`, and how often
+//! the manager samples the history the dashboard charts (`GET /v1/history`).
 
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -10,9 +11,21 @@ pub struct MetricsConfig {
     /// A file holding a read-only token for `/metrics` (Prometheus'
     /// `authorization.credentials_file`); it opens `/metrics` and nothing else.
     pub token_file: Option<PathBuf>,
+    /// Milliseconds between two samples of the dashboard's history (default 10,000;
+    /// kept within 100 ms..1 h). The manager keeps the last 720.
+    pub history_interval_ms: Option<u64>,
 }
 
 impl MetricsConfig {
+    /// How often the dashboard's history is sampled.
+    pub fn history_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.history_interval_ms
+                .unwrap_or(10_000)
+                .clamp(100, 3_600_000),
+        )
+    }
+
     /// The metrics token, if one is configured (surrounding whitespace trimmed).
     pub fn read_token(&self) -> Result<Option<String>, String> {
         let Some(path) = &self.token_file else {

@@ -81,6 +81,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/whoami", get(dashboard_views::whoami))
         .route("/v1/affinity", get(dashboard_views::affinity))
         .route("/v1/staging", get(dashboard_views::staging))
+        .route("/v1/history", get(dashboard_views::history))
         .layer(DefaultBodyLimit::max(limits.body_bytes()))
         .with_state(manager.clone())
         // Staging: the file service streams bodies up to its per-file limit.
@@ -109,6 +110,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     manager.spawn_sweeper();
     manager.spawn_scheduler();
+    manager.spawn_history();
     let limits = &manager.settings.limits;
     let serve_limits = ServeLimits {
         header_read_timeout: limits.header_read_timeout(),

@@ -5,7 +5,7 @@ use super::{Manager, Principal, ServiceError};
 use hetpilot_protocol::affinity_view::AffinityView;
 use hetpilot_protocol::dashboard::{StagingBytes, WhoAmI};
 
-fn user(who: &Principal) -> Result<(&str, bool), ServiceError> {
+pub(super) fn user(who: &Principal) -> Result<(&str, bool), ServiceError> {
     match who {
         Principal::User { name, admin } => Ok((name, *admin)),
         _ => Err(ServiceError::Forbidden(

@@ -8,6 +8,7 @@ mod control_lock;
 mod dashboard;
 mod error;
 mod files;
+mod history;
 mod pilots;
 mod platforms;
 mod rounds;
@@ -61,6 +62,8 @@ pub struct Manager {
     file_usage: files::FileUsage,
     /// Het-HPS plans being made (see `staging_plan`).
     staging_in_flight: staging_plan::StagingInFlight,
+    /// What the dashboard charts over time (see `history`).
+    history: history::HistoryRing,
     /// Event counters and histograms for `GET /metrics`.
     pub metrics: crate::metrics::Metrics,
 }
@@ -250,6 +253,7 @@ impl Manager {
             stores,
             file_usage: files::FileUsage::default(),
             staging_in_flight: Default::default(),
+            history: Default::default(),
             metrics: Default::default(),
             settings,
         }))

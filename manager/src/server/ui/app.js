@@ -193,6 +193,29 @@ function sampleFairness(f) {
   if (state.fairness.length > HISTORY) state.fairness.shift();
 }
 
+// The manager's own samples from before the page was opened (GET /v1/history).
+async function seedHistory() {
+  let hist;
+  try {
+    hist = await api('/history');
+  } catch (e) {
+    return; // the charts start empty; refresh() reports what is wrong
+  }
+  const prev = new Map();
+  for (const s of hist.samples) {
+    if (typeof s.fairness === 'number') state.fairness.push({ t: s.at_ms, f: s.fairness });
+    const rates = new Map();
+    for (const a of s.apps) {
+      const p = prev.get(a.app);
+      if (p && s.at_ms > p.t) rates.set(a.app, Math.max(0, (a.ended - p.ended) * 1000 / (s.at_ms - p.t)));
+      prev.set(a.app, { t: s.at_ms, ended: a.ended });
+    }
+    if (rates.size) state.throughput.push({ t: s.at_ms, rates });
+  }
+  state.fairness.splice(0, Math.max(0, state.fairness.length - HISTORY));
+  state.throughput.splice(0, Math.max(0, state.throughput.length - HISTORY));
+}
+
 // ---- pages -----------------------------------------------------------------------
 
 async function pageApps(apps) {
@@ -433,6 +456,7 @@ async function start() {
   document.getElementById('nav').hidden = false;
   document.getElementById('page').hidden = false;
   document.getElementById('who').textContent = state.who.user + (state.who.admin ? ' (admin)' : '');
+  await seedHistory();
   await refresh();
   state.timer = setInterval(refresh, REFRESH_MS);
 }
