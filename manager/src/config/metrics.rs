@@ -49,12 +49,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_history_interval_is_bounded() {
+        let at = |ms| MetricsConfig {
+            history_interval_ms: ms,
+            ..MetricsConfig::default()
+        };
+        assert_eq!(at(None).history_interval().as_millis(), 10_000);
+        assert_eq!(at(Some(0)).history_interval().as_millis(), 100);
+        assert_eq!(at(Some(u64::MAX)).history_interval().as_secs(), 3600);
+    }
+
+    #[test]
     fn tokens_are_read_trimmed_and_short_ones_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t");
         assert_eq!(MetricsConfig::default().read_token(), Ok(None));
         let config = MetricsConfig {
             token_file: Some(path.clone()),
+            ..MetricsConfig::default()
         };
         assert!(config.read_token().unwrap_err().contains("token_file"));
         std::fs::write(&path, "short\n").unwrap();
