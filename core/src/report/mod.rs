@@ -6,12 +6,14 @@
 //! - [`two_level`]: the two-level suite report (Figs. 3-7, Section 6.5) and its CSV.
 //! - [`tlpa`]: the TLPA Table II sweep's table and charts.
 //! - [`fairshare`]: the fairshare experiment's CDFs and request scatter plot.
-//! - [`staging`]: the staging experiment's table and throughput chart.
+//! - [`staging`]: the staging experiment's table, throughput chart and paired comparisons.
+//! - [`stats`]: confidence intervals for headline differences.
 
 pub(crate) mod chart;
 pub mod fairshare;
 pub mod ptg;
 pub mod staging;
+pub mod stats;
 pub mod tlpa;
 pub mod two_level;
 

@@ -27,6 +27,7 @@ pub(crate) mod policy;
 pub(crate) mod registry;
 pub mod workload;
 
+pub use baselines::{MctSelection, OnlineMct};
 pub use error::StagingError;
 pub use hypergraph::Hypergraph;
 pub use model::{DataFile, StagingPlatform, Task, Workload};
