@@ -84,7 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             &changes,
         )?;
         write_affected(&dir.join("affected_jobs.csv"), &jobs, &changes)?;
-        println!("\nplots written to {}", dir.display());
+        eprintln!("plots written to {}", dir.display());
     }
     Ok(())
 }

@@ -397,9 +397,19 @@ fn run_suite(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The command that produced a report, without `--out DIR` and `--threads N` (where the
+/// files went and how many workers ran change no number).
 fn command_line() -> String {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("hetpilot {}", args.join(" "))
+    let mut args = std::env::args().skip(1);
+    let mut kept = Vec::new();
+    while let Some(a) = args.next() {
+        if a == "--out" || a == "--threads" {
+            args.next();
+        } else if !(a.starts_with("--out=") || a.starts_with("--threads=")) {
+            kept.push(a);
+        }
+    }
+    format!("hetpilot {}", kept.join(" "))
 }
 
 fn write_report(
