@@ -4,6 +4,7 @@
 //!
 //! - [`chart`]: the SVG charts (grouped bars) shared by the reports.
 //! - [`two_level`]: the two-level suite report (Figs. 3-7, Section 6.5) and its CSV.
+//! - [`two_level_claims`]: the two-level headline claims with intervals and verdicts.
 //! - [`tlpa`]: the TLPA Table II sweep's table and charts.
 //! - [`fairshare`]: the fairshare experiment's CDFs and request scatter plot.
 //! - [`staging`]: the staging experiment's table, throughput chart and paired comparisons.
@@ -16,5 +17,6 @@ pub mod staging;
 pub mod stats;
 pub mod tlpa;
 pub mod two_level;
+pub mod two_level_claims;
 
 pub use chart::ChartError;
