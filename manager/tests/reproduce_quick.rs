@@ -30,7 +30,10 @@ fn reproduce(args: &[&str]) -> (bool, String) {
 #[test]
 fn committed_quick_tables_match_the_code() {
     let (ok, text) = reproduce(&["--quick", "--check"]);
-    assert!(ok, "drift between docs/reproduction/*/quick and the code:\n{text}");
+    assert!(
+        ok,
+        "drift between docs/reproduction/*/quick and the code:\n{text}"
+    );
     let compared: usize = text
         .lines()
         .find_map(|l| l.strip_prefix("checked ")?.split(' ').next()?.parse().ok())
@@ -55,5 +58,8 @@ fn a_changed_committed_file_is_reported_as_drift() {
     let docs_arg = docs.path().to_str().unwrap();
     let (ok, out) = reproduce(&["--quick", "--check", "--paper", "ptg", "--docs", docs_arg]);
     assert!(!ok, "{out}");
-    assert!(out.contains("DRIFT ptg/suite") && out.contains("report.md differs"), "{out}");
+    assert!(
+        out.contains("DRIFT ptg/suite") && out.contains("report.md differs"),
+        "{out}"
+    );
 }

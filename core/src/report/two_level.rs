@@ -105,7 +105,9 @@ pub fn build(
     suite.write_variants(&mut md);
     suite.write_dynamic_submission(&mut md);
     suite.write_default_throughput(&mut md);
-    md.push_str(&super::two_level_claims::claims_markdown(scenarios, results, false));
+    md.push_str(&super::two_level_claims::claims_markdown(
+        scenarios, results, false,
+    ));
     md.push('\n');
     write_plot_index(&mut md, &plots);
     Report {
