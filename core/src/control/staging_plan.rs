@@ -81,7 +81,9 @@ fn bind(req: &StagingRequest, plan: StagingPlan) -> Partitions {
             queue.iter().map(index).collect(),
         ),
         // The live pool has no online MCT dispatcher: first come, first served.
-        StagingPlan::Online(_) => Partitions::new(req.generation, Vec::new(), task_indices(req)),
+        StagingPlan::Online { .. } => {
+            Partitions::new(req.generation, Vec::new(), task_indices(req))
+        }
     }
 }
 

@@ -120,7 +120,9 @@ impl<'a> Batch<'a> {
         capacity.extend(platform.clusters.iter().map(|c| c.link_bandwidth));
         capacity.extend(nodes.iter().map(|n| n.disk_bandwidth));
         let online = match plan {
-            StagingPlan::Online(rule) => Some(OnlineMct::new(*rule, workload, platform)),
+            StagingPlan::Online { rule, idle_only } => {
+                Some(OnlineMct::new(*rule, *idle_only, workload, platform))
+            }
             _ => None,
         };
         let (queues, shared): (Vec<VecDeque<TaskId>>, VecDeque<TaskId>) = match plan {
@@ -133,7 +135,7 @@ impl<'a> Batch<'a> {
             StagingPlan::SharedQueue(q) => {
                 (vec![Default::default(); k], q.iter().copied().collect())
             }
-            StagingPlan::Online(_) => (vec![Default::default(); k], Default::default()),
+            StagingPlan::Online { .. } => (vec![Default::default(); k], Default::default()),
         };
         Batch {
             workload,

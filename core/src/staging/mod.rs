@@ -33,4 +33,4 @@ pub use hypergraph::Hypergraph;
 pub use model::{DataFile, StagingPlatform, Task, Workload};
 pub use partition::{partition, Partition, PartitionConfig};
 pub use policy::{StagingPlan, StagingPolicy};
-pub use registry::{policy_by_name, POLICY_NAMES};
+pub use registry::{policy_by_name, POLICY_NAMES, SENSITIVITY_POLICY_NAMES};

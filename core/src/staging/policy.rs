@@ -16,7 +16,13 @@ pub enum StagingPlan {
     SharedQueue(Vec<TaskId>),
     /// No plan up front: at every scheduling event an [`crate::staging::OnlineMct`] with
     /// this rule picks tasks for the idle nodes (the paper's MinMin, MaxMin, Sufferage).
-    Online(crate::staging::MctSelection),
+    Online {
+        /// The selection rule.
+        rule: crate::staging::MctSelection,
+        /// Only idle nodes are candidates (a sensitivity variant; the default lets a task
+        /// wait for a busy node).
+        idle_only: bool,
+    },
 }
 
 impl StagingPlan {
@@ -33,7 +39,7 @@ impl StagingPlan {
                 }
                 Some(node)
             }
-            StagingPlan::SharedQueue(_) | StagingPlan::Online(_) => None,
+            StagingPlan::SharedQueue(_) | StagingPlan::Online { .. } => None,
         }
     }
 
@@ -43,7 +49,7 @@ impl StagingPlan {
         let all: Box<dyn Iterator<Item = &TaskId>> = match self {
             StagingPlan::PerNode(lists) => Box::new(lists.iter().flatten()),
             StagingPlan::SharedQueue(q) => Box::new(q.iter()),
-            StagingPlan::Online(_) => return true,
+            StagingPlan::Online { .. } => return true,
         };
         for &t in all {
             if t as usize >= tasks || seen[t as usize] {

@@ -20,6 +20,10 @@ pub const POLICY_NAMES: [&str; 10] = [
     "sufferage-clairvoyant",
 ];
 
+/// The online heuristics' sensitivity variants (MCT over idle nodes only), not in
+/// [`POLICY_NAMES`]: name them with `--algorithms`.
+pub const SENSITIVITY_POLICY_NAMES: [&str; 3] = ["minmin-idle", "maxmin-idle", "sufferage-idle"];
+
 /// The policy called `name`.
 pub fn policy_by_name(name: &str) -> Option<Box<dyn StagingPolicy>> {
     Some(match name {
@@ -29,9 +33,30 @@ pub fn policy_by_name(name: &str) -> Option<Box<dyn StagingPolicy>> {
             ..HetHps::default()
         }),
         "hps" => Box::new(Hps::default()),
-        "minmin" => Box::new(OnlineMctPolicy(MctSelection::MinMin)),
-        "maxmin" => Box::new(OnlineMctPolicy(MctSelection::MaxMin)),
-        "sufferage" => Box::new(OnlineMctPolicy(MctSelection::Sufferage)),
+        "minmin" => Box::new(OnlineMctPolicy {
+            rule: MctSelection::MinMin,
+            idle_only: false,
+        }),
+        "minmin-idle" => Box::new(OnlineMctPolicy {
+            rule: MctSelection::MinMin,
+            idle_only: true,
+        }),
+        "maxmin" => Box::new(OnlineMctPolicy {
+            rule: MctSelection::MaxMin,
+            idle_only: false,
+        }),
+        "maxmin-idle" => Box::new(OnlineMctPolicy {
+            rule: MctSelection::MaxMin,
+            idle_only: true,
+        }),
+        "sufferage" => Box::new(OnlineMctPolicy {
+            rule: MctSelection::Sufferage,
+            idle_only: false,
+        }),
+        "sufferage-idle" => Box::new(OnlineMctPolicy {
+            rule: MctSelection::Sufferage,
+            idle_only: true,
+        }),
         "minmin-clairvoyant" => Box::new(Mct(MctSelection::MinMin)),
         "maxmin-clairvoyant" => Box::new(Mct(MctSelection::MaxMin)),
         "sufferage-clairvoyant" => Box::new(Mct(MctSelection::Sufferage)),

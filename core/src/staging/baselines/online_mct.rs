@@ -23,15 +23,23 @@ use crate::staging::model::{StagingPlatform, TaskId, Workload};
 use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
 /// The paper's online MinMin, MaxMin or Sufferage: the plan is made during the run.
+/// `idle_only` is a sensitivity variant: MCTs over the idle nodes only, so no task waits
+/// for a busy node.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct OnlineMctPolicy(pub MctSelection);
+pub(crate) struct OnlineMctPolicy {
+    pub rule: MctSelection,
+    pub idle_only: bool,
+}
 
 impl StagingPolicy for OnlineMctPolicy {
     fn name(&self) -> &'static str {
-        match self.0 {
-            MctSelection::MinMin => "minmin",
-            MctSelection::MaxMin => "maxmin",
-            MctSelection::Sufferage => "sufferage",
+        match (self.rule, self.idle_only) {
+            (MctSelection::MinMin, false) => "minmin",
+            (MctSelection::MaxMin, false) => "maxmin",
+            (MctSelection::Sufferage, false) => "sufferage",
+            (MctSelection::MinMin, true) => "minmin-idle",
+            (MctSelection::MaxMin, true) => "maxmin-idle",
+            (MctSelection::Sufferage, true) => "sufferage-idle",
         }
     }
 
@@ -42,7 +50,10 @@ impl StagingPolicy for OnlineMctPolicy {
         _seed: u64,
     ) -> Result<StagingPlan, StagingError> {
         validate(workload, platform)?;
-        Ok(StagingPlan::Online(self.0))
+        Ok(StagingPlan::Online {
+            rule: self.rule,
+            idle_only: self.idle_only,
+        })
     }
 }
 
@@ -50,6 +61,8 @@ impl StagingPolicy for OnlineMctPolicy {
 #[derive(Debug)]
 pub struct OnlineMct {
     rule: MctSelection,
+    /// Consider idle nodes only (no waiting for a busy node).
+    idle_only: bool,
     k: usize,
     files: usize,
     /// `fixed[t * k + i]`: local read + compute of task t on node i.
@@ -70,8 +83,14 @@ pub struct OnlineMct {
 }
 
 impl OnlineMct {
-    /// A dispatcher for `workload` on `platform` with the given selection rule.
-    pub fn new(rule: MctSelection, workload: &Workload, platform: &StagingPlatform) -> Self {
+    /// A dispatcher for `workload` on `platform` with the given selection rule; with
+    /// `idle_only` the MCTs range over the idle nodes only.
+    pub fn new(
+        rule: MctSelection,
+        idle_only: bool,
+        workload: &Workload,
+        platform: &StagingPlatform,
+    ) -> Self {
         let nodes = platform.nodes();
         let k = nodes.len();
         let rate: Vec<Vec<f64>> = nodes
@@ -109,6 +128,7 @@ impl OnlineMct {
             .unzip();
         OnlineMct {
             rule,
+            idle_only,
             k,
             files: workload.files.len(),
             fixed,
@@ -158,7 +178,7 @@ impl OnlineMct {
                 .enumerate()
                 .filter(|(j, _)| !waiting[*j])
                 .map(|(j, &t)| {
-                    let (best, second) = self.top_two(t as usize, &avail);
+                    let (best, second) = self.top_two(t as usize, &avail, &idle_now);
                     let key = match self.rule {
                         MctSelection::MinMin => best.1,
                         MctSelection::MaxMin => -best.1,
@@ -188,10 +208,13 @@ impl OnlineMct {
     }
 
     /// (best node, its MCT) and the second-best MCT (the best again when k = 1).
-    fn top_two(&self, t: usize, avail: &[f64]) -> ((usize, f64), f64) {
+    fn top_two(&self, t: usize, avail: &[f64], idle: &[bool]) -> ((usize, f64), f64) {
         let mut best = (0, f64::INFINITY);
         let mut second = f64::INFINITY;
         for (i, a) in avail.iter().enumerate() {
+            if self.idle_only && !idle[i] {
+                continue;
+            }
             let v = a + self.transfer[t * self.k + i] + self.fixed[t * self.k + i];
             if v < best.1 {
                 second = best.1;
@@ -264,7 +287,7 @@ mod tests {
     #[test]
     fn only_running_tasks_files_count_and_a_task_can_wait_for_its_node() {
         let w = shared();
-        let mut d = OnlineMct::new(MctSelection::MinMin, &w, &two_nodes());
+        let mut d = OnlineMct::new(MctSelection::MinMin, false, &w, &two_nodes());
         // MinMin starts the cheapest task (2) first, then task 0 on the other node.
         let first = d.dispatch(&w, 0.0, &[0, 1]);
         assert_eq!(first, [(2, 0), (0, 1)]);
@@ -277,9 +300,18 @@ mod tests {
     }
 
     #[test]
+    fn the_idle_only_variant_never_waits() {
+        let w = shared();
+        let mut d = OnlineMct::new(MctSelection::MinMin, true, &w, &two_nodes());
+        assert_eq!(d.dispatch(&w, 0.0, &[0, 1]), [(2, 0), (0, 1)]);
+        // Node 0 idle at 0.5: task 1 starts there although node 1 will hold its file.
+        assert_eq!(d.dispatch(&w, 0.5, &[0]), [(1, 0)]);
+    }
+
+    #[test]
     fn maxmin_starts_the_longest_task_first() {
         let w = shared();
-        let mut d = OnlineMct::new(MctSelection::MaxMin, &w, &two_nodes());
+        let mut d = OnlineMct::new(MctSelection::MaxMin, false, &w, &two_nodes());
         let first = d.dispatch(&w, 0.0, &[0, 1]);
         assert_eq!(first[0].0, 0, "{first:?}");
         assert_eq!(first.len(), 2);

@@ -11,7 +11,7 @@ use hetpilot::report::staging::{self, SeedRun, StagingRow};
 use hetpilot::sim::staging::simulate_staging;
 use hetpilot::staging::platforms::{four_cluster, osc_dc};
 use hetpilot::staging::workload::{Overlap, WorkloadKind};
-use hetpilot::staging::{policy_by_name, StagingPlatform, POLICY_NAMES};
+use hetpilot::staging::{policy_by_name, StagingPlatform, POLICY_NAMES, SENSITIVITY_POLICY_NAMES};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -196,8 +196,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for n in &names {
         if policy_by_name(n).is_none() {
             bail!(
-                "unknown algorithm `{n}`; known: {}",
-                POLICY_NAMES.join(", ")
+                "unknown algorithm `{n}`; known: {}, {}",
+                POLICY_NAMES.join(", "),
+                SENSITIVITY_POLICY_NAMES.join(", ")
             );
         }
     }
