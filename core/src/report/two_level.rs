@@ -117,6 +117,27 @@ pub fn build(
     }
 }
 
+/// The report of a `--claims-only` run: the header, the claims table over every scenario
+/// and the CSV (the figures need cases such a run leaves out).
+pub fn claims_report(
+    command: &str,
+    runs: usize,
+    scenarios: &[ScenarioInfo],
+    results: &[CaseResult],
+) -> Report {
+    let suite = SuiteResults::new(scenarios, results);
+    let mut md = String::new();
+    suite.write_header(&mut md, command, runs);
+    md.push_str(&super::two_level_claims::claims_markdown(
+        scenarios, results, true,
+    ));
+    Report {
+        markdown: md,
+        csv: cases_csv(scenarios, results),
+        plots: Vec::new(),
+    }
+}
+
 /// (file name, SVG text) of the report's charts, in the order they are written.
 type Plots = Vec<(String, String)>;
 

@@ -5,7 +5,7 @@
 //! positive correlation that common random numbers create, so it is conservative).
 
 use crate::sched::affinity::PlatformAffinity;
-use crate::sim::two_level::suite::{CaseResult, Study};
+use crate::sim::two_level::suite::{Case, CaseResult, Study};
 
 use super::stats::t_975;
 use super::two_level::ScenarioInfo;
@@ -126,6 +126,20 @@ pub fn claims_markdown(scenarios: &[ScenarioInfo], results: &[CaseResult], all: 
         }
     }
     md
+}
+
+/// True when `case` is one of the claims' A or B cases (`--claims-only` runs just these).
+pub fn is_claim_case(case: &Case) -> bool {
+    case.study == Study::Policies
+        && case.arrival_mean_s.is_none()
+        && CLAIMS
+            .iter()
+            .flat_map(|c| [c.a, c.b])
+            .any(|(first, second, metric)| {
+                case.settings.first_level == first
+                    && case.settings.second_level == second
+                    && (case.settings.platform_affinity == metric || first == "fairness")
+            })
 }
 
 /// The static policy case of scenario `s` with the given levels and metric.
