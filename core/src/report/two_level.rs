@@ -109,6 +109,9 @@ pub fn build(
         scenarios, results, false,
     ));
     md.push('\n');
+    md.push_str(&super::two_level_claims::dynamic_markdown(
+        scenarios, results,
+    ));
     write_plot_index(&mut md, &plots);
     Report {
         markdown: md,

@@ -128,6 +128,75 @@ pub fn claims_markdown(scenarios: &[ScenarioInfo], results: &[CaseResult], all: 
     md
 }
 
+/// Dynamic submission with two normalizations (issue 16's dynamic-PAF question): for each
+/// first level with MAF and each mean gap (and all at once), the paper's fairness (fair
+/// share over all applications) beside the fairness with fair shares over the
+/// applications present during each one's lifetime. Empty without dynamic cases.
+pub fn dynamic_markdown(scenarios: &[ScenarioInfo], results: &[CaseResult]) -> String {
+    let dynamic = |r: &&CaseResult| r.case.study == Study::Dynamic;
+    if !results.iter().any(|r| dynamic(&r)) {
+        return String::new();
+    }
+    let mut md = String::from(
+        "## Dynamic submission: fairness under two normalizations\n\n\
+         Fairness of each first level with MAF (Fairness with AllCore), mean over the runs: \
+         the paper's normalization (fair share = total cores / all applications) / the \
+         present-share one (total cores / applications present during the application's \
+         lifetime).\n\n| scenario | first level | all at once |",
+    );
+    let mut gaps: Vec<f64> = results
+        .iter()
+        .filter(dynamic)
+        .filter_map(|r| r.case.arrival_mean_s)
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    gaps.dedup();
+    for g in &gaps {
+        md.push_str(&format!(" gap {g:.0} s |"));
+    }
+    md.push_str(
+        "
+|---|---|---|",
+    );
+    md.push_str(&"---|".repeat(gaps.len()));
+    md.push('\n');
+    for (s, info) in scenarios.iter().enumerate() {
+        for first in ["fairness", "paf", "aaf", "pa-rr", "water-fill"] {
+            let second = if first == "fairness" {
+                "all-core"
+            } else {
+                "maf"
+            };
+            let pick = |gap: Option<f64>| {
+                results.iter().find(|r| {
+                    r.case.scenario == s
+                        && r.case.arrival_mean_s == gap
+                        && r.case.settings.first_level == first
+                        && r.case.settings.second_level == second
+                        && r.case.settings.platform_affinity == RPA
+                        && matches!(r.case.study, Study::Dynamic | Study::Policies)
+                })
+            };
+            let cell = |r: Option<&CaseResult>| {
+                r.map_or("–".to_string(), |r| {
+                    format!("{:.3} / {:.3}", r.fairness, r.fairness_present_share)
+                })
+            };
+            md.push_str(&format!(
+                "| {} | {first} | {} |",
+                info.name,
+                cell(pick(None))
+            ));
+            for g in &gaps {
+                md.push_str(&format!(" {} |", cell(pick(Some(*g)))));
+            }
+            md.push('\n');
+        }
+    }
+    md.push('\n');
+    md
+}
+
 /// True when `case` is one of the claims' A or B cases (`--claims-only` runs just these).
 pub fn is_claim_case(case: &Case) -> bool {
     case.study == Study::Policies

@@ -51,6 +51,8 @@ pub struct CaseResult {
     pub fairness: f64,
     /// Standard deviation of the fairness over the runs.
     pub fairness_sd: f64,
+    /// Mean fairness with present-application fair shares (`present_share`).
+    pub fairness_present_share: f64,
     /// Mean makespan, seconds.
     pub makespan_s: f64,
     /// Sample standard deviation of the makespan over the runs (0 for one run).
@@ -182,6 +184,8 @@ pub fn aggregate(cases: &[Case], outcomes: &[Vec<RunOutcome>]) -> Vec<CaseResult
                 runs: runs.len(),
                 fairness,
                 fairness_sd: var.sqrt(),
+                fairness_present_share: runs.iter().map(|r| r.fairness_present_share).sum::<f64>()
+                    / k,
                 makespan_s: runs.iter().map(|r| r.makespan).sum::<f64>() / k,
                 makespan_sd: sample_sd(runs.iter().map(|r| r.makespan)),
                 efficiency: f64::NAN,
