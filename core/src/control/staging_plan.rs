@@ -80,6 +80,10 @@ fn bind(req: &StagingRequest, plan: StagingPlan) -> Partitions {
             Vec::new(),
             queue.iter().map(index).collect(),
         ),
+        // The live pool has no online MCT dispatcher: first come, first served.
+        StagingPlan::Online { .. } => {
+            Partitions::new(req.generation, Vec::new(), task_indices(req))
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 use plotters::prelude::*;
 
 use super::chart::ChartError;
+use super::stats::Interval;
 
 /// Median outcome of one policy in one setting of a sweep.
 #[derive(Debug, Clone)]
@@ -24,16 +25,97 @@ pub struct StagingRow {
 }
 
 /// The rows as a fixed-width text table, with its column header; every line ends in `\n`.
-pub fn table(rows: &[StagingRow]) -> String {
+/// Without `timing` the planning-time column (wall clock, machine-dependent) is left out.
+pub fn table(rows: &[StagingRow], timing: bool) -> String {
     let mut text = format!(
-        "{:<10} {:<14} {:>12} {:>14} {:>10} {:>12}\n",
-        "setting", "algorithm", "batch (s)", "tasks/s", "GB moved", "planning (s)"
+        "{:<10} {:<22} {:>12} {:>14} {:>10}",
+        "setting", "algorithm", "batch (s)", "tasks/s", "GB moved"
     );
+    text.push_str(if timing { " planning (s)\n" } else { "\n" });
     for r in rows {
         text.push_str(&format!(
-            "{:<10} {:<14} {:>12.1} {:>14.3} {:>10.2} {:>12.3}\n",
-            r.setting, r.policy, r.makespan, r.throughput, r.gigabytes, r.planning_seconds
+            "{:<10} {:<22} {:>12.1} {:>14.3} {:>10.2}",
+            r.setting, r.policy, r.makespan, r.throughput, r.gigabytes
         ));
+        if timing {
+            text.push_str(&format!(" {:>12.3}", r.planning_seconds));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// The paper's base algorithms (Section 4), run as the paper describes them.
+pub const BASE_ALGORITHMS: [&str; 4] = ["minmin", "maxmin", "sufferage", "sjf"];
+
+/// One simulated run: a policy's throughput on one seed's workload in one setting.
+#[derive(Debug, Clone)]
+pub struct SeedRun {
+    /// The swept value (`-` without a sweep).
+    pub setting: String,
+    /// The policy's name.
+    pub policy: String,
+    /// The workload seed.
+    pub seed: u64,
+    /// Tasks per second.
+    pub throughput: f64,
+}
+
+/// Paired per-seed comparisons as a Markdown table: for each setting and each Het-HPS
+/// variant present (`het-hps-paper`, the paper's; `het-hps`, ours), the throughput gain
+/// (A / B − 1) over HPS, over the best and the mean of the paper's base algorithms on the
+/// same seed, and over the best clairvoyant MCT planner when one ran; mean and 95 %
+/// t-interval over the seeds.
+pub fn comparisons(runs: &[SeedRun]) -> String {
+    let mut settings: Vec<&str> = runs.iter().map(|r| r.setting.as_str()).collect();
+    settings.dedup();
+    let mut text = String::from(
+        "| setting | algorithm | vs hps | vs best base | vs mean base | vs best clairvoyant | seeds |\n|---|---|---|---|---|---|---|\n",
+    );
+    for setting in settings {
+        let of = |policy: &str| -> Vec<(u64, f64)> {
+            runs.iter()
+                .filter(|r| r.setting == setting && r.policy == policy)
+                .map(|r| (r.seed, r.throughput))
+                .collect()
+        };
+        let at = |policy: &str, seed: u64| of(policy).iter().find(|s| s.0 == seed).map(|s| s.1);
+        let group = |names: &[&str], seed: u64, pick: fn(&[f64]) -> f64| {
+            let v: Vec<f64> = names.iter().filter_map(|n| at(n, seed)).collect();
+            (!v.is_empty()).then(|| pick(&v))
+        };
+        let best = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        for a in ["het-hps-paper", "het-hps"] {
+            let own = of(a);
+            if own.is_empty() {
+                continue;
+            }
+            let gain = |other: &dyn Fn(u64) -> Option<f64>| {
+                let v: Vec<f64> = own
+                    .iter()
+                    .filter_map(|&(s, t)| other(s).map(|o| t / o - 1.0))
+                    .collect();
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    Interval::of(&v).percent()
+                }
+            };
+            let clairvoyant = [
+                "minmin-clairvoyant",
+                "maxmin-clairvoyant",
+                "sufferage-clairvoyant",
+            ];
+            text.push_str(&format!(
+                "| {setting} | {a} | {} | {} | {} | {} | {} |\n",
+                gain(&|s| at("hps", s)),
+                gain(&|s| group(&BASE_ALGORITHMS, s, best)),
+                gain(&|s| group(&BASE_ALGORITHMS, s, mean)),
+                gain(&|s| group(&clairvoyant, s, best)),
+                own.len()
+            ));
+        }
     }
     text
 }

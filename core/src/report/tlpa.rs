@@ -5,6 +5,7 @@
 use plotters::prelude::*;
 
 use super::chart::ChartError;
+use super::stats::Interval;
 use crate::sim::alloc_setup::SystemLoad;
 use crate::sim::alloc_sweep::{
     find, ImprovementTable, SweepRun, DEPTHS, HETEROGENEITIES, ORDERS, PAPER_TABLE_II,
@@ -14,34 +15,112 @@ use crate::sim::alloc_sweep::{
 /// then the average turnaround time of every run.
 pub fn table_markdown(runs: &[SweepRun], loads: &[SystemLoad], table: &ImprovementTable) -> String {
     let mut md = improvement_markdown(table);
+    md.push_str(&ordering_markdown(runs, loads));
     md.push_str(&turnaround_markdown(runs, loads));
     md
 }
 
-/// Table II beside ours: one row per (order, baseline, depth).
+/// The verdict on one Table II row, by rules fixed before the runs: `reproduced` when the
+/// 95 % interval over the cells lies above zero and contains the paper's value; `gain
+/// reproduced, size differs` when it lies above zero but misses the paper's value; `not
+/// reproduced` when it reaches zero or below.
+pub fn verdict(interval: &Interval, paper: f64) -> &'static str {
+    if interval.low <= 0.0 {
+        "not reproduced"
+    } else if (interval.low..=interval.high).contains(&paper) {
+        "reproduced"
+    } else {
+        "gain reproduced, size differs"
+    }
+}
+
+/// Table II beside ours: one row per (order, baseline, depth), all 24, with the 95 %
+/// t-interval over the SL x SH cells (their spread, not sampling error: the trace is
+/// deterministic) and a verdict.
 fn improvement_markdown(table: &ImprovementTable) -> String {
     let mut md = String::new();
-    md.push_str("| order | vs | depth | ours: mean improvement (%) | ours: min..max over the SL x SH cells | paper (%) |\n|---|---|---|---|---|---|\n");
+    md.push_str("| order | vs | depth | ours: mean improvement (%) | 95 % interval over the SL x SH cells | min..max | paper (%) | verdict |\n|---|---|---|---|---|---|---|---|\n");
+    let mut counts = [0usize; 3];
     for (scheduler, base, paper) in PAPER_TABLE_II {
         for (i, d) in DEPTHS.iter().enumerate() {
             let v = &table[&(scheduler, base, *d)];
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let ci = Interval::of(v);
             let (lo, hi) = v
                 .iter()
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
                     (a.min(*x), b.max(*x))
                 });
+            let verdict = verdict(&ci, paper[i]);
+            counts[match verdict {
+                "reproduced" => 0,
+                "not reproduced" => 2,
+                _ => 1,
+            }] += 1;
             md.push_str(&format!(
-                "| {} | {} | {} | {:.2} | {:.1} .. {:.1} | {:.2} |\n",
+                "| {} | {} | {} | {:.2} | {:.1} .. {:.1} | {:.1} .. {:.1} | {:.2} | {} |\n",
                 scheduler.to_uppercase(),
                 base.to_uppercase(),
                 d,
-                mean,
+                ci.mean,
+                ci.low,
+                ci.high,
                 lo,
                 hi,
-                paper[i]
+                paper[i],
+                verdict
             ));
         }
+    }
+    md.push_str(&format!(
+        "\nVerdicts over the 24 combinations: {} reproduced, {} gain reproduced but size differs, {} not reproduced.\n",
+        counts[0], counts[1], counts[2]
+    ));
+    md
+}
+
+/// BF against FF without TLPA: (ATT_FF − ATT_BF) / ATT_FF per cell (positive: BF better),
+/// beside the ordering Table II implies, (1 − I_FF) / (1 − I_BF) − 1 from the improvements
+/// I over each baseline (ATT_BF / ATT_FF = (1 − I_FF) / (1 − I_BF); mean over the depths).
+fn ordering_markdown(runs: &[SweepRun], loads: &[SystemLoad]) -> String {
+    let mut md = String::from(
+        "\nBF against FF (positive: BF's average turnaround is shorter):\n\n| order | ours: mean (%) | 95 % interval over the cells | paper, implied by Table II (%) |\n|---|---|---|---|\n",
+    );
+    for scheduler in ORDERS {
+        let mut v = Vec::new();
+        for &load in loads {
+            for sh in HETEROGENEITIES {
+                let bf = find(runs, scheduler, load, sh, "bf", 0)
+                    .metrics
+                    .avg_turnaround;
+                let ff = find(runs, scheduler, load, sh, "ff", 0)
+                    .metrics
+                    .avg_turnaround;
+                v.push((ff - bf) / ff * 100.0);
+            }
+        }
+        let ci = Interval::of(&v);
+        let row = |base: &str| {
+            PAPER_TABLE_II
+                .iter()
+                .find(|p| p.0 == scheduler && p.1 == base)
+                .map(|p| p.2)
+                .unwrap_or([0.0; 6])
+        };
+        let (bf, ff) = (row("bf"), row("ff"));
+        let implied = bf
+            .iter()
+            .zip(ff)
+            .map(|(b, f)| (1.0 - (1.0 - f / 100.0) / (1.0 - b / 100.0)) * 100.0)
+            .sum::<f64>()
+            / bf.len() as f64;
+        md.push_str(&format!(
+            "| {} | {:.2} | {:.1} .. {:.1} | {:.2} |\n",
+            scheduler.to_uppercase(),
+            ci.mean,
+            ci.low,
+            ci.high,
+            implied
+        ));
     }
     md
 }

@@ -105,11 +105,39 @@ pub fn build(
     suite.write_variants(&mut md);
     suite.write_dynamic_submission(&mut md);
     suite.write_default_throughput(&mut md);
+    md.push_str(&super::two_level_claims::claims_markdown(
+        scenarios, results, false,
+    ));
+    md.push('\n');
+    md.push_str(&super::two_level_claims::dynamic_markdown(
+        scenarios, results,
+    ));
     write_plot_index(&mut md, &plots);
     Report {
         markdown: md,
         csv: cases_csv(scenarios, results),
         plots,
+    }
+}
+
+/// The report of a `--claims-only` run: the header, the claims table over every scenario
+/// and the CSV (the figures need cases such a run leaves out).
+pub fn claims_report(
+    command: &str,
+    runs: usize,
+    scenarios: &[ScenarioInfo],
+    results: &[CaseResult],
+) -> Report {
+    let suite = SuiteResults::new(scenarios, results);
+    let mut md = String::new();
+    suite.write_header(&mut md, command, runs);
+    md.push_str(&super::two_level_claims::claims_markdown(
+        scenarios, results, true,
+    ));
+    Report {
+        markdown: md,
+        csv: cases_csv(scenarios, results),
+        plots: Vec::new(),
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub(crate) mod affinity;
 pub(crate) mod affinity_tables;
+pub(crate) mod co_runner_metric_study;
 pub(crate) mod error;
 pub(crate) mod first_level;
 pub(crate) mod metrics;
@@ -20,6 +21,7 @@ pub(crate) mod weighted_max_min;
 
 pub use affinity::{CoRunnerAffinity, PlatformAffinity};
 pub use affinity_tables::AffinityTables;
+pub use co_runner_metric_study::{co_runner_metric_study, metric_study_markdown, MetricStudyRow};
 pub use error::{RuntimeProfileError, SchedError};
 pub use profile::{ProfiledPlatform, RuntimeProfile};
 pub use scheduler::Scheduler;

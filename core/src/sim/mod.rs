@@ -7,6 +7,7 @@ pub mod alloc_sweep;
 pub(crate) mod event_queue;
 pub mod fairshare;
 pub mod fairshare_queue;
+pub mod fairshare_suitability;
 pub mod ptg;
 pub mod staging;
 pub mod two_level;

@@ -4,12 +4,14 @@
 //! each cluster's link to the storage and each node's disk are time-shared resources:
 //! concurrent transfers get max-min fair shares of every resource they cross (storage
 //! disk IBW_p, cluster link, the node's disk LBW_i). A file stays cached on a node after
-//! its first transfer.
+//! its first transfer. An online plan (the paper's MinMin/MaxMin/Sufferage) is made
+//! during the run: whenever nodes fall idle, its dispatcher picks their next tasks.
 
 use std::collections::VecDeque;
 
 use crate::staging::model::{NodeInfo, StagingPlatform, TaskId, Workload};
 use crate::staging::policy::StagingPlan;
+use crate::staging::OnlineMct;
 
 /// What a simulated batch did.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +68,7 @@ pub fn simulate_staging(
     for i in 0..batch.nodes.len() {
         batch.advance(i, now);
     }
+    batch.dispatch_online(now);
     loop {
         share_bandwidth(&mut batch.flows, &batch.capacity);
         let dt = batch.time_to_next_event(now);
@@ -76,6 +79,7 @@ pub fn simulate_staging(
         for i in batch.progress(dt, now) {
             batch.advance(i, now);
         }
+        batch.dispatch_online(now);
     }
     batch.result()
 }
@@ -95,6 +99,8 @@ struct Batch<'a> {
     queues: Vec<VecDeque<TaskId>>,
     /// The plan's shared queue (SJF), feeding idle nodes.
     shared: VecDeque<TaskId>,
+    /// The online dispatcher of an online plan.
+    online: Option<OnlineMct>,
     /// `cached[i * files + f]`: node i holds file f.
     cached: Vec<bool>,
     phase: Vec<Phase>,
@@ -113,6 +119,12 @@ impl<'a> Batch<'a> {
         let mut capacity: Vec<f64> = platform.storage.iter().map(|s| s.io_bandwidth).collect();
         capacity.extend(platform.clusters.iter().map(|c| c.link_bandwidth));
         capacity.extend(nodes.iter().map(|n| n.disk_bandwidth));
+        let online = match plan {
+            StagingPlan::Online { rule, idle_only } => {
+                Some(OnlineMct::new(*rule, *idle_only, workload, platform))
+            }
+            _ => None,
+        };
         let (queues, shared): (Vec<VecDeque<TaskId>>, VecDeque<TaskId>) = match plan {
             StagingPlan::PerNode(lists) => (
                 (0..k)
@@ -123,6 +135,7 @@ impl<'a> Batch<'a> {
             StagingPlan::SharedQueue(q) => {
                 (vec![Default::default(); k], q.iter().copied().collect())
             }
+            StagingPlan::Online { .. } => (vec![Default::default(); k], Default::default()),
         };
         Batch {
             workload,
@@ -131,6 +144,7 @@ impl<'a> Batch<'a> {
             capacity,
             queues,
             shared,
+            online,
             cached: vec![false; k * workload.files.len()],
             phase: vec![Phase::Idle; k],
             flows: vec![None; k],
@@ -150,6 +164,27 @@ impl<'a> Batch<'a> {
     /// Resource index of node i's disk.
     fn disk_of(&self, i: usize) -> usize {
         self.storage + self.clusters + i
+    }
+
+    /// An online plan's scheduling event: the dispatcher picks tasks for the idle nodes,
+    /// which start them at once.
+    fn dispatch_online(&mut self, now: f64) {
+        let Some(online) = self.online.as_mut() else {
+            return;
+        };
+        if online.pending() == 0 {
+            return;
+        }
+        let idle: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.phase[i] == Phase::Idle && self.queues[i].is_empty())
+            .collect();
+        if idle.is_empty() {
+            return;
+        }
+        for (task, i) in online.dispatch(self.workload, now, &idle) {
+            self.queues[i].push_back(task);
+            self.advance(i, now);
+        }
     }
 
     /// Advances node i from its current phase to the next one that takes time.

@@ -27,9 +27,10 @@ pub(crate) mod policy;
 pub(crate) mod registry;
 pub mod workload;
 
+pub use baselines::{MctSelection, OnlineMct};
 pub use error::StagingError;
 pub use hypergraph::Hypergraph;
 pub use model::{DataFile, StagingPlatform, Task, Workload};
 pub use partition::{partition, Partition, PartitionConfig};
 pub use policy::{StagingPlan, StagingPolicy};
-pub use registry::{policy_by_name, POLICY_NAMES};
+pub use registry::{policy_by_name, POLICY_NAMES, SENSITIVITY_POLICY_NAMES};

@@ -14,6 +14,15 @@ pub enum StagingPlan {
     PerNode(Vec<Vec<TaskId>>),
     /// One queue; each node takes the next task when it becomes idle (SJF).
     SharedQueue(Vec<TaskId>),
+    /// No plan up front: at every scheduling event an [`crate::staging::OnlineMct`] with
+    /// this rule picks tasks for the idle nodes (the paper's MinMin, MaxMin, Sufferage).
+    Online {
+        /// The selection rule.
+        rule: crate::staging::MctSelection,
+        /// Only idle nodes are candidates (a sensitivity variant; the default lets a task
+        /// wait for a busy node).
+        idle_only: bool,
+    },
 }
 
 impl StagingPlan {
@@ -30,16 +39,17 @@ impl StagingPlan {
                 }
                 Some(node)
             }
-            StagingPlan::SharedQueue(_) => None,
+            StagingPlan::SharedQueue(_) | StagingPlan::Online { .. } => None,
         }
     }
 
-    /// Every task appears exactly once.
+    /// Every task appears exactly once (an online plan covers every task by construction).
     pub fn is_complete(&self, tasks: usize) -> bool {
         let mut seen = vec![false; tasks];
         let all: Box<dyn Iterator<Item = &TaskId>> = match self {
             StagingPlan::PerNode(lists) => Box::new(lists.iter().flatten()),
             StagingPlan::SharedQueue(q) => Box::new(q.iter()),
+            StagingPlan::Online { .. } => return true,
         };
         for &t in all {
             if t as usize >= tasks || seen[t as usize] {

@@ -15,6 +15,7 @@ mod output;
 mod partition;
 mod pilots;
 mod platforms;
+mod reproduce;
 mod schedule;
 mod serve;
 mod simulate;
@@ -90,6 +91,9 @@ pub enum Command {
     Affinity(affinity::Args),
     /// Run trace-driven simulations (two-level scheduling by default).
     Simulate(Box<simulate::Args>),
+    /// Regenerate every table and figure under docs/reproduction/ from the committed
+    /// experiment files in profiles/reproduction/ (`--quick --check`: the drift check).
+    Reproduce(reproduce::Args),
     /// Partition an hMETIS hypergraph (km1 objective, balance bound epsilon).
     Partition(partition::Args),
     /// Generate an IMAGE or SAT staging workload (JSON and/or hMETIS).
@@ -120,6 +124,7 @@ impl Command {
             Command::Fairshare(args) => fairshare::run(args),
             Command::Affinity(args) => affinity::run(args),
             Command::Simulate(args) => simulate::run(*args),
+            Command::Reproduce(args) => reproduce::run(args),
             Command::Partition(args) => partition::run(args),
             Command::StagingWorkload(args) => staging_workload::run(args),
         }

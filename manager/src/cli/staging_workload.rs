@@ -32,7 +32,10 @@ pub struct Args {
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum WorkloadArg {
+    /// IMAGE with sliding query streams (our shape).
     Image,
+    /// IMAGE with the paper's query attributes (patients, studies, modality).
+    ImageQuery,
     Sat,
 }
 
@@ -48,6 +51,7 @@ impl From<WorkloadArg> for WorkloadKind {
         match w {
             WorkloadArg::Image => WorkloadKind::Image,
             WorkloadArg::Sat => WorkloadKind::Sat,
+            WorkloadArg::ImageQuery => WorkloadKind::ImageQuery,
         }
     }
 }

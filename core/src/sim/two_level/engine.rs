@@ -391,6 +391,7 @@ impl Engine<'_> {
         let makespan = apps.iter().filter_map(|a| a.finish).fold(0.0, f64::max);
         RunOutcome {
             fairness: fairness_index(&normalized),
+            fairness_present_share: super::present_share::present_share_fairness(&apps),
             makespan,
             rounds,
             apps,

@@ -4,6 +4,7 @@
 
 pub(crate) mod engine;
 pub(crate) mod outcome;
+pub(crate) mod present_share;
 pub(crate) mod scenario;
 pub mod suite;
 

@@ -21,6 +21,9 @@ pub struct RunOutcome {
     pub(crate) apps: Vec<AppOutcome>,
     /// 1 − σ/μ of the normalized throughputs of the applications that ran.
     pub fairness: f64,
+    /// The same with each fair share taken over the applications present during the
+    /// application's lifetime (`present_share`), for dynamic submission.
+    pub fairness_present_share: f64,
     /// Time the last task ended, seconds.
     pub makespan: f64,
     /// Scheduling rounds performed.

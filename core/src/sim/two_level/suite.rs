@@ -51,8 +51,12 @@ pub struct CaseResult {
     pub fairness: f64,
     /// Standard deviation of the fairness over the runs.
     pub fairness_sd: f64,
+    /// Mean fairness with present-application fair shares (`present_share`).
+    pub fairness_present_share: f64,
     /// Mean makespan, seconds.
     pub makespan_s: f64,
+    /// Sample standard deviation of the makespan over the runs (0 for one run).
+    pub makespan_sd: f64,
     /// Makespan over the same scenario's (and arrivals') Fairness + AllCore makespan.
     pub efficiency: f64,
     /// Mean normalized throughput per application (scenario order; NaN if it never ran).
@@ -180,7 +184,10 @@ pub fn aggregate(cases: &[Case], outcomes: &[Vec<RunOutcome>]) -> Vec<CaseResult
                 runs: runs.len(),
                 fairness,
                 fairness_sd: var.sqrt(),
+                fairness_present_share: runs.iter().map(|r| r.fairness_present_share).sum::<f64>()
+                    / k,
                 makespan_s: runs.iter().map(|r| r.makespan).sum::<f64>() / k,
+                makespan_sd: sample_sd(runs.iter().map(|r| r.makespan)),
                 efficiency: f64::NAN,
                 normalized,
             }
@@ -207,6 +214,16 @@ pub fn aggregate(cases: &[Case], outcomes: &[Vec<RunOutcome>]) -> Vec<CaseResult
         };
     }
     results
+}
+
+/// Sample standard deviation (n − 1 in the denominator; 0 below two values).
+fn sample_sd(values: impl Iterator<Item = f64> + Clone) -> f64 {
+    let n = values.clone().count();
+    if n < 2 {
+        return 0.0;
+    }
+    let mean = values.clone().sum::<f64>() / n as f64;
+    (values.map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
 }
 
 #[cfg(test)]

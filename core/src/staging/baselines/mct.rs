@@ -1,7 +1,9 @@
-//! File-aware minimum-completion-time heuristics (Casanova et al., HCW 2000; paper
-//! Section 4): MinMin, MaxMin and Sufferage. The MCT of task t on node i is the node's
+//! Clairvoyant file-aware minimum-completion-time planners (`minmin-clairvoyant`,
+//! `maxmin-clairvoyant`, `sufferage-clairvoyant`): MinMin, MaxMin and Sufferage run once
+//! over the whole batch before it starts. The MCT of task t on node i is the node's
 //! ready time plus the transfer of the files that are neither on the node nor already
-//! headed there, plus local read and compute. Each step picks a task by the selection
+//! *planned* for it, plus local read and compute — a stronger variant than the paper's
+//! online heuristics (`online_mct.rs`), which see only files of running tasks. Each step picks a task by the selection
 //! rule, assigns it to its best node and updates that node only.
 //!
 //! Incremental: per (task, node) we keep the remaining transfer time, decreased when a
@@ -17,7 +19,7 @@ use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
 /// Which unscheduled task goes next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MctSelection {
+pub enum MctSelection {
     /// The task with the smallest best MCT.
     MinMin,
     /// The task with the largest best MCT.
@@ -33,9 +35,9 @@ pub(crate) struct Mct(pub MctSelection);
 impl StagingPolicy for Mct {
     fn name(&self) -> &'static str {
         match self.0 {
-            MctSelection::MinMin => "minmin",
-            MctSelection::MaxMin => "maxmin",
-            MctSelection::Sufferage => "sufferage",
+            MctSelection::MinMin => "minmin-clairvoyant",
+            MctSelection::MaxMin => "maxmin-clairvoyant",
+            MctSelection::Sufferage => "sufferage-clairvoyant",
         }
     }
 

@@ -1,11 +1,14 @@
-//! Workload generators following paper Section 6.1: IMAGE (biomedical image studies) and
-//! SAT (satellite data chunks around hot-spot regions), at high / medium / low overlap.
+//! Workload generators following paper Section 6.1: IMAGE (biomedical image studies: our
+//! sliding query streams, and `image-query`, the paper's query attributes) and SAT
+//! (satellite data chunks around hot-spot regions), at high / medium / low overlap.
 //! Deterministic for a seeded RNG.
 
 mod image;
+mod image_query;
 mod sat;
 
 pub(crate) use image::generate_image;
+pub(crate) use image_query::generate_image_query;
 pub(crate) use sat::generate_sat;
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +31,9 @@ pub enum WorkloadKind {
     Image,
     /// SAT: satellite data, each task reading chunks around a hot-spot region.
     Sat,
+    /// IMAGE with queries as the paper describes them (patients, studies, modality; a hot
+    /// patient range sized to the overlap), see `image_query.rs`.
+    ImageQuery,
 }
 
 impl WorkloadKind {
@@ -42,6 +48,7 @@ impl WorkloadKind {
         match self {
             WorkloadKind::Image => generate_image(overlap, tasks, storage_nodes, rng),
             WorkloadKind::Sat => generate_sat(overlap, tasks, storage_nodes, rng),
+            WorkloadKind::ImageQuery => generate_image_query(overlap, tasks, storage_nodes, rng),
         }
     }
 }

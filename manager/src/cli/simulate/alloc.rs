@@ -68,6 +68,30 @@ pub struct Args {
     /// Worker threads for --reproduce (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Which end of --clusters gets the fastest speed under SH: `ascending` (the last
+    /// cluster fastest) or `descending` (the first fastest). The paper does not say.
+    #[arg(long, value_enum, default_value = "ascending")]
+    speed_order: SpeedOrder,
+    /// --reproduce: leave wall-clock times out (no `seconds` column, no
+    /// cost_per_decision.svg), so the files depend only on the settings.
+    #[arg(long)]
+    no_timing: bool,
+}
+
+/// Which end of the cluster list is fastest under speed heterogeneity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SpeedOrder {
+    Ascending,
+    Descending,
+}
+
+/// SH spread over the clusters in the chosen order.
+fn ordered_speeds(n: usize, sh: f64, order: SpeedOrder) -> Vec<f64> {
+    let mut s = heterogeneous_speeds(n, sh);
+    if order == SpeedOrder::Descending {
+        s.reverse();
+    }
+    s
 }
 
 /// Read an SWF file, decompressing `.gz`.
@@ -141,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     args.speed_heterogeneity
                 );
             }
-            heterogeneous_speeds(procs.len(), args.speed_heterogeneity)
+            ordered_speeds(procs.len(), args.speed_heterogeneity, args.speed_order)
         }
     };
     validate_clusters(&build_clusters(&procs, &speeds))?;
@@ -237,12 +261,14 @@ fn reproduce(args: &Args, procs: &[u32], jobs: &[Job], dir: &Path) -> anyhow::Re
     let started = Instant::now();
     let runs = run_sweep(args, procs, jobs, &sweep_plan(&loads))?;
     let total = started.elapsed().as_secs_f64();
-    write_csv(&dir.join("results.csv"), &runs)?;
+    write_csv(&dir.join("results.csv"), &runs, !args.no_timing)?;
     let table = improvement_table(&runs, &loads);
     let md = tlpa::table_markdown(&runs, &loads, &table);
     std::fs::write(dir.join("table.md"), &md)?;
     std::fs::write(dir.join("improvement.svg"), tlpa::improvement_svg(&table)?)?;
-    std::fs::write(dir.join("cost_per_decision.svg"), tlpa::cost_svg(&runs)?)?;
+    if !args.no_timing {
+        std::fs::write(dir.join("cost_per_decision.svg"), tlpa::cost_svg(&runs)?)?;
+    }
     println!("{md}");
     println!(
         "{} runs in {:.0} s wall time; wrote {}",
@@ -281,7 +307,8 @@ fn run_sweep(
     let results: Vec<anyhow::Result<SweepRun>> = pool.install(|| {
         plan.par_iter()
             .map(|p| {
-                let clusters = build_clusters(procs, &heterogeneous_speeds(procs.len(), p.sh));
+                let clusters =
+                    build_clusters(procs, &ordered_speeds(procs.len(), p.sh, args.speed_order));
                 let scaled = scale_to_load(jobs, &clusters, p.load);
                 let order = order_by_name(p.scheduler)?;
                 let mut alloc = allocator_by_name(p.allocator, p.depth)?;
@@ -311,10 +338,11 @@ fn run_sweep(
     results.into_iter().collect()
 }
 
-/// `results.csv`: every run's metrics and wall time, sorted by its point in the sweep.
-fn write_csv(path: &Path, runs: &[SweepRun]) -> anyhow::Result<()> {
+/// `results.csv`: every run's metrics (and wall time with `timing`), sorted by its point
+/// in the sweep.
+fn write_csv(path: &Path, runs: &[SweepRun], timing: bool) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_path(path)?;
-    w.write_record([
+    let header = [
         "scheduler",
         "load",
         "sh",
@@ -329,7 +357,8 @@ fn write_csv(path: &Path, runs: &[SweepRun]) -> anyhow::Result<()> {
         "contested_decisions",
         "max_queue",
         "seconds",
-    ])?;
+    ];
+    w.write_record(&header[..header.len() - usize::from(!timing)])?;
     let mut sorted: Vec<&SweepRun> = runs.iter().collect();
     sorted.sort_by(|a, b| {
         (a.scheduler, a.load.target(), a.sh, a.allocator, a.depth)
@@ -338,7 +367,7 @@ fn write_csv(path: &Path, runs: &[SweepRun]) -> anyhow::Result<()> {
     });
     for r in sorted {
         let m = &r.metrics;
-        w.write_record([
+        let record = [
             r.scheduler.to_string(),
             r.load.label(),
             r.sh.to_string(),
@@ -353,7 +382,8 @@ fn write_csv(path: &Path, runs: &[SweepRun]) -> anyhow::Result<()> {
             m.contested_decisions.to_string(),
             m.max_queue.to_string(),
             format!("{:.3}", r.seconds),
-        ])?;
+        ];
+        w.write_record(&record[..record.len() - usize::from(!timing)])?;
     }
     w.flush()?;
     Ok(())

@@ -17,6 +17,7 @@ use hetpilot::sim::fairshare::{
     PenaltyChange, PenaltySummary,
 };
 use hetpilot::sim::fairshare_queue::{replay_fairshare_queue, QueueReplay, QueueReplayResult};
+use hetpilot::sim::fairshare_suitability::{suitability_histogram, suitability_markdown};
 use hetpilot::trace::SwfTrace;
 
 use super::super::fairshare::load_machine_pool;
@@ -43,6 +44,10 @@ pub struct Args {
     /// Write SVG plots here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Fig. 4 (right): count, for every job, the clusters of this machines file (e.g. the
+    /// 20 MetaCentrum clusters) that could run it; writes suitability.md into --out.
+    #[arg(long, value_name = "FILE")]
+    suitability_machines: Option<PathBuf>,
     /// Reject the trace at its first malformed line.
     #[arg(long)]
     strict: bool,
@@ -84,7 +89,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             &changes,
         )?;
         write_affected(&dir.join("affected_jobs.csv"), &jobs, &changes)?;
-        println!("\nplots written to {}", dir.display());
+        if let Some(path) = &args.suitability_machines {
+            let pool = load_machine_pool(path)?.with_site_properties(
+                args.site_properties
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty()),
+            );
+            let histogram = suitability_histogram(&jobs, &pool);
+            let md = format!(
+                "Job-to-cluster suitability (Fig. 4 right): the {} jobs against the {} clusters of {}.\n\n{}",
+                jobs.len(),
+                pool.machines().len(),
+                path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
+                suitability_markdown(&histogram)
+            );
+            std::fs::write(dir.join("suitability.md"), md).with_context(|| {
+                format!("cannot write {}", dir.join("suitability.md").display())
+            })?;
+        }
+        eprintln!("plots written to {}", dir.display());
     }
     Ok(())
 }

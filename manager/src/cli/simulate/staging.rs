@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use hetpilot::report::staging::{self, StagingRow};
+use hetpilot::report::staging::{self, SeedRun, StagingRow};
 use hetpilot::sim::staging::simulate_staging;
 use hetpilot::staging::platforms::{four_cluster, osc_dc};
 use hetpilot::staging::workload::{Overlap, WorkloadKind};
-use hetpilot::staging::{policy_by_name, StagingPlatform, POLICY_NAMES};
+use hetpilot::staging::{policy_by_name, StagingPlatform, POLICY_NAMES, SENSITIVITY_POLICY_NAMES};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -29,8 +29,9 @@ pub struct Args {
     /// Platform: `4-cluster` (Section 6.3) or `osc-dc` (Section 6.2).
     #[arg(long, value_enum, default_value = "4-cluster")]
     pub config: ConfigArg,
-    /// Comma-separated policies, or `all` (het-hps, het-hps-paper, hps, minmin, maxmin,
-    /// sufferage, sjf).
+    /// Comma-separated policies, or `all` (het-hps, het-hps-paper, hps, the paper's online
+    /// minmin, maxmin, sufferage, sjf, and the clairvoyant minmin-clairvoyant,
+    /// maxmin-clairvoyant, sufferage-clairvoyant).
     #[arg(long, default_value = "all")]
     pub algorithms: String,
     /// 4-cluster: compute nodes per cluster.
@@ -64,6 +65,14 @@ pub struct Args {
     /// Write the results as CSV here.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Write the paired per-seed comparisons (Het-HPS variants vs HPS and the base
+    /// algorithms, mean and 95 % interval) as Markdown here.
+    #[arg(long)]
+    pub claims: Option<PathBuf>,
+    /// Leave the planning time (wall clock) out of the table and CSV, so that the output
+    /// depends only on the settings (`hetpilot reproduce`).
+    #[arg(long)]
+    pub no_timing: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -187,8 +196,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for n in &names {
         if policy_by_name(n).is_none() {
             bail!(
-                "unknown algorithm `{n}`; known: {}",
-                POLICY_NAMES.join(", ")
+                "unknown algorithm `{n}`; known: {}, {}",
+                POLICY_NAMES.join(", "),
+                SENSITIVITY_POLICY_NAMES.join(", ")
             );
         }
     }
@@ -200,6 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let bar = ProgressBar::new((settings.len() * names.len()) as u64 * args.repeat);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
     let mut rows = Vec::new();
+    let mut seed_runs = Vec::new();
     for setting in &settings {
         let workloads: Vec<_> = (1..=args.repeat)
             .map(|seed| {
@@ -225,6 +236,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         w.tasks.len()
                     );
                 }
+                seed_runs.push(SeedRun {
+                    setting: setting.label.clone(),
+                    policy: name.clone(),
+                    seed: i as u64 + 1,
+                    throughput: r.throughput,
+                });
                 runs.push((
                     r.makespan,
                     r.throughput,
@@ -248,28 +265,38 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.csv {
         let mut w = csv::Writer::from_path(path)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        w.write_record([
+        let mut header = vec![
             "setting",
             "algorithm",
             "batch_seconds",
             "throughput_tasks_per_s",
             "gb_transferred",
-            "planning_seconds",
-        ])?;
+        ];
+        if !args.no_timing {
+            header.push("planning_seconds");
+        }
+        w.write_record(header)?;
         for r in &rows {
-            w.write_record([
+            let mut record = vec![
                 r.setting.clone(),
                 r.policy.clone(),
                 format!("{:.2}", r.makespan),
                 format!("{:.4}", r.throughput),
                 format!("{:.3}", r.gigabytes),
-                format!("{:.4}", r.planning_seconds),
-            ])?;
+            ];
+            if !args.no_timing {
+                record.push(format!("{:.4}", r.planning_seconds));
+            }
+            w.write_record(record)?;
         }
         w.flush()?;
     }
     if let Some(path) = &args.plot {
         plot(&args, &rows, &names, path)?;
+    }
+    if let Some(path) = &args.claims {
+        std::fs::write(path, staging::comparisons(&seed_runs))
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
 }
@@ -297,7 +324,7 @@ fn print_table(args: &Args, rows: &[StagingRow]) {
             .map(|s| format!(", sweep {s:?}"))
             .unwrap_or_default()
     );
-    print!("{}", staging::table(rows));
+    print!("{}", staging::table(rows, !args.no_timing));
 }
 
 /// `--plot FILE`: the throughput chart, titled with the setting.

@@ -86,6 +86,10 @@ pub struct Args {
     /// Print the single-scenario result as JSON.
     #[arg(long)]
     pub json: bool,
+    /// `--suite`: run only the cases the headline claims compare, and write only their
+    /// table (the paper's 100 runs per case within this machine's time).
+    #[arg(long)]
+    pub claims_only: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -342,7 +346,10 @@ fn run_suite(args: &Args) -> anyhow::Result<()> {
     let dynamic: Vec<usize> = (0..loaded.len())
         .filter(|&i| matches!(loaded[i].scenario.kind.as_str(), "Default" | "W/o App."))
         .collect();
-    let cases = suite::cases(loaded.len(), default, &dynamic);
+    let mut cases = suite::cases(loaded.len(), default, &dynamic);
+    if args.claims_only {
+        cases.retain(hetpilot::report::two_level_claims::is_claim_case);
+    }
     let runs = args.runs.unwrap_or(5).max(1);
     let jobs: Vec<(usize, usize)> = (0..cases.len())
         .flat_map(|c| (0..runs).map(move |r| (c, r)))
@@ -387,7 +394,11 @@ fn run_suite(args: &Args) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("docs/reproduction/two-level"));
-    write_report(&out, &command_line(), runs, &info, &results)?;
+    if args.claims_only {
+        write_claims_report(&out, &command_line(), runs, &info, &results)?;
+    } else {
+        write_report(&out, &command_line(), runs, &info, &results)?;
+    }
     println!(
         "{} cases × {runs} runs in {:.1} s; report in {}",
         cases.len(),
@@ -397,9 +408,34 @@ fn run_suite(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The command that produced a report, without `--out DIR` and `--threads N` (where the
+/// files went and how many workers ran change no number).
 fn command_line() -> String {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("hetpilot {}", args.join(" "))
+    let mut args = std::env::args().skip(1);
+    let mut kept = Vec::new();
+    while let Some(a) = args.next() {
+        if a == "--out" || a == "--threads" {
+            args.next();
+        } else if !(a.starts_with("--out=") || a.starts_with("--threads=")) {
+            kept.push(a);
+        }
+    }
+    format!("hetpilot {}", kept.join(" "))
+}
+
+fn write_claims_report(
+    dir: &Path,
+    command: &str,
+    runs: usize,
+    info: &[ScenarioInfo],
+    results: &[suite::CaseResult],
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let report = report::claims_report(command, runs, info, results);
+    std::fs::write(dir.join("report.md"), &report.markdown)
+        .with_context(|| format!("cannot write {}", dir.join("report.md").display()))?;
+    std::fs::write(dir.join("cases.csv"), &report.csv)
+        .with_context(|| format!("cannot write {}", dir.join("cases.csv").display()))
 }
 
 fn write_report(
