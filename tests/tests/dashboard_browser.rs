@@ -271,8 +271,17 @@ fn every_dashboard_page_shows_the_api_numbers_without_console_errors() {
                "command": "sh -c 'if [ -e slow.marker ]; then sleep 0.3; else sleep 0.1; fi'",
                "tasks": {"array": {"start": 0, "end": 39}}}),
     );
+    // A small workflow: a -> (b, c) -> d, and e -> f.
+    let flow = post(
+        &alice,
+        json!({"name": "flow", "command": "true",
+               "tasks": {"lines": ["a", "b", "c", "d", "e", "f"]},
+               "dag": {"tasks": [{}, {"parents": [0]}, {"parents": [0]}, {"parents": [1, 2]},
+                                 {}, {"parents": [4]}]}}),
+    );
     m.wait_finished(sweep, LONG);
     m.wait_finished(cpu, LONG);
+    m.wait_finished(flow, LONG);
     // Then an application whose tasks hold every slot until released: a live allocation
     // and running tasks that stand still while the pages are read.
     let release = Release(dir.path().join("release"));
@@ -316,8 +325,14 @@ fn every_dashboard_page_shows_the_api_numbers_without_console_errors() {
             browser.expect(&format!("app.{id}.{k}"), &a["counts"][k].to_string());
         }
     }
-    browser.expect("apps.count", "3");
-    assert_eq!(browser.count("#apps-table tbody tr"), 3);
+    browser.expect("apps.count", "4");
+    assert_eq!(browser.count("#apps-table tbody tr"), 4);
+    // The workflow's row and its DAG: a dot per task, in its state, a line per dependency.
+    browser.expect(&format!("wf.{flow}.done"), "6");
+    browser.expect(&format!("wf.{flow}.blocked"), "0");
+    assert_eq!(browser.count("#dag circle"), 6);
+    assert_eq!(browser.count("#dag circle[data-state='done']"), 6);
+    assert_eq!(browser.count("#dag line"), 5);
     // The sweep's 8 failures are listed with their reasons.
     assert!(browser.count("#failures tbody tr") >= 5);
     assert!(browser.text("#failures").contains("exit 1"));
@@ -391,8 +406,8 @@ fn every_dashboard_page_shows_the_api_numbers_without_console_errors() {
     browser.login(&alice);
     browser.page("apps");
     let hers = get(&m, &alice, "/v1/apps");
-    assert_eq!(hers.as_array().unwrap().len(), 2);
-    browser.expect("apps.count", "2");
+    assert_eq!(hers.as_array().unwrap().len(), 3);
+    browser.expect("apps.count", "3");
     let h = get(&m, &alice, &format!("/v1/apps/{held}"));
     let in_flight =
         h["counts"]["leased"].as_u64().unwrap() + h["counts"]["running"].as_u64().unwrap();

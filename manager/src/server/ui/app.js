@@ -252,6 +252,7 @@ async function pageApps(apps) {
   out.push(h('h2', {}, 'Progress'),
     table(['app', 'name', 'owner', 'progress', 'waiting', 'in flight', 'done', 'failed', 'cancelled', 'note'],
       rows, { id: 'apps-table' }));
+  out.push(...await workflowSection(apps));
   const failing = apps.filter((a) => a.counts.failed > 0).slice(-5);
   if (failing.length) {
     out.push(h('h2', {}, 'Failures'));
@@ -268,6 +269,102 @@ async function pageApps(apps) {
     });
     out.push(table(['task', 'application', 'attempts', 'outcome', 'reason', 'platform', 'output'], rows2,
       { id: 'failures' }));
+  }
+  return out;
+}
+
+// ---- workflows -----------------------------------------------------------------------
+
+const DAG_DRAW_MAX = 400; // tasks: a larger workflow gets its table row only
+const TASK_COLORS = { blocked: '#adb5bd', ready: '#74c0fc', leased: '#f08c00', running: '#f08c00',
+  done: '#2f9e44', failed: '#e03131', cancelled: '#495057' };
+
+function taskState(t) {
+  if (t.state === 'waiting') return t.blocked ? 'blocked' : 'ready';
+  return t.state;
+}
+
+// One row per workflow: its tasks by dependency state and the live stretch estimate
+// ((elapsed + the remaining critical path) / the critical path, as `hetpilot status`).
+function workflowTable(flows) {
+  const rows = flows.map((a) => {
+    const w = a.workflow;
+    const c = a.counts;
+    const k = (f) => `wf.${a.app}.${f}`;
+    const finished = c.done + c.failed + c.cancelled === c.waiting + c.leased + c.running + c.done + c.failed + c.cancelled;
+    const elapsed = Math.max(0, (Date.now() - a.submitted_at_ms) / 1000);
+    const stretch = !finished && w.critical_path_secs > 0
+      ? (elapsed + w.remaining_path_secs) / w.critical_path_secs : null;
+    return h('tr', {}, h('td', {}, a.app), h('td', {}, a.name),
+      num(w.blocked, k('blocked')), num(w.ready, k('ready')), num(c.leased + c.running, k('running')),
+      num(c.done, k('done')), num(c.failed, k('failed')), num(c.cancelled, k('cancelled')),
+      num(w.critical_path_secs, k('critical_path'), 1),
+      stretch === null ? h('td', { class: 'muted' }, '-') : num(stretch, k('stretch'), 2));
+  });
+  return table(['app', 'name', 'blocked', 'ready', 'running', 'done', 'failed', 'cancelled',
+    'critical path (s)', 'stretch estimate'], rows, { id: 'workflow-table' });
+}
+
+// The DAG of a small workflow: one column per precedence level, a dot per task coloured
+// by its state, a line per dependency.
+function dagChart(tasks) {
+  if (!tasks.length) return h('p', { class: 'muted' }, 'no tasks');
+  const byName = new Map(tasks.map((t) => [t.name, t]));
+  const level = new Map();
+  const levelOf = (t) => {
+    if (level.has(t.name)) return level.get(t.name);
+    let l = 0;
+    for (const p of t.parents || []) {
+      const pt = byName.get(p);
+      if (pt) l = Math.max(l, levelOf(pt) + 1);
+    }
+    level.set(t.name, l);
+    return l;
+  };
+  const columns = [];
+  for (const t of tasks) {
+    const l = levelOf(t);
+    (columns[l] = columns[l] || []).push(t);
+  }
+  const tallest = Math.max(...columns.map((c) => (c ? c.length : 0)));
+  const colW = 70;
+  const rowH = Math.max(4, Math.min(18, 480 / tallest));
+  const width = columns.length * colW + 20;
+  const height = tallest * rowH + 20;
+  const at = new Map();
+  columns.forEach((col, l) => (col || []).forEach((t, i) => {
+    at.set(t.name, [10 + l * colW + colW / 2, 10 + i * rowH + rowH / 2 + ((tallest - col.length) * rowH) / 2]);
+  }));
+  const edges = [];
+  for (const t of tasks) {
+    const [x2, y2] = at.get(t.name);
+    for (const p of t.parents || []) {
+      if (!at.has(p)) continue;
+      const [x1, y1] = at.get(p);
+      edges.push(s('line', { x1, y1, x2, y2, stroke: '#ced4da', 'stroke-width': 1 }));
+    }
+  }
+  const dots = tasks.map((t) => {
+    const [cx, cy] = at.get(t.name);
+    const st = taskState(t);
+    return s('circle', { cx, cy, r: Math.max(2, Math.min(6, rowH / 2 - 1)), fill: TASK_COLORS[st] || '#000',
+      'data-task': t.name, 'data-state': st }, s('title', {}, `${t.name}: ${st}`));
+  });
+  return h('div', {},
+    s('svg', { class: 'chart', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
+      'aria-label': 'workflow DAG', id: 'dag' }, edges, dots),
+    legend(Object.entries(TASK_COLORS).filter(([k]) => k !== 'leased').map(([name, c]) => ({ name, color: c }))));
+}
+
+async function workflowSection(apps) {
+  const flows = apps.filter((a) => a.workflow);
+  if (!flows.length) return [];
+  const out = [h('h2', {}, 'Workflows'), workflowTable(flows)];
+  const newest = flows[flows.length - 1];
+  const total = Object.values(newest.counts).reduce((x, y) => x + y, 0);
+  if (total <= DAG_DRAW_MAX) {
+    const tasks = await api(`/apps/${newest.app}/tasks?limit=${DAG_DRAW_MAX}`);
+    out.push(h('h3', {}, `${newest.app} ${newest.name}`), dagChart(tasks.filter((t) => t.name)));
   }
   return out;
 }
