@@ -524,6 +524,9 @@ pub struct AgentInfo {
     pub last_seen_ms: u64,
     /// Attempts it holds now.
     pub tasks_held: u64,
+    /// The applications of those attempts: the co-runners on its node.
+    #[serde(default)]
+    pub apps: Vec<AppId>,
 }
 
 /// `POST /v1/users` (admin).

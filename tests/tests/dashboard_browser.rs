@@ -382,6 +382,9 @@ fn every_dashboard_page_shows_the_api_numbers_without_console_errors() {
         let id = a["agent"].as_u64().unwrap();
         browser.expect(&format!("agent.{id}.slots"), &a["slots"].to_string());
         browser.expect(&format!("agent.{id}.held"), &a["tasks_held"].to_string());
+        // Every slot runs the held application: it is each node's only co-runner.
+        assert_eq!(a["apps"], json!([held]), "{a}");
+        browser.expect(&format!("agent.{id}.apps"), &format!("{held} held"));
         browser.expect(&format!("agent.{id}.state"), a["state"].as_str().unwrap());
     }
     browser.screenshot("admin-platforms");

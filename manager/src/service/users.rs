@@ -416,6 +416,12 @@ impl Manager {
                 registered_at_ms: a.registered_ms,
                 last_seen_ms: a.last_seen_ms,
                 tasks_held: a.held.len() as u64,
+                apps: {
+                    let mut apps: Vec<_> = a.held.keys().map(|t| t.app).collect();
+                    apps.sort_unstable();
+                    apps.dedup();
+                    apps
+                },
             })
             .collect();
         agents.sort_by_key(|a| a.agent);

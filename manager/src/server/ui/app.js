@@ -467,9 +467,11 @@ async function pagePlatforms() {
   }
   const live = agents.filter((a) => a.state === 'active' || a.state === 'draining');
   out.push(h('h2', {}, `Agents (${live.length} active or draining, ${agents.length} in all)`),
-    table(['agent', 'platform', 'host', 'slots', 'tasks held', 'state', 'batch job', 'last seen'],
+    table(['agent', 'platform', 'host', 'slots', 'tasks held', 'co-runners', 'state', 'batch job', 'last seen'],
       agents.slice(-50).reverse().map((a) => h('tr', {}, h('td', {}, a.agent), h('td', {}, a.platform),
         h('td', {}, a.hostname), num(a.slots, `agent.${a.agent}.slots`), num(a.tasks_held, `agent.${a.agent}.held`),
+        h('td', { 'data-k': `agent.${a.agent}.apps` },
+          (a.apps || []).map((id) => `${id} ${state.names.get(id) || ''}`.trim()).join(', ')),
         h('td', { 'data-k': `agent.${a.agent}.state` }, a.state), h('td', {}, a.batch_job_id || '-'),
         h('td', {}, ago(a.last_seen_ms)))), { id: 'agents-table' }));
   return out;
