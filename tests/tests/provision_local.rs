@@ -33,6 +33,21 @@ fn local_pilots_run_an_application_and_end_when_work_is_done() {
         assert_eq!(p["state"], "ended", "{p}");
         assert_eq!(p["platform"], "here");
     }
+    // Each started pilot's batch-queue wait went into the metrics once.
+    let metrics = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", m.url))
+        .bearer_auth(&m.admin)
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let started = ended
+        .iter()
+        .filter(|p| p["job_started_ms"].is_u64())
+        .count();
+    assert!(started >= registered.len(), "{ended:?}");
+    let line = format!("hetpilot_pilot_start_wait_seconds_count{{platform=\"here\"}} {started}");
+    assert!(metrics.lines().any(|l| l == line), "{line} in {metrics}");
     // Each pilot's credential was a 0600 file beside its 0700 script (never in it: see the
     // adapters' render tests), deleted by the agent once read.
     use std::os::unix::fs::PermissionsExt;

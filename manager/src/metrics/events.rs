@@ -53,6 +53,11 @@ fn wall_time() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 3.0, 16))
 }
 
+/// 1 s .. ~18 days.
+fn queue_wait() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 3.0, 14))
+}
+
 /// The event metrics and the registry that exposes them.
 #[derive(Debug)]
 pub struct Metrics {
@@ -68,6 +73,7 @@ pub struct Metrics {
     http_duration: Histograms<RouteLabel>,
     store_commit: Histogram,
     planning: Histograms<PlanLabel>,
+    pilot_start_wait: Histograms<PlatformLabel>,
 }
 
 impl Default for Metrics {
@@ -83,6 +89,7 @@ impl Default for Metrics {
             http_duration: Family::new_with_constructor(latency),
             store_commit: latency(),
             planning: Family::new_with_constructor(latency),
+            pilot_start_wait: Family::new_with_constructor(queue_wait),
             registry: Registry::default(),
         };
         registry.register(
@@ -124,6 +131,11 @@ impl Default for Metrics {
             "planning_seconds",
             "Time to compute a scheduling round or a Het-HPS staging plan",
             m.planning.clone(),
+        );
+        registry.register(
+            "pilot_start_wait_seconds",
+            "Batch-queue wait of pilots whose job started (submission to start), by platform",
+            m.pilot_start_wait.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -188,6 +200,16 @@ impl Metrics {
         };
         self.leased.get_or_create(&label).inc_by(tasks as u64);
         self.lease_latency
+            .get_or_create(&label)
+            .observe(waited.as_secs_f64());
+    }
+
+    /// A pilot's batch job started `waited` after it was submitted.
+    pub fn pilot_started(&self, platform: &str, waited: Duration) {
+        let label = PlatformLabel {
+            platform: platform.to_string(),
+        };
+        self.pilot_start_wait
             .get_or_create(&label)
             .observe(waited.as_secs_f64());
     }

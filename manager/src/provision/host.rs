@@ -35,6 +35,10 @@ pub trait PilotHost: Send + Sync + 'static {
     /// Changes a pilot's record and persists it.
     fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord));
 
+    /// The batch job of pilot `name` was seen started at `now`: records its start (once,
+    /// with its batch-queue wait) and, while no agent registered, says it waits for one.
+    fn job_started(&self, name: &str, now: u64);
+
     /// Moves a pilot from `from` to a final `to` with a reason; false if it was no longer
     /// in `from`.
     fn transition_pilot(&self, name: &str, from: PilotState, to: PilotState, reason: &str) -> bool;

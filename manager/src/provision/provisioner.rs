@@ -368,12 +368,7 @@ async fn apply<H: PilotHost>(
     let by_name: HashMap<&str, &PilotRecord> =
         pilots.iter().map(|p| (p.name.as_str(), *p)).collect();
     for name in &d.job_started {
-        m.update_pilot(name, |r| {
-            r.job_started_ms.get_or_insert(now);
-            if r.state == PilotState::Queued {
-                r.reason = "batch job running; waiting for its agent to register".into();
-            }
-        });
+        m.job_started(name, now);
     }
     let mut moved = HashSet::new();
     for t in &d.transitions {

@@ -62,6 +62,16 @@ impl Manager {
         self.pilots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The pilot's batch job started at `now` (its first sign of life: the batch system's
+    /// state or its agent's registration); its batch-queue wait goes to the metrics once.
+    fn pilot_job_started(&self, r: &mut PilotRecord, now: u64) {
+        if r.job_started_ms.is_none() {
+            let waited = std::time::Duration::from_millis(now.saturating_sub(r.submitted_ms));
+            self.metrics.pilot_started(&r.platform, waited);
+            r.job_started_ms = Some(now);
+        }
+    }
+
     /// Changes a pilot's record in memory; returns the write that persists it.
     fn change_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) -> Option<Write> {
         let (record, revoked) = {
@@ -101,7 +111,7 @@ impl Manager {
             r.state = PilotState::Running;
             r.reason = String::new();
             r.registered_ms = Some(now);
-            r.job_started_ms.get_or_insert(now);
+            self.pilot_job_started(r, now);
             r.agent = Some(agent.0);
             if let Some(end) = walltime_end_s {
                 r.walltime_end_ms = Some(end.saturating_mul(1000));
@@ -229,6 +239,15 @@ impl PilotHost for Manager {
 
     /// Changes a pilot's record and persists it (without waiting for the commit). A pilot
     /// that leaves `queued` loses its registration credential.
+    fn job_started(&self, name: &str, now: u64) {
+        self.update_pilot(name, |r| {
+            self.pilot_job_started(r, now);
+            if r.state == PilotState::Queued {
+                r.reason = "batch job running; waiting for its agent to register".into();
+            }
+        });
+    }
+
     fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) {
         if let Some(write) = self.change_pilot(name, change) {
             self.writer.send(write);
