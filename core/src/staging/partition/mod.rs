@@ -544,6 +544,23 @@ mod tests {
     }
 
     #[test]
+    fn does_not_depend_on_the_thread_count() {
+        // Large enough for several clustering / label propagation sub-rounds.
+        let hg = planted(12_000, 16, 30_000, 8);
+        let cfg = PartitionConfig::new(16, 0.03, 7);
+        let run = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| partition(&hg, &cfg).unwrap())
+        };
+        let one = run(1);
+        assert!(one.feasible);
+        assert_eq!(one, run(2));
+    }
+
+    #[test]
     fn portfolio_runs_halve_per_level_down_to_the_base() {
         let cfg = PartitionConfig::new(64, 0.03, 0);
         let ctx = Context { config: &cfg };
