@@ -30,7 +30,9 @@ def main():
         if "hetpilot" not in tools or "mtkahypar-default" not in tools:
             continue
         a, b = tools["hetpilot"], tools["mtkahypar-default"]
-        ratio = float(a["median_km1"]) / max(1.0, float(b["median_km1"]))
+        ka, kb = float(a["median_km1"]), float(b["median_km1"])
+        # Both 0 (the instance falls apart into components that fit the blocks): equal.
+        ratio = 1.0 if ka == kb == 0 else ka / max(1.0, kb)
         cpu = float(a["median_cpu_seconds"]) / max(1e-9, float(b["median_cpu_seconds"]))
         groups[family_size(inst) + (k,)].append((ratio, cpu, inst))
         print(f"| {inst} | {k} | {float(a['median_km1']):.0f} | {float(b['median_km1']):.0f} | {ratio:.3f} | "

@@ -89,7 +89,14 @@ fn cluster_pass(
                 if !single_view[u as usize] {
                     return None;
                 }
-                let c = preferred_cluster(hg, u, rep_view, weight_view, single_view, max_cluster_weight)?;
+                let c = preferred_cluster(
+                    hg,
+                    u,
+                    rep_view,
+                    weight_view,
+                    single_view,
+                    max_cluster_weight,
+                )?;
                 Some((u, c))
             })
             .collect();

@@ -208,7 +208,14 @@ mod tests {
         let hg = Hypergraph::new(
             vec![1; 7],
             vec![5, 3, 3, 10, 10, 1],
-            vec![vec![x, y], vec![x, p], vec![y, q], vec![p, r], vec![q, r], vec![s, t]],
+            vec![
+                vec![x, y],
+                vec![x, p],
+                vec![y, q],
+                vec![p, r],
+                vec![q, r],
+                vec![s, t],
+            ],
         )
         .unwrap();
         let mut phg = PartitionedHypergraph::new(&hg, 2, vec![0, 0, 1, 1, 1, 0, 0]);

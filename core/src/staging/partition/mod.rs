@@ -546,8 +546,9 @@ mod tests {
     #[test]
     fn does_not_depend_on_the_thread_count() {
         // Large enough for several clustering / label propagation sub-rounds.
-        let hg = planted(12_000, 16, 30_000, 8);
-        let cfg = PartitionConfig::new(16, 0.03, 7);
+        let hg = planted(9_000, 8, 20_000, 8);
+        let mut cfg = PartitionConfig::new(4, 0.03, 7);
+        (cfg.initial_runs, cfg.top_initial_runs) = (4, 4);
         let run = |threads| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
