@@ -6,6 +6,7 @@
 //! shrinks by less than 1 %. Contraction drops single-pin nets and merges parallel nets
 //! (summing their weights), which also serves as preprocessing of the input.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use rand::seq::SliceRandom;
@@ -49,7 +50,20 @@ pub(crate) fn coarsen(hg: &Hypergraph, limit: usize, rng: &mut impl Rng) -> Vec<
     levels
 }
 
+/// Vertices rated in parallel per sub-round of a clustering pass.
+const SUB_ROUND: usize = 4096;
+
+thread_local! {
+    /// Per-thread sparse accumulator of ratings (dense scores, touched list).
+    static RATING: RefCell<(Vec<f64>, Vec<VertexId>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
 /// Computes a clustering; returns the cluster id (0..clusters) of every vertex.
+///
+/// Parallel and deterministic: the seeded order is cut into sub-rounds; every vertex of a
+/// sub-round picks its preferred cluster in parallel from the clustering at the start of
+/// the sub-round, then the picks are applied in order, re-checking the weight limit
+/// against the current clusters. The result does not depend on the thread count.
 fn cluster_pass(
     hg: &Hypergraph,
     max_cluster_weight: i64,
@@ -62,59 +76,49 @@ fn cluster_pass(
     let mut rep: Vec<VertexId> = (0..n as VertexId).collect();
     let mut weight: Vec<i64> = hg.vertex_weights().to_vec();
     let mut singleton = vec![true; n];
-    let mut score = vec![0f64; n];
-    let mut touched: Vec<VertexId> = Vec::new();
     let mut clusters = n;
-    for &u in &order {
+    for chunk in order.chunks(SUB_ROUND) {
         if clusters <= target {
             break;
         }
-        if !singleton[u as usize] {
-            continue;
-        }
-        let cu = hg.vertex_weight(u);
-        for &e in hg.incident_nets(u) {
-            let size = hg.net_size(e);
-            if !(2..=MAX_RATED_NET).contains(&size) {
+        let (rep_view, weight_view, single_view) = (&rep, &weight, &singleton);
+        let picks: Vec<(VertexId, VertexId)> = chunk
+            .par_iter()
+            .with_min_len(256)
+            .filter_map(|&u| {
+                if !single_view[u as usize] {
+                    return None;
+                }
+                let c = preferred_cluster(
+                    hg,
+                    u,
+                    rep_view,
+                    weight_view,
+                    single_view,
+                    max_cluster_weight,
+                )?;
+                Some((u, c))
+            })
+            .collect();
+        for (u, c) in picks {
+            if clusters <= target {
+                break;
+            }
+            if !singleton[u as usize] {
                 continue;
             }
-            let r = hg.net_weight(e) as f64 / (size - 1) as f64;
-            for &v in hg.pins(e) {
-                if v == u {
-                    continue;
-                }
-                let c = rep[v as usize];
-                if score[c as usize] == 0.0 {
-                    touched.push(c);
-                }
-                score[c as usize] += r;
+            let mut root = c;
+            while rep[root as usize] != root {
+                root = rep[root as usize];
             }
-        }
-        let mut best: Option<(f64, bool, VertexId)> = None;
-        for &c in &touched {
-            if weight[c as usize] + cu > max_cluster_weight {
+            let cu = hg.vertex_weight(u);
+            if root == u || weight[root as usize] + cu > max_cluster_weight {
                 continue;
             }
-            let key = (score[c as usize], singleton[c as usize]);
-            let better = match best {
-                None => true,
-                Some((s, single, id)) => {
-                    key.0 > s || (key.0 == s && ((key.1 && !single) || (key.1 == single && c < id)))
-                }
-            };
-            if better {
-                best = Some((key.0, key.1, c));
-            }
-        }
-        for &c in &touched {
-            score[c as usize] = 0.0;
-        }
-        touched.clear();
-        if let Some((_, _, c)) = best {
-            rep[u as usize] = c;
-            weight[c as usize] += cu;
+            rep[u as usize] = root;
+            weight[root as usize] += cu;
             singleton[u as usize] = false;
-            singleton[c as usize] = false;
+            singleton[root as usize] = false;
             clusters -= 1;
         }
     }
@@ -132,6 +136,63 @@ fn cluster_pass(
     (cluster, next as usize)
 }
 
+/// The cluster u would join: the highest heavy-edge rating among the clusters of its
+/// neighbours that stay within the weight limit; singletons win ties, then lower ids.
+fn preferred_cluster(
+    hg: &Hypergraph,
+    u: VertexId,
+    rep: &[VertexId],
+    weight: &[i64],
+    singleton: &[bool],
+    max_cluster_weight: i64,
+) -> Option<VertexId> {
+    RATING.with(|cell| {
+        let (score, touched) = &mut *cell.borrow_mut();
+        if score.len() < rep.len() {
+            score.resize(rep.len(), 0.0);
+        }
+        for &e in hg.incident_nets(u) {
+            let size = hg.net_size(e);
+            if !(2..=MAX_RATED_NET).contains(&size) {
+                continue;
+            }
+            let r = hg.net_weight(e) as f64 / (size - 1) as f64;
+            for &v in hg.pins(e) {
+                if v == u {
+                    continue;
+                }
+                let c = rep[v as usize];
+                if score[c as usize] == 0.0 {
+                    touched.push(c);
+                }
+                score[c as usize] += r;
+            }
+        }
+        let cu = hg.vertex_weight(u);
+        let mut best: Option<(f64, bool, VertexId)> = None;
+        for &c in touched.iter() {
+            if c == u || weight[c as usize] + cu > max_cluster_weight {
+                continue;
+            }
+            let key = (score[c as usize], singleton[c as usize]);
+            let better = match best {
+                None => true,
+                Some((s, single, id)) => {
+                    key.0 > s || (key.0 == s && ((key.1 && !single) || (key.1 == single && c < id)))
+                }
+            };
+            if better {
+                best = Some((key.0, key.1, c));
+            }
+        }
+        for &c in touched.iter() {
+            score[c as usize] = 0.0;
+        }
+        touched.clear();
+        best.map(|b| b.2)
+    })
+}
+
 /// Contracts clusters into vertices: pins are mapped and de-duplicated, single-pin nets
 /// dropped, identical nets merged with summed weights.
 pub(crate) fn contract(hg: &Hypergraph, cluster: &[VertexId], clusters: usize) -> Hypergraph {
@@ -140,25 +201,25 @@ pub(crate) fn contract(hg: &Hypergraph, cluster: &[VertexId], clusters: usize) -
         vertex_weights[cluster[v] as usize] += hg.vertex_weight(v as VertexId);
     }
     // Map every net in parallel (deterministic: results keep net order).
-    let mapped: Vec<Vec<VertexId>> = (0..hg.num_nets() as NetId)
+    let mapped: Vec<(u64, Vec<VertexId>)> = (0..hg.num_nets() as NetId)
         .into_par_iter()
+        .with_min_len(1024)
         .map(|e| {
             let mut pins: Vec<VertexId> = hg.pins(e).iter().map(|&p| cluster[p as usize]).collect();
             pins.sort_unstable();
             pins.dedup();
-            pins
+            (fingerprint(&pins), pins)
         })
         .collect();
     let mut net_weights: Vec<i64> = Vec::new();
     let mut net_offsets = vec![0usize];
     let mut pins: Vec<VertexId> = Vec::new();
     let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
-    for (e, net) in mapped.iter().enumerate() {
+    for (e, (h, net)) in mapped.iter().enumerate() {
         if net.len() < 2 {
             continue;
         }
-        let h = fingerprint(net);
-        let candidates = by_hash.entry(h).or_default();
+        let candidates = by_hash.entry(*h).or_default();
         let existing = candidates.iter().copied().find(|&c| {
             &pins[net_offsets[c as usize]..net_offsets[c as usize + 1]] == net.as_slice()
         });

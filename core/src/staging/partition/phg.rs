@@ -5,6 +5,8 @@
 //! over the nets of v; we compute it as benefit(v) − W(v) + affinity(v, t), where
 //! benefit = Σ w(e)[Φ(e,s)=1], W = Σ w(e), affinity(t) = Σ w(e)[Φ(e,t)>0].
 
+use rayon::prelude::*;
+
 use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
 
 /// Partition state over a borrowed hypergraph.
@@ -55,13 +57,20 @@ impl<'a> PartitionedHypergraph<'a> {
         for v in 0..hg.num_vertices() {
             phg.part_weights[phg.parts[v] as usize] += hg.vertex_weight(v as VertexId);
         }
-        for e in 0..hg.num_nets() {
-            for &p in hg.pins(e as NetId) {
-                let b = phg.parts[p as usize] as usize;
-                phg.pin_counts[e * k + b] += 1;
-                phg.connectivity[e * words + b / 64] |= 1 << (b % 64);
-            }
-        }
+        // Every net owns its own slices of the counts and bits: fill them in parallel.
+        let parts = &phg.parts;
+        phg.pin_counts
+            .par_chunks_mut(k.max(1))
+            .zip(phg.connectivity.par_chunks_mut(words.max(1)))
+            .with_min_len(4096)
+            .enumerate()
+            .for_each(|(e, (counts, bits))| {
+                for &p in hg.pins(e as NetId) {
+                    let b = parts[p as usize] as usize;
+                    counts[b] += 1;
+                    bits[b / 64] |= 1 << (b % 64);
+                }
+            });
         phg
     }
 
@@ -159,6 +168,27 @@ impl<'a> PartitionedHypergraph<'a> {
         let from = self.parts[v as usize];
         let mut benefit = 0;
         let mut total = 0;
+        if self.words == 1 {
+            // k ≤ 64: one connectivity word per net, no inner word loop.
+            for &e in self.hg.incident_nets(v) {
+                let w = self.hg.net_weight(e);
+                total += w;
+                let mut bits = self.connectivity[e as usize];
+                if self.pin_count(e, from) == 1 {
+                    benefit += w;
+                }
+                bits &= !(1u64 << from);
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    if scratch.affinity[b] == 0 {
+                        scratch.touched.push(b as u32);
+                    }
+                    scratch.affinity[b] += w;
+                }
+            }
+            return (benefit, total);
+        }
         for &e in self.hg.incident_nets(v) {
             let w = self.hg.net_weight(e);
             total += w;
