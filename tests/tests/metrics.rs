@@ -129,13 +129,17 @@ fn metrics_count_what_ran_and_open_only_to_the_admin_and_metrics_tokens() {
     let results = [("route", "/v1/agents/{agent}/results"), ("status", "200")];
     assert!(sample(&text, "hetpilot_http_requests_total", &results) >= 1.0);
     assert!(sample(&text, "hetpilot_store_commit_seconds_count", &[]) >= 1.0);
-    assert!(
+    let planned = |planner| {
         sample(
             &text,
             "hetpilot_planning_seconds_count",
-            &[("planner", "round")]
-        ) >= 1.0
-    );
+            &[("planner", planner)],
+        )
+    };
+    assert!(planned("round") >= 1.0, "{text}");
+    // Each round's steps are timed apart; every round ends both.
+    assert!(planned("two-level") >= planned("round"), "{text}");
+    assert!(planned("tlpa") >= planned("round"), "{text}");
     assert!(sample(&text, "hetpilot_fairshare_usage", &[("user", "alice")]) > 0.0);
     names_are_documented(&text);
     // Bounded labels: routes are patterns, never paths with ids; no task label at all.

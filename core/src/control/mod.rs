@@ -37,7 +37,7 @@ pub use measured::{AgentResources, AppResources, Measured, Run};
 pub use provision_demand::Capacity;
 pub use round::{RoundDone, RoundJob};
 pub use scheduler_config::SchedulerConfig;
-pub use scheduling::RoundError;
+pub use scheduling::{RoundError, RoundStep};
 pub use settings::ControlSettings;
 pub use staging_model::{request_files, RequestFiles, StagingProfile};
 pub use staging_plan::StagingJob;

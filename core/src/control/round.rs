@@ -8,7 +8,7 @@
 
 use super::profiling::RunStats;
 use super::provision_demand::{capacity_agents, demand_by_platform, Capacity, Demand};
-use super::scheduling::{LiveAgent, LiveApp, Planner, Round, RoundError};
+use super::scheduling::{LiveAgent, LiveApp, Planner, Round, RoundError, RoundStep};
 use crate::queue::{AgentState, Queues};
 use std::collections::{BTreeMap, HashMap};
 
@@ -36,13 +36,20 @@ pub struct RoundDone {
 
 impl RoundJob {
     /// The round's CPU work: the lease plan and, with profiles, the provisioning demand.
-    pub fn run(mut self) -> RoundDone {
-        let round = self.planner.round(
+    pub fn run(self) -> RoundDone {
+        self.run_observed(&mut |_| {})
+    }
+
+    /// [`Self::run`], telling `observe` as each step ends: the live manager times the
+    /// steps with it (the core reads no clock).
+    pub fn run_observed(mut self, observe: &mut dyn FnMut(RoundStep)) -> RoundDone {
+        let round = self.planner.round_observed(
             &self.stats,
             &self.apps,
             &self.agents,
             &self.weights,
             self.now_ms,
+            observe,
         );
         let demand = match (self.provision_planner.as_mut(), &self.reachable) {
             (Some(p), Some(reachable)) => {
@@ -58,6 +65,9 @@ impl RoundJob {
             }
             _ => None,
         };
+        if demand.is_some() {
+            observe(RoundStep::Demand);
+        }
         RoundDone {
             planner: self.planner,
             provision_planner: self.provision_planner,

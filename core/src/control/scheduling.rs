@@ -72,6 +72,30 @@ pub(crate) struct Planner {
     previous: Option<(Vec<AppId>, Vec<String>, CoreAllocation)>,
 }
 
+/// The steps of a scheduling round, as they end (see [`RoundJob::run_observed`]).
+///
+/// [`RoundJob::run_observed`]: super::RoundJob::run_observed
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundStep {
+    /// Both levels of the two-level scheduler and the lease plan.
+    TwoLevel,
+    /// TLPA's placement of the multi-core applications' next tasks.
+    Tlpa,
+    /// The provisioning demand (a second, hypothetical round over the reachable platforms).
+    Demand,
+}
+
+impl RoundStep {
+    /// Its name in metrics (`planner` label).
+    pub fn label(self) -> &'static str {
+        match self {
+            RoundStep::TwoLevel => "two-level",
+            RoundStep::Tlpa => "tlpa",
+            RoundStep::Demand => "demand",
+        }
+    }
+}
+
 impl Planner {
     pub(crate) fn new(
         settings: SchedulerSettings,
@@ -95,6 +119,20 @@ impl Planner {
         agents: &[LiveAgent],
         weights: &HashMap<String, f64>,
         now_ms: u64,
+    ) -> Result<Round, RoundError> {
+        self.round_observed(stats, apps, agents, weights, now_ms, &mut |_| {})
+    }
+
+    /// [`Self::round`], telling `observe` as each of its steps ends (the live manager
+    /// times them; the core reads no clock).
+    pub(crate) fn round_observed(
+        &mut self,
+        stats: &RunStats,
+        apps: &[LiveApp],
+        agents: &[LiveAgent],
+        weights: &HashMap<String, f64>,
+        now_ms: u64,
+        observe: &mut dyn FnMut(RoundStep),
     ) -> Result<Round, RoundError> {
         let apps: Vec<&LiveApp> = apps.iter().filter(|a| a.waiting > 0).collect();
         let platforms = RoundPlatforms::of(agents);
@@ -129,7 +167,9 @@ impl Planner {
         };
         let decision = self.scheduler.schedule(&snapshot, &mut self.rng)?;
         let mut plan = self.lease_plan(&input, &decision);
+        observe(RoundStep::TwoLevel);
         plan.parallel = self.place_parallel(&input);
+        observe(RoundStep::Tlpa);
         let weight = |i: usize| snapshot.weight(states[i].owner);
         let view = self.view(&input, &decision, &plan, weight);
         self.previous = Some((ids, platforms.names, decision.allocation));
@@ -465,6 +505,24 @@ mod tests {
         };
         let template = spec.validate().unwrap();
         AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
+    }
+
+    #[test]
+    fn a_round_tells_its_steps_in_order() {
+        let apps = [live_app(1, "alice", 100), live_app(2, "bob", 100)];
+        let agents = [agent(10, "fast", 4), agent(20, "slow", 4)];
+        let mut steps = Vec::new();
+        planner("pa-rr")
+            .round_observed(
+                &measured(),
+                &apps,
+                &agents,
+                &HashMap::new(),
+                5_000,
+                &mut |s| steps.push(s),
+            )
+            .unwrap();
+        assert_eq!(steps, vec![RoundStep::TwoLevel, RoundStep::Tlpa]);
     }
 
     #[test]

@@ -37,7 +37,8 @@ pub struct RouteLabel {
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PlanLabel {
-    /// `het-hps` (a staging plan) or `round` (a scheduling round: both levels and TLPA).
+    /// `het-hps` (a staging plan), `round` (a whole scheduling round), or one of its
+    /// steps: `two-level` (both levels and the lease plan), `tlpa`, `demand`.
     pub planner: &'static str,
 }
 

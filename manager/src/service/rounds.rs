@@ -44,7 +44,12 @@ impl Manager {
             return; // a round is already running, or no scheduler
         };
         let started = std::time::Instant::now();
-        let done = job.run();
+        let mut step_started = started;
+        let done = job.run_observed(&mut |step| {
+            let now = std::time::Instant::now();
+            self.metrics.planned(step.label(), now - step_started);
+            step_started = now;
+        });
         self.metrics.planned("round", started.elapsed());
         let warnings = self.control().finish_round(done);
         if let Some(e) = warnings.round {
