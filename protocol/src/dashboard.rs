@@ -1,5 +1,6 @@
 //! Small views the dashboard reads besides the CLI's: who the token belongs to
-//! (`GET /v1/whoami`) and the bytes task staging moved per platform (`GET /v1/staging`).
+//! (`GET /v1/whoami`) and the bytes task staging moved per platform, beside what the
+//! Het-HPS plans predicted (`GET /v1/staging`).
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +24,10 @@ pub struct StagingBytes {
     pub cached: u64,
     /// Bytes of outputs stored back.
     pub stored: u64,
+    /// Input bytes the Het-HPS plans installed since then predicted this platform's
+    /// agents would stage (each plan's distinct files per agent, caches not known).
+    #[serde(default)]
+    pub planned: u64,
 }
 
 /// What the manager kept of the recent past for the dashboard's charts

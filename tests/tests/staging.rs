@@ -488,6 +488,18 @@ fn het_hps_moves_fewer_bytes_than_fifo_on_a_high_overlap_batch() {
         het * 4 < fifo * 3,
         "het-hps fetched {het} bytes, fifo {fifo}: expected at least 25% fewer"
     );
+    // The plan's prediction is beside the bytes moved (`GET /v1/staging`): each group's
+    // three files once, on the agent the group went to. (A plan made for a changed agent
+    // set adds its own prediction: at least the distinct bytes, never more than every
+    // task fetching its files.)
+    let (s, rows) = m.http().get("/v1/staging", &alice);
+    assert_eq!(s, 200, "{rows}");
+    let planned = rows[0]["planned"].as_u64().unwrap();
+    assert!(
+        planned >= distinct as u64 && planned <= 16 * 3 * 256 * 1024,
+        "{rows}"
+    );
+    assert_eq!(rows[0]["platform"], "local", "{rows}");
 }
 
 /// The `hetpilot bandwidths` rows, as JSON.

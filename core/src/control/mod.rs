@@ -40,7 +40,7 @@ pub use scheduler_config::SchedulerConfig;
 pub use scheduling::{RoundError, RoundStep};
 pub use settings::ControlSettings;
 pub use staging_model::{request_files, RequestFiles, StagingProfile};
-pub use staging_plan::StagingJob;
+pub use staging_plan::{PlannedStaging, StagingJob};
 
 use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportCheck, ReportError};
 use crate::sched::SchedError;

@@ -34,23 +34,70 @@ impl Control {
     }
 }
 
+/// A plan made: the partitions to install and the staging it predicts.
+#[derive(Debug)]
+pub struct PlannedStaging {
+    /// The application.
+    pub app: AppId,
+    /// Its tasks bound to agents (or one pool).
+    pub partitions: Partitions,
+    /// Input bytes the plan has each platform's agents stage: per agent, the distinct
+    /// files of the tasks bound to it, each counted once (a node cache fetches a file
+    /// once), not knowing what the caches hold already. Empty without a per-node plan.
+    pub predicted_bytes: Vec<(String, u64)>,
+}
+
 impl StagingJob {
     /// Het-HPS's plan bound to the request's agents; first come, first served when the
     /// planner fails.
-    pub fn plan(self) -> (AppId, Partitions) {
+    pub fn plan(self) -> PlannedStaging {
         let req = self.req;
-        let partitions = match policy_by_name("het-hps")
+        let (partitions, predicted_bytes) = match policy_by_name("het-hps")
             .expect("het-hps is a policy")
             .plan(&self.files.workload, &self.platform, req.app.0)
         {
-            Ok(plan) => bind(&req, plan),
+            Ok(plan) => {
+                let predicted = predicted_bytes(&req, &self.files.workload, &plan);
+                (bind(&req, plan), predicted)
+            }
             Err(e) => {
                 log_failure(&req, &e);
-                Partitions::new(req.generation, Vec::new(), task_indices(&req))
+                let pool = Partitions::new(req.generation, Vec::new(), task_indices(&req));
+                (pool, Vec::new())
             }
         };
-        (req.app, partitions)
+        PlannedStaging {
+            app: req.app,
+            partitions,
+            predicted_bytes,
+        }
     }
+}
+
+/// What a per-node plan has each platform stage (see [`PlannedStaging::predicted_bytes`]).
+fn predicted_bytes(
+    req: &StagingRequest,
+    workload: &crate::staging::model::Workload,
+    plan: &StagingPlan,
+) -> Vec<(String, u64)> {
+    let StagingPlan::PerNode(lists) = plan else {
+        return Vec::new();
+    };
+    let mut per_platform: std::collections::BTreeMap<String, u64> = Default::default();
+    for ((_, platform), list) in req.agents.iter().zip(lists) {
+        let files: std::collections::BTreeSet<u32> = list
+            .iter()
+            .filter_map(|&t| workload.tasks.get(t as usize))
+            .flat_map(|t| t.files.iter().copied())
+            .collect();
+        let bytes = files
+            .iter()
+            .filter_map(|&f| workload.files.get(f as usize))
+            .fold(0u64, |sum, f| sum.saturating_add(f.size_bytes));
+        let total = per_platform.entry(platform.clone()).or_default();
+        *total = total.saturating_add(bytes);
+    }
+    per_platform.into_iter().collect()
 }
 
 fn log_failure(req: &StagingRequest, e: &StagingError) {
@@ -119,6 +166,26 @@ mod tests {
             }
         }
         bytes
+    }
+
+    #[test]
+    fn a_plan_predicts_each_agents_distinct_files_once() {
+        // Four groups of tasks sharing three 1 MiB files each, each group on one agent:
+        // every file is fetched once, by its group's agent.
+        let req = grouped();
+        let (w, p) = State::default().platform(&req);
+        let plan = policy_by_name("het-hps").unwrap().plan(&w, &p, 7).unwrap();
+        let predicted = predicted_bytes(&req, &w, &plan);
+        let group = 3 * (1u64 << 20);
+        assert_eq!(predicted.iter().map(|(_, b)| b).sum::<u64>(), 4 * group);
+        let platforms: Vec<&str> = predicted.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(platforms, ["fast", "slow"]);
+        assert!(
+            predicted.iter().all(|(_, b)| *b > 0 && b % group == 0),
+            "{predicted:?}"
+        );
+        // A shared queue predicts nothing.
+        assert!(predicted_bytes(&req, &w, &StagingPlan::SharedQueue(vec![0])).is_empty());
     }
 
     #[test]

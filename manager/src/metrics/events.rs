@@ -68,8 +68,9 @@ pub struct Metrics {
     lease_latency: Histograms<PlatformLabel>,
     wall: Histograms<PlatformLabel>,
     /// Staging bytes per platform: fetched, cached, stored (only reports with files
-    /// touch it; exposed at scrape time).
-    staging_bytes: Mutex<BTreeMap<String, [u64; 3]>>,
+    /// touch them), and planned (predicted by the Het-HPS plans installed); exposed at
+    /// scrape time.
+    staging_bytes: Mutex<BTreeMap<String, [u64; 4]>>,
     http_requests: Family<HttpLabels, Counter>,
     http_duration: Histograms<RouteLabel>,
     store_commit: Histogram,
@@ -246,8 +247,18 @@ impl Metrics {
         }
     }
 
-    /// Bytes moved by task staging on each platform: fetched, cached, stored.
-    pub fn staging_totals(&self) -> BTreeMap<String, [u64; 3]> {
+    /// A Het-HPS plan was installed that predicts `bytes` of staging per platform.
+    pub fn staging_planned(&self, bytes: &[(String, u64)]) {
+        let mut map = self.staging_bytes.lock().unwrap_or_else(|p| p.into_inner());
+        for (platform, b) in bytes {
+            let row = map.entry(platform.clone()).or_default();
+            row[3] = row[3].saturating_add(*b);
+        }
+    }
+
+    /// Bytes of task staging on each platform: fetched, cached, stored (moved), and
+    /// planned (predicted by Het-HPS plans).
+    pub fn staging_totals(&self) -> BTreeMap<String, [u64; 4]> {
         self.staging_bytes
             .lock()
             .unwrap_or_else(|p| p.into_inner())

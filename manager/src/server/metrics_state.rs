@@ -281,7 +281,10 @@ fn fairshare(r: &mut Registry, m: &Manager, admin: &Principal) -> Result<(), Ser
 fn staging(r: &mut Registry, m: &Manager, admin: &Principal) -> Result<(), ServiceError> {
     let bytes: Family<StagingLabels, Counter> = Family::default();
     for (platform, totals) in m.metrics.staging_totals() {
-        for (kind, n) in ["fetched", "cached", "stored"].into_iter().zip(totals) {
+        for (kind, n) in ["fetched", "cached", "stored", "planned"]
+            .into_iter()
+            .zip(totals)
+        {
             let l = StagingLabels {
                 platform: platform.clone(),
                 kind,
@@ -291,7 +294,7 @@ fn staging(r: &mut Registry, m: &Manager, admin: &Principal) -> Result<(), Servi
     }
     r.register(
         "staging_bytes",
-        "Bytes of task files fetched, found in node caches and stored back, by platform",
+        "Bytes of task files fetched, found in node caches and stored back, and predicted by Het-HPS plans (planned), by platform",
         bytes,
     );
     let bw: Family<BandwidthLabels, FloatGauge> = Family::default();

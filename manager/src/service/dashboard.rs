@@ -47,12 +47,15 @@ impl Manager {
             .metrics
             .staging_totals()
             .into_iter()
-            .map(|(platform, [fetched, cached, stored])| StagingBytes {
-                platform,
-                fetched,
-                cached,
-                stored,
-            })
+            .map(
+                |(platform, [fetched, cached, stored, planned])| StagingBytes {
+                    platform,
+                    fetched,
+                    cached,
+                    stored,
+                    planned,
+                },
+            )
             .collect())
     }
 }

@@ -9,7 +9,7 @@
 //! the profiles' numbers, later plans (a new agent set, a new application) the measured ones.
 
 use super::Manager;
-use crate::control::{request_files, StagingJob};
+use crate::control::{request_files, PlannedStaging, StagingJob};
 use crate::queue::{Partitions, StagingDue};
 use hetpilot_protocol::files::{Source, TaskFile};
 use hetpilot_protocol::AppId;
@@ -49,9 +49,11 @@ impl Manager {
                 continue;
             }
             let keys: Vec<(AppId, u64)> = mine.iter().map(|r| (r.app, r.generation)).collect();
-            for (app, partitions) in self.plan_off_runtime(mine).await {
-                if self.control().set_partitions(app, partitions) {
+            for planned in self.plan_off_runtime(mine).await {
+                let app = planned.app;
+                if self.control().set_partitions(app, planned.partitions) {
                     tracing::info!(%app, "het-hps staging plan bound to agents");
+                    self.metrics.staging_planned(&planned.predicted_bytes);
                 }
             }
             {
@@ -66,11 +68,15 @@ impl Manager {
 
     /// Each request's partitions: Het-HPS's plan, or first come, first served when planning
     /// fails (or its thread died).
-    async fn plan_off_runtime(&self, due: Vec<StagingDue>) -> Vec<(AppId, Partitions)> {
+    async fn plan_off_runtime(&self, due: Vec<StagingDue>) -> Vec<PlannedStaging> {
         // Without a plan, no partitions: the application's tasks go first come, first served.
-        let fallback: Vec<(AppId, Partitions)> = due
+        let fallback: Vec<PlannedStaging> = due
             .iter()
-            .map(|d| (d.app, Partitions::new(d.generation, Vec::new(), Vec::new())))
+            .map(|d| PlannedStaging {
+                app: d.app,
+                partitions: Partitions::new(d.generation, Vec::new(), Vec::new()),
+                predicted_bytes: Vec::new(),
+            })
             .collect();
         let root = self.files_root();
         // Rendering each task's files and reading sizes from the disk: blocking.

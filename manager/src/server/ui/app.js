@@ -497,9 +497,12 @@ async function pageStaging() {
     out.push(stackedBars(moved.map((m) => ({ label: m.platform,
       parts: kinds.map((k, i) => ({ name: k, value: m[k], color: color(i) })) })), { label: 'bytes moved' }),
     legend(kinds.map((k, i) => ({ name: k, color: color(i) }))),
-    table(['platform', 'fetched', 'from node cache', 'stored'], moved.map((m) => h('tr', {}, h('td', {}, m.platform),
-      kinds.map((k) => h('td', { class: 'num', 'data-k': `staging.${m.platform}.${k}`, title: `${m[k]} bytes` }, bytes(m[k]))))),
-    { id: 'staging-table' }));
+    table(['platform', 'fetched', 'from node cache', 'stored', 'planned by Het-HPS'], moved.map((m) => h('tr', {},
+      h('td', {}, m.platform),
+      [...kinds, 'planned'].map((k) => h('td', { class: 'num', 'data-k': `staging.${m.platform}.${k}`, title: `${m[k]} bytes` },
+        bytes(m[k]))))),
+    { id: 'staging-table' }),
+    h('p', { class: 'muted' }, 'Planned: the input bytes the installed Het-HPS plans predicted each platform\u2019s agents would fetch (distinct files per agent, not knowing what the node caches already hold), beside what staging fetched and found in the caches.'));
   }
   out.push(h('h2', {}, 'Measured bandwidths (the Het-HPS plans\u2019 inputs)'),
     table(['platform', 'endpoint', 'transfers', 'bytes (window)', 'MiB/s'], bw.map((r) => h('tr', {},
