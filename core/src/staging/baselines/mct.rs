@@ -12,8 +12,8 @@
 
 use rayon::prelude::*;
 
+use super::mct_costs::MctCosts;
 use crate::staging::error::StagingError;
-use crate::staging::estimate::transfer_seconds_per_byte;
 use crate::staging::model::{NodeInfo, StagingPlatform, TaskId, Workload};
 use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
@@ -60,41 +60,13 @@ fn schedule(
     let nodes: Vec<NodeInfo> = platform.nodes();
     let k = nodes.len();
     let n = workload.tasks.len();
-    let rate: Vec<Vec<f64>> = nodes
-        .iter()
-        .map(|node| {
-            (0..platform.storage.len() as u32)
-                .map(|p| transfer_seconds_per_byte(platform, node, p))
-                .collect()
-        })
-        .collect();
-    // readers[f]: tasks that read file f.
-    let mut readers: Vec<Vec<TaskId>> = vec![Vec::new(); workload.files.len()];
-    for (t, task) in workload.tasks.iter().enumerate() {
-        for &f in &task.files {
-            readers[f as usize].push(t as TaskId);
-        }
-    }
     // fixed[t * k + i]: local read + compute; transfer[t * k + i]: files still to fetch.
-    let (fixed, mut transfer): (Vec<f64>, Vec<f64>) = (0..n)
-        .into_par_iter()
-        .flat_map_iter(|t| {
-            let rate = &rate;
-            let bytes = workload.task_bytes(t as TaskId) as f64;
-            let task = &workload.tasks[t];
-            nodes.iter().enumerate().map(move |(i, node)| {
-                let tr: f64 = task
-                    .files
-                    .iter()
-                    .map(|&f| {
-                        let file = &workload.files[f as usize];
-                        file.size_bytes as f64 * rate[i][file.storage as usize]
-                    })
-                    .sum();
-                (bytes * node.local_seconds_per_byte(), tr)
-            })
-        })
-        .unzip();
+    let MctCosts {
+        fixed,
+        mut transfer,
+        rate,
+        readers,
+    } = MctCosts::of(workload, platform, &nodes);
     let mut ready = vec![0.0f64; k];
     let mut present = vec![false; k * workload.files.len()];
     let mut scheduled = vec![false; n];

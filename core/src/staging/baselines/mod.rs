@@ -5,6 +5,7 @@
 
 mod hps;
 mod mct;
+mod mct_costs;
 mod online_mct;
 mod sjf;
 

@@ -16,9 +16,9 @@
 
 use rayon::prelude::*;
 
+use super::mct_costs::MctCosts;
 use super::MctSelection;
 use crate::staging::error::StagingError;
-use crate::staging::estimate::transfer_seconds_per_byte;
 use crate::staging::model::{StagingPlatform, TaskId, Workload};
 use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
@@ -93,39 +93,12 @@ impl OnlineMct {
     ) -> Self {
         let nodes = platform.nodes();
         let k = nodes.len();
-        let rate: Vec<Vec<f64>> = nodes
-            .iter()
-            .map(|node| {
-                (0..platform.storage.len() as u32)
-                    .map(|p| transfer_seconds_per_byte(platform, node, p))
-                    .collect()
-            })
-            .collect();
-        let mut readers: Vec<Vec<TaskId>> = vec![Vec::new(); workload.files.len()];
-        for (t, task) in workload.tasks.iter().enumerate() {
-            for &f in &task.files {
-                readers[f as usize].push(t as TaskId);
-            }
-        }
-        let (fixed, transfer): (Vec<f64>, Vec<f64>) = (0..workload.tasks.len())
-            .into_par_iter()
-            .flat_map_iter(|t| {
-                let rate = &rate;
-                let bytes = workload.task_bytes(t as TaskId) as f64;
-                let task = &workload.tasks[t];
-                nodes.iter().enumerate().map(move |(i, node)| {
-                    let tr: f64 = task
-                        .files
-                        .iter()
-                        .map(|&f| {
-                            let file = &workload.files[f as usize];
-                            file.size_bytes as f64 * rate[i][file.storage as usize]
-                        })
-                        .sum();
-                    (bytes * node.local_seconds_per_byte(), tr)
-                })
-            })
-            .unzip();
+        let MctCosts {
+            fixed,
+            transfer,
+            rate,
+            readers,
+        } = MctCosts::of(workload, platform, &nodes);
         OnlineMct {
             rule,
             idle_only,
