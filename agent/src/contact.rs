@@ -58,6 +58,8 @@ mod tests {
     fn silence_counts_from_the_last_answer() {
         let c = Contact::new(Duration::from_secs(3600));
         assert_eq!(c.gave_up(), None);
+        // `--give-up-secs 18446744073709551615` waits forever, without overflowing.
+        assert_eq!(Contact::new(Duration::from_secs(u64::MAX)).gave_up(), None);
         let zero = Contact::new(Duration::ZERO);
         assert!(
             zero.gave_up().is_some(),

@@ -1,18 +1,10 @@
 //! What the dashboard reads besides the CLI's views: the caller's identity, the online
 //! affinity tables (computed off the control lock) and the bytes staging moved.
 
+use super::users::user;
 use super::{Manager, Principal, ServiceError};
 use hetpilot_protocol::affinity_view::AffinityView;
 use hetpilot_protocol::dashboard::{StagingBytes, WhoAmI};
-
-pub(super) fn user(who: &Principal) -> Result<(&str, bool), ServiceError> {
-    match who {
-        Principal::User { name, admin } => Ok((name, *admin)),
-        _ => Err(ServiceError::Forbidden(
-            "this call needs a user token, not an agent credential".into(),
-        )),
-    }
-}
 
 impl Manager {
     /// The user a token belongs to.

@@ -3,7 +3,7 @@
 //! each running application's ended tasks, and keeps the last [`SAMPLES`], so a page
 //! opened late still shows throughput and fairness over time.
 
-use super::dashboard::user;
+use super::users::user;
 use super::{now_ms, Manager, Principal, ServiceError};
 use hetpilot_protocol::dashboard::{AppEnded, History, HistorySample};
 use std::collections::VecDeque;

@@ -3,6 +3,7 @@
 //! blocking pool with no lock held, and finishes under the lock (see `control::round`).
 //! Also the views the rounds leave behind (`hetpilot schedule`, `usage`, `bandwidths`).
 
+use super::users::user;
 use super::{now_ms, Manager, Principal, ServiceError};
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use std::sync::Arc;
@@ -62,14 +63,10 @@ impl Manager {
 
     /// The last round's allocation; a user sees only their own applications.
     pub fn schedule(&self, who: &Principal) -> Result<ScheduleView, ServiceError> {
-        let Principal::User { name, admin } = who else {
-            return Err(ServiceError::Forbidden(
-                "this call needs a user token, not an agent credential".into(),
-            ));
-        };
+        let (name, admin) = user(who)?;
         let mut view = self.control().schedule_view().clone();
         if !admin {
-            view.apps.retain(|a| a.owner == *name);
+            view.apps.retain(|a| a.owner == name);
         }
         Ok(view)
     }
@@ -77,24 +74,16 @@ impl Manager {
     /// Measured transfer bandwidths per platform × endpoint (any user: they describe
     /// platforms, not anyone's applications).
     pub fn bandwidths(&self, who: &Principal) -> Result<Vec<BandwidthRow>, ServiceError> {
-        if !matches!(who, Principal::User { .. }) {
-            return Err(ServiceError::Forbidden(
-                "this call needs a user token, not an agent credential".into(),
-            ));
-        }
+        user(who)?;
         Ok(self.control().bandwidth_rows())
     }
 
     /// Fairshare usage per user; a user sees only their own row.
     pub fn usage(&self, who: &Principal) -> Result<Vec<UserUsage>, ServiceError> {
-        let Principal::User { name, admin } = who else {
-            return Err(ServiceError::Forbidden(
-                "this call needs a user token, not an agent credential".into(),
-            ));
-        };
+        let (name, admin) = user(who)?;
         let mut table = self.control().usage_table(name, now_ms());
         if !admin {
-            table.retain(|u| u.user == *name);
+            table.retain(|u| u.user == name);
         }
         Ok(table)
     }

@@ -14,7 +14,7 @@ use hetpilot_protocol::{AppId, TaskRef};
 use std::sync::Arc;
 
 /// The calling user (agents and registration tokens are refused).
-fn user(who: &Principal) -> Result<(&str, bool), ServiceError> {
+pub(super) fn user(who: &Principal) -> Result<(&str, bool), ServiceError> {
     match who {
         Principal::User { name, admin } => Ok((name, *admin)),
         _ => Err(ServiceError::Forbidden(
