@@ -113,8 +113,9 @@ struct Args {
     /// in `hetpilot report`.
     #[arg(long)]
     zero_work: bool,
-    /// CPUs this agent and its tasks are pinned to, e.g. `0` or `0-3,8`.
-    #[arg(long)]
+    /// CPUs this agent and its tasks are pinned to, e.g. `0` or `0-3,8` (a platform
+    /// profile's `setup` line may export `HETPILOT_CPUS`).
+    #[arg(long, env = "HETPILOT_CPUS")]
     cpus: Option<String>,
     /// Working directory for tasks and their output: this uid's own, writable by no one
     /// else (created with mode 0700 if missing). Default: a fresh private directory
@@ -281,10 +282,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
     token::drop_from_environment()?;
     token::make_undumpable()?;
     let token = token::read(args.token_file.as_deref(), args.delete_token_file)?;
-    // Before any thread exists, while no task runs: the helper that starts the tasks.
-    if let Err(e) = spawner::start() {
-        tracing::warn!(error = %e, "no spawn helper: tasks start with posix_spawn, and their peak RSS counts the agent's");
-    }
+    // Before the spawn helper forks: it starts the tasks, which inherit its CPU affinity.
     let mut cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
@@ -292,6 +290,10 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
         let cpus = parse_cpus(list).with_context(|| format!("--cpus {list}"))?;
         pin(&cpus)?;
         cores = cpus.len() as u32;
+    }
+    // Before any thread exists, while no task runs: the helper that starts the tasks.
+    if let Err(e) = spawner::start() {
+        tracing::warn!(error = %e, "no spawn helper: tasks start with posix_spawn, and their peak RSS counts the agent's");
     }
     let mut sys = System::new().context("reading this node's resources")?;
     sys.refresh_memory();

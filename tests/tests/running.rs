@@ -223,3 +223,22 @@ fn agents_drain_before_their_walltime_ends() {
     assert_eq!(agent.wait_exit(LONG), Some(0), "{}", agent.log());
     assert!(agent.log().contains("walltime"), "{}", agent.log());
 }
+
+/// `--cpus` (or `HETPILOT_CPUS`) pins the tasks too: they are started by the spawn helper,
+/// which must be forked after the agent pinned itself.
+#[test]
+fn tasks_of_a_pinned_agent_run_on_its_cpus_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let _a = m.agent("local", 1, &["--cpus", "0"]);
+    let app = m.submit(array_app(
+        "where",
+        "sh -c 'grep Cpus_allowed_list /proc/self/status'",
+        1,
+    ));
+    m.wait_finished(app, LONG);
+    let (s, detail) = m.http().get(&format!("/v1/tasks/{app}.1"), &m.admin);
+    assert_eq!(s, 200, "{detail}");
+    let out = std::fs::read_to_string(detail["last"]["stdout_path"].as_str().unwrap()).unwrap();
+    assert_eq!(out.split_whitespace().last(), Some("0"), "{out}");
+}
