@@ -139,7 +139,7 @@ fn an_emulated_replay_creates_its_external_inputs_once_and_stages_them() {
 }
 
 /// A two-task WfFormat 1.5 workflow whose tasks read external inputs with real commands.
-fn tiny_workflow(dir: &Path, extra_input: &str) -> PathBuf {
+fn tiny_workflow(dir: &Path, file: &str, extra_input: &str) -> PathBuf {
     let wf = json!({
         "schemaVersion": "1.5", "name": "tiny",
         "workflow": {
@@ -161,7 +161,7 @@ fn tiny_workflow(dir: &Path, extra_input: &str) -> PathBuf {
             ]}
         }
     });
-    let path = dir.join("tiny.json");
+    let path = dir.join(file);
     std::fs::write(&path, wf.to_string()).unwrap();
     path
 }
@@ -179,7 +179,7 @@ fn inputs_dir_stages_real_external_inputs_and_refuses_missing_or_escaping_ones()
             .unwrap()
     };
     // extra.txt is missing: listed, nothing stored.
-    let wf = tiny_workflow(dir.path(), "extra.txt");
+    let wf = tiny_workflow(dir.path(), "tiny.json", "extra.txt");
     let dir_arg = inputs.to_str().unwrap();
     let out = m.cli(&["submit", "--wfcommons", wf.to_str().unwrap(), "--inputs-dir", dir_arg]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -190,7 +190,7 @@ fn inputs_dir_stages_real_external_inputs_and_refuses_missing_or_escaping_ones()
     );
     // A name that climbs out of the directory is refused before anything is opened.
     std::fs::write(dir.path().join("secret.txt"), "not for tasks").unwrap();
-    let escaping = tiny_workflow(dir.path(), "../secret.txt");
+    let escaping = tiny_workflow(dir.path(), "escaping.json", "../secret.txt");
     let out = m.cli(&[
         "submit",
         "--wfcommons",
