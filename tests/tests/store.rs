@@ -527,10 +527,11 @@ fn workflow_tasks_store_files_are_granted_per_task_and_per_owner() {
             "name": "wf", "command": "true", "max_attempts": 1,
             "tasks": {"lines": ["copy", "plain", "shout"]},
             "dag": {"tasks": [
-                {"argv": ["cp", "in.txt", "mid.txt"],
+                // A store output keeps its path as its name in the run directory.
+                {"argv": ["sh", "-c", "mkdir -p wf && cp in.txt wf/mid.txt"],
                  "inputs": inputs, "outputs": outputs},
                 {"argv": ["true"]},
-                {"parents": [0], "argv": ["sh", "-c", "tr a-z A-Z < mid.txt > out.txt"],
+                {"parents": [0], "argv": ["sh", "-c", "mkdir -p wf && tr a-z A-Z < mid.txt > wf/out.txt"],
                  "inputs": ["store://lustre/wf/mid.txt"],
                  "outputs": ["store://lustre/wf/out.txt"]}
             ]}
