@@ -462,7 +462,10 @@ mod tests {
         spec.dag.as_mut().unwrap().tasks[0].inputs = vec!["store://gpfs/db/a".into()];
         spec.validate().unwrap();
         let dag = spec.dag.as_ref().unwrap();
-        assert_eq!(dag.stores(), BTreeSet::from(["gpfs".into(), "lustre".into()]));
+        assert_eq!(
+            dag.stores(),
+            BTreeSet::from(["gpfs".into(), "lustre".into()])
+        );
         assert_eq!(dag.tasks[1].stores(), BTreeSet::from(["lustre".into()]));
         spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["store://bad name/x".into()];
         assert!(spec.validate().is_err());

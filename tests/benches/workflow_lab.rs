@@ -116,7 +116,11 @@ fn run(part: &str, profile: &str, slots: f64) {
     for file in INSTANCES {
         let dir = tempfile::tempdir().unwrap();
         let cancel = lab::CancelOnDrop(dir.path().to_path_buf());
-        let env = configure(dir.path(), &[(profile, &lab::shipped_profile(profile))], FAST);
+        let env = configure(
+            dir.path(),
+            &[(profile, &lab::shipped_profile(profile))],
+            FAST,
+        );
         let m = start_manager(dir.path(), &env);
         let path = samples.join(file);
         let instance: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -124,11 +128,20 @@ fn run(part: &str, profile: &str, slots: f64) {
         let (summary, report, to_end) = replay(&m, &path);
         let ours = report["makespan_ms"].as_f64().unwrap() / 1000.0 / TIME_SCALE;
         let bound = cp.max(work / slots);
+        let (s, agents) = m.http().get("/v1/agents", &m.admin);
+        assert_eq!(s, 200, "{agents}");
+        let agent_slots: Vec<u64> = agents
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["slots"].as_u64().unwrap_or(0))
+            .collect();
         println!(
             "{part} ({profile}, {slots} slots) {file}: {} tasks done; makespan {ours:.0} s at \
              full scale ({:.1} s at time scale {TIME_SCALE}); submit to last end {:.0} s; \
              recorded {recorded_makespan:.0} s; critical path {cp:.0} s; work {work:.0} s; \
-             lower bound at {slots} slots {bound:.0} s; ours / bound {:.2}",
+             lower bound at {slots} slots {bound:.0} s; ours / bound {:.2}; agents' slots \
+             {agent_slots:?}",
             summary["counts"]["done"],
             ours * TIME_SCALE,
             to_end / TIME_SCALE,

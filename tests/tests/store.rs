@@ -635,5 +635,8 @@ fn workflow_tasks_store_files_are_granted_per_task_and_per_owner() {
         &json!({"seen_up_to_ms": lease_ms, "held": plain}),
     );
     assert_eq!(s, 200, "{b}");
-    assert!(b.get("grants").is_none(), "no grant without a task needing one: {b}");
+    assert!(
+        b.get("grants").is_none(),
+        "no grant without a task needing one: {b}"
+    );
 }

@@ -94,9 +94,15 @@ fn an_emulated_replay_creates_its_external_inputs_once_and_stages_them() {
         ("chr21.BS.bfa", 46_944),
         ("HEP2_MSP1_Digests_s_1_sequence.sfq", 109_431),
     ] {
-        let copies = stored.get(name).unwrap_or_else(|| panic!("{name} not stored"));
+        let copies = stored
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} not stored"));
         assert_eq!(copies.len(), 1, "{name}: {copies:?}");
-        assert_eq!(std::fs::metadata(&copies[0]).unwrap().len(), bytes, "{name}");
+        assert_eq!(
+            std::fs::metadata(&copies[0]).unwrap().len(),
+            bytes,
+            "{name}"
+        );
     }
     // fast2bfq reads maq, maqindex (external) and its parent's .fq output: all staged.
     let tasks = tasks_by_name(&m, app);
@@ -112,7 +118,11 @@ fn an_emulated_replay_creates_its_external_inputs_once_and_stages_them() {
         .find(|(n, _)| n.starts_with("fastqSplit"))
         .map(|(_, t)| t)
         .unwrap();
-    assert!(stdout_of(split).contains("read 109431 B"), "{}", stdout_of(split));
+    assert!(
+        stdout_of(split).contains("read 109431 B"),
+        "{}",
+        stdout_of(split)
+    );
     // The node cache holds the external inputs for every later reader.
     let fetched: i64 = m
         .db()
@@ -181,7 +191,13 @@ fn inputs_dir_stages_real_external_inputs_and_refuses_missing_or_escaping_ones()
     // extra.txt is missing: listed, nothing stored.
     let wf = tiny_workflow(dir.path(), "tiny.json", "extra.txt");
     let dir_arg = inputs.to_str().unwrap();
-    let out = m.cli(&["submit", "--wfcommons", wf.to_str().unwrap(), "--inputs-dir", dir_arg]);
+    let out = m.cli(&[
+        "submit",
+        "--wfcommons",
+        wf.to_str().unwrap(),
+        "--inputs-dir",
+        dir_arg,
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -200,14 +216,22 @@ fn inputs_dir_stages_real_external_inputs_and_refuses_missing_or_escaping_ones()
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("could escape the directory: `../secret.txt`"), "{err}");
+    assert!(
+        err.contains("could escape the directory: `../secret.txt`"),
+        "{err}"
+    );
     assert_eq!(apps(), 0, "nothing stored");
-    assert!(!dir.path().join("files").exists() || files_by_name(&dir.path().join("files")).is_empty());
+    assert!(
+        !dir.path().join("files").exists() || files_by_name(&dir.path().join("files")).is_empty()
+    );
 
     // With every file there, the tasks read the real files (their real sizes declared).
     std::fs::write(inputs.join("extra.txt"), "and more\n").unwrap();
     let _agent = m.agent("local", 2, &[]);
-    let app = submit(&m, &["--wfcommons", wf.to_str().unwrap(), "--inputs-dir", dir_arg]);
+    let app = submit(
+        &m,
+        &["--wfcommons", wf.to_str().unwrap(), "--inputs-dir", dir_arg],
+    );
     let summary = m.wait_finished(app, LONG);
     assert_eq!(summary["counts"]["done"], 2, "{summary}");
     let tasks = tasks_by_name(&m, app);
@@ -220,7 +244,10 @@ fn inputs_dir_stages_real_external_inputs_and_refuses_missing_or_escaping_ones()
         .unwrap();
     let spec: Value = serde_json::from_str(&spec).unwrap();
     let decl = &spec["dag"]["tasks"][0]["inputs"][0];
-    assert_eq!(decl["size"], 15, "the real size, not the recorded one: {decl}");
+    assert_eq!(
+        decl["size"], 15,
+        "the real size, not the recorded one: {decl}"
+    );
     let stored = files_by_name(&dir.path().join("files"));
     assert_eq!(stored["raw.txt"].len(), 1);
 }
@@ -270,9 +297,16 @@ fn an_emulated_replay_runs_under_the_bwrap_sandbox_with_the_agent_binary_hidden(
     );
     let summary = m.wait_finished(app, LONG);
     assert_eq!(summary["counts"]["done"], 43, "{summary}\n{}", agent.log());
-    assert!(agent.log().contains("bubblewrap sandbox"), "{}", agent.log());
+    assert!(
+        agent.log().contains("bubblewrap sandbox"),
+        "{}",
+        agent.log()
+    );
     let tasks = tasks_by_name(&m, app);
     // blastall reads its program, its query and the nt database (5.1 GB × 1e-4).
     let said = stdout_of(&tasks["blastall_ID000002"]);
-    assert!(said.contains(&format!("read {} B from 3 files", 511_242)), "{said}");
+    assert!(
+        said.contains(&format!("read {} B from 3 files", 511_242)),
+        "{said}"
+    );
 }

@@ -52,7 +52,10 @@ fn an_emulated_workflow_replays_in_dependency_order_on_slurm_pilots() {
         let started = t["started_ms"].as_u64().unwrap();
         for p in t["parents"].as_array().unwrap() {
             let ended = tasks[p.as_str().unwrap()]["ended_ms"].as_u64().unwrap();
-            assert!(ended <= started, "{name} started before its parent {p} ended");
+            assert!(
+                ended <= started,
+                "{name} started before its parent {p} ended"
+            );
             edges += 1;
         }
     }
@@ -66,10 +69,14 @@ fn an_emulated_workflow_replays_in_dependency_order_on_slurm_pilots() {
         .map(|p| p["platform"].as_str().unwrap())
         .collect();
     assert_eq!(platforms, ["lab-debug"], "{report}");
-    let pilot = wait_until("a pilot with its Slurm job", Duration::from_secs(10), || {
-        lab::pilots(&m)
-            .into_iter()
-            .find(|p| p["batch_job_id"].is_string())
-    });
+    let pilot = wait_until(
+        "a pilot with its Slurm job",
+        Duration::from_secs(10),
+        || {
+            lab::pilots(&m)
+                .into_iter()
+                .find(|p| p["batch_job_id"].is_string())
+        },
+    );
     assert_eq!(pilot["platform"], "lab-debug", "{pilot}");
 }

@@ -15,8 +15,8 @@
 //! recorded sizes may be anything.
 
 use super::{staged_name, WfFile, Workflow};
-use hetpilot::client::Client;
 use anyhow::{bail, Context};
+use hetpilot::client::Client;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -261,12 +261,25 @@ mod tests {
         std::fs::write(dir.path().join("raw.fits"), b"0123456789").unwrap();
         let ext = external(&workflow());
         let err = from_dir(&ext, dir.path(), "p").unwrap_err().to_string();
-        assert!(err.contains("1 of the workflow's 2") && err.contains("`hdr`"), "{err}");
+        assert!(
+            err.contains("1 of the workflow's 2") && err.contains("`hdr`"),
+            "{err}"
+        );
         std::fs::write(dir.path().join("hdr"), b"h").unwrap();
         let up = from_dir(&ext, dir.path(), "p").unwrap();
         assert_eq!(up[0].bytes, 10, "the real size, not the recorded one");
-        assert_eq!(up[0].path.as_deref(), Some(dir.path().join("raw.fits").as_path()));
-        for bad in ["../etc/passwd", "/etc/passwd", "a/../../b", "", "a//b", "./x"] {
+        assert_eq!(
+            up[0].path.as_deref(),
+            Some(dir.path().join("raw.fits").as_path())
+        );
+        for bad in [
+            "../etc/passwd",
+            "/etc/passwd",
+            "a/../../b",
+            "",
+            "a//b",
+            "./x",
+        ] {
             let err = from_dir(&[file(bad, 1)], dir.path(), "p").unwrap_err();
             assert!(err.to_string().contains("could escape"), "{bad}: {err}");
         }

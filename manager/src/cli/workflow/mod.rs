@@ -365,9 +365,7 @@ pub fn spec_from_args(
     };
     let uploads = external_uploads(&workflow, args, &opts.prefix)
         .with_context(|| format!("{}", path.display()))?;
-    if uploads.is_some() {
-        opts.external = uploads.as_deref().map(inputs::staged_sizes);
-    }
+    opts.external = uploads.as_deref().map(inputs::staged_sizes);
     let spec = workflow
         .to_spec(&opts)
         .with_context(|| format!("{}", path.display()))?;
