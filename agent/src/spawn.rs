@@ -236,9 +236,19 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
             let mut command = vec![searched_c.clone().unwrap_or_else(|| argv[0].clone())];
             command.extend(argv[1..].iter().cloned());
             let env: Vec<&[u8]> = envp.iter().map(|c| c.to_bytes()).collect();
+            // The emulator is the agent's own binary, which may sit in a directory the
+            // sandbox hides (the agent's home or work dir): it is bound read-only.
+            let with_exe: Vec<PathBuf>;
+            let read_only = match &emulated {
+                Some(cmd) => {
+                    with_exe = [place.read_only, &[PathBuf::from(&cmd[0])]].concat();
+                    &with_exe[..]
+                }
+                None => place.read_only,
+            };
             let view = TaskView {
                 run_dir,
-                read_only: place.read_only,
+                read_only,
                 env: &env,
             };
             let bwrap_argv = sandbox.argv(&view, &command)?;

@@ -94,6 +94,38 @@ impl Client {
         self.call(self.get("/v1/health")).await
     }
 
+    /// `PUT /v1/files/NAME`: stores `body` as the caller's file `name` (each `/`-separated
+    /// part percent-encoded as one path segment).
+    pub async fn put_file(&self, name: &str, body: reqwest::Body) -> Result<(), ClientError> {
+        let refused = |message: String| ClientError::Refused {
+            status: 400,
+            message,
+        };
+        let mut url = reqwest::Url::parse(&self.base).map_err(|e| refused(e.to_string()))?;
+        url.path_segments_mut()
+            .map_err(|()| refused(format!("{} cannot take a path", self.base)))?
+            .pop_if_empty()
+            .extend(["v1", "files"])
+            .extend(name.split('/'));
+        let req = self.http.put(url).bearer_auth(&self.token).body(body);
+        let resp = req.send().await.map_err(|e| ClientError::Unreachable {
+            url: self.base.clone(),
+            message: http::with_causes(&e),
+        })?;
+        if resp.status().is_success() {
+            return Ok(());
+        }
+        let status = resp.status();
+        let message = match resp.json::<serde_json::Value>().await {
+            Ok(b) => b["error"].as_str().unwrap_or("refused").to_string(),
+            Err(_) => status.canonical_reason().unwrap_or("error").to_string(),
+        };
+        Err(ClientError::Refused {
+            status: status.as_u16(),
+            message,
+        })
+    }
+
     pub async fn submit(&self, spec: &AppSpec) -> Result<SubmitResponse, ClientError> {
         self.call(self.post("/v1/apps", spec)).await
     }

@@ -2,17 +2,18 @@
 //! has one task per input line (the line is the task's *name*, the workflow's task id);
 //! the DAG adds, per task, its parents (task indices), optionally its own command (argv,
 //! never run through a shell), its recorded runtime (the scheduler's weight) and its own
-//! input and output files (literal names, no placeholders).
+//! input and output files (literal names, no placeholders; on a `store://`, the agent that
+//! holds the task gets a grant to the owner's files there, as for application-wide files).
 //!
 //! A task is leased only after all its parents succeeded; a task that fails for good
 //! cancels its descendants. [`DagSpec::check`] refuses, before anything is stored, a DAG
 //! with a cycle (printed), a parent that is not a task, duplicate names, a file produced by
 //! two tasks, and anything past the bounds below.
 
-use crate::files::{FileDecl, FileTemplates};
+use crate::files::{store_of, FileDecl, FileTemplates};
 use crate::spec::SpecError;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The most tasks one workflow may hold.
 pub const MAX_DAG_TASKS: usize = 1_000_000;
@@ -63,7 +64,26 @@ fn field(field: &'static str, problem: String) -> SpecError {
     SpecError::Field { field, problem }
 }
 
+impl DagTask {
+    /// The stores (`store://NAME/...`) this task's own files name: the manager grants its
+    /// agent access to the owner's files there while it holds the task.
+    pub fn stores(&self) -> BTreeSet<String> {
+        self.inputs
+            .iter()
+            .chain(&self.outputs)
+            .filter_map(|d| store_of(&d.uri))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
 impl DagSpec {
+    /// Every store some task's own files name (checked against the manager's `[[storage]]`
+    /// at submit).
+    pub fn stores(&self) -> BTreeSet<String> {
+        self.tasks.iter().flat_map(DagTask::stores).collect()
+    }
+
     /// Checks the DAG against the application's task names (its input lines).
     pub fn check(&self, names: &[String]) -> Result<(), SpecError> {
         if self.tasks.len() != names.len() {
@@ -185,22 +205,6 @@ fn check_task(i: usize, t: &DagTask, names: &[String]) -> Result<(), SpecError> 
         return Err(field(
             "inputs",
             format!("task `{name}` declares more than {MAX_TASK_FILES} files"),
-        ));
-    }
-    if let Some(f) = t
-        .inputs
-        .iter()
-        .chain(&t.outputs)
-        .find(|f| f.uri.starts_with("store://"))
-    {
-        // Store grants go by the application's declarations, which a workflow has none of.
-        return Err(field(
-            "inputs",
-            format!(
-                "task `{name}`: `{}`: a workflow task's files cannot be on a store:// yet \
-                 (use the file service, a shared path, http(s):// or sftp://)",
-                f.uri
-            ),
         ));
     }
     if !(t.inputs.is_empty() && t.outputs.is_empty()) {
@@ -453,8 +457,19 @@ mod tests {
         spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["../../etc/x".into()];
         let err = spec.validate().unwrap_err().to_string();
         assert!(err.contains("task `t1`"), "{err}");
+        // A task's own files may be on a store; its name must be one.
         spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["store://lustre/x".into()];
-        let err = spec.validate().unwrap_err().to_string();
-        assert!(err.contains("store://"), "{err}");
+        spec.dag.as_mut().unwrap().tasks[0].inputs = vec!["store://gpfs/db/a".into()];
+        spec.validate().unwrap();
+        let dag = spec.dag.as_ref().unwrap();
+        assert_eq!(
+            dag.stores(),
+            BTreeSet::from(["gpfs".into(), "lustre".into()])
+        );
+        assert_eq!(dag.tasks[1].stores(), BTreeSet::from(["lustre".into()]));
+        spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["store://bad name/x".into()];
+        assert!(spec.validate().is_err());
+        spec.dag.as_mut().unwrap().tasks[1].outputs = vec!["store://lustre/../bob/x".into()];
+        assert!(spec.validate().unwrap_err().to_string().contains("`..`"));
     }
 }

@@ -510,3 +510,133 @@ fn a_grant_the_store_refuses_fails_only_its_task_with_a_clear_error() {
         "{t}"
     );
 }
+
+/// A workflow's per-task `store://` files: the agent holding a task gets a grant to its
+/// owner's files on the store that task names, and no other; the task's files are read
+/// and written there. Another user's agent (holding only that user's tasks) gets a grant
+/// to that user's files only, which the store refuses for the first user's files.
+#[test]
+fn workflow_tasks_store_files_are_granted_per_task_and_per_owner() {
+    let site = site();
+    let m = &site.manager;
+    let root = &site.store.root;
+    let alice = m.create_user("alice");
+    place(root, "alice", "wf/in.txt", b"alice's input\n");
+    let workflow = |inputs: Value, outputs: Value| {
+        json!({
+            "name": "wf", "command": "true", "max_attempts": 1,
+            "tasks": {"lines": ["copy", "plain", "shout"]},
+            "dag": {"tasks": [
+                // A store output keeps its path as its name in the run directory.
+                {"argv": ["sh", "-c", "mkdir -p wf && cp in.txt wf/mid.txt"],
+                 "inputs": inputs, "outputs": outputs},
+                {"argv": ["true"]},
+                {"parents": [0], "argv": ["sh", "-c", "mkdir -p wf && tr a-z A-Z < mid.txt > wf/out.txt"],
+                 "inputs": ["store://lustre/wf/mid.txt"],
+                 "outputs": ["store://lustre/wf/out.txt"]}
+            ]}
+        })
+    };
+    let alice_wf = workflow(
+        json!(["store://lustre/wf/in.txt"]),
+        json!(["store://lustre/wf/mid.txt"]),
+    );
+    // A store the manager does not know, in one task's files, is refused at submit.
+    let mut unknown = alice_wf.clone();
+    unknown["dag"]["tasks"][1]["inputs"] = json!(["store://gpfs/x"]);
+    let (s, b) = m.http().post("/v1/apps", &alice, &unknown);
+    assert_eq!(s, 400, "{b}");
+    assert!(b["error"].as_str().unwrap().contains("`gpfs`"), "{b}");
+    // Through a real agent: each task's store files are staged and stored.
+    let agent = m.agent("local", 2, &[]);
+    let (s, b) = m.http().post("/v1/apps", &alice, &alice_wf);
+    assert_eq!(s, 200, "{b}");
+    let app = b["app"].as_u64().unwrap();
+    let summary = m.wait_finished(app, LONG);
+    assert_eq!(summary["counts"]["done"], 3, "{summary}\n{}", agent.log());
+    assert_eq!(
+        std::fs::read(root.join("alice/wf/out.txt")).unwrap(),
+        b"ALICE'S INPUT\n"
+    );
+    drop(agent);
+
+    // Bob's workflow, pulled by a bare agent: grants follow the tasks it holds.
+    let bob = m.create_user("bob");
+    place(root, "bob", "wf/in.txt", b"bob's\n");
+    let (s, b) = m.http().post(
+        "/v1/apps",
+        &bob,
+        &workflow(json!(["store://lustre/wf/in.txt"]), json!([])),
+    );
+    assert_eq!(s, 200, "{b}");
+    let bob_app = b["app"].as_u64().unwrap();
+    let http = m.http();
+    let reg = json!({"platform": "local", "hostname": "h", "cores": 1, "memory_mb": 1, "slots": 2});
+    let (_, agent) = http.post("/v1/agents", &m.agent_token("local"), &reg);
+    let (id, cred) = (
+        agent["agent"].as_u64().unwrap(),
+        agent["credential"].as_str().unwrap().to_string(),
+    );
+    let mut pulls: Vec<Value> = Vec::new();
+    wait_until("bob's two ready tasks to be leased", LONG, || {
+        let have: usize = pulls
+            .iter()
+            .map(|p| p["tasks"].as_array().unwrap().len())
+            .sum();
+        if have == 2 {
+            return Some(());
+        }
+        let (s, p) = http.post(
+            &format!("/v1/agents/{id}/pull"),
+            &cred,
+            &json!({"max": 2 - have, "wait_ms": 0}),
+        );
+        assert_eq!(s, 200, "{p}");
+        pulls.push(p);
+        None
+    });
+    let held: Vec<Value> = pulls
+        .iter()
+        .flat_map(|p| p["tasks"].as_array().unwrap().clone())
+        .map(|t| json!({"task": t["task"], "attempt": t["attempt"]}))
+        .collect();
+    assert!(held.iter().all(|t| t["task"]["app"] == bob_app), "{held:?}");
+    let grants: Vec<&Value> = pulls
+        .iter()
+        .filter_map(|p| p["grants"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(grants.len(), 1, "one store, one owner: {pulls:?}");
+    assert_eq!(
+        (grants[0]["store"].as_str(), grants[0]["owner"].as_str()),
+        (Some("lustre"), Some("bob"))
+    );
+    let token = grants[0]["token"].as_str().unwrap();
+    let url = &site.store.url;
+    assert_eq!(
+        store_get(&format!("{url}/bob/wf/in.txt"), Some(token), None),
+        (200, b"bob's\n".to_vec())
+    );
+    for alices in ["alice/wf/in.txt", "alice/wf/out.txt"] {
+        let (status, body) = store_get(&format!("{url}/{alices}"), Some(token), None);
+        assert_eq!(status, 403, "bob's grant read {alices}: {body:?}");
+    }
+    // Holding only the task without store files: no grant at all.
+    let lease_ms = pulls.iter().map(|p| p["lease_ms"].as_u64().unwrap()).max();
+    let plain: Vec<Value> = held
+        .iter()
+        .filter(|t| t["task"]["index"] == 1)
+        .cloned()
+        .collect();
+    assert_eq!(plain.len(), 1, "{held:?}");
+    let (s, b) = http.post(
+        &format!("/v1/agents/{id}/heartbeat"),
+        &cred,
+        &json!({"seen_up_to_ms": lease_ms, "held": plain}),
+    );
+    assert_eq!(s, 200, "{b}");
+    assert!(
+        b.get("grants").is_none(),
+        "no grant without a task needing one: {b}"
+    );
+}

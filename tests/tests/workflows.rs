@@ -303,7 +303,7 @@ fn an_emulated_wfcommons_instance_replays_with_its_files_staged() {
         "--time-scale",
         "0.02",
         "--size-scale",
-        "1000",
+        "0.001",
         "--json",
     ]);
     assert!(out.status.success(), "{out:?}");
@@ -325,21 +325,27 @@ fn an_emulated_wfcommons_instance_replays_with_its_files_staged() {
             assert!(wall >= 100.0, "{name}: {wall} ms");
         }
     }
-    // split_fasta's outputs (small.fasta.N, 6 B × 1000) went through the file service
-    // and were read by the blastall tasks (their staging fetched or found them).
+    // split_fasta's outputs (small.fasta.N) went through the file service and were read
+    // by the blastall tasks (their staging fetched or found them), with the external nt
+    // database (5,112,425,635 B × 0.001), created once at submit.
     let files = dir.path().join("files");
-    let staged: Vec<_> = walk(&files)
-        .into_iter()
-        .filter(|p| p.file_name().unwrap().to_string_lossy() == "small.fasta.0")
-        .collect();
-    assert_eq!(staged.len(), 1, "{staged:?}");
-    assert_eq!(std::fs::metadata(&staged[0]).unwrap().len(), 6000);
-    // The emulator read it in full on the agent (its stdout, on this host).
+    let named = |name: &str| -> Vec<_> {
+        walk(&files)
+            .into_iter()
+            .filter(|p| p.file_name().unwrap().to_string_lossy() == name)
+            .collect()
+    };
+    assert_eq!(named("small.fasta.0").len(), 1);
+    let nt = named("nt");
+    assert_eq!(nt.len(), 1, "{nt:?}");
+    assert_eq!(std::fs::metadata(&nt[0]).unwrap().len(), 5_112_425);
+    // The emulator read them in full on the agent (its stdout, on this host): its
+    // program (7,688 B × 0.001), its query (6 B × 0.001) and nt.
     let out = tasks["blastall_ID000002"]["last"]["stdout_path"]
         .as_str()
         .unwrap();
     let said = std::fs::read_to_string(out).unwrap();
-    assert!(said.contains("read 6000 B from 1 files"), "{said}");
+    assert!(said.contains("read 5112432 B from 3 files"), "{said}");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

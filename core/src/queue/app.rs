@@ -290,6 +290,25 @@ impl AppEntry {
         ))
     }
 
+    /// The stores task `index` reads or writes on: those of the application's declarations
+    /// and, for a workflow task, those its own files name (what its agent needs grants for).
+    pub fn task_stores(&self, index: u64) -> std::collections::BTreeSet<String> {
+        let mut stores = self
+            .runtime
+            .files
+            .as_ref()
+            .map(|f| f.stores())
+            .unwrap_or_default();
+        if let Some(t) = self
+            .dag
+            .as_ref()
+            .and_then(|d| d.spec.tasks.get(index as usize))
+        {
+            stores.extend(t.stores());
+        }
+        stores
+    }
+
     /// The argv of task `index`: a workflow task's own command, else the template's.
     pub(crate) fn argv(&self, index: u64) -> Vec<String> {
         let own = self

@@ -120,14 +120,17 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let spec = match super::workflow::spec_from_args(&args.workflow, args.app_file.as_deref())? {
-        Some(spec) => spec,
-        None => match &args.app_file {
-            Some(f) => app_file::load(f)?,
-            None => from_flags(&args)?,
-        },
-    };
+    let (spec, uploads) =
+        match super::workflow::spec_from_args(&args.workflow, args.app_file.as_deref())? {
+            Some(w) => (w.spec, w.uploads),
+            None => match &args.app_file {
+                Some(f) => (app_file::load(f)?, Vec::new()),
+                None => (from_flags(&args)?, Vec::new()),
+            },
+        };
     let client = args.connect.client()?;
+    // A workflow's external inputs are in place before any of its tasks can start.
+    super::workflow::inputs::upload(&client, &uploads).await?;
     let answer = client.submit(&spec).await?;
     if !args.wait {
         if args.json {

@@ -10,7 +10,7 @@ use hetpilot_protocol::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
 };
-use hetpilot_protocol::{AgentId, AppId};
+use hetpilot_protocol::{AgentId, TaskRef};
 use std::time::Duration;
 
 /// Longest a pull may wait for work.
@@ -180,7 +180,7 @@ impl Manager {
                     self.metrics
                         .leased(platform, batch.tasks.len(), arrived.elapsed());
                 }
-                let grants = self.store_grants(batch.tasks.iter().map(|t| t.task.app));
+                let grants = self.store_grants(batch.tasks.iter().map(|t| t.task));
                 return Ok(PullResponse {
                     grants,
                     apps: batch.apps,
@@ -315,18 +315,18 @@ impl Manager {
         let id = agent(who, path)?;
         bounds::check_listed("started", req.started.len())?;
         bounds::check_listed("held", req.held.len())?;
-        let (mut changes, given_back, drain, kill, held_apps) = {
+        let (mut changes, given_back, drain, kill, held) = {
             let mut control = self.control();
             let changes = control.started(id, &req.started, now_ms())?;
             let given_back = control.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?;
             let (drain, kill) = control.heartbeat(id, now_ms())?;
             // Grants go by what the manager leased to this agent, not by what it claims.
-            let held_apps: Vec<AppId> = control
+            let held: Vec<TaskRef> = control
                 .queues()
                 .agent(id)
-                .map(|a| a.held.keys().map(|t| t.app).collect())
+                .map(|a| a.held.keys().copied().collect())
                 .unwrap_or_default();
-            (changes, given_back, drain, kill, held_apps)
+            (changes, given_back, drain, kill, held)
         };
         if !given_back.is_empty() {
             tracing::warn!(agent = %id, tasks = given_back.len(), "leases that never reached their agent went back to their queues");
@@ -336,7 +336,7 @@ impl Manager {
         if !changes.is_empty() {
             self.writer.send(Write::Changes(changes));
         }
-        let grants = self.store_grants(held_apps);
+        let grants = self.store_grants(held);
         Ok(HeartbeatResponse {
             drain,
             kill,

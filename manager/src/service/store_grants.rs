@@ -3,11 +3,15 @@
 //! How grants reach agents, and why they never expire under a running task: the manager
 //! holds each store's secret and signs stateless grants (`hetpilot_transport::store_grant`),
 //! one per (store, owner), lasting `store_grant_ttl_secs`. It sends fresh ones
-//! - in every pull answer that leases tasks, for the stores those tasks' applications
-//!   use (so a task never arrives without its grant), and
-//! - in every heartbeat answer, for the stores the applications of the tasks the agent
-//!   holds use (so a grant is never older than one heartbeat interval while a task that
-//!   needs it is queued or running, however long that is).
+//! - in every pull answer that leases tasks, for the stores those tasks use (so a task
+//!   never arrives without its grant), and
+//! - in every heartbeat answer, for the stores the tasks the agent holds use (so a grant is
+//!   never older than one heartbeat interval while a task that needs it is queued or
+//!   running, however long that is).
+//!
+//! The stores a task uses are those its application declares for every task and, for a
+//! workflow task, those its own files name (`DagTask::stores`): an agent holding only a
+//! workflow's tasks without store files gets no grant at all.
 //!
 //! The agent keeps the newest grant per (store, owner). Nothing is stored and nothing
 //! can be revoked: a grant dies at its expiry, so the TTL bounds how long a leaked one is
@@ -19,7 +23,7 @@ use super::{Manager, ServiceError};
 use crate::config::Settings;
 use hetpilot_protocol::protocol::StoreGrant;
 use hetpilot_protocol::spec::AppSpec;
-use hetpilot_protocol::AppId;
+use hetpilot_protocol::TaskRef;
 use hetpilot_transport::store_grant::{SecretError, StoreSecret};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -71,13 +75,17 @@ fn now_secs() -> u64 {
 }
 
 impl Manager {
-    /// Refuses an application naming a store that is not configured here.
+    /// Refuses an application naming a store that is not configured here, in its
+    /// declarations or (a workflow) in a task's own files.
     pub(super) fn check_stores(&self, spec: &AppSpec) -> Result<(), ServiceError> {
-        let Some(files) = spec.file_templates() else {
-            return Ok(());
-        };
-        let unknown: Vec<String> = files
-            .stores()
+        let mut named = spec
+            .file_templates()
+            .map(|f| f.stores())
+            .unwrap_or_default();
+        if let Some(dag) = &spec.dag {
+            named.extend(dag.stores());
+        }
+        let unknown: Vec<String> = named
             .into_iter()
             .filter(|s| !self.stores.stores.contains_key(s))
             .collect();
@@ -99,19 +107,24 @@ impl Manager {
         )))
     }
 
-    /// Fresh grants for every (store, owner) the applications `apps` use.
-    pub(super) fn store_grants(&self, apps: impl IntoIterator<Item = AppId>) -> Vec<StoreGrant> {
+    /// Fresh grants for every (store, owner) the tasks `tasks` use.
+    pub(super) fn store_grants(&self, tasks: impl IntoIterator<Item = TaskRef>) -> Vec<StoreGrant> {
         if self.stores.stores.is_empty() {
             return Vec::new();
         }
-        let apps: BTreeSet<AppId> = apps.into_iter().collect();
+        let tasks: BTreeSet<TaskRef> = tasks.into_iter().collect();
         let wanted: BTreeSet<(String, String)> = {
             let control = self.control();
             let queues = control.queues();
-            apps.iter()
-                .filter_map(|&id| queues.app(id))
-                .filter_map(|a| Some((a.owner.clone(), a.runtime.files.as_ref()?.stores())))
-                .flat_map(|(owner, stores)| stores.into_iter().map(move |s| (s, owner.clone())))
+            tasks
+                .iter()
+                .filter_map(|t| Some((queues.app(t.app)?, t.index)))
+                .flat_map(|(a, index)| {
+                    let owner = a.owner.clone();
+                    a.task_stores(index)
+                        .into_iter()
+                        .map(move |s| (s, owner.clone()))
+                })
                 .collect()
         };
         let now = now_secs();

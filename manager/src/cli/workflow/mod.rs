@@ -7,10 +7,13 @@
 //!
 //! Files: a file some task produces is staged through the manager's file service (the
 //! producer's output, the consumer's input), named under a prefix unique to this
-//! submission; files no task produces (the workflow's own inputs) are the tasks' business
-//! (a shared filesystem or the working directory), and are not staged.
+//! submission. Files no task produces (the workflow's external inputs) are created at
+//! their recorded sizes with `--emulate`, or taken from `--inputs-dir DIR`, stored under
+//! the same prefix before the submission and staged the same way (see [`inputs`]);
+//! otherwise they are the tasks' business (a shared filesystem or the working directory).
 
 pub mod dax;
+pub mod inputs;
 pub mod tasks_file;
 pub mod view;
 pub mod wfcommons;
@@ -81,6 +84,9 @@ pub struct Options {
     pub prefix: String,
     /// Runs of one task before it fails for good.
     pub max_attempts: u32,
+    /// External inputs stored in the file service before the submission, by the
+    /// workflow's name for them, with their staged sizes; `None`: they are not staged.
+    pub external: Option<HashMap<String, u64>>,
 }
 
 /// The longest a scaled emulated file may be, bytes (1 GiB).
@@ -169,20 +175,26 @@ impl Workflow {
         producers: &HashMap<&str, &str>,
         opts: &Options,
     ) -> DagTask {
+        let external = |f: &WfFile| opts.external.as_ref()?.get(&f.name).copied();
         let staged = |f: &WfFile| FileDecl {
             uri: if self.literal_files {
                 f.name.clone()
             } else {
                 staged_name(&opts.prefix, &f.name)
             },
-            size: f.size.map(|s| scaled_size(s, opts)),
+            size: external(f).or_else(|| f.size.map(|s| scaled_size(s, opts))),
             sha256: None,
         };
-        // Only files some task writes are staged (unless the file says where each lives).
+        // Files some task writes are staged, and external inputs stored before the
+        // submission (unless the file says where each lives).
         let inputs: Vec<FileDecl> = t
             .inputs
             .iter()
-            .filter(|f| self.literal_files || producers.contains_key(f.name.as_str()))
+            .filter(|f| {
+                self.literal_files
+                    || producers.contains_key(f.name.as_str())
+                    || external(f).is_some()
+            })
             .map(staged)
             .collect();
         let outputs: Vec<FileDecl> = t.outputs.iter().map(staged).collect();
@@ -222,7 +234,12 @@ fn scaled_size(bytes: u64, opts: &Options) -> u64 {
     if !opts.emulate {
         return bytes;
     }
-    (bytes as f64 * opts.size_scale).clamp(0.0, MAX_EMULATED_FILE) as u64
+    scale_bytes(bytes, opts.size_scale)
+}
+
+/// `bytes` × `scale`, at most the largest emulated file.
+fn scale_bytes(bytes: u64, scale: f64) -> u64 {
+    (bytes as f64 * scale).clamp(0.0, MAX_EMULATED_FILE) as u64
 }
 
 /// `hetpilot-emulate --runtime S --read NAME... --write NAME=BYTES...`: the names are
@@ -275,6 +292,20 @@ pub struct SubmitArgs {
     /// With --emulate: multiply recorded file sizes by F.
     #[arg(long, value_name = "F", default_value_t = 1.0, requires = "emulate")]
     pub size_scale: f64,
+    /// The workflow's external inputs (files no task writes) are the files DIR/NAME:
+    /// stored in the file service and staged to the tasks that read them. (With
+    /// --emulate they are created at their recorded sizes instead.)
+    #[arg(long, value_name = "DIR", conflicts_with = "emulate")]
+    pub inputs_dir: Option<PathBuf>,
+}
+
+/// A workflow ready to submit: the application, and the external inputs to store first.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The application.
+    pub spec: AppSpec,
+    /// External inputs to store in the file service before submitting it.
+    pub uploads: Vec<inputs::Upload>,
 }
 
 /// The most bytes of a workflow file read (1 GiB).
@@ -294,11 +325,11 @@ fn read(path: &Path) -> anyhow::Result<String> {
 }
 
 /// The application `hetpilot submit` asked for, if it is a workflow (`--wfcommons`,
-/// `--dax`, or an application file with `[[task]]` tables).
+/// `--dax`, or an application file with `[[task]]` tables), with its external inputs.
 pub fn spec_from_args(
     args: &SubmitArgs,
     app_file: Option<&Path>,
-) -> anyhow::Result<Option<AppSpec>> {
+) -> anyhow::Result<Option<Prepared>> {
     let (path, workflow) = if let Some(p) = &args.wfcommons {
         (p.as_path(), wfcommons::parse(&read(p)?))
     } else if let Some(p) = &args.dax {
@@ -306,15 +337,12 @@ pub fn spec_from_args(
     } else if let Some(p) = app_file {
         let text = read(p)?;
         if !tasks_file::is_workflow(&text) {
-            if args.emulate {
-                bail!("--emulate needs a workflow: --wfcommons, --dax or [[task]] tables");
-            }
+            needs_no_workflow(args)?;
             return Ok(None);
         }
         (p, tasks_file::parse(&text, p))
-    } else if args.emulate {
-        bail!("--emulate needs a workflow: --wfcommons, --dax or [[task]] tables");
     } else {
+        needs_no_workflow(args)?;
         return Ok(None);
     };
     let workflow = workflow.with_context(|| format!("{}", path.display()))?;
@@ -327,13 +355,17 @@ pub fn spec_from_args(
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let opts = Options {
+    let mut opts = Options {
         emulate: args.emulate,
         time_scale: args.time_scale,
         size_scale: args.size_scale,
         prefix: format!("wf-{stamp}"),
         max_attempts: 3,
+        external: None,
     };
+    let uploads = external_uploads(&workflow, args, &opts.prefix)
+        .with_context(|| format!("{}", path.display()))?;
+    opts.external = uploads.as_deref().map(inputs::staged_sizes);
     let spec = workflow
         .to_spec(&opts)
         .with_context(|| format!("{}", path.display()))?;
@@ -344,7 +376,73 @@ pub fn spec_from_args(
             workflow.tasks.len()
         );
     }
-    Ok(Some(spec))
+    Ok(Some(Prepared {
+        spec,
+        uploads: uploads.unwrap_or_default(),
+    }))
+}
+
+/// Refuses the workflow flags on an application that is not a workflow.
+fn needs_no_workflow(args: &SubmitArgs) -> anyhow::Result<()> {
+    for (set, flag) in [
+        (args.emulate, "--emulate"),
+        (args.inputs_dir.is_some(), "--inputs-dir"),
+    ] {
+        if set {
+            bail!("{flag} needs a workflow: --wfcommons, --dax or [[task]] tables");
+        }
+    }
+    Ok(())
+}
+
+/// The external inputs to store before submitting (`--emulate` or `--inputs-dir`), after
+/// the size cap; `None`: they are not staged (a note says how many are left to the tasks).
+fn external_uploads(
+    workflow: &Workflow,
+    args: &SubmitArgs,
+    prefix: &str,
+) -> anyhow::Result<Option<Vec<inputs::Upload>>> {
+    if workflow.literal_files {
+        // An application file says where each file lives.
+        return Ok(None);
+    }
+    let files = inputs::external(workflow);
+    if args.emulate {
+        let uploads = inputs::emulated(&files, args.size_scale, prefix);
+        let outputs = workflow
+            .tasks
+            .iter()
+            .flat_map(|t| &t.outputs)
+            .map(|f| scale_bytes(f.size.unwrap_or(0), args.size_scale));
+        let total = uploads
+            .iter()
+            .map(|u| u.bytes)
+            .chain(outputs)
+            .fold(0u64, u64::saturating_add);
+        inputs::check_total(
+            total,
+            "the emulated workflow's external inputs and outputs",
+            "replay it with a smaller --size-scale",
+        )?;
+        return Ok(Some(uploads));
+    }
+    if let Some(dir) = &args.inputs_dir {
+        let uploads = inputs::from_dir(&files, dir, prefix)?;
+        let total = uploads.iter().map(|u| u.bytes).fold(0, u64::saturating_add);
+        inputs::check_total(
+            total,
+            "the workflow's external inputs",
+            "put them on a filesystem the nodes share and use that instead",
+        )?;
+        return Ok(Some(uploads));
+    }
+    if !files.is_empty() {
+        eprintln!(
+            "note: the workflow's {} external inputs (read by tasks, written by none) are not              staged; give --inputs-dir DIR to store and stage them",
+            files.len()
+        );
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ fn opts(emulate: bool) -> Options {
         size_scale: 0.001,
         prefix: "wf-1".into(),
         max_attempts: 2,
+        external: None,
     }
 }
 
