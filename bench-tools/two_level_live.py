@@ -10,6 +10,7 @@ local lab (deploy/lab/start.sh), and writes what it measured as JSON under --out
   live      the live manager (real Slurm pilots, real agents, real tasks) under each policy
             combination, runs interleaved; polls its online affinity view while the
             applications run -> live-<policy>-<run>.json
+  recheck   the offline measurements again after the live runs -> offline-after.json
   simulate  the simulator on the offline profile and the same workload -> simulated.json
   report    docs/reproduction/two-level-live.md and its SVG figures, from the JSON files
 
@@ -123,7 +124,11 @@ def co_run(platform, apps, reps, cwd):
     return [[b - a for (a, b) in r if b <= end_all][:reps] for r in runs]
 
 
-def offline(out):
+def offline(out, name="offline.json"):
+    if (out / name).exists():
+        if name == "offline.json":
+            write_profile(out, json.loads((out / name).read_text()))
+        return
     s = settings()
     apps = s["application"]
     plats = s["platform"]
@@ -149,8 +154,14 @@ def offline(out):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result["machine_load"] = os.getloadavg()
-    (out / "offline.json").write_text(json.dumps(result, indent=1))
-    write_profile(out, result)
+    (out / name).write_text(json.dumps(result, indent=1))
+    if name == "offline.json":
+        write_profile(out, result)
+
+
+def recheck(out):
+    """The offline measurements once more, after the live runs: how stable the truth is."""
+    offline(out, "offline-after.json")
 
 
 def cv(values):
@@ -170,9 +181,9 @@ def write_profile(out, result):
         lines += ["[[platform]]", f'name = "{pname}"', f"cores_per_node = {p['slots']}", ""]
     for a in apps:
         one = ", ".join(f'"{p}" = {statistics.mean(result["solo"][a][p]):.4f}' for p in plats)
-        allv = [v for p in plats for v in result["solo"][a][p]]
+        spread = statistics.mean(cv(result["solo"][a][p]) for p in plats)
         lines += ["[[application]]", f'name = "{a}"', f"one_core = {{ {one} }}",
-                  f'runtime_distribution = {{ kind = "lognormal", cv = {max(cv(allv), 0.01):.3f} }}', ""]
+                  f'runtime_distribution = {{ kind = "lognormal", cv = {max(spread, 0.01):.3f} }}', ""]
     for pname, p in plats.items():
         if p["slots"] == 1:
             for a in apps:
@@ -212,6 +223,7 @@ class Manager:
             f'[scheduler]\npolicy = "{sched["first"]}"\nsecond_level = "{sched["second"]}"\n'
             f'metric = "{sched["metric"]}"\nseed = {s["live"]["seed"]}\n' + plats)
         env = dict(os.environ, HETPILOT_AGENT_BINARY=str(BIN / "hetpilot-agent"),
+                   SLURM_CONF=str(LAB / "etc/slurm.conf"),
                    HETPILOT_LAB_DIR=str(self.dir / "pilots"))
         self.env = env
         self.proc = subprocess.Popen([str(BIN / "hetpilot"), "serve", "--config", str(self.config)],
@@ -234,7 +246,9 @@ class Manager:
         return r.stdout
 
     def json(self, *args, token=None):
-        return json.loads(self.cli(*args, "--json", token=token))
+        args = list(args)
+        at = args.index("--") if "--" in args else len(args)
+        return json.loads(self.cli(*args[:at], "--json", *args[at:], token=token))
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -264,8 +278,9 @@ def live_run(out, policy, run):
             view = m.json("affinity", "--live")
             polls.append({"t": time.time(), "view": view})
             st = m.json("status", token=token)
-            if all(a["counts"]["done"] + a["counts"].get("failed", 0) + a["counts"].get("cancelled", 0)
-                   >= a["counts"]["total"] for a in st if a["app"] in ids):
+            ended = ("done", "failed", "cancelled")
+            if all(sum(a["counts"][k] for k in ended) == sum(a["counts"].values())
+                   for a in st if a["app"] in ids):
                 break
         tasks = {a["name"]: m.json("tasks", str(i), "--limit", "100000", token=token)
                  for a, i in zip(s["application"], ids)}
@@ -318,11 +333,11 @@ def simulate(out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["offline", "live", "simulate", "report", "all"])
+    ap.add_argument("step", choices=["offline", "live", "recheck", "simulate", "report", "all"])
     ap.add_argument("--out", type=Path, default=Path("/var/tmp/two-level-live"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    steps = ["offline", "live", "simulate", "report"] if args.step == "all" else [args.step]
+    steps = ["offline", "live", "recheck", "simulate", "report"] if args.step == "all" else [args.step]
     for step in steps:
         if step == "report":
             import two_level_live_report

@@ -1,10 +1,12 @@
 """Writes docs/reproduction/two-level-live.md and its figures from what
 bench-tools/two_level_live.py measured (offline.json, live-*.json, simulated.json)."""
 
+import gzip
 import json
 import math
 import statistics
 import subprocess
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -159,12 +161,26 @@ def truth_profile(run, s, solo, combo, path):
 BUCKETS = [(1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 10 ** 9)]
 
 
-def learning_curve(runs, s, solo, combo, work):
+def final_cells(runs, s, solo, combo, work, tag):
+    """Each run's last live OneCore estimate per (application, platform) beside the truth
+    for that run: {(app, platform): [(estimate, truth, samples)]}."""
+    cells = {}
+    for i, run in enumerate(runs):
+        truth, _ = truth_profile(run, s, solo, combo, work / f"truth-{tag}-{i}.toml")
+        v = run["polls"][-1]["view"]
+        for ai, app in enumerate(v["apps"]):
+            for pi, p in enumerate(v["platforms"]):
+                cells.setdefault((app["name"], p), []).append(
+                    (v["runtime_s"][ai][pi], truth[app["name"]][p], v["samples"][ai][pi]))
+    return cells
+
+
+def learning_curve(runs, s, solo, combo, work, tag):
     """Median relative error of the manager's throughput, EPA and RPA estimates per cell,
     by the cell's sample count, over every poll of every run."""
     errs = {k: {b: [] for b in BUCKETS} for k in ("throughput", "egocentric", "reciprocal")}
     for i, run in enumerate(runs):
-        _, tables = truth_profile(run, s, solo, combo, work / f"truth-{i}.toml")
+        _, tables = truth_profile(run, s, solo, combo, work / f"truth-{tag}-{i}.toml")
         plats = list(s["platform"])
         for poll in run["polls"]:
             v = poll["view"]
@@ -192,7 +208,7 @@ def svg_lines(path, title, xlabels, series, ylabel):
     ymax = max([y for _, ys in series for y in ys if y is not None] + [0.01]) * 1.15
     px = lambda i: l + (w - l - r) * i / max(1, len(xlabels) - 1)
     py = lambda y: t + (h - t - b) * (1 - y / ymax)
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    colors = ["#1f77b4", "#d62728", "#2ca02c"]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
            f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>',
            f'<line x1="{l}" y1="{h - b}" x2="{w - r}" y2="{h - b}" stroke="black"/>',
@@ -207,9 +223,10 @@ def svg_lines(path, title, xlabels, series, ylabel):
         out.append(f'<text x="{px(i)}" y="{h - b + 15}" text-anchor="middle">{x}</text>')
     for si, (name, ys) in enumerate(series):
         c = colors[si % len(colors)]
+        dash = ' stroke-dasharray="6,4"' if si >= len(colors) else ""
         pts = [(px(i), py(y)) for i, y in enumerate(ys) if y is not None]
-        out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
-                   % (c, " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)))
+        out.append('<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>'
+                   % (c, dash, " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)))
         for x, y in pts:
             out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{c}"/>')
         out.append(f'<text x="{w - r + 10}" y="{t + 20 + 18 * si}" fill="{c}">{name}</text>')
@@ -256,20 +273,31 @@ def svg_bars(path, title, groups, ylabel):
 def write(out, s):
     FIG.mkdir(parents=True, exist_ok=True)
     offline = json.loads((out / "offline.json").read_text())
+    if (out / "offline-after.json").exists():
+        offline["after"] = json.loads((out / "offline-after.json").read_text())
     sim = json.loads((out / "simulated.json").read_text())
     apps, solo, combo = offline_tables(offline, s)
     runs = {p: [] for p in s["policies"]}
-    for f in sorted(out.glob("live-*.json")):
-        r = json.loads(f.read_text())
+    for f in sorted(out.glob("live-*.json*")):
+        raw = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+        r = json.loads(raw)
         runs[r["policy"]].append(r)
     outcomes = {p: [run_outcome(r, s, solo) for r in rs] for p, rs in runs.items()}
-    errs = learning_curve([r for rs in runs.values() for r in rs], s, solo, combo, out)
+    all_runs = [r for rs in runs.values() for r in rs]
+    truths = {"before": (solo, combo)}
+    if "after" in offline:
+        _, solo2, combo2 = offline_tables(offline["after"], s)
+        truths["after"] = (solo2, combo2)
+    work = Path(tempfile.mkdtemp(prefix="two-level-live-truth-"))
+    errs = {t: learning_curve(all_runs, s, so, co, work, t) for t, (so, co) in truths.items()}
+    cells = {t: final_cells(all_runs, s, so, co, work, t) for t, (so, co) in truths.items()}
     labels = [f"{a}" if a == b else (f"{a}-{b}" if b < 10 ** 9 else f"{a}+") for a, b in BUCKETS]
-    med = {k: [statistics.median(v[b]) if v[b] else None for b in BUCKETS] for k, v in errs.items()}
-    counts = [sum(len(errs["throughput"][b]) for _ in [0]) for b in BUCKETS]
+    med = {t: {k: [statistics.median(v[b]) if v[b] else None for b in BUCKETS] for k, v in e.items()}
+           for t, e in errs.items()}
+    names = {"throughput": "throughput", "egocentric": "EPA", "reciprocal": "RPA"}
     svg_lines(FIG / "estimate-error.svg", "Error of the live affinity estimates",
-              labels, [("throughput", med["throughput"]), ("EPA", med["egocentric"]),
-                       ("RPA", med["reciprocal"])], "median relative error")
+              labels, [(f"{names[k]} ({t})", med[t][k]) for t in med for k in names],
+              "median relative error")
     # live vs simulated
     def sim_stats(p, key):
         v = [r[key] for r in sim[p]["per_run"]]
@@ -290,20 +318,24 @@ def write(out, s):
                    ("simulated (mean, 95 % CI)", *sim_stats(p, "makespan_s"))]) for p in s["policies"]],
              "seconds")
     DOC.write_text(document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labels,
-                            live_stats, sim_stats))
+                            live_stats, sim_stats, cells))
 
 
 def fmt(v, d=2):
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{d}f}"
 
 
-def document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labels, live_stats, sim_stats):
+def document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labels, live_stats, sim_stats,
+             cells):
     P = list(s["platform"])
     pol = s["policies"]
     L = []
     L.append("# The affinity loop on live hardware (two-level paper; issue 16 item 6)\n")
     L.append("Generated by `python3 bench-tools/two_level_live.py report` from the measurements of "
-             "`python3 bench-tools/two_level_live.py all` (root, the lab started, release binaries). "
+             "`python3 bench-tools/two_level_live.py all --out DIR` (root, the lab started, release binaries). "
+             "The measurements themselves are in `docs/reproduction/two-level-live/data/`, and "
+             "`python3 bench-tools/two_level_live.py report --out docs/reproduction/two-level-live/data` "
+             "regenerates this document from them. "
              "The settings are in `profiles/reproduction/two-level-live/experiment.toml`, committed "
              "before the runs; `hetpilot reproduce` does not regenerate this document, because it needs "
              "the lab and real time.\n")
@@ -352,6 +384,20 @@ def document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labe
         L.append(f"| {a} | " + " | ".join(
             fmt(100 * (combo[("lab-shared", a, (b,))] - sh) / sh, 0) + " %"
             if ("lab-shared", a, (b,)) in combo else "–" for b in apps) + " |")
+    after = offline.get("after")
+    if after:
+        L.append("\n**How stable the truth is.** The same offline measurements repeated after the live "
+                 "runs (`two_level_live.py recheck`), relative change of each cell's mean:\n")
+        _, solo2, combo2 = offline_tables(after, s)
+        L.append("| cell | before s | after s | change |\n|---|---|---|---|")
+        for a in apps:
+            for p in P:
+                b, c = solo[a][p], solo2[a][p]
+                L.append(f"| {a} alone on {p} | {b:.2f} | {c:.2f} | {100 * (c / b - 1):+.0f} % |")
+        for k in sorted(combo):
+            if k in combo2:
+                b, c = combo[k], combo2[k]
+                L.append(f"| {k[1]} next to {'+'.join(k[2])} on {k[0]} | {b:.2f} | {c:.2f} | {100 * (c / b - 1):+.0f} % |")
     L.append("\n## How fast the live estimates approach the truth\n")
     L.append("The live profile's OneCore column is, by design, a slot's mean runtime as the platform "
              "really ran it, whatever its co-runners (`core/src/control/profiling.rs`): on lab-shared a "
@@ -365,10 +411,27 @@ def document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labe
     L.append("![estimate error](two-level-live/estimate-error.svg)\n")
     L.append("| samples of the cell | " + " | ".join(labels) + " |")
     L.append("|---|" + "---|" * len(labels))
-    for k, name in (("throughput", "throughput"), ("egocentric", "EPA"), ("reciprocal", "RPA")):
-        L.append(f"| {name}, median error | " + " | ".join(
-            "–" if v is None else f"{100 * v:.1f} %" for v in med[k]) + " |")
-    L.append("| polls × cells | " + " | ".join(str(len(errs["throughput"][b])) for b in BUCKETS) + " |")
+    for t in med:
+        for k, name in (("throughput", "throughput"), ("egocentric", "EPA"), ("reciprocal", "RPA")):
+            L.append(f"| {name}, median error ({t} truth) | " + " | ".join(
+                "–" if v is None else f"{100 * v:.1f} %" for v in med[t][k]) + " |")
+    L.append("| polls × cells | " + " | ".join(str(len(errs["before"]["throughput"][b])) for b in BUCKETS) + " |")
+    L.append("\nEach cell's last estimate of the run (a slot's mean runtime, s) beside its truth, "
+             "mean over the runs of both combinations (samples: the cell's runs at the end):\n")
+    L.append("| application | platform | samples (mean) | live estimate s | " +
+             " | ".join(f"truth ({t}) s | error ({t})" for t in cells) + " |")
+    L.append("|---|---|---|---|" + "---|---|" * len(cells))
+    for a in apps:
+        for p in P:
+            rows = {t: cells[t].get((a, p), []) for t in cells}
+            first = rows["before"]
+            if not first:
+                continue
+            est = mean([x[0] for x in first])
+            n = mean([x[2] for x in first])
+            L.append(f"| {a} | {p} | {n:.0f} | {est:.2f} | " + " | ".join(
+                f"{mean([x[1] for x in r]):.2f} | {100 * mean([x[0] / x[1] - 1 for x in r]):+.0f} %"
+                for r in rows.values()) + " |")
     L.append("\n## Live runs beside the simulator\n")
     L.append("Fairness = 1 − σ/μ of each application's throughput (tasks × 3600 / its finish time) "
              "normalized by a fair share (3 slots / 3 applications) of its fastest offline OneCore "
@@ -415,5 +478,7 @@ def document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labe
     sd, slo, shi = welch(smb, sma)
     L.append(f"| PA-based RR + MAF's makespan shorter than Fairness + AllCore's (baseline over paper) | "
              f"{d:+.1f} % [{lo:+.1f}, {hi:+.1f}] | {sd:+.1f} % [{slo:+.1f}, {shi:+.1f}] | {verdict(lo, hi)} |")
-    L.append("\nSee the discussion below for what the numbers mean.\n")
+    discussion = REPO / "profiles/reproduction/two-level-live/discussion.md"
+    if discussion.exists():
+        L.append(discussion.read_text())
     return "\n".join(L) + "\n"
