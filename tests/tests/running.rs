@@ -237,7 +237,7 @@ fn tasks_of_a_pinned_agent_run_on_its_cpus_only() {
         1,
     ));
     m.wait_finished(app, LONG);
-    let (s, detail) = m.http().get(&format!("/v1/tasks/{app}.1"), &m.admin);
+    let (s, detail) = m.http().get(&format!("/v1/tasks/{app}.0"), &m.admin);
     assert_eq!(s, 200, "{detail}");
     let out = std::fs::read_to_string(detail["last"]["stdout_path"].as_str().unwrap()).unwrap();
     assert_eq!(out.split_whitespace().last(), Some("0"), "{out}");
