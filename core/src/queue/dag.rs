@@ -95,29 +95,7 @@ impl DagState {
         if n != tasks.len() {
             return Err(format!("{n} dependency entries for {} tasks", tasks.len()));
         }
-        let weights: Vec<MoldableTask> = spec
-            .tasks
-            .iter()
-            .map(|t| {
-                let moldable = t
-                    .max_cores
-                    .is_some()
-                    .then(|| t.serial_fraction.unwrap_or(DEFAULT_SERIAL_FRACTION));
-                task_model(
-                    t.runtime_secs,
-                    DEFAULT_RUNTIME_SECS,
-                    t.least_cores(1),
-                    moldable,
-                )
-            })
-            .collect();
-        let edges: Vec<(usize, usize)> = spec
-            .tasks
-            .iter()
-            .enumerate()
-            .flat_map(|(i, t)| t.parents.iter().map(move |&p| (p as usize, i)))
-            .collect();
-        let graph = Ptg::new("workflow", weights, &edges).map_err(|e| e.to_string())?;
+        let graph = Self::model(&spec)?;
         let bottom_levels = graph.bottom_levels(&vec![1; n]);
         let topological_order = graph
             .topological_order()
@@ -142,6 +120,35 @@ impl DagState {
         };
         dag.rebuild(tasks);
         Ok(dag)
+    }
+
+    /// The workflow as a PTG: each task's model `T(v, p)` from what it declares (its
+    /// recorded runtime, its cores, whether it is moldable; see [`task_model`]) and its
+    /// parents as edges. The simulator's view of a workflow is this very graph.
+    pub fn model(spec: &DagSpec) -> Result<Ptg, String> {
+        let weights: Vec<MoldableTask> = spec
+            .tasks
+            .iter()
+            .map(|t| {
+                let moldable = t
+                    .max_cores
+                    .is_some()
+                    .then(|| t.serial_fraction.unwrap_or(DEFAULT_SERIAL_FRACTION));
+                task_model(
+                    t.runtime_secs,
+                    DEFAULT_RUNTIME_SECS,
+                    t.least_cores(1),
+                    moldable,
+                )
+            })
+            .collect();
+        let edges: Vec<(usize, usize)> = spec
+            .tasks
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.parents.iter().map(move |&p| (p as usize, i)))
+            .collect();
+        Ptg::new("workflow", weights, &edges).map_err(|e| e.to_string())
     }
 
     /// Recounts pending parents and refills the ready heap from the tasks' states.
