@@ -90,9 +90,9 @@ fn each_task_reserves_its_own_cores_within_the_free_slots() {
 }
 
 #[test]
-fn a_wide_task_waits_for_free_slots_and_smaller_ones_pass_it() {
+fn a_wide_task_waits_in_its_turn_for_free_slots() {
     // t0 (1 core) runs; t1 (2 cores, the highest bottom level left) cannot fit in the one
-    // free slot; t2 (1 core) may.
+    // free slot, and t2 (1 core) does not pass it: the order holds.
     let mut q = queues(workflow(&[(1, 20.0), (2, 9.0), (1, 1.0)]), 2);
     assert_eq!(lease(&mut q, 1), vec![(0, Some(1))]);
     assert_eq!(lease(&mut q, 8), vec![], "t1 is first in line and does not fit");
