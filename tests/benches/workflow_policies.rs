@@ -5,7 +5,9 @@
 //!
 //! Settings, fixed before any run: the BLAST (small, 43 tasks) and Epigenomics (hep, 41
 //! tasks) WfCommons instances and the Montage 25-task DAX of `samples/workflows/`, each
-//! submitted with `--emulate --time-scale 0.05 --size-scale 0.001`, all three before one
+//! submitted with `--emulate --time-scale 0.05 --size-scale 0` (no file bytes: the policies
+//! schedule cores, and the DAX reader declares a Montage `diff.txt` consumer with another
+//! size than its producer writes, which a scaled size check refuses), all three before one
 //! local agent of 4 slots starts (so they compete from its first pull). Per run, `C_i` is
 //! workflow i's last task end minus the run's first task start; `C*_i` the median over
 //! the runs of workflow i run alone the same way. Average stretch ΣC/ΣC*, maximum
@@ -68,7 +70,7 @@ fn run(policy: &str, which: &[usize]) -> Vec<(u64, u64)> {
                 "--time-scale",
                 TIME_SCALE,
                 "--size-scale",
-                "0.001",
+                "0",
                 "--json",
             ]);
             assert!(out.status.success(), "{out:?}");
