@@ -1,11 +1,12 @@
 //! Competing workflows live under each workflow policy (issue 12, item 5), beside the
 //! simulator's prediction for the same workflows:
 //! `cargo build --workspace --bins && cargo bench --profile dev -p hetpilot-e2e --bench
-//! workflow_policies -- [RUNS]` (default 3 runs; the profile must match the binaries').
+//! workflow_policies -- [RUNS [TIME_SCALE]]` (default 3 runs at time scale 0.05; the
+//! profile must match the binaries').
 //!
 //! Settings, fixed before any run: the BLAST (small, 43 tasks) and Epigenomics (hep, 41
 //! tasks) WfCommons instances and the Montage 25-task DAX of `samples/workflows/`, each
-//! submitted with `--emulate --time-scale 0.05 --size-scale 0` (no file bytes: the policies
+//! submitted with `--emulate --time-scale F --size-scale 0` (no file bytes: the policies
 //! schedule cores, and the DAX reader declares a Montage `diff.txt` consumer with another
 //! size than its producer writes, which a scaled size check refuses), all three before one
 //! local agent of 4 slots starts (so they compete from its first pull). Per run, `C_i` is
@@ -14,7 +15,7 @@
 //! stretch max C_i/C*_i and makespan max C_i, median over the runs, for `round-robin`
 //! (the two-level scheduler and round-robin between applications, bottom level inside
 //! each), `cra-work-weight` and `cafm-k-shelves`; beside them `hetpilot simulate
-//! workflows` on 4 processors at the same time scale.
+//! workflows` on 4 processors at the same time scale F.
 
 use hetpilot_e2e::{bin, free_port, Manager};
 use serde_json::Value;
@@ -22,7 +23,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-const TIME_SCALE: &str = "0.05";
+/// The emulator's time scale: the second argument, else 0.05.
+fn time_scale() -> String {
+    std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .nth(1)
+        .unwrap_or_else(|| "0.05".into())
+}
 const SLOTS: u32 = 4;
 const POLICIES: [&str; 3] = ["round-robin", "cra-work-weight", "cafm-k-shelves"];
 
@@ -68,7 +76,7 @@ fn run(policy: &str, which: &[usize]) -> Vec<(u64, u64)> {
                 path.to_str().unwrap(),
                 "--emulate",
                 "--time-scale",
-                TIME_SCALE,
+                &time_scale(),
                 "--size-scale",
                 "0",
                 "--json",
@@ -98,7 +106,7 @@ fn run(policy: &str, which: &[usize]) -> Vec<(u64, u64)> {
 fn simulated(policy: &str) -> Value {
     let mut cmd = Command::new(bin("hetpilot"));
     cmd.args(["simulate", "workflows", "--json", "--policy", policy])
-        .args(["--processors", &SLOTS.to_string(), "--time-scale", TIME_SCALE]);
+        .args(["--processors", &SLOTS.to_string(), "--time-scale", &time_scale()]);
     for (_, path) in workflows() {
         cmd.arg(path);
     }
@@ -112,6 +120,7 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(3);
+    println!("{runs} runs at time scale {}", time_scale());
     let n = workflows().len();
     // C*_i: each workflow alone, median over the runs.
     let dedicated: Vec<f64> = (0..n)
