@@ -41,7 +41,10 @@ fn samples() -> PathBuf {
 /// (submit flag, file) of the three workflows.
 fn workflows() -> Vec<(&'static str, PathBuf)> {
     vec![
-        ("--wfcommons", samples().join("blast-chameleon-small-001.json")),
+        (
+            "--wfcommons",
+            samples().join("blast-chameleon-small-001.json"),
+        ),
         (
             "--wfcommons",
             samples().join("epigenomics-chameleon-hep-1seq-100k-001.json"),
@@ -106,7 +109,12 @@ fn run(policy: &str, which: &[usize]) -> Vec<(u64, u64)> {
 fn simulated(policy: &str) -> Value {
     let mut cmd = Command::new(bin("hetpilot"));
     cmd.args(["simulate", "workflows", "--json", "--policy", policy])
-        .args(["--processors", &SLOTS.to_string(), "--time-scale", &time_scale()]);
+        .args([
+            "--processors",
+            &SLOTS.to_string(),
+            "--time-scale",
+            &time_scale(),
+        ]);
     for (_, path) in workflows() {
         cmd.arg(path);
     }
@@ -163,8 +171,9 @@ fn main() {
         }
         let sim = (policy != "round-robin").then(|| simulated(policy));
         let s = |k: &str| {
-            sim.as_ref()
-                .map_or("-".to_string(), |v| format!("{:.2}", v[k].as_f64().unwrap()))
+            sim.as_ref().map_or("-".to_string(), |v| {
+                format!("{:.2}", v[k].as_f64().unwrap())
+            })
         };
         println!(
             "{policy:<16} {:>9.2} {:>9.2} {:>9.2} | {:>9} {:>9} {:>9} | {:.2?}",

@@ -77,7 +77,10 @@ fn wide_then_short(policy: &str) -> (Runs, Runs) {
     let _agent = m.agent("local", 2, &[]);
     for app in [wide, short] {
         let s = m.wait_finished(app, Duration::from_secs(120));
-        assert_eq!(s["counts"]["done"].as_u64(), Some(if app == wide { 4 } else { 2 }));
+        assert_eq!(
+            s["counts"]["done"].as_u64(),
+            Some(if app == wide { 4 } else { 2 })
+        );
     }
     (runs(&m, wide), runs(&m, short))
 }

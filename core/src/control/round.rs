@@ -109,9 +109,8 @@ impl RoundJob {
             self.agents.iter().map(|a| u64::from(a.slots)).sum()
         };
         let processors = u32::try_from(processors).unwrap_or(u32::MAX);
-        let (apps, graphs): (Vec<AppId>, Vec<Ptg>) = std::mem::take(&mut self.workflows)
-            .into_iter()
-            .unzip();
+        let (apps, graphs): (Vec<AppId>, Vec<Ptg>) =
+            std::mem::take(&mut self.workflows).into_iter().unzip();
         match live::plan(self.workflow_policy, graphs, processors, self.now_ms) {
             Some(plans) => apps
                 .into_iter()

@@ -8,13 +8,16 @@ use hetpilot_protocol::spec::TaskSource;
 
 /// `n` independent 1-core tasks of `secs` each.
 fn bag(name: &str, n: usize, secs: f64) -> AppSpec {
-    workflow(name, vec![
-        DagTask {
-            runtime_secs: Some(secs),
-            ..DagTask::default()
-        };
-        n
-    ])
+    workflow(
+        name,
+        vec![
+            DagTask {
+                runtime_secs: Some(secs),
+                ..DagTask::default()
+            };
+            n
+        ],
+    )
 }
 
 fn workflow(name: &str, tasks: Vec<DagTask>) -> AppSpec {
@@ -140,7 +143,11 @@ fn a_moldable_task_is_leased_with_its_hcpa_allocation() {
         runtime_secs: Some(1.0),
         ..DagTask::default()
     };
-    let mut c = control("cra-work-weight", vec![workflow("m", vec![moldable, rigid])], 4);
+    let mut c = control(
+        "cra-work-weight",
+        vec![workflow("m", vec![moldable, rigid])],
+        4,
+    );
     round(&mut c, 20);
     assert_eq!(lease(&mut c, 4, 30), vec![(1, Some(3)), (1, Some(1))]);
 }

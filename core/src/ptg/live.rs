@@ -262,7 +262,10 @@ mod tests {
         }
         assert_eq!(WorkflowPolicy::default().name(), "cafm-k-shelves");
         let e = WorkflowPolicy::parse("selfish").unwrap_err();
-        assert!(e.contains("`selfish`") && e.contains("cra-work-weight"), "{e}");
+        assert!(
+            e.contains("`selfish`") && e.contains("cra-work-weight"),
+            "{e}"
+        );
         assert_eq!(
             WorkflowPolicy::CraWorkWeight.algorithm().unwrap().name(),
             "CRA_WORK_WEIGHT"
@@ -288,7 +291,11 @@ mod tests {
         assert_eq!(plans[1].start, vec![0.0, 0.0], "{plans:?}");
         let mut big = plans[0].start.clone();
         big.sort_by(f64::total_cmp);
-        assert_eq!(big, vec![0.0, 0.0, 1.0, 1.0, 4.0, 4.0, 5.0, 5.0], "{plans:?}");
+        assert_eq!(
+            big,
+            vec![0.0, 0.0, 1.0, 1.0, 4.0, 4.0, 5.0, 5.0],
+            "{plans:?}"
+        );
         assert!(plans[0].processors.iter().all(|&p| p == 1));
     }
 
@@ -327,7 +334,10 @@ mod tests {
         assert!((m.sequential_seconds - 8.0).abs() < 1e-12);
         assert!((m.time(2) - 6.0).abs() < 1e-12);
         assert_eq!(task_model(None, 3.0, 1, None).sequential_seconds, 3.0);
-        assert_eq!(task_model(Some(f64::NAN), 3.0, 1, None).sequential_seconds, 3.0);
+        assert_eq!(
+            task_model(Some(f64::NAN), 3.0, 1, None).sequential_seconds,
+            3.0
+        );
         let _ = task(1.0, 0.0);
     }
 

@@ -437,7 +437,9 @@ impl Queues {
 
     /// The cores task `task`'s current lease takes (1 for an unknown application).
     pub(crate) fn held_cores(&self, task: TaskRef) -> u32 {
-        self.apps.get(&task.app).map_or(1, |a| a.held_cores(task.index))
+        self.apps
+            .get(&task.app)
+            .map_or(1, |a| a.held_cores(task.index))
     }
 
     /// The slots agent `id` has free now (its slots less the cores of what it holds).

@@ -103,7 +103,12 @@ impl DagState {
             .map(|&v| v as u32)
             .collect();
         let children = spec.children();
-        let widest = spec.tasks.iter().map(|t| t.most_cores(1)).max().unwrap_or(1);
+        let widest = spec
+            .tasks
+            .iter()
+            .map(|t| t.most_cores(1))
+            .max()
+            .unwrap_or(1);
         let mut dag = DagState {
             spec,
             children,

@@ -65,11 +65,7 @@ impl Queues {
                 continue;
             }
             let tasks = &entry.tasks;
-            let Some(start) = entry
-                .dag
-                .as_mut()
-                .and_then(|d| d.next_planned_start(tasks))
-            else {
+            let Some(start) = entry.dag.as_mut().and_then(|d| d.next_planned_start(tasks)) else {
                 continue;
             };
             if best.is_none_or(|(s, _)| start < s) {

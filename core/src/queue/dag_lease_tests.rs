@@ -40,7 +40,13 @@ fn queues(spec: AppSpec, slots: u32) -> Queues {
     let template = spec.validate().unwrap();
     let mut q = Queues::new(60_000);
     q.insert_app(AppEntry::new(AppId(1), "alice".into(), spec, template, 0));
-    q.insert_agent(AgentEntry::new(AgentId(1), "p".into(), "h".into(), slots, 0));
+    q.insert_agent(AgentEntry::new(
+        AgentId(1),
+        "p".into(),
+        "h".into(),
+        slots,
+        0,
+    ));
     q
 }
 
@@ -95,7 +101,11 @@ fn a_wide_task_waits_in_its_turn_for_free_slots() {
     // free slot, and t2 (1 core) does not pass it: the order holds.
     let mut q = queues(workflow(&[(1, 20.0), (2, 9.0), (1, 1.0)]), 2);
     assert_eq!(lease(&mut q, 1), vec![(0, Some(1))]);
-    assert_eq!(lease(&mut q, 8), vec![], "t1 is first in line and does not fit");
+    assert_eq!(
+        lease(&mut q, 8),
+        vec![],
+        "t1 is first in line and does not fit"
+    );
     succeed(&mut q, 0, 20.0);
     assert_eq!(lease(&mut q, 8), vec![(1, Some(2))]);
     assert_eq!(
@@ -118,5 +128,9 @@ fn measured_runs_scale_what_remains() {
         .remaining_graph(app.task_slots())
         .unwrap();
     let secs: Vec<f64> = g.tasks().iter().map(|t| t.sequential_seconds).collect();
-    assert_eq!(secs, vec![0.0, 30.0, 30.0], "done: free; the rest ran 3× slower");
+    assert_eq!(
+        secs,
+        vec![0.0, 30.0, 30.0],
+        "done: free; the rest ran 3× slower"
+    );
 }

@@ -47,7 +47,10 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let policy = WorkflowPolicy::parse(&args.policy).map_err(anyhow::Error::msg)?;
     let Some(algorithm) = policy.algorithm() else {
-        bail!("`{}` is not a paper algorithm: nothing to simulate", args.policy);
+        bail!(
+            "`{}` is not a paper algorithm: nothing to simulate",
+            args.policy
+        );
     };
     if args.processors == 0 || args.processors > hetpilot::ptg::live::MAX_PLANNED_PROCESSORS {
         bail!(
@@ -118,7 +121,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.processors,
         args.time_scale
     );
-    println!("{:<32} {:>10} {:>10} {:>8}", "workflow", "C (s)", "C* (s)", "stretch");
+    println!(
+        "{:<32} {:>10} {:>10} {:>8}",
+        "workflow", "C (s)", "C* (s)", "stretch"
+    );
     for r in &rows {
         println!(
             "{:<32} {:>10.2} {:>10.2} {:>8.2}",

@@ -83,7 +83,9 @@ pub fn parse(text: &str) -> anyhow::Result<Workflow> {
 fn pegasus_cores(job: roxmltree::Node<'_, '_>) -> Option<f64> {
     job.children()
         .filter(|n| n.tag_name().name() == "profile")
-        .find(|n| n.attribute("namespace") == Some("pegasus") && n.attribute("key") == Some("cores"))
+        .find(|n| {
+            n.attribute("namespace") == Some("pegasus") && n.attribute("key") == Some("cores")
+        })
         .and_then(|n| n.text()?.trim().parse().ok())
 }
 
