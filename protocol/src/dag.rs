@@ -423,6 +423,39 @@ mod tests {
     }
 
     #[test]
+    fn a_tasks_cores_are_bounded_and_its_range_ordered() {
+        let with = |cores, max_cores, serial_fraction| {
+            let mut d = dag(&[&[]]);
+            d.tasks[0].cores = cores;
+            d.tasks[0].max_cores = max_cores;
+            d.tasks[0].serial_fraction = serial_fraction;
+            d.check(&names(1)).map_err(|e| e.to_string())
+        };
+        assert!(with(Some(2), Some(8), Some(0.1)).is_ok());
+        let err = with(Some(0), None, None).unwrap_err();
+        assert!(err.contains("0 cores is not in 1..=4096"), "{err}");
+        let err = with(None, Some(MAX_TASK_CORES + 1), None).unwrap_err();
+        assert!(err.contains("max_cores"), "{err}");
+        let err = with(Some(4), Some(2), None).unwrap_err();
+        assert!(err.contains("max_cores 2 is below its cores 4"), "{err}");
+        let err = with(None, Some(2), Some(f64::NAN)).unwrap_err();
+        assert!(err.contains("serial fraction"), "{err}");
+        let t = DagTask {
+            cores: Some(2),
+            max_cores: Some(6),
+            ..DagTask::default()
+        };
+        assert_eq!((t.least_cores(4), t.most_cores(4)), (2, 6));
+        assert_eq!(
+            (
+                DagTask::default().least_cores(3),
+                DagTask::default().most_cores(3)
+            ),
+            (3, 3)
+        );
+    }
+
+    #[test]
     fn bad_parents_names_and_producers_are_refused() {
         let err = dag(&[&[], &[7]]).check(&names(2)).unwrap_err();
         assert!(err.to_string().contains("parent #7"), "{err}");

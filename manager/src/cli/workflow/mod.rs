@@ -372,4 +372,6 @@ pub fn spec_from_args(
 }
 
 #[cfg(test)]
+mod cores_tests;
+#[cfg(test)]
 mod tests;
