@@ -15,8 +15,11 @@ fn opts() -> Options {
     }
 }
 
-/// (cores, max_cores, serial_fraction) of every task, and the application's cores.
-fn cores_of(spec: &AppSpec) -> (Vec<(Option<u32>, Option<u32>, Option<f64>)>, u32) {
+/// A task's (cores, max_cores, serial_fraction).
+type TaskCores = (Option<u32>, Option<u32>, Option<f64>);
+
+/// Every task's [`TaskCores`], and the application's cores.
+fn cores_of(spec: &AppSpec) -> (Vec<TaskCores>, u32) {
     let dag = spec.dag.as_ref().unwrap();
     let per = dag
         .tasks
