@@ -253,10 +253,12 @@ impl Executor {
             .send_if_modified(|d| std::mem::replace(d, demand) != demand);
     }
 
+    /// The slots a run takes: the task's own cores (a workflow task's, a moldable task's
+    /// allocation), else its application's.
     fn cores_of(&self, st: &State, a: &Assignment) -> u32 {
-        st.apps
-            .get(&a.task.app)
-            .map_or(1, |p| p.runtime.cores)
+        a.cores
+            .or_else(|| st.apps.get(&a.task.app).map(|p| p.runtime.cores))
+            .unwrap_or(1)
             .clamp(1, self.slots)
     }
 

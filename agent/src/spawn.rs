@@ -15,12 +15,13 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// Variables set per task; they override the application's environment.
-const PER_TASK: [&str; 5] = [
+const PER_TASK: [&str; 6] = [
     "HETPILOT_TASK",
     "HETPILOT_APP",
     "HETPILOT_INDEX",
     "HETPILOT_ATTEMPT",
     "HETPILOT_INPUT",
+    "HETPILOT_CORES",
 ];
 
 /// An application's runtime with what every one of its tasks shares, built once.
@@ -197,9 +198,13 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
         format!("HETPILOT_INDEX={}", a.task.index),
         format!("HETPILOT_ATTEMPT={}", a.attempt),
         format!("HETPILOT_INPUT={}", a.input),
+        format!(
+            "HETPILOT_CORES={}",
+            a.cores.unwrap_or(app.runtime.cores).max(1)
+        ),
     ]
     .map(|kv| cstring(kv.into_bytes(), "the task's input"));
-    let mut envp: Vec<&CStr> = Vec::with_capacity(app.env.len() + 5);
+    let mut envp: Vec<&CStr> = Vec::with_capacity(app.env.len() + 6);
     envp.extend(app.env.iter().map(CString::as_c_str));
     for kv in &task_env {
         envp.push(kv.as_ref().map_err(Clone::clone)?);
@@ -390,6 +395,7 @@ mod tests {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             input: "in put".into(),
             files: None,
+            cores: None,
         }
     }
 

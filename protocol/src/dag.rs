@@ -58,6 +58,36 @@ pub struct DagTask {
     /// Files the task writes (as in the application's `outputs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<FileDecl>,
+    /// Cores the task reserves (its least, if moldable); `None`: the application's `cores`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// A moldable task's most cores: the scheduler gives it its HCPA allocation within
+    /// `cores..=max_cores` (exported to the task as `HETPILOT_CORES`); `None`: rigid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cores: Option<u32>,
+    /// A moldable task's Amdahl serial fraction `α` in `T(v, p) = T(v, 1) · (α + (1 − α)
+    /// / p)`; `None`: [`DEFAULT_SERIAL_FRACTION`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial_fraction: Option<f64>,
+}
+
+/// The most cores one workflow task may reserve.
+pub const MAX_TASK_CORES: u32 = 4096;
+/// A moldable task's serial fraction when it declares none (the middle of the paper's
+/// uniform `[0, 0.25]`, §5.1.2).
+pub const DEFAULT_SERIAL_FRACTION: f64 = 0.125;
+
+impl DagTask {
+    /// The cores a lease of this task reserves at least (`app_cores` when it says none).
+    pub fn least_cores(&self, app_cores: u32) -> u32 {
+        self.cores.unwrap_or(app_cores).max(1)
+    }
+
+    /// The most cores it may be given (its least, unless moldable).
+    pub fn most_cores(&self, app_cores: u32) -> u32 {
+        let least = self.least_cores(app_cores);
+        self.max_cores.map_or(least, |m| m.max(least))
+    }
 }
 
 fn field(field: &'static str, problem: String) -> SpecError {
@@ -116,6 +146,7 @@ impl DagSpec {
                 ));
             }
             check_task(i, t, names)?;
+            check_cores(t, &names[i])?;
         }
         check_producers(self, names)?;
         match find_cycle(self) {
@@ -212,6 +243,34 @@ fn check_task(i: usize, t: &DagTask, names: &[String]) -> Result<(), SpecError> 
         FileTemplates::literal("", &t.inputs, &t.outputs)
             .for_task(i as u64, name)
             .map_err(|(f, e)| field(f.name(), format!("task `{name}`: {e}")))?;
+    }
+    Ok(())
+}
+
+/// A task's cores within `1..=MAX_TASK_CORES`, its most not below its least, its serial
+/// fraction within `[0, 1]`.
+fn check_cores(t: &DagTask, name: &str) -> Result<(), SpecError> {
+    for (what, c) in [("cores", t.cores), ("max_cores", t.max_cores)] {
+        if let Some(c) = c.filter(|c| !(1..=MAX_TASK_CORES).contains(c)) {
+            return Err(field(
+                what,
+                format!("task `{name}`: {c} cores is not in 1..={MAX_TASK_CORES}"),
+            ));
+        }
+    }
+    if let (Some(least), Some(most)) = (t.cores, t.max_cores) {
+        if most < least {
+            return Err(field(
+                "max_cores",
+                format!("task `{name}`: max_cores {most} is below its cores {least}"),
+            ));
+        }
+    }
+    if let Some(a) = t.serial_fraction.filter(|a| !(0.0..=1.0).contains(a)) {
+        return Err(field(
+            "serial_fraction",
+            format!("task `{name}`: serial fraction {a} is not in 0..=1"),
+        ));
     }
     Ok(())
 }
@@ -365,6 +424,39 @@ mod tests {
         }
         assert!(err.contains("t1") && err.contains("t2") && err.contains("t3"));
         assert!(!err.contains("t0"), "{err}");
+    }
+
+    #[test]
+    fn a_tasks_cores_are_bounded_and_its_range_ordered() {
+        let with = |cores, max_cores, serial_fraction| {
+            let mut d = dag(&[&[]]);
+            d.tasks[0].cores = cores;
+            d.tasks[0].max_cores = max_cores;
+            d.tasks[0].serial_fraction = serial_fraction;
+            d.check(&names(1)).map_err(|e| e.to_string())
+        };
+        assert!(with(Some(2), Some(8), Some(0.1)).is_ok());
+        let err = with(Some(0), None, None).unwrap_err();
+        assert!(err.contains("0 cores is not in 1..=4096"), "{err}");
+        let err = with(None, Some(MAX_TASK_CORES + 1), None).unwrap_err();
+        assert!(err.contains("max_cores"), "{err}");
+        let err = with(Some(4), Some(2), None).unwrap_err();
+        assert!(err.contains("max_cores 2 is below its cores 4"), "{err}");
+        let err = with(None, Some(2), Some(f64::NAN)).unwrap_err();
+        assert!(err.contains("serial fraction"), "{err}");
+        let t = DagTask {
+            cores: Some(2),
+            max_cores: Some(6),
+            ..DagTask::default()
+        };
+        assert_eq!((t.least_cores(4), t.most_cores(4)), (2, 6));
+        assert_eq!(
+            (
+                DagTask::default().least_cores(3),
+                DagTask::default().most_cores(3)
+            ),
+            (3, 3)
+        );
     }
 
     #[test]

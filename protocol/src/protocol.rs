@@ -163,6 +163,10 @@ pub struct Assignment {
     /// A workflow task's own files (literal names), used instead of the application's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<crate::files::FileTemplates>,
+    /// The cores this run reserves when they are the task's own (a workflow task's, or a
+    /// moldable task's allocation), instead of the application's `cores`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
 }
 
 /// The answer to a pull.

@@ -29,6 +29,8 @@ pub mod simulation;
 pub(crate) mod staging_model;
 mod staging_plan;
 pub(crate) mod usage;
+#[cfg(test)]
+mod workflow_tests;
 
 pub use affinity_view::{allocation_fairness, AffinityJob, MAX_AFFINITY_APPS};
 pub use fairshare_config::FairshareConfig;
@@ -42,6 +44,7 @@ pub use settings::ControlSettings;
 pub use staging_model::{request_files, RequestFiles, StagingProfile};
 pub use staging_plan::{PlannedStaging, StagingJob};
 
+use crate::ptg::live::WorkflowPolicy;
 use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportCheck, ReportError};
 use crate::sched::SchedError;
 use hetpilot_protocol::protocol::{TaskAttempt, TaskResult};
@@ -92,9 +95,14 @@ pub struct AgentJoin {
 impl Control {
     /// A control plane that knows what the store measured (nothing on a first start).
     pub fn new(settings: &ControlSettings, measured: Measured) -> Result<Control, SchedError> {
+        let policy = PolicyState::new(settings, measured)?;
+        let mut queues = Queues::new(settings.lease_timeout_ms);
+        queues.set_workflow_planning(
+            policy.scheduling && policy.workflow_policy != WorkflowPolicy::RoundRobin,
+        );
         Ok(Control {
-            queues: Queues::new(settings.lease_timeout_ms),
-            policy: PolicyState::new(settings, measured)?,
+            queues,
+            policy,
             journal: Journal::default(),
         })
     }
@@ -334,6 +342,7 @@ impl Control {
             now_ms,
         });
         let (apps, agents) = round::live_state(&self.queues);
+        let workflows = round::live_workflows(&self.queues, self.policy.workflow_policy);
         let policy = &mut self.policy;
         policy.speeds = policy.stats.speeds();
         let weights = policy
@@ -352,6 +361,8 @@ impl Control {
             agents,
             weights,
             reachable,
+            workflows,
+            workflow_policy: policy.workflow_policy,
             now_ms,
         })
     }

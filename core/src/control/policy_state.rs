@@ -11,6 +11,7 @@ use super::settings::ControlSettings;
 use super::staging_model::StagingProfile;
 use super::usage::Usage;
 use super::{AgentResources, Measured, Run};
+use crate::ptg::live::WorkflowPolicy;
 use crate::sched::SchedError;
 use hetpilot_protocol::protocol::Outcome;
 use hetpilot_protocol::views::ScheduleView;
@@ -22,6 +23,8 @@ pub(super) struct PolicyState {
     pub(super) planner: Option<Planner>,
     /// Whether a scheduler is configured at all.
     pub(super) scheduling: bool,
+    /// How the rounds plan competing workflows.
+    pub(super) workflow_policy: WorkflowPolicy,
     pub(super) stats: RunStats,
     /// Measured transfer bandwidths per platform × endpoint (staging).
     pub(super) bandwidths: Bandwidths,
@@ -66,6 +69,7 @@ impl PolicyState {
         }
         let mut state = PolicyState {
             scheduling: planner.is_some(),
+            workflow_policy: settings.scheduler.workflow_policy()?,
             planner,
             stats: RunStats::default(),
             bandwidths: Bandwidths::default(),

@@ -9,8 +9,13 @@
 use super::profiling::RunStats;
 use super::provision_demand::{capacity_agents, demand_by_platform, Capacity, Demand};
 use super::scheduling::{LiveAgent, LiveApp, Planner, Round, RoundError, RoundStep};
+use crate::ptg::live::{self, WorkflowPlan, WorkflowPolicy};
+use crate::ptg::Ptg;
 use crate::queue::{AgentState, Queues};
-use std::collections::{BTreeMap, HashMap};
+use hetpilot_protocol::views::ScheduleView;
+use hetpilot_protocol::AppId;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 /// What one round computes on, owned: it runs with no lock held.
 pub struct RoundJob {
@@ -23,6 +28,9 @@ pub struct RoundJob {
     /// Profiled platforms that can take pilots now, with their capacities; `None`
     /// without profiles (no provisioning round).
     pub(super) reachable: Option<BTreeMap<String, Capacity>>,
+    /// What remains of each live workflow, for the workflow policy.
+    pub(super) workflows: Vec<(AppId, Ptg)>,
+    pub(super) workflow_policy: WorkflowPolicy,
     pub(super) now_ms: u64,
 }
 
@@ -43,7 +51,7 @@ impl RoundJob {
     /// [`Self::run`], telling `observe` as each step ends: the live manager times the
     /// steps with it (the core reads no clock).
     pub fn run_observed(mut self, observe: &mut dyn FnMut(RoundStep)) -> RoundDone {
-        let round = self.planner.round_observed(
+        let mut round = self.planner.round_observed(
             &self.stats,
             &self.apps,
             &self.agents,
@@ -51,6 +59,12 @@ impl RoundJob {
             self.now_ms,
             observe,
         );
+        if let Ok(round) = &mut round {
+            if !self.workflows.is_empty() {
+                round.plan.workflows = self.plan_workflows(&round.view);
+                observe(RoundStep::Workflows);
+            }
+        }
         let demand = match (self.provision_planner.as_mut(), &self.reachable) {
             (Some(p), Some(reachable)) => {
                 let capacity = capacity_agents(&self.agents, reachable);
@@ -77,6 +91,56 @@ impl RoundJob {
     }
 }
 
+impl RoundJob {
+    /// The workflow policy's plan for the live workflows, inside the cores the first
+    /// level gave them (all active agents' slots when it gave them none, e.g. while no
+    /// workflow has a ready task), seeded by the round's clock.
+    fn plan_workflows(&mut self, view: &ScheduleView) -> HashMap<AppId, Arc<WorkflowPlan>> {
+        let ids: HashSet<AppId> = self.workflows.iter().map(|(a, _)| *a).collect();
+        let given: u64 = view
+            .apps
+            .iter()
+            .filter(|a| ids.contains(&a.app))
+            .flat_map(|a| a.cores.iter().map(|&c| u64::from(c)))
+            .sum();
+        let processors = if given > 0 {
+            given
+        } else {
+            self.agents.iter().map(|a| u64::from(a.slots)).sum()
+        };
+        let processors = u32::try_from(processors).unwrap_or(u32::MAX);
+        let (apps, graphs): (Vec<AppId>, Vec<Ptg>) =
+            std::mem::take(&mut self.workflows).into_iter().unzip();
+        match live::plan(self.workflow_policy, graphs, processors, self.now_ms) {
+            Some(plans) => apps
+                .into_iter()
+                .zip(plans)
+                .map(|(a, p)| (a, Arc::new(p)))
+                .collect(),
+            None => HashMap::new(),
+        }
+    }
+}
+
+/// What remains of every live workflow, for the workflow policy; none with
+/// `round-robin` or past [`live::MAX_PLANNED_TASKS`] tasks in all.
+pub(super) fn live_workflows(queues: &Queues, policy: WorkflowPolicy) -> Vec<(AppId, Ptg)> {
+    if policy == WorkflowPolicy::RoundRobin {
+        return Vec::new();
+    }
+    let live: Vec<_> = queues
+        .apps()
+        .filter(|a| !a.cancelled && a.counts.waiting + a.counts.leased + a.counts.running > 0)
+        .filter_map(|a| Some((a, a.dag.as_ref()?)))
+        .collect();
+    if live.iter().map(|(_, d)| d.len()).sum::<usize>() > live::MAX_PLANNED_TASKS {
+        return Vec::new();
+    }
+    live.into_iter()
+        .filter_map(|(a, d)| Some((a.id, d.remaining_graph(a.task_slots())?)))
+        .collect()
+}
+
 /// The applications with waiting tasks and the active agents, as a round sees them.
 pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
     let apps = queues
@@ -89,7 +153,10 @@ pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
             waiting: a.ready_count(),
             in_flight: a.counts.leased + a.counts.running,
             done: a.counts.done,
-            cores: a.runtime.cores,
+            cores: a
+                .dag
+                .as_ref()
+                .map_or(a.runtime.cores, |d| d.widest().max(a.runtime.cores)),
             submitted_ms: a.submitted_ms,
         })
         .collect();
@@ -103,7 +170,7 @@ pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
             held: a
                 .held
                 .keys()
-                .map(|t| (t.app, queues.app(t.app).map_or(1, |x| x.runtime.cores)))
+                .map(|t| (t.app, queues.held_cores(*t)))
                 .collect(),
         })
         .collect();

@@ -1,5 +1,6 @@
 //! `[scheduler]`: which two-level policies the live manager runs, and how often.
 
+use crate::ptg::live::WorkflowPolicy;
 use crate::sched::{SchedError, Scheduler, SchedulerSettings};
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,9 @@ pub struct SchedulerConfig {
     pub(crate) seed: u64,
     /// TLPA look-ahead depth d for multi-core applications (waiting tasks simulated).
     pub(crate) tlpa_depth: usize,
+    /// How competing workflows share the cores the first level gives them
+    /// (`cafm-k-shelves`, `cra-work-weight` or `round-robin`, see `ptg::live`).
+    pub workflows: String,
 }
 
 impl Default for SchedulerConfig {
@@ -34,6 +38,7 @@ impl Default for SchedulerConfig {
             explore_samples: 2,
             seed: 1,
             tlpa_depth: 8,
+            workflows: WorkflowPolicy::default().name().into(),
         }
     }
 }
@@ -42,6 +47,7 @@ impl SchedulerConfig {
     /// The core's settings, or None for `round-robin`; errors name the field and the
     /// accepted values.
     pub fn settings(&self) -> Result<Option<SchedulerSettings>, SchedError> {
+        self.workflow_policy()?;
         if self.policy == "round-robin" {
             return Ok(None);
         }
@@ -59,5 +65,13 @@ impl SchedulerConfig {
             });
         }
         Ok(Some(settings))
+    }
+
+    /// The workflow policy `workflows` names; the error lists the accepted names.
+    pub fn workflow_policy(&self) -> Result<WorkflowPolicy, SchedError> {
+        WorkflowPolicy::parse(&self.workflows).map_err(|problem| SchedError::InvalidSetting {
+            field: "workflows",
+            problem,
+        })
     }
 }

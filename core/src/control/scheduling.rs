@@ -83,6 +83,8 @@ pub enum RoundStep {
     Tlpa,
     /// The provisioning demand (a second, hypothetical round over the reachable platforms).
     Demand,
+    /// The workflow policy's plan of the competing workflows (`ptg::live`).
+    Workflows,
 }
 
 impl RoundStep {
@@ -92,6 +94,7 @@ impl RoundStep {
             RoundStep::TwoLevel => "two-level",
             RoundStep::Tlpa => "tlpa",
             RoundStep::Demand => "demand",
+            RoundStep::Workflows => "workflows",
         }
     }
 }

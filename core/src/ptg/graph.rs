@@ -205,6 +205,22 @@ impl Ptg {
         scaled
     }
 
+    /// The same graph with other task times (`tasks[v]` for task `v`); `None` when the
+    /// count differs.
+    pub fn reweighted(&self, tasks: Vec<MoldableTask>) -> Option<Ptg> {
+        if tasks.len() != self.tasks.len() {
+            return None;
+        }
+        Some(Ptg {
+            name: self.name.clone(),
+            tasks,
+            predecessors: self.predecessors.clone(),
+            successors: self.successors.clone(),
+            topological_order: self.topological_order.clone(),
+            precedence_levels: self.precedence_levels.clone(),
+        })
+    }
+
     /// Bottom levels under `allocation` (processors per task): `bl(v) = T(v, p_v) +
     /// max over successors s of bl(s)`, the length of the longest path from `v` to an exit
     /// task, `v` included (no communication costs, §3.1).

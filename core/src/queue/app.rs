@@ -245,6 +245,15 @@ impl AppEntry {
         None
     }
 
+    /// The cores the current or last lease of task `index` takes: a workflow task's own
+    /// (its allocation if moldable), else the application's.
+    pub fn held_cores(&self, index: u64) -> u32 {
+        match &self.dag {
+            Some(dag) => dag.held_cores(index, self.runtime.cores),
+            None => self.runtime.cores,
+        }
+    }
+
     /// Empties the queue (the application was cancelled).
     pub(crate) fn clear_queue(&mut self) {
         self.waiting.clear();

@@ -155,6 +155,9 @@ pub struct Queues {
     pub(super) partitions: HashMap<AppId, Partitions>,
     /// Bumped whenever the set of agents that may take tasks changes.
     pub(super) agent_generation: u64,
+    /// Whether scheduling rounds plan workflows (a new workflow then waits briefly for
+    /// its plan, see `queue::dag_lease`).
+    pub(super) workflow_planning: bool,
 }
 
 impl Queues {
@@ -170,7 +173,13 @@ impl Queues {
             parallel: HashMap::new(),
             partitions: HashMap::new(),
             agent_generation: 0,
+            workflow_planning: false,
         }
+    }
+
+    /// Tells the queues whether scheduling rounds plan workflows.
+    pub(crate) fn set_workflow_planning(&mut self, planning: bool) {
+        self.workflow_planning = planning;
     }
 
     /// How long an agent may stay silent before it is declared lost, milliseconds.
@@ -278,6 +287,12 @@ impl Queues {
     /// Replaces the lease plan (the last scheduling round's decision).
     pub(crate) fn set_plan(&mut self, mut plan: LeasePlan) {
         self.parallel = std::mem::take(&mut plan.parallel);
+        let workflows = std::mem::take(&mut plan.workflows);
+        for app in self.apps.values_mut() {
+            if let Some(dag) = &mut app.dag {
+                dag.set_plan(workflows.get(&app.id).cloned());
+            }
+        }
         self.plan = plan;
         self.explored.clear();
     }
@@ -355,8 +370,7 @@ impl Queues {
         if let Some(targets) = targets {
             let mut held: HashMap<AppId, u32> = HashMap::new();
             for task in self.agents[&id].held.keys() {
-                let cores = self.apps.get(&task.app).map_or(1, |a| a.runtime.cores);
-                *held.entry(task.app).or_insert(0) += cores;
+                *held.entry(task.app).or_insert(0) += self.held_cores(*task);
             }
             let mut want = wanted(targets, &held, *remaining);
             // One task at a time to the application furthest below its goal.
@@ -421,6 +435,20 @@ impl Queues {
         }
     }
 
+    /// The cores task `task`'s current lease takes (1 for an unknown application).
+    pub(crate) fn held_cores(&self, task: TaskRef) -> u32 {
+        self.apps
+            .get(&task.app)
+            .map_or(1, |a| a.held_cores(task.index))
+    }
+
+    /// The slots agent `id` has free now (its slots less the cores of what it holds).
+    pub(super) fn free_slots(&self, id: AgentId) -> u32 {
+        let agent = &self.agents[&id];
+        let held: u32 = agent.held.keys().map(|t| self.held_cores(*t)).sum();
+        agent.slots.saturating_sub(held)
+    }
+
     /// Whether a task of multi-core `app` may go to agent `id`: the agent is on the
     /// application's TLPA platform (if it has one) and has enough free slots now.
     fn parallel_fits(&self, id: AgentId, app: AppId) -> bool {
@@ -432,13 +460,7 @@ impl Queues {
         {
             return false;
         }
-        let held: u32 = agent
-            .held
-            .keys()
-            .map(|t| self.apps.get(&t.app).map_or(1, |a| a.runtime.cores))
-            .sum();
-        let cores = self.apps[&app].runtime.cores;
-        held + cores <= agent.slots
+        self.apps[&app].runtime.cores <= self.free_slots(id)
     }
 
     /// Leases one waiting task of `app_id` to `id` if it fits in `remaining` slots;
@@ -451,9 +473,12 @@ impl Queues {
         now_ms: u64,
         batch: &mut LeaseBatch,
     ) -> u32 {
-        let Some(app) = self.apps.get_mut(&app_id) else {
+        let Some(app) = self.apps.get(&app_id) else {
             return 0;
         };
+        if app.dag.is_some() {
+            return self.lease_workflow_task(id, app_id, remaining, now_ms, batch);
+        }
         if app.cancelled || app.runtime.cores > *remaining {
             return 0;
         }
@@ -473,7 +498,24 @@ impl Queues {
         let Some(index) = planned.or_else(|| app.pop_waiting(id)) else {
             return 0;
         };
-        *remaining -= app.runtime.cores;
+        let cores = app.runtime.cores;
+        self.lease_task(id, app_id, index, cores, remaining, now_ms, batch)
+    }
+
+    /// Leases task `index` of `app_id`, which takes `cores`, to `id`; returns `cores`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn lease_task(
+        &mut self,
+        id: AgentId,
+        app_id: AppId,
+        index: u64,
+        cores: u32,
+        remaining: &mut u32,
+        now_ms: u64,
+        batch: &mut LeaseBatch,
+    ) -> u32 {
+        let app = self.apps.get_mut(&app_id).expect("checked by the caller");
+        *remaining = remaining.saturating_sub(cores);
         let slot = &mut app.tasks[index as usize];
         slot.attempt += 1;
         slot.agent = Some(id);
@@ -492,13 +534,14 @@ impl Queues {
             argv: app.argv(index),
             input: app.inputs.input_string(index),
             files: app.task_files(index),
+            cores: app.dag.is_some().then_some(cores),
         });
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
         agent.held.insert(task, batch.lease_ms);
         if agent.sent_apps.insert(app_id) {
             batch.apps.push(app.runtime.clone());
         }
-        app.runtime.cores
+        cores
     }
 
     /// Marks runs as started (leased → running).
@@ -594,6 +637,13 @@ impl Queues {
             }
         }
         let app = self.apps.get_mut(&task.app).expect("looked up above");
+        if next == TaskState::Done {
+            let secs = changes_wall_secs(&changes);
+            let app_cores = app.runtime.cores;
+            if let Some(dag) = &mut app.dag {
+                dag.record_run(task.index, app_cores, secs);
+            }
+        }
         app.set_state(task.index, next);
         if next == TaskState::Waiting {
             app.enqueue(task.index);
@@ -776,6 +826,14 @@ impl Queues {
         }
         app.clear_queue();
         changes
+    }
+}
+
+/// The wall time of the run whose result `changes` starts with, seconds.
+fn changes_wall_secs(changes: &[Change]) -> f64 {
+    match changes.first() {
+        Some(Change::Result { result }) => result.measurements.wall_ms / 1000.0,
+        _ => f64::NAN,
     }
 }
 

@@ -8,10 +8,16 @@
 //! task): the classic list-scheduling priority, which also drains a DAG's critical path
 //! first. Among the few ready tasks at the top, one whose parent ran on the asking agent
 //! goes first, so a child tends to run where its parents' outputs sit in the node cache.
+//!
+//! Under a workflow policy ([`crate::ptg::live`]) the last round's [`WorkflowPlan`] keys
+//! the heap instead: earliest planned start first (bottom level breaks ties), and a
+//! moldable task is leased with its planned processors. Each task's model `T(v, p)` comes
+//! from what it declares, refined by the runs measured so far ([`RuntimeRefinement`]).
 
 use super::app::TaskSlot;
+use crate::ptg::live::{task_model, RuntimeRefinement, WorkflowPlan};
 use crate::ptg::{MoldableTask, Ptg};
-use hetpilot_protocol::dag::DagSpec;
+use hetpilot_protocol::dag::{DagSpec, DEFAULT_SERIAL_FRACTION};
 use hetpilot_protocol::protocol::TaskState;
 use hetpilot_protocol::AgentId;
 use std::cmp::Ordering;
@@ -27,6 +33,8 @@ const DEFAULT_RUNTIME_SECS: f64 = 1.0;
 
 #[derive(Debug, Clone, Copy)]
 struct Ready {
+    /// Larger first: minus the planned start under a plan, else the bottom level.
+    key: f64,
     bottom_level: f64,
     index: u32,
 }
@@ -43,10 +51,11 @@ impl PartialOrd for Ready {
     }
 }
 impl Ord for Ready {
-    /// Highest bottom level first, then lowest index (deterministic).
+    /// Highest key first, then highest bottom level, then lowest index (deterministic).
     fn cmp(&self, other: &Self) -> Ordering {
-        self.bottom_level
-            .total_cmp(&other.bottom_level)
+        self.key
+            .total_cmp(&other.key)
+            .then(self.bottom_level.total_cmp(&other.bottom_level))
             .then(other.index.cmp(&self.index))
     }
 }
@@ -65,6 +74,16 @@ pub struct DagState {
     ready: BinaryHeap<Ready>,
     /// Waiting tasks with a parent not yet done.
     blocked: u64,
+    /// Each task's model `T(v, p)` as declared (recorded runtime, cores, moldability).
+    graph: Ptg,
+    /// How the measured runs compare with the model.
+    refinement: RuntimeRefinement,
+    /// The last round's plan, if a workflow policy planned this workflow.
+    plan: Option<Arc<WorkflowPlan>>,
+    /// Cores of each task's current or last lease (0: never leased since loading).
+    allocated: Vec<u32>,
+    /// The most cores any task may take (declared ones; 1 when none declares any).
+    widest: u32,
 }
 
 impl DagState {
@@ -76,24 +95,7 @@ impl DagState {
         if n != tasks.len() {
             return Err(format!("{n} dependency entries for {} tasks", tasks.len()));
         }
-        let weights: Vec<MoldableTask> = spec
-            .tasks
-            .iter()
-            .map(|t| MoldableTask {
-                sequential_seconds: t
-                    .runtime_secs
-                    .filter(|r| r.is_finite() && *r >= 0.0)
-                    .unwrap_or(DEFAULT_RUNTIME_SECS),
-                serial_fraction: 0.0,
-            })
-            .collect();
-        let edges: Vec<(usize, usize)> = spec
-            .tasks
-            .iter()
-            .enumerate()
-            .flat_map(|(i, t)| t.parents.iter().map(move |&p| (p as usize, i)))
-            .collect();
-        let graph = Ptg::new("workflow", weights, &edges).map_err(|e| e.to_string())?;
+        let graph = Self::model(&spec)?;
         let bottom_levels = graph.bottom_levels(&vec![1; n]);
         let topological_order = graph
             .topological_order()
@@ -101,6 +103,12 @@ impl DagState {
             .map(|&v| v as u32)
             .collect();
         let children = spec.children();
+        let widest = spec
+            .tasks
+            .iter()
+            .map(|t| t.most_cores(1))
+            .max()
+            .unwrap_or(1);
         let mut dag = DagState {
             spec,
             children,
@@ -109,9 +117,43 @@ impl DagState {
             bottom_levels,
             ready: BinaryHeap::new(),
             blocked: 0,
+            graph,
+            refinement: RuntimeRefinement::default(),
+            plan: None,
+            allocated: vec![0; n],
+            widest,
         };
         dag.rebuild(tasks);
         Ok(dag)
+    }
+
+    /// The workflow as a PTG: each task's model `T(v, p)` from what it declares (its
+    /// recorded runtime, its cores, whether it is moldable; see [`task_model`]) and its
+    /// parents as edges. The simulator's view of a workflow is this very graph.
+    pub fn model(spec: &DagSpec) -> Result<Ptg, String> {
+        let weights: Vec<MoldableTask> = spec
+            .tasks
+            .iter()
+            .map(|t| {
+                let moldable = t
+                    .max_cores
+                    .is_some()
+                    .then(|| t.serial_fraction.unwrap_or(DEFAULT_SERIAL_FRACTION));
+                task_model(
+                    t.runtime_secs,
+                    DEFAULT_RUNTIME_SECS,
+                    t.least_cores(1),
+                    moldable,
+                )
+            })
+            .collect();
+        let edges: Vec<(usize, usize)> = spec
+            .tasks
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.parents.iter().map(move |&p| (p as usize, i)))
+            .collect();
+        Ptg::new("workflow", weights, &edges).map_err(|e| e.to_string())
     }
 
     /// Recounts pending parents and refills the ready heap from the tasks' states.
@@ -171,10 +213,119 @@ impl DagState {
 
     /// Queues a waiting task whose parents are all done.
     pub(crate) fn push_ready(&mut self, index: u64) {
+        let i = index as usize;
+        let key = match &self.plan {
+            Some(p) => -p.start[i],
+            None => self.bottom_levels[i],
+        };
         self.ready.push(Ready {
-            bottom_level: self.bottom_levels[index as usize],
+            key,
+            bottom_level: self.bottom_levels[i],
             index: index as u32,
         });
+    }
+
+    /// Installs (or removes) the round's plan and reorders the ready tasks by it; a plan
+    /// of another size is ignored.
+    pub(crate) fn set_plan(&mut self, plan: Option<Arc<WorkflowPlan>>) {
+        let n = self.pending.len();
+        self.plan = plan.filter(|p| p.start.len() == n && p.processors.len() == n);
+        let ready: Vec<Ready> = std::mem::take(&mut self.ready).into_vec();
+        for r in ready {
+            self.push_ready(u64::from(r.index));
+        }
+    }
+
+    /// Whether a round's plan orders this workflow.
+    pub fn planned(&self) -> bool {
+        self.plan.is_some()
+    }
+
+    /// The planned start of the first ready task (dropping entries whose task left
+    /// `Waiting`); `None` without a plan or a ready task.
+    pub(crate) fn next_planned_start(&mut self, tasks: &[TaskSlot]) -> Option<f64> {
+        let plan = self.plan.as_ref()?;
+        while let Some(r) = self.ready.peek() {
+            if tasks[r.index as usize].state == TaskState::Waiting {
+                return Some(plan.start[r.index as usize]);
+            }
+            self.ready.pop();
+        }
+        None
+    }
+
+    /// The cores a lease of `index` takes when `free` are free: its declared least (the
+    /// application's `app_cores` if none), a moldable task its planned processors within
+    /// its range and `free`; 0 when its least does not fit. Remembered for its run.
+    pub(crate) fn lease_cores(&mut self, index: u64, app_cores: u32, free: u32) -> u32 {
+        let i = index as usize;
+        let t = &self.spec.tasks[i];
+        let (least, most) = (t.least_cores(app_cores), t.most_cores(app_cores));
+        if least > free {
+            return 0;
+        }
+        let want = self.plan.as_ref().map_or(least, |p| p.processors[i]);
+        let cores = want.clamp(least, most).min(free).max(least);
+        self.allocated[i] = cores;
+        cores
+    }
+
+    /// The cores the current or last lease of `index` took (its declared least, or
+    /// `app_cores`, when unknown).
+    pub fn held_cores(&self, index: u64, app_cores: u32) -> u32 {
+        match self.allocated[index as usize] {
+            0 => self.spec.tasks[index as usize].least_cores(app_cores),
+            c => c,
+        }
+    }
+
+    /// A run of `index` succeeded in `secs` on the cores it was leased with: refines the
+    /// model of the tasks still to run.
+    pub(crate) fn record_run(&mut self, index: u64, app_cores: u32, secs: f64) {
+        let i = index as usize;
+        let recorded = self.spec.tasks[i].runtime_secs.is_some();
+        let cores = self.held_cores(index, app_cores);
+        self.refinement
+            .record(&self.graph.tasks()[i], recorded, cores, secs);
+    }
+
+    /// What remains of the workflow for a round to plan: every task's refined model, the
+    /// ended ones at zero cost; `None` if the workflow has ended.
+    pub fn remaining_graph(&self, tasks: &[TaskSlot]) -> Option<Ptg> {
+        if tasks.iter().all(|t| t.state.is_final()) {
+            return None;
+        }
+        let weights = self
+            .graph
+            .tasks()
+            .iter()
+            .zip(tasks)
+            .zip(&self.spec.tasks)
+            .map(|((m, t), d)| {
+                if t.state.is_final() {
+                    MoldableTask::EMPTY
+                } else {
+                    self.refinement.refine(*m, d.runtime_secs.is_some())
+                }
+            })
+            .collect();
+        self.graph.reweighted(weights)
+    }
+
+    /// The most cores one of its tasks may take (its declared cores, a moldable task's
+    /// most): what one ready task may ask of the first level.
+    pub fn widest(&self) -> u32 {
+        self.widest
+    }
+
+    /// How many tasks the workflow has.
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether it has no task (never: a workflow has at least one).
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
     }
 
     /// The next ready task for `agent`: the highest bottom level, unless one of the next

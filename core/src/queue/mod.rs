@@ -6,6 +6,7 @@ mod app;
 mod changes;
 mod core;
 mod dag;
+mod dag_lease;
 mod partitions;
 mod plan;
 mod staging;
@@ -14,10 +15,13 @@ pub use app::{AppEntry, TaskInputs, TaskSlot};
 pub use changes::Change;
 pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
 pub use dag::DagState;
+pub use dag_lease::PLAN_WAIT_MS;
 pub use partitions::Partitions;
 pub(crate) use plan::{LeasePlan, PlatformPlan};
 pub use staging::{StagingDue, StagingRequest};
 
+#[cfg(test)]
+mod dag_lease_tests;
 #[cfg(test)]
 mod dag_tests;
 #[cfg(test)]

@@ -16,6 +16,8 @@ pub(crate) struct LeasePlan {
     pub(crate) platforms: HashMap<String, PlatformPlan>,
     /// The platform TLPA chose for each multi-core application: its tasks go nowhere else.
     pub(crate) parallel: HashMap<AppId, String>,
+    /// The workflow policy's plan of each competing workflow (see `ptg::live`).
+    pub(crate) workflows: HashMap<AppId, std::sync::Arc<crate::ptg::live::WorkflowPlan>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -103,6 +103,7 @@ lease_timeout_secs = 30
 # policy = "pa-rr"              # fairness, paf, aaf, pa-rr, water-fill, round-robin
 # second_level = "maf"          # all-core, random, maf, ca-rr
 # metric = "rpa"                # throughput, epa, rpa
+# workflows = "cafm-k-shelves"  # competing workflows: cafm-k-shelves, cra-work-weight, round-robin
 
 [fairshare]
 # enabled = true

@@ -8,6 +8,7 @@ pub mod live;
 mod ptg;
 mod staging;
 pub mod two_level;
+mod workflows;
 
 use clap::Subcommand;
 
@@ -34,6 +35,9 @@ pub enum Kind {
     /// Several parallel task graphs on one cluster: the 19 algorithms of the multiple-PTG
     /// paper on its 1,500 scenarios, with its figures and tables.
     Ptg(ptg::Args),
+    /// Workflow files competing for P cores under a workflow policy: what the live
+    /// manager's plan predicts (stretch, makespan).
+    Workflows(workflows::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -44,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(Kind::Staging(a)) => staging::run(a),
         Some(Kind::Live(a)) => live::run(a),
         Some(Kind::Ptg(a)) => ptg::run(a),
+        Some(Kind::Workflows(a)) => workflows::run(a),
     }
 }
 

@@ -34,6 +34,7 @@ pub fn parse(text: &str) -> anyhow::Result<Workflow> {
             .to_string();
         let mut task = WfTask {
             runtime_secs: job.attribute("runtime").and_then(|r| r.trim().parse().ok()),
+            cores: pegasus_cores(job),
             id: id.clone(),
             ..WfTask::default()
         };
@@ -76,6 +77,16 @@ pub fn parse(text: &str) -> anyhow::Result<Workflow> {
         tasks,
         ..Workflow::default()
     })
+}
+
+/// A job's `<profile namespace="pegasus" key="cores">N</profile>`, if it has one.
+fn pegasus_cores(job: roxmltree::Node<'_, '_>) -> Option<f64> {
+    job.children()
+        .filter(|n| n.tag_name().name() == "profile")
+        .find(|n| {
+            n.attribute("namespace") == Some("pegasus") && n.attribute("key") == Some("cores")
+        })
+        .and_then(|n| n.text()?.trim().parse().ok())
 }
 
 fn line(doc: &roxmltree::Document<'_>, node: roxmltree::Node<'_, '_>) -> u32 {

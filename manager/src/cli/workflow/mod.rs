@@ -48,8 +48,10 @@ pub struct WfTask {
     pub parents: Vec<String>,
     /// Its recorded runtime, seconds.
     pub runtime_secs: Option<f64>,
-    /// Its recorded cores.
+    /// Its recorded cores (its least, if moldable).
     pub cores: Option<f64>,
+    /// A moldable task's most cores and Amdahl serial fraction (application files).
+    pub moldable: Option<(u32, Option<f64>)>,
     /// Files it reads.
     pub inputs: Vec<WfFile>,
     /// Files it writes.
@@ -122,10 +124,19 @@ impl Workflow {
                     parents.push(pi);
                 }
             }
-            if let Some(c) = t.cores.filter(|c| c.is_finite() && *c >= 1.0) {
-                cores = cores.max(c.ceil().min(f64::from(u32::MAX)) as u32);
-            }
+            cores = cores.max(task_cores(t));
             dag.push(self.task(t, parents, &producers, opts));
+        }
+        // Each task reserves its own cores; the application's are the widest task's.
+        let cores = self.base.as_ref().map_or(cores, |b| b.cores.max(cores));
+        for (d, t) in dag.iter_mut().zip(&self.tasks) {
+            let own = task_cores(t);
+            d.cores = (own != cores).then_some(own);
+            if let Some((most, alpha)) = t.moldable {
+                d.cores = Some(own);
+                d.max_cores = Some(most.max(own));
+                d.serial_fraction = alpha;
+            }
         }
         let mut spec = self.base.clone().unwrap_or_else(|| AppSpec {
             name: self.name.clone(),
@@ -143,6 +154,7 @@ impl Workflow {
             data_intensive: false,
             dag: None,
         });
+        spec.cores = cores;
         spec.tasks = TaskSource::Lines(self.tasks.iter().map(|t| t.id.clone()).collect());
         spec.dag = Some(DagSpec { tasks: dag });
         spec.validate()?;
@@ -212,8 +224,20 @@ impl Workflow {
                 .map(|r| if opts.emulate { r * opts.time_scale } else { r }),
             inputs,
             outputs,
+            ..DagTask::default()
         }
     }
+}
+
+/// The cores task `t` reserves (at least its moldable least): its recorded count,
+/// rounded up, within the protocol's bound; 1 when it records none.
+fn task_cores(t: &WfTask) -> u32 {
+    t.cores
+        .filter(|c| c.is_finite() && *c >= 1.0)
+        .map_or(1, |c| {
+            c.ceil()
+                .min(f64::from(hetpilot_protocol::dag::MAX_TASK_CORES)) as u32
+        })
 }
 
 /// A file's name in the file service: under the submission's prefix, one component.
@@ -445,5 +469,7 @@ fn external_uploads(
     Ok(None)
 }
 
+#[cfg(test)]
+mod cores_tests;
 #[cfg(test)]
 mod tests;

@@ -33,6 +33,10 @@ struct TaskTable {
     #[serde(default)]
     after: Vec<String>,
     cores: Option<u32>,
+    /// A moldable task's most cores (its least is `cores`).
+    max_cores: Option<u32>,
+    /// A moldable task's Amdahl serial fraction.
+    serial_fraction: Option<f64>,
     runtime: Option<String>,
     #[serde(default)]
     inputs: Vec<FileDecl>,
@@ -70,7 +74,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
         }
     })?;
     let mut tasks = Vec::with_capacity(file.task.len());
-    let mut cores = file.cores.unwrap_or(1);
+    let cores = file.cores.unwrap_or(1);
     for t in file.task {
         let argv = shell_words::split(&t.command)
             .map_err(|e| anyhow!("task `{}`: command: {e} (check the quotes)", t.id))?;
@@ -80,7 +84,6 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
             .map(parse_duration_secs)
             .transpose()
             .with_context(|| format!("task `{}`: runtime", t.id))?;
-        cores = cores.max(t.cores.unwrap_or(1));
         let files = |decls: Vec<FileDecl>| -> Vec<WfFile> {
             decls
                 .into_iter()
@@ -95,7 +98,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
             argv: Some(argv),
             parents: t.after,
             runtime_secs: runtime_secs.map(|s| s as f64),
-            cores: None,
+            cores: Some(f64::from(t.cores.unwrap_or(cores))),
+            moldable: t.max_cores.map(|m| (m, t.serial_fraction)),
             inputs: files(t.inputs),
             outputs: files(t.outputs),
         });

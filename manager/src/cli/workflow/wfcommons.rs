@@ -150,6 +150,7 @@ fn split(workflow: &Value) -> anyhow::Result<(Workflow, Vec<(String, String)>)> 
             cores: run.and_then(|r| r.get("coreCount")?.as_f64()),
             argv: run.and_then(|r| argv_of(r.get("command"))),
             id,
+            ..WfTask::default()
         });
     }
     let wf = Workflow {
