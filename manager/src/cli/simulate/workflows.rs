@@ -67,6 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         size_scale: 1.0,
         prefix: "simulated".into(),
         max_attempts: 1,
+        external: None,
     };
     let mut names = Vec::new();
     let mut ptgs = Vec::new();

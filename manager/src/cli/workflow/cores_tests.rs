@@ -12,6 +12,7 @@ fn opts() -> Options {
         size_scale: 1.0,
         prefix: "wf-1".into(),
         max_attempts: 2,
+        external: None,
     }
 }
 

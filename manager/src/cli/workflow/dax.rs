@@ -93,27 +93,27 @@ fn line(doc: &roxmltree::Document<'_>, node: roxmltree::Node<'_, '_>) -> u32 {
     doc.text_pos_at(node.range().start).row
 }
 
-/// Outputs become `JOB__NAME`; an input takes the name of a parent's output of that name.
+/// Outputs become `JOB__NAME`; an input takes the name of a parent's output of that name,
+/// and that output's size (a DAX may declare another size where the file is read: the
+/// producer's is what is written).
 fn name_files_by_job(tasks: &mut [WfTask], index: &HashMap<String, usize>) {
     let qualified = |job: &str, name: &str| format!("{job}__{name}");
-    let outputs: Vec<Vec<String>> = tasks
-        .iter()
-        .map(|t| t.outputs.iter().map(|f| f.name.clone()).collect())
-        .collect();
+    let outputs: Vec<Vec<WfFile>> = tasks.iter().map(|t| t.outputs.clone()).collect();
     for t in tasks.iter_mut() {
         let mut inputs = Vec::with_capacity(t.inputs.len());
         for f in &t.inputs {
-            let producers = t.parents.iter().filter(|p| {
-                index
-                    .get(*p)
-                    .is_some_and(|&pi| outputs[pi].contains(&f.name))
-            });
             let mut any = false;
-            for p in producers {
+            for p in &t.parents {
+                let Some(out) = index
+                    .get(p)
+                    .and_then(|&pi| outputs[pi].iter().find(|o| o.name == f.name))
+                else {
+                    continue;
+                };
                 any = true;
                 inputs.push(WfFile {
                     name: qualified(p, &f.name),
-                    size: f.size,
+                    size: out.size.or(f.size),
                 });
             }
             if !any {

@@ -103,6 +103,33 @@ fn a_montage_dax_names_each_jobs_outputs_after_the_job() {
 }
 
 #[test]
+fn a_dax_input_written_by_a_parent_has_the_size_the_parent_writes() {
+    let wf = dax::parse(&sample("Montage_25.xml")).unwrap();
+    let written: std::collections::HashMap<&str, Option<u64>> = wf
+        .tasks
+        .iter()
+        .flat_map(|t| t.outputs.iter().map(|f| (f.name.as_str(), f.size)))
+        .collect();
+    let mut checked = 0;
+    for t in &wf.tasks {
+        for f in &t.inputs {
+            if let Some(size) = written.get(f.name.as_str()) {
+                assert_eq!(f.size, *size, "{} reads {}", t.id, f.name);
+                checked += 1;
+            }
+        }
+    }
+    // Montage's consumers declare other sizes than their producers for diff.txt.
+    let diff = wf
+        .tasks
+        .iter()
+        .find(|t| t.id == "ID00014")
+        .and_then(|t| t.inputs.iter().find(|f| f.name == "ID00012__diff.txt"));
+    assert_eq!(diff.and_then(|f| f.size), Some(313_128));
+    assert!(checked > 20, "{checked}");
+}
+
+#[test]
 fn the_task_table_form_reads_commands_dependencies_and_files() {
     let text = r#"
 name = "pipe"
