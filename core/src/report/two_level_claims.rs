@@ -344,7 +344,11 @@ mod tests {
             )),
             "{md}"
         );
-        assert_eq!(md.matches("\n| ").count(), 2, "only the claim with rows: {md}");
+        assert_eq!(
+            md.matches("\n| ").count(),
+            2,
+            "only the claim with rows: {md}"
+        );
     }
 
     #[test]
