@@ -143,12 +143,12 @@ mod tests {
         let [off, on] = placement_sensitivity(&platform, &MultiResource, &jobs).unwrap();
         // Off, fastest-first: job 0 (u0) runs on the fast machine (50 s), job 1 (u1) on the
         // slow one (100 s); at t = 50 u0 has the smaller usage, so job 2 takes the fast
-        // machine again and job 3 the slow one: u0 ran 100 s, u1 200 s (× P(j) = 4).
-        // Slowest-first mirrors it: u0 200 s, u1 100 s.
+        // machine again, and job 3 takes it at t = 100: u0 ran 100 s, u1 150 s (× P(j) = 4).
+        // Slowest-first: u0 ran 200 s, u1 100 s.
         assert_eq!(off.usage.len(), 2);
         assert_eq!(off.usage[0], ("u0".to_string(), 400.0, 800.0));
-        assert_eq!(off.usage[1], ("u1".to_string(), 800.0, 400.0));
-        assert_eq!(off.ratios(), [0.5, 2.0]);
+        assert_eq!(off.usage[1], ("u1".to_string(), 600.0, 400.0));
+        assert_eq!(off.ratios(), [400.0 / 600.0, 2.0]);
         // On: every job is charged 4 × 100 s × (1 / speed) × speed = 400 whatever it ran on.
         for (user, f, s) in &on.usage {
             assert!(
