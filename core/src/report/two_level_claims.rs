@@ -74,8 +74,68 @@ const CLAIMS: [Claim; 8] = [
     },
 ];
 
+/// One claim measured on one scenario.
+struct Measured {
+    /// Relative difference (positive = the claim's direction).
+    rel: f64,
+    /// Standard error of `rel` from the run-to-run spread.
+    se: f64,
+    /// Ends of the 95 % interval.
+    lo: f64,
+    hi: f64,
+    /// Runs per case (the smaller of the two).
+    runs: usize,
+}
+
+impl Measured {
+    /// Case A against case B (Welch interval on the difference of the means).
+    fn of(claim: &Claim, a: &CaseResult, b: &CaseResult) -> Measured {
+        let (ma, sa, mb, sb) = if claim.makespan {
+            (a.makespan_s, a.makespan_sd, b.makespan_s, b.makespan_sd)
+        } else {
+            (a.fairness, sample(a), b.fairness, sample(b))
+        };
+        // Makespan: the gain is (B − A) / B; fairness: (A − B) / B.
+        let diff = if claim.makespan { mb - ma } else { ma - mb };
+        let runs = a.runs.min(b.runs);
+        let se = (sa * sa / a.runs.max(1) as f64 + sb * sb / b.runs.max(1) as f64).sqrt();
+        let half = if runs >= 2 { t_975(runs - 1) * se } else { 0.0 };
+        Measured {
+            rel: diff / mb,
+            se: se / mb,
+            lo: (diff - half) / mb,
+            hi: (diff + half) / mb,
+            runs,
+        }
+    }
+
+    /// The verdict by the rule fixed before the runs.
+    fn verdict(&self) -> &'static str {
+        if self.runs < 2 {
+            "one run: no interval"
+        } else if self.lo > 0.0 {
+            "reproduced"
+        } else if self.hi < 0.0 {
+            "opposite"
+        } else {
+            "not resolved"
+        }
+    }
+
+    /// `+1.23 % [+1.00, +1.46]`.
+    fn cell(&self) -> String {
+        format!(
+            "{:+.2} % [{:+.2}, {:+.2}]",
+            self.rel * 100.0,
+            self.lo * 100.0,
+            self.hi * 100.0
+        )
+    }
+}
+
 /// The Markdown section: for every scenario of kind `Default` (or every scenario when
-/// `all` is set), one row per claim.
+/// `all` is set), one row per claim; with more than one scenario, a summary per claim
+/// over them.
 pub fn claims_markdown(scenarios: &[ScenarioInfo], results: &[CaseResult], all: bool) -> String {
     let mut md = String::from(
         "## Headline claims with 95 % intervals\n\n\
@@ -85,45 +145,66 @@ pub fn claims_markdown(scenarios: &[ScenarioInfo], results: &[CaseResult], all: 
          above zero, *opposite* when it lies below, *not resolved* when it contains zero.\n\n\
          | scenario | claim | ours | runs | verdict |\n|---|---|---|---|---|\n",
     );
+    let mut per_claim: Vec<Vec<Measured>> = CLAIMS.iter().map(|_| Vec::new()).collect();
     for (s, info) in scenarios.iter().enumerate() {
         if !all && info.kind != "Default" {
             continue;
         }
-        for claim in &CLAIMS {
+        for (c, claim) in CLAIMS.iter().enumerate() {
             let (Some(a), Some(b)) = (find(results, s, claim.a), find(results, s, claim.b)) else {
                 continue;
             };
-            let (ma, sa, mb, sb) = if claim.makespan {
-                (a.makespan_s, a.makespan_sd, b.makespan_s, b.makespan_sd)
-            } else {
-                (a.fairness, sample(a), b.fairness, sample(b))
-            };
-            // Makespan: the gain is (B − A) / B; fairness: (A − B) / B.
-            let diff = if claim.makespan { mb - ma } else { ma - mb };
-            let n = a.runs.min(b.runs);
-            let se = (sa * sa / a.runs.max(1) as f64 + sb * sb / b.runs.max(1) as f64).sqrt();
-            let half = if n >= 2 { t_975(n - 1) * se } else { 0.0 };
-            let (rel, lo, hi) = (diff / mb, (diff - half) / mb, (diff + half) / mb);
-            let verdict = if n < 2 {
-                "one run: no interval"
-            } else if lo > 0.0 {
-                "reproduced"
-            } else if hi < 0.0 {
-                "opposite"
-            } else {
-                "not resolved"
-            };
+            let m = Measured::of(claim, a, b);
             md.push_str(&format!(
-                "| {} | {} | {:+.2} % [{:+.2}, {:+.2}] | {} | {} |\n",
+                "| {} | {} | {} | {} | {} |\n",
                 info.name,
                 claim.text,
-                rel * 100.0,
-                lo * 100.0,
-                hi * 100.0,
-                n,
-                verdict
+                m.cell(),
+                m.runs,
+                m.verdict()
             ));
+            per_claim[c].push(m);
         }
+    }
+    if per_claim.iter().any(|m| m.len() > 1) {
+        md.push_str(&summary_markdown(&per_claim));
+    }
+    md
+}
+
+/// Per claim over the scenarios: how many scenarios give each verdict, and the mean
+/// relative difference with a 95 % interval. The scenarios are fixed (the paper's Table 8),
+/// not sampled, so the interval covers run-to-run noise only: standard error
+/// sqrt(Σ se_s²) / S, normal quantile.
+fn summary_markdown(per_claim: &[Vec<Measured>]) -> String {
+    let mut md = String::from(
+        "\n### Per claim over the scenarios\n\n\
+         Mean of the per-scenario relative differences with a 95 % interval (the scenarios \
+         are the paper's fixed set, so the interval covers run-to-run noise only), and the \
+         number of scenarios with each verdict.\n\n\
+         | claim | mean over scenarios | scenarios | reproduced | opposite | not resolved |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for (claim, rows) in CLAIMS.iter().zip(per_claim) {
+        if rows.is_empty() {
+            continue;
+        }
+        let k = rows.len() as f64;
+        let mean = rows.iter().map(|m| m.rel).sum::<f64>() / k;
+        let se = rows.iter().map(|m| m.se * m.se).sum::<f64>().sqrt() / k;
+        let half = 1.959_964 * se;
+        let count = |v: &str| rows.iter().filter(|m| m.verdict() == v).count();
+        md.push_str(&format!(
+            "| {} | {:+.2} % [{:+.2}, {:+.2}] | {} | {} | {} | {} |\n",
+            claim.text,
+            mean * 100.0,
+            (mean - half) * 100.0,
+            (mean + half) * 100.0,
+            rows.len(),
+            count("reproduced"),
+            count("opposite"),
+            count("not resolved")
+        ));
     }
     md
 }
@@ -233,4 +314,50 @@ fn sample(r: &CaseResult) -> f64 {
         return 0.0;
     }
     r.fairness_sd * (r.runs as f64 / (r.runs - 1) as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(rel: f64, se: f64) -> Measured {
+        Measured {
+            rel,
+            se,
+            lo: rel - 2.0 * se,
+            hi: rel + 2.0 * se,
+            runs: 100,
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_verdicts_and_pools_the_standard_errors() {
+        // Claim 0 on two scenarios: +2 % (se 0.3 %) reproduced, −0.1 % (se 0.4 %) not resolved.
+        let mut per_claim: Vec<Vec<Measured>> = CLAIMS.iter().map(|_| Vec::new()).collect();
+        per_claim[0] = vec![measured(0.02, 0.003), measured(-0.001, 0.004)];
+        let md = summary_markdown(&per_claim);
+        // Mean +0.95 %, se = sqrt(0.003² + 0.004²) / 2 = 0.25 %, half 0.49 %.
+        assert!(
+            md.contains(&format!(
+                "| {} | +0.95 % [+0.46, +1.44] | 2 | 1 | 0 | 1 |",
+                CLAIMS[0].text
+            )),
+            "{md}"
+        );
+        assert_eq!(
+            md.matches("\n| ").count(),
+            2,
+            "only the claim with rows: {md}"
+        );
+    }
+
+    #[test]
+    fn verdicts_follow_the_interval() {
+        assert_eq!(measured(0.01, 0.001).verdict(), "reproduced");
+        assert_eq!(measured(-0.01, 0.001).verdict(), "opposite");
+        assert_eq!(measured(0.001, 0.01).verdict(), "not resolved");
+        let mut one = measured(0.01, 0.001);
+        one.runs = 1;
+        assert_eq!(one.verdict(), "one run: no interval");
+    }
 }

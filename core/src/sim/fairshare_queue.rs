@@ -6,8 +6,12 @@
 //!
 //! Placement is node-level: each machine has `nodes` nodes with free CPUs and RAM; a job's
 //! node requests take nodes of suitable machines first-fit (exclusive requests take whole
-//! idle nodes). Jobs run for their recorded runtime (speed normalization only changes the
-//! charge, and is off unless asked, as in the paper's experiment).
+//! idle nodes), in the platform's order or fastest / slowest machine first
+//! ([`Placement`]). Jobs run for their recorded runtime, or, with
+//! `runtime_scales_with_speed`, for it divided by the slowest used machine's speed (the
+//! paper's Section 3.2 assumption that walltime is inversely proportional to SPEC, with the
+//! recorded runtime taken as the work at speed 1). Walltime normalization only changes the
+//! charge, and is off unless asked, as in the paper's Fig. 5 experiment.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -56,6 +60,23 @@ pub struct QueueReplay<'a> {
     pub shares: &'a Shares,
     /// Multiply walltimes by the (slowest) used machine's speed (eq. 9).
     pub normalize_walltime: bool,
+    /// A job runs its recorded runtime / the slowest used machine's speed (else the
+    /// recorded runtime wherever it runs).
+    pub runtime_scales_with_speed: bool,
+    /// Which nodes first-fit tries first.
+    pub placement: Placement,
+}
+
+/// The order in which first-fit tries the nodes: a stand-in for the scheduler decisions
+/// that walltime normalization should make irrelevant to the charge (Section 3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The platform file's order.
+    FileOrder,
+    /// Nodes of faster machines first (ties in file order).
+    FastestFirst,
+    /// Nodes of slower machines first (ties in file order).
+    SlowestFirst,
 }
 
 /// When a job waited and ran.
@@ -124,12 +145,19 @@ pub fn replay_fairshare_queue(
             });
         }
     }
+    let speed_of = |n: &Node| settings.platform.machines()[n.machine].speed;
+    match settings.placement {
+        Placement::FileOrder => {}
+        Placement::FastestFirst => nodes.sort_by(|a, b| speed_of(b).total_cmp(&speed_of(a))),
+        Placement::SlowestFirst => nodes.sort_by(|a, b| speed_of(a).total_cmp(&speed_of(b))),
+    }
     let mut arrivals: Vec<usize> = (0..jobs.len()).collect();
     arrivals.sort_by(|&a, &b| jobs[a].submit.total_cmp(&jobs[b].submit).then(a.cmp(&b)));
     let mut ledger = UsageLedger::new(settings.half_life);
     let mut per_user: BTreeMap<&str, VecDeque<usize>> = BTreeMap::new();
     let mut placed: Vec<Vec<(usize, u32, u64)>> = vec![Vec::new(); jobs.len()];
     let mut ends: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut walltimes = vec![0.0; jobs.len()];
     let mut outcomes = vec![
         QueueOutcome {
             start: 0.0,
@@ -162,7 +190,7 @@ pub fn replay_fairshare_queue(
                 nodes[n].free_cpus += cpus;
                 nodes[n].free_ram += ram;
             }
-            ledger.finish(j as u64, jobs[j].runtime)?;
+            ledger.finish(j as u64, walltimes[j])?;
         }
         while let Some(&j) = arrivals.get(next) {
             if jobs[j].submit > now {
@@ -198,23 +226,29 @@ pub fn replay_fairshare_queue(
             };
             let user = jobs[j].user.as_str();
             per_user.get_mut(user).map(VecDeque::pop_front);
-            let speed = if settings.normalize_walltime {
-                taken
-                    .iter()
-                    .map(|&(n, _, _)| settings.platform.machines()[nodes[n].machine].speed)
-                    .fold(f64::INFINITY, f64::min)
-            } else {
-                1.0
-            };
+            // SPEC_j: the slowest used machine's speed (eq. 9).
+            let slowest = taken
+                .iter()
+                .map(|&(n, _, _)| speed_of(&nodes[n]))
+                .fold(f64::INFINITY, f64::min);
             ledger.start(JobStart {
                 job: j as u64,
                 user: user.to_string(),
                 penalty: penalties[j],
-                speed,
+                speed: if settings.normalize_walltime {
+                    slowest
+                } else {
+                    1.0
+                },
                 requested_walltime: jobs[j].walltime_limit,
                 start: now,
             })?;
-            let end = now + jobs[j].runtime;
+            walltimes[j] = if settings.runtime_scales_with_speed {
+                jobs[j].runtime / slowest
+            } else {
+                jobs[j].runtime
+            };
+            let end = now + walltimes[j];
             outcomes[j] = QueueOutcome { start: now, end };
             ends.push(Reverse((end.to_bits(), j)));
             placed[j] = taken;
@@ -223,6 +257,10 @@ pub fn replay_fairshare_queue(
                 progress(started);
             }
         }
+    }
+    // The last jobs started; their real walltimes replace the requested ones in the ledger.
+    while let Some(Reverse((_, j))) = ends.pop() {
+        ledger.finish(j as u64, walltimes[j])?;
     }
     progress(started);
     Ok(QueueReplayResult { outcomes, ledger })
@@ -315,6 +353,8 @@ mod tests {
             half_life: None,
             shares: &shares,
             normalize_walltime: false,
+            runtime_scales_with_speed: false,
+            placement: Placement::FileOrder,
         };
         let err = replay_fairshare_queue(&settings, &jobs, &mut |_| {}).unwrap_err();
         assert_eq!(err, ReplayError::Unplaceable { id: 42 });
@@ -339,6 +379,8 @@ mod tests {
                 half_life: None,
                 shares: &shares,
                 normalize_walltime: false,
+                runtime_scales_with_speed: false,
+                placement: Placement::FileOrder,
             };
             replay_fairshare_queue(&settings, &jobs, &mut |_| {})
                 .unwrap()
@@ -357,5 +399,27 @@ mod tests {
             .iter()
             .zip(&jobs)
             .all(|(o, j)| o.wait(j) >= 0.0 && o.bounded_slowdown(j) >= 1.0));
+    }
+
+    #[test]
+    fn every_job_is_charged_its_real_walltime_at_the_end() {
+        let platform = MachinePool::new(vec![Machine::new("m", 1, 4, 16 * GB)]).unwrap();
+        // Requested 100 s, ran 10 s: the last job is still running when it starts, and its
+        // stand-in charge must still be replaced.
+        let mut jobs = vec![job(0, "a", 0.0, 10.0, 4, GB), job(1, "a", 1.0, 10.0, 4, GB)];
+        jobs.iter_mut().for_each(|j| j.walltime_limit = 100.0);
+        let shares = Shares::default();
+        let settings = QueueReplay {
+            platform: &platform,
+            penalty: &CpuOnly,
+            half_life: None,
+            shares: &shares,
+            normalize_walltime: false,
+            runtime_scales_with_speed: false,
+            placement: Placement::FileOrder,
+        };
+        let result = replay_fairshare_queue(&settings, &jobs, &mut |_| {}).unwrap();
+        assert_eq!(result.ledger.running_jobs(), 0);
+        assert_eq!(result.ledger.usage("a", 1e9), 2.0 * 10.0 * 4.0);
     }
 }

@@ -6,6 +6,7 @@ pub mod alloc_setup;
 pub mod alloc_sweep;
 pub(crate) mod event_queue;
 pub mod fairshare;
+pub mod fairshare_normalization;
 pub mod fairshare_queue;
 pub mod fairshare_suitability;
 pub mod ptg;

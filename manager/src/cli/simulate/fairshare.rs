@@ -16,7 +16,9 @@ use hetpilot::sim::fairshare::{
     compare_penalties, fairshare_jobs, summarize_penalties, FairshareConversion, FairshareJob,
     PenaltyChange, PenaltySummary,
 };
-use hetpilot::sim::fairshare_queue::{replay_fairshare_queue, QueueReplay, QueueReplayResult};
+use hetpilot::sim::fairshare_queue::{
+    replay_fairshare_queue, Placement, QueueReplay, QueueReplayResult,
+};
 use hetpilot::sim::fairshare_suitability::{suitability_histogram, suitability_markdown};
 use hetpilot::trace::SwfTrace;
 
@@ -48,6 +50,11 @@ pub struct Args {
     /// 20 MetaCentrum clusters) that could run it; writes suitability.md into --out.
     #[arg(long, value_name = "FILE")]
     suitability_machines: Option<PathBuf>,
+    /// Replay the trace twice, fastest machines first and slowest first, runtimes divided
+    /// by the machine's speed, walltime normalization off and on: writes
+    /// placement_study.md and usage_ratio_cdf.svg into --out.
+    #[arg(long)]
+    placement_study: bool,
     /// Reject the trace at its first malformed line.
     #[arg(long)]
     strict: bool,
@@ -73,6 +80,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         half_life: (args.half_life_days > 0.0).then_some(args.half_life_days * 86_400.0),
         shares: &shares,
         normalize_walltime: args.normalize_walltime,
+        runtime_scales_with_speed: false,
+        placement: Placement::FileOrder,
     };
     let cpu = replay(&settings(&CpuOnly), &jobs, "CPU-only")?;
     let multi = replay(&settings(&MultiResource), &jobs, "multi-resource")?;
@@ -107,8 +116,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             std::fs::write(dir.join("suitability.md"), md).with_context(|| {
                 format!("cannot write {}", dir.join("suitability.md").display())
             })?;
+            let file = path.file_name().map(|f| f.to_string_lossy().to_string());
+            super::fairshare_speeds::write_speed_spread(
+                dir,
+                &jobs,
+                &pool,
+                file.as_deref().unwrap_or_default(),
+            )?;
         }
         eprintln!("plots written to {}", dir.display());
+    }
+    if args.placement_study {
+        super::fairshare_speeds::placement_study(args.out.as_deref(), &jobs, &platform)?;
     }
     Ok(())
 }

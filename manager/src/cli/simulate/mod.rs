@@ -4,6 +4,7 @@
 
 mod alloc;
 mod fairshare;
+mod fairshare_speeds;
 pub mod live;
 mod ptg;
 mod staging;
