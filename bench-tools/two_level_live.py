@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The two-level paper's affinity loop on live hardware (issue 16 item 6).
 
-Runs the experiment that profiles/reproduction/two-level-live/experiment.toml fixes, on the
+Runs the experiment that profiles/two-level-live/experiment.toml fixes, on the
 local lab (deploy/lab/start.sh), and writes what it measured as JSON under --out:
 
   offline   each application's OneCore runtime on both lab platforms and its runtime next
@@ -37,7 +37,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SETTINGS = REPO / "profiles/reproduction/two-level-live/experiment.toml"
+SETTINGS = REPO / "profiles/two-level-live/experiment.toml"
 BIN = REPO / "target/release"
 CGROUP = Path("/sys/fs/cgroup/cpu/hetpilot-lab-shared")
 LAB = Path(os.environ.get("HETPILOT_LAB", "/var/tmp/hetpilot-lab"))
@@ -214,7 +214,7 @@ class Manager:
         port = s["live"]["port"]
         sched = s["policies"][policy]
         plats = "".join(
-            f'[[platforms]]\nname = "{n}"\nprofile = "{REPO}/profiles/reproduction/two-level-live/{n}.toml"\n'
+            f'[[platforms]]\nname = "{n}"\nprofile = "{REPO}/profiles/two-level-live/{n}.toml"\n'
             for n in s["platform"])
         self.config = self.dir / "manager.toml"
         self.config.write_text(

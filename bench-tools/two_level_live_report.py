@@ -336,7 +336,7 @@ def document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labe
              "The measurements themselves are in `docs/reproduction/two-level-live/data/`, and "
              "`python3 bench-tools/two_level_live.py report --out docs/reproduction/two-level-live/data` "
              "regenerates this document from them. "
-             "The settings are in `profiles/reproduction/two-level-live/experiment.toml`, committed "
+             "The settings are in `profiles/two-level-live/experiment.toml`, committed "
              "before the runs; `hetpilot reproduce` does not regenerate this document, because it needs "
              "the lab and real time.\n")
     L.append("## What the paper claims, and what this checks\n")
@@ -478,7 +478,7 @@ def document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labe
     sd, slo, shi = welch(smb, sma)
     L.append(f"| PA-based RR + MAF's makespan shorter than Fairness + AllCore's (baseline over paper) | "
              f"{d:+.1f} % [{lo:+.1f}, {hi:+.1f}] | {sd:+.1f} % [{slo:+.1f}, {shi:+.1f}] | {verdict(lo, hi)} |")
-    discussion = REPO / "profiles/reproduction/two-level-live/discussion.md"
+    discussion = REPO / "profiles/two-level-live/discussion.md"
     if discussion.exists():
         L.append(discussion.read_text())
     return "\n".join(L) + "\n"
