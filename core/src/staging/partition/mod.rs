@@ -24,13 +24,11 @@ mod fm;
 mod initial;
 mod label_propagation;
 mod localized_fm;
-mod packing;
 mod phg;
 mod rebalance;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rayon::prelude::*;
 
 use crate::staging::error::StagingError;
 use crate::staging::hypergraph::{Hypergraph, VertexId};
@@ -280,10 +278,9 @@ impl Context<'_> {
         }
     }
 
-    /// Packs the connected components into the blocks ([`packing::plan`]): components
-    /// that fit a block stay whole, each of the others is partitioned on its own into the
-    /// pieces the plan gives it (in parallel, deterministically), and when several were
-    /// split, one k-way refinement of the whole lets their pieces trade vertices.
+    /// Partitions the components heavier than the slack min_b(max_b − perfect_b), then
+    /// packs the lighter ones into the room left. Each light component fits: the total
+    /// room is at least k·slack plus their weight, so the roomiest block has ≥ slack.
     fn partition_with_small_components_as_filler(
         &self,
         hg: &Hypergraph,
@@ -292,63 +289,56 @@ impl Context<'_> {
         seed: u64,
     ) -> Vec<u32> {
         let k = perfect.len();
+        let slack = perfect
+            .iter()
+            .zip(max_weights)
+            .map(|(p, m)| m - p)
+            .min()
+            .unwrap_or(0);
         let (comp, count) = initial::components(hg);
-        if count == 1 {
-            return self.multilevel(hg, perfect, max_weights, 0, seed);
-        }
         let mut comp_weight = vec![0i64; count];
         for v in 0..hg.num_vertices() {
             comp_weight[comp[v] as usize] += hg.vertex_weight(v as VertexId);
         }
-        let plan = packing::plan(&comp_weight, perfect, max_weights);
-        let mut parts = vec![0u32; hg.num_vertices()];
-        for v in 0..hg.num_vertices() {
-            if let packing::Placement::Whole(b) = plan[comp[v] as usize] {
-                parts[v] = b;
-            }
+        let small: Vec<bool> = comp_weight.iter().map(|&w| w <= slack).collect();
+        let keep: Vec<bool> = comp.iter().map(|&c| !small[c as usize]).collect();
+        let kept = keep.iter().filter(|&&x| x).count();
+        if kept == hg.num_vertices() || kept < k {
+            return self.multilevel(hg, perfect, max_weights, 0, seed);
         }
-        let split: Vec<usize> = (0..count)
-            .filter(|&c| matches!(plan[c], packing::Placement::Split(_)))
+        let (large, ids) = hg.induced(&keep);
+        let scale = large.total_weight() as f64 / hg.total_weight() as f64;
+        let large_perfect: Vec<i64> = perfect
+            .iter()
+            .map(|&p| (p as f64 * scale).ceil() as i64)
             .collect();
-        let pieces_of = |c: usize| match &plan[c] {
-            packing::Placement::Split(p) => p,
-            packing::Placement::Whole(_) => unreachable!("only split components"),
+        let large_parts = {
+            let parts = self.multilevel(&large, &large_perfect, max_weights, 0, seed);
+            let mut phg = PartitionedHypergraph::new(&large, k, parts);
+            rebalance(&mut phg, max_weights);
+            phg.into_parts()
         };
-        let sub_parts: Vec<(Vec<u32>, Vec<VertexId>)> = split
-            .par_iter()
-            .map(|&c| {
-                let pieces = pieces_of(c);
-                let keep: Vec<bool> = comp.iter().map(|&x| x as usize == c).collect();
-                let (sub, ids) = hg.induced(&keep);
-                let targets: Vec<i64> = pieces.iter().map(|p| p.target).collect();
-                let maxima: Vec<i64> = pieces.iter().map(|p| p.max).collect();
-                let sub_seed = seed_for(seed, 1_000 + c as u64);
-                let parts = if pieces.len() == 1 {
-                    vec![0; sub.num_vertices()]
-                } else {
-                    // A split into m of the k blocks is as deep in a recursive bisection
-                    // tree as its size says: its bisections get that depth's runs.
-                    let depth = (k / pieces.len()).max(1).ilog2();
-                    let parts = self.multilevel(&sub, &targets, &maxima, depth, sub_seed);
-                    let mut phg = PartitionedHypergraph::new(&sub, pieces.len(), parts);
-                    rebalance(&mut phg, &maxima);
-                    phg.into_parts()
-                };
-                (parts, ids)
-            })
-            .collect();
-        for (&c, (local, ids)) in split.iter().zip(&sub_parts) {
-            let pieces = pieces_of(c);
-            for (i, &v) in ids.iter().enumerate() {
-                parts[v as usize] = pieces[local[i] as usize].block;
+        let mut parts = vec![0u32; hg.num_vertices()];
+        let mut load = vec![0i64; k];
+        for (i, &v) in ids.iter().enumerate() {
+            parts[v as usize] = large_parts[i];
+            load[large_parts[i] as usize] += hg.vertex_weight(v);
+        }
+        let mut items: Vec<usize> = (0..count).filter(|&c| small[c]).collect();
+        items.sort_by_key(|&c| (std::cmp::Reverse(comp_weight[c]), c));
+        let mut block_of_comp = vec![0u32; count];
+        for c in items {
+            let b = (0..k)
+                .max_by_key(|&b| (max_weights[b] - load[b], std::cmp::Reverse(b)))
+                .expect("k >= 1");
+            load[b] += comp_weight[c];
+            block_of_comp[c] = b as u32;
+        }
+        for v in 0..hg.num_vertices() {
+            if small[comp[v] as usize] {
+                parts[v] = block_of_comp[comp[v] as usize];
             }
         }
-        if split.len() >= 2 {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed_for(seed, 999));
-            parts = self.refine(hg, parts, max_weights, &mut rng);
-        }
-        debug_assert_eq!(parts.len(), hg.num_vertices());
-        debug_assert!(parts.iter().all(|&b| (b as usize) < k));
         parts
     }
 
@@ -383,7 +373,7 @@ impl Context<'_> {
         let mut parts = if k == 2 {
             coarsest_bisection(self, coarsest, perfect, max_weights, depth, seed)
         } else {
-            self.recursive_bisection(coarsest, perfect, max_weights, depth, seed_for(seed, 1))
+            self.recursive_bisection(coarsest, perfect, max_weights, 0, seed_for(seed, 1))
         };
         parts = self.refine(coarsest, parts, max_weights, &mut rng);
         for i in (0..levels.len()).rev() {
