@@ -22,8 +22,8 @@ real batch has them.
 
 Usage:
     python3 bench-tools/heldout_instances.py --out DIR --set heldout --tasks 2000 20000
-    python3 bench-tools/heldout_instances.py --out DIR --set tuning --tasks 20000
-Sets: `tuning` = seeds 101-103 of shape 0 per family; `heldout` = seeds 1-5, shape
+    python3 bench-tools/heldout_instances.py --out DIR --set tuning --tasks 20000 [--shape 1]
+Sets: `tuning` = seeds 101-103 of shape 0 (or --shape) per family; `heldout` = seeds 1-5, shape
 (seed - 1) % 3 per family (never used for tuning).
 """
 import argparse
@@ -150,7 +150,11 @@ def main():
     ap.add_argument("--tasks", type=int, nargs="+", default=[2000, 20000, 200000])
     ap.add_argument("--families", nargs="+", default=["sat", "image"])
     ap.add_argument("--seeds", type=int, nargs="*", help="override the set's seeds")
+    ap.add_argument("--shape", type=int, choices=[0, 1, 2],
+                    help="tuning set only: the shape (default 0), e.g. to tune on shape 1")
     args = ap.parse_args()
+    if args.shape is not None and args.set != "tuning":
+        ap.error("--shape applies to the tuning set only")
     os.makedirs(args.out, exist_ok=True)
     if args.seeds:
         seeds = args.seeds
@@ -159,7 +163,10 @@ def main():
     for fam in args.families:
         for tasks in args.tasks:
             for seed in seeds:
-                shape = 0 if args.set == "tuning" else (seed - 1) % 3
+                if args.set == "tuning":
+                    shape = args.shape or 0
+                else:
+                    shape = (seed - 1) % 3
                 rng = np.random.default_rng(seed * 1_000_003 + tasks + (0 if fam == "sat" else 17))
                 if fam == "sat":
                     files, o = sat(tasks, shape, rng)
