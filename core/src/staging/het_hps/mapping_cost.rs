@@ -221,6 +221,20 @@ impl<'w> MappingCost<'w> {
         exec_from
     }
 
+    /// max_p IO(S_p) after task t leaves its node (before it joins another).
+    pub(crate) fn io_after_leaving(&self, t: TaskId) -> f64 {
+        let storage = self.io.len();
+        let leave_io = &self.leave_io[t as usize * storage..(t as usize + 1) * storage];
+        (0..storage)
+            .map(|p| self.io[p] - leave_io[p])
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+
+    /// A lower bound of Exec(P_to) with task t added: its compute there, no transfer.
+    pub(crate) fn exec_with(&self, t: TaskId, to: u32) -> f64 {
+        self.exec[to as usize] + self.task_bytes[t as usize] * self.local[to as usize]
+    }
+
     /// What leaving its node saves task t, for ordering candidates: its compute there plus
     /// its private transfers.
     pub(crate) fn leave_gain(&self, t: TaskId) -> f64 {

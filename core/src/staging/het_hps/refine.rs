@@ -79,26 +79,32 @@ pub(crate) fn refine_mapping(cost: &mut MappingCost<'_>, nodes: usize) -> (f64, 
 }
 
 /// Lines 5/7/10/17: the best move of an unlocked task of node s to one of the K − 1 others.
+/// A pair whose lower bound (no file added to the target) already loses to the best so far
+/// is not evaluated; the choice is the same as evaluating every pair.
 fn best_move(
     cost: &mut MappingCost<'_>,
     unlocked: &Candidates,
     s: u32,
     nodes: usize,
 ) -> Option<(TaskId, u32)> {
-    let candidates = unlocked.first(s, CANDIDATES);
-    let leaving: Vec<f64> = candidates
-        .iter()
-        .map(|&t| cost.exec_after_leaving(t))
-        .collect();
     let others = OthersMax::new(&cost.exec, s);
+    let others: Vec<f64> = (0..nodes as u32).map(|to| others.without(to)).collect();
     let mut chosen: Option<(TaskId, u32, MoveEffect)> = None;
-    for to in 0..nodes as u32 {
-        if to == s {
-            continue;
-        }
-        let others = others.without(to);
-        for (&t, &exec_from) in candidates.iter().zip(&leaving) {
-            let effect = cost.evaluate_move(t, to, others, exec_from);
+    for t in unlocked.first(s, CANDIDATES) {
+        let exec_from = cost.exec_after_leaving(t);
+        let io_floor = cost.io_after_leaving(t);
+        for to in 0..nodes as u32 {
+            if to == s {
+                continue;
+            }
+            let floor = others[to as usize]
+                .max(exec_from)
+                .max(cost.exec_with(t, to))
+                + io_floor;
+            if chosen.is_some_and(|(_, _, ce)| floor > ce.objective) {
+                continue;
+            }
+            let effect = cost.evaluate_move(t, to, others[to as usize], exec_from);
             if chosen.is_none_or(|(ct, cto, ce)| better(effect, ce, (t, to), (ct, cto))) {
                 chosen = Some((t, to, effect));
             }
