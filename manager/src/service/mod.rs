@@ -21,9 +21,9 @@ pub use crate::clock::now_ms;
 pub use crate::provision::AgentActivity;
 pub use auth::Principal;
 pub use error::ServiceError;
-pub use staging_plan::StagingStatus;
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
+pub use staging_plan::StagingStatus;
 
 use crate::config::Settings;
 use crate::control::{Control, ControlSettings};

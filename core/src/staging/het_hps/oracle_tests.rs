@@ -21,7 +21,8 @@ fn removal_from_scratch(cost: &MappingCost<'_>, t: TaskId) -> (f64, Vec<f64>) {
             let file = &cost.workload.files[f as usize];
             let size = file.size_bytes as f64;
             exec_from -= size * cost.transfer[from][file.storage as usize];
-            io[file.storage as usize] += size * cost.storage_seconds_per_byte[file.storage as usize];
+            io[file.storage as usize] +=
+                size * cost.storage_seconds_per_byte[file.storage as usize];
         }
     }
     (exec_from, io)
@@ -129,7 +130,11 @@ fn the_gain_cache_makes_the_same_moves_as_a_full_evaluation() {
         } else {
             osc_dc(rng.random_range(1..5), rng.random_range(1..4), 0.5)
         };
-        let kind = [WorkloadKind::Image, WorkloadKind::Sat, WorkloadKind::ImageQuery][case % 3];
+        let kind = [
+            WorkloadKind::Image,
+            WorkloadKind::Sat,
+            WorkloadKind::ImageQuery,
+        ][case % 3];
         let overlap = [Overlap::High, Overlap::Medium, Overlap::Low][(case / 3) % 3];
         let tasks = rng.random_range(20..200);
         let w = kind.generate(overlap, tasks, platform.storage.len() as u32, &mut rng);
@@ -142,14 +147,20 @@ fn the_gain_cache_makes_the_same_moves_as_a_full_evaluation() {
         let a = refine_mapping(&mut cached, k);
         let b = refine_from_scratch(&mut full, k);
         assert_eq!(cached.node_of, full.node_of, "case {case}");
-        assert_eq!((a.0.to_bits(), a.1.to_bits()), (b.0.to_bits(), b.1.to_bits()));
+        assert_eq!(
+            (a.0.to_bits(), a.1.to_bits()),
+            (b.0.to_bits(), b.1.to_bits())
+        );
         assert!(a.1 < a.0, "case {case}: the refinement moved nothing");
         // The cached leaving terms are current after all those moves.
         for t in 0..tasks as TaskId {
             let (exec_from, io) = removal_from_scratch(&cached, t);
             assert_eq!(cached.exec_after_leaving(t).to_bits(), exec_from.to_bits());
             let s = cached.io.len();
-            assert_eq!(&cached.leave_io[t as usize * s..(t as usize + 1) * s], &io[..]);
+            assert_eq!(
+                &cached.leave_io[t as usize * s..(t as usize + 1) * s],
+                &io[..]
+            );
         }
     }
 }
