@@ -41,7 +41,7 @@ pub(super) struct StagingPlanner {
     status: watch::Sender<StagingStatus>,
     /// Held by a test to keep a plan "in progress" for as long as it needs.
     #[cfg(test)]
-    pub(super) gate: Arc<std::sync::Mutex<()>>,
+    pub(super) gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Default for StagingPlanner {
@@ -153,7 +153,7 @@ impl Manager {
         let gate = self.staging_planner.gate.clone();
         let planned = tokio::task::spawn_blocking(move || {
             #[cfg(test)]
-            drop(gate.lock().unwrap_or_else(|p| p.into_inner()));
+            drop(gate.blocking_lock());
             jobs.into_iter().map(StagingJob::plan).collect::<Vec<_>>()
         })
         .await;

@@ -77,7 +77,7 @@ async fn pulls_are_served_while_a_plan_is_made_and_the_plan_is_installed_when_re
 
     // The planner's thread will wait at the gate until the test lets it through.
     let gate = m.staging_planner.gate.clone();
-    let held = gate.lock().unwrap();
+    let held = gate.lock().await;
     m.spawn_staging_planner();
     let mut status = m.staging_status();
     let lines: Vec<String> = (0..16).map(|i| format!("g{}", (i + i / 4) % 4)).collect();
