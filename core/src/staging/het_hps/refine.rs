@@ -41,10 +41,8 @@ pub(crate) fn refine_mapping(cost: &mut MappingCost<'_>, nodes: usize) -> (f64, 
         let mut improved = false;
         let mut fruitless = 0;
         let mut s = cost.heaviest_node(); // line 4
-        loop {
-            let Some((t, to)) = best_move(cost, &unlocked, s, nodes) else {
-                break; // line 6: no unlocked vertex left in s
-            };
+                                          // line 6: stop when s has no unlocked vertex left
+        while let Some((t, to)) = best_move(cost, &unlocked, s, nodes) {
             let from = cost.node_of[t as usize];
             unlocked.lock(t, from); // line 9
             cost.move_task(t, to); // line 8: tentatively realize the move
