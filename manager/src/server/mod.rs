@@ -110,6 +110,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     manager.spawn_sweeper();
     manager.spawn_scheduler();
+    manager.spawn_staging_planner();
     manager.spawn_history();
     let limits = &manager.settings.limits;
     let serve_limits = ServeLimits {

@@ -155,7 +155,6 @@ impl Manager {
             let notified = self.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            self.plan_staging().await;
             let (batch, drain, kill, platform) = {
                 let mut control = self.control();
                 let batch = control.lease(id, req.max.min(8192), now_ms())?;

@@ -23,6 +23,7 @@ pub use auth::Principal;
 pub use error::ServiceError;
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
+pub use staging_plan::StagingStatus;
 
 use crate::config::Settings;
 use crate::control::{Control, ControlSettings};
@@ -60,8 +61,8 @@ pub struct Manager {
     stores: store_grants::StoreKeys,
     /// Bytes each user keeps in the file service.
     file_usage: files::FileUsage,
-    /// Het-HPS plans being made (see `staging_plan`).
-    staging_in_flight: staging_plan::StagingInFlight,
+    /// The background Het-HPS planner (see `staging_plan`).
+    staging_planner: staging_plan::StagingPlanner,
     /// What the dashboard charts over time (see `history`).
     history: history::HistoryRing,
     /// Event counters and histograms for `GET /metrics`.
@@ -252,7 +253,7 @@ impl Manager {
             pilots: Mutex::new(pilot_book),
             stores,
             file_usage: files::FileUsage::default(),
-            staging_in_flight: Default::default(),
+            staging_planner: Default::default(),
             history: Default::default(),
             metrics: Default::default(),
             settings,

@@ -1,9 +1,16 @@
 //! Live Het-HPS staging for data-intensive applications. When such an application has
 //! waiting tasks and the agent set is new to it, the manager builds the staging model from
 //! live data (`staging_model`) and runs the pure planner with a seeded RNG, then binds the
-//! node lists to the agents as the queues' partitions. It runs before a lease only when a
-//! plan is due, never per pull, and off the async runtime (the blocking pool), with no
-//! lock held while it plans.
+//! node lists to the agents as the queues' partitions.
+//!
+//! Planning is off the request path: one background task (`spawn_staging_planner`), woken
+//! with the scheduling rounds (`Manager::replan`: a submission, an agent registered, left or
+//! was lost) and at least every second, makes the plans that are due on the blocking pool
+//! with no lock held, and installs each one under the control lock in one step. Pulls never
+//! wait for a plan: meanwhile agents lease by the plan in place (an earlier agent set's,
+//! whose lists of departed agents went to the pool) or, with none, first come, first served.
+//! A data-intensive submission does not wake the idle agents itself: the planner does once
+//! the plan is in place, and an agent that pulls before then leases unplanned.
 //!
 //! A plan is made with what is measured when it is made: an application's first plan uses
 //! the profiles' numbers, later plans (a new agent set, a new application) the measured ones.
@@ -12,57 +19,96 @@ use super::Manager;
 use crate::control::{request_files, PlannedStaging, StagingJob};
 use crate::queue::{Partitions, StagingDue};
 use hetpilot_protocol::files::{Source, TaskFile};
-use hetpilot_protocol::AppId;
-use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
 
-/// The staging plans being made, so concurrent pulls plan each application once and wait
-/// for that plan instead of leasing before it.
-#[derive(Default)]
-pub(super) struct StagingInFlight {
-    planning: std::sync::Mutex<HashSet<(AppId, u64)>>,
-    done: tokio::sync::Notify,
+/// How often the planner looks for due plans when nothing woke it.
+const BACKSTOP: Duration = Duration::from_secs(1);
+
+/// What the background planner is doing, for tests and the benchmark.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StagingStatus {
+    /// Applications whose plan is being made now.
+    pub planning: usize,
+    /// Plans installed since the manager started.
+    pub installed: u64,
+}
+
+/// The background planner's wake-up and its published status.
+pub(super) struct StagingPlanner {
+    wanted: Arc<Notify>,
+    status: watch::Sender<StagingStatus>,
+    /// Held by a test to keep a plan "in progress" for as long as it needs.
+    #[cfg(test)]
+    pub(super) gate: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Default for StagingPlanner {
+    fn default() -> Self {
+        StagingPlanner {
+            wanted: Arc::new(Notify::new()),
+            status: watch::Sender::new(StagingStatus::default()),
+            #[cfg(test)]
+            gate: Default::default(),
+        }
+    }
 }
 
 impl Manager {
-    /// Plans every data-intensive application whose partitions are missing or stale. The
-    /// planning (file sizes, the Het-HPS partitioning) runs on the blocking pool, so the
-    /// async runtime keeps serving heartbeats and other pulls; no lock is held meanwhile.
-    pub(super) async fn plan_staging(&self) {
+    /// Something that may make a plan due changed: look soon.
+    pub(super) fn staging_wanted(&self) {
+        self.staging_planner.wanted.notify_one();
+    }
+
+    /// The background planner's status, as it changes.
+    pub fn staging_status(&self) -> watch::Receiver<StagingStatus> {
+        self.staging_planner.status.subscribe()
+    }
+
+    /// Makes the due Het-HPS plans until the manager is dropped (see the module doc).
+    pub fn spawn_staging_planner(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let wanted = self.staging_planner.wanted.clone();
+        tokio::spawn(async move {
+            loop {
+                let Some(manager) = weak.upgrade() else { break };
+                manager.plan_staging().await;
+                drop(manager);
+                let _ = tokio::time::timeout(BACKSTOP, wanted.notified()).await;
+            }
+        });
+    }
+
+    /// Plans every data-intensive application whose partitions are missing or stale, and
+    /// installs the plans still current when they are ready. The planning (file sizes, the
+    /// Het-HPS partitioning) runs on the blocking pool, so the async runtime keeps serving
+    /// pulls, heartbeats and reports; no lock is held meanwhile.
+    async fn plan_staging(&self) {
         loop {
             let due = self.control().queues().staging_due();
             if due.is_empty() {
                 return;
             }
-            let flight = &self.staging_in_flight;
-            let done = flight.done.notified();
-            tokio::pin!(done);
-            done.as_mut().enable();
-            let mine: Vec<StagingDue> = {
-                let mut planning = flight.planning.lock().unwrap_or_else(|p| p.into_inner());
-                due.into_iter()
-                    .filter(|r| planning.insert((r.app, r.generation)))
-                    .collect()
-            };
-            if mine.is_empty() {
-                // Another pull is planning them: wait for its plan.
-                done.await;
-                continue;
-            }
-            let keys: Vec<(AppId, u64)> = mine.iter().map(|r| (r.app, r.generation)).collect();
-            for planned in self.plan_off_runtime(mine).await {
+            let planning = due.len();
+            self.staging_planner
+                .status
+                .send_modify(|s| s.planning = planning);
+            let mut installed = 0;
+            for planned in self.plan_off_runtime(due).await {
                 let app = planned.app;
                 if self.control().set_partitions(app, planned.partitions) {
                     tracing::info!(%app, "het-hps staging plan bound to agents");
                     self.metrics.staging_planned(&planned.predicted_bytes);
+                    installed += 1;
                 }
             }
-            {
-                let mut planning = flight.planning.lock().unwrap_or_else(|p| p.into_inner());
-                for k in &keys {
-                    planning.remove(k);
-                }
-            }
-            flight.done.notify_waiters();
+            self.staging_planner.status.send_modify(|s| {
+                s.planning = 0;
+                s.installed += installed;
+            });
+            // Idle agents may now take the planned tasks.
+            self.work.notify_waiters();
         }
     }
 
@@ -103,7 +149,11 @@ impl Manager {
         };
         let jobs = self.control().staging_jobs(sized);
         let started = std::time::Instant::now();
+        #[cfg(test)]
+        let gate = self.staging_planner.gate.clone();
         let planned = tokio::task::spawn_blocking(move || {
+            #[cfg(test)]
+            drop(gate.blocking_lock());
             jobs.into_iter().map(StagingJob::plan).collect::<Vec<_>>()
         })
         .await;
@@ -114,3 +164,7 @@ impl Manager {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "staging_plan_tests.rs"]
+mod tests;

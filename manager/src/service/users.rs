@@ -87,9 +87,14 @@ impl Manager {
             })
             .await?;
         let spec = Arc::try_unwrap(spec).unwrap_or_else(|shared| (*shared).clone());
+        let data_intensive = spec.data_intensive;
         self.control()
             .submit(app, owner.to_string(), spec, template, now);
-        self.work.notify_waiters();
+        if !data_intensive {
+            // A data-intensive application's tasks wake the idle agents once its Het-HPS
+            // plan is in place (`staging_plan`); pulls meanwhile lease them unplanned.
+            self.work.notify_waiters();
+        }
         self.replan();
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })

@@ -10,6 +10,14 @@
 //! Eq. 7 read literally sums over the files resident on S_p, which no mapping changes; we
 //! count each transfer of a file to a node that needs it (λ_j transfers of file j), the
 //! quantity the mapping does change and the one that loads the storage node.
+//!
+//! Everything a move's evaluation needs is kept as the mapping changes (a gain cache): the
+//! pin counts per (node, file), the loads per node and storage node, and per task both what
+//! leaving its node saves (its private files there: those no other task of the node reads)
+//! and what joining each other node adds. A move updates only what it touches: the tasks
+//! sharing one of the moved task's files whose count on a node crossed 0↔1 (additions) or
+//! 1↔2 (private files). Cached values are recomputed from scratch, in the same order, so
+//! they are bit-for-bit what a full evaluation gives.
 
 use crate::staging::estimate::transfer_seconds_per_byte;
 use crate::staging::model::{NodeInfo, StagingPlatform, TaskId, Workload};
@@ -34,13 +42,13 @@ pub(crate) struct MappingCost<'w> {
     add_exec: Vec<f64>,
     /// Cached increase of IO(S_p) for the same move, at [(t * nodes + i) * storage + p].
     add_io: Vec<f32>,
-}
-
-/// The effect of taking a task off its node: Exec of that node afterwards and the
-/// decrease of every IO(S_p).
-pub(crate) struct Removal {
-    pub(crate) exec_from: f64,
-    pub(crate) io: Vec<f64>,
+    /// What task t saves on its node's link: size(f)/NBW of each private file, in the
+    /// task's file order (always current).
+    leave_terms: Vec<Vec<f64>>,
+    /// The decrease of IO(S_p) if task t left its node, at [t * storage + p].
+    leave_io: Vec<f64>,
+    /// Tasks whose leaving terms were recomputed since [`MappingCost::take_changed`].
+    changed: Vec<TaskId>,
 }
 
 /// The effect of a tentative move on the objective.
@@ -81,7 +89,7 @@ impl<'w> MappingCost<'w> {
             readers: vec![0; nodes.len() * workload.files.len()],
             exec: vec![0.0; nodes.len()],
             io: vec![0.0; platform.storage.len()],
-            node_of: vec![0; workload.tasks.len()],
+            node_of: vec![u32::MAX; workload.tasks.len()],
             tasks_of_file: {
                 let mut t = vec![Vec::new(); workload.files.len()];
                 for (i, task) in workload.tasks.iter().enumerate() {
@@ -93,10 +101,17 @@ impl<'w> MappingCost<'w> {
             },
             add_exec: vec![f64::NAN; workload.tasks.len() * nodes.len()],
             add_io: vec![0.0; workload.tasks.len() * nodes.len() * platform.storage.len()],
+            leave_terms: vec![Vec::new(); workload.tasks.len()],
+            leave_io: vec![0.0; workload.tasks.len() * platform.storage.len()],
+            changed: Vec::new(),
         };
         for (t, &i) in node_of.iter().enumerate() {
             cost.add(t as TaskId, i);
         }
+        for t in 0..workload.tasks.len() as TaskId {
+            cost.refresh_leave(t);
+        }
+        cost.changed.clear();
         cost
     }
 
@@ -112,7 +127,11 @@ impl<'w> MappingCost<'w> {
         for &f in &self.workload.tasks[t as usize].files {
             let r = &mut self.readers[base + f as usize];
             *r += 1;
-            if *r == 1 {
+            let r = *r;
+            if r == 2 {
+                self.refresh_other_reader(f, iu, t);
+            }
+            if r == 1 {
                 self.invalidate(f, iu);
                 let file = &self.workload.files[f as usize];
                 let size = file.size_bytes as f64;
@@ -130,7 +149,11 @@ impl<'w> MappingCost<'w> {
         for &f in &self.workload.tasks[t as usize].files {
             let r = &mut self.readers[base + f as usize];
             *r -= 1;
-            if *r == 0 {
+            let r = *r;
+            if r == 1 {
+                self.refresh_other_reader(f, iu, t);
+            }
+            if r == 0 {
                 self.invalidate(f, iu);
                 let file = &self.workload.files[f as usize];
                 let size = file.size_bytes as f64;
@@ -149,32 +172,86 @@ impl<'w> MappingCost<'w> {
         }
     }
 
-    /// What taking task t off its node changes (eq. 4–7).
-    pub(crate) fn removal(&self, t: TaskId) -> Removal {
+    /// File f has changed between one and two readers on node i: the task of node i other
+    /// than `t` that reads it gained or lost it as a private file.
+    fn refresh_other_reader(&mut self, f: u32, i: usize, t: TaskId) {
+        let other = self.tasks_of_file[f as usize]
+            .iter()
+            .copied()
+            .find(|&u| u != t && self.node_of[u as usize] as usize == i);
+        if let Some(u) = other {
+            self.refresh_leave(u);
+        }
+    }
+
+    /// Recomputes what task t saves by leaving its node (its private files there).
+    fn refresh_leave(&mut self, t: TaskId) {
         let from = self.node_of[t as usize] as usize;
-        let mut exec_from = self.exec[from] - self.task_bytes[t as usize] * self.local[from];
-        let mut io = vec![0.0; self.io.len()];
+        let storage = self.io.len();
         let files = self.files();
+        let mut terms = std::mem::take(&mut self.leave_terms[t as usize]);
+        terms.clear();
+        let io = &mut self.leave_io[t as usize * storage..(t as usize + 1) * storage];
+        io.iter_mut().for_each(|x| *x = 0.0);
         for &f in &self.workload.tasks[t as usize].files {
             if self.readers[from * files + f as usize] == 1 {
                 let file = &self.workload.files[f as usize];
                 let size = file.size_bytes as f64;
-                exec_from -= size * self.transfer[from][file.storage as usize];
+                terms.push(size * self.transfer[from][file.storage as usize]);
                 io[file.storage as usize] +=
                     size * self.storage_seconds_per_byte[file.storage as usize];
             }
         }
-        Removal { exec_from, io }
+        self.leave_terms[t as usize] = terms;
+        self.changed.push(t);
     }
 
-    /// Objective after moving t (whose [`Removal`] is `removal`) to node `to`, using and
-    /// refreshing the cached addition. `others_max` is max Exec over the other nodes.
+    /// The tasks whose leaving gain changed since the last call (moved tasks included).
+    pub(crate) fn take_changed(&mut self) -> Vec<TaskId> {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Exec of task t's node after t leaves it (eq. 4–6).
+    pub(crate) fn exec_after_leaving(&self, t: TaskId) -> f64 {
+        let from = self.node_of[t as usize] as usize;
+        let mut exec_from = self.exec[from] - self.task_bytes[t as usize] * self.local[from];
+        for term in &self.leave_terms[t as usize] {
+            exec_from -= term;
+        }
+        exec_from
+    }
+
+    /// max_p IO(S_p) after task t leaves its node (before it joins another).
+    pub(crate) fn io_after_leaving(&self, t: TaskId) -> f64 {
+        let storage = self.io.len();
+        let leave_io = &self.leave_io[t as usize * storage..(t as usize + 1) * storage];
+        (0..storage)
+            .map(|p| self.io[p] - leave_io[p])
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+
+    /// A lower bound of Exec(P_to) with task t added: its compute there, no transfer.
+    pub(crate) fn exec_with(&self, t: TaskId, to: u32) -> f64 {
+        self.exec[to as usize] + self.task_bytes[t as usize] * self.local[to as usize]
+    }
+
+    /// What leaving its node saves task t, for ordering candidates: its compute there plus
+    /// its private transfers.
+    pub(crate) fn leave_gain(&self, t: TaskId) -> f64 {
+        let from = self.node_of[t as usize] as usize;
+        self.task_bytes[t as usize] * self.local[from]
+            + self.leave_terms[t as usize].iter().sum::<f64>()
+    }
+
+    /// Objective after moving t (whose node's Exec would fall to `exec_from`) to node `to`,
+    /// using and refreshing the cached addition. `others_max` is max Exec over the other
+    /// nodes.
     pub(crate) fn evaluate_move(
         &mut self,
         t: TaskId,
         to: u32,
         others_max: f64,
-        removal: &Removal,
+        exec_from: f64,
     ) -> MoveEffect {
         let k = self.exec.len();
         let storage = self.io.len();
@@ -198,12 +275,13 @@ impl<'w> MappingCost<'w> {
         }
         let exec_to = self.exec[to] + self.add_exec[slot];
         let add_io = &self.add_io[slot * storage..(slot + 1) * storage];
+        let leave_io = &self.leave_io[t as usize * storage..(t as usize + 1) * storage];
         let io_max = (0..storage)
-            .map(|p| self.io[p] - removal.io[p] + add_io[p] as f64)
+            .map(|p| self.io[p] - leave_io[p] + add_io[p] as f64)
             .fold(f64::NEG_INFINITY, f64::max);
         MoveEffect {
-            objective: others_max.max(removal.exec_from).max(exec_to) + io_max,
-            exec_from: removal.exec_from,
+            objective: others_max.max(exec_from).max(exec_to) + io_max,
+            exec_from,
             exec_to,
         }
     }
@@ -212,6 +290,7 @@ impl<'w> MappingCost<'w> {
     pub(crate) fn move_task(&mut self, t: TaskId, to: u32) {
         self.remove(t);
         self.add(t, to);
+        self.refresh_leave(t);
     }
 
     /// max_i Exec(P_i) + max_p IO(S_p) (eq. 3).
@@ -263,10 +342,14 @@ mod tests {
                 .filter(|&i| i as u32 != from && i as u32 != to)
                 .map(|i| cost.exec[i])
                 .fold(0.0, f64::max);
-            let removal = cost.removal(t);
-            let predicted = cost.evaluate_move(t, to, others, &removal).objective;
+            let exec_from = cost.exec_after_leaving(t);
+            let predicted = cost.evaluate_move(t, to, others, exec_from).objective;
             cost.move_task(t, to);
             assert!((predicted - cost.objective()).abs() < 1e-6 * predicted.max(1.0));
         }
     }
 }
+
+#[cfg(test)]
+#[path = "oracle_tests.rs"]
+mod oracle_tests;

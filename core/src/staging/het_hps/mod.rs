@@ -10,6 +10,7 @@
 //! block targets are proportional to each node's estimated speed, and keep whichever
 //! mapping has the lower eq. 3 estimate. With it off, the planner is the paper's.
 
+mod candidates;
 mod mapping_cost;
 mod refine;
 

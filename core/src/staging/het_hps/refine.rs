@@ -9,8 +9,12 @@
 //! Practical stopping rules (the paper does not specify any): a pass ends after
 //! `FRUITLESS` tentative moves without a new best, and passes stop once one improves the
 //! objective by less than `MIN_PASS_IMPROVEMENT` (relative). Without them a 20,000-task
-//! batch on 64 nodes spent minutes on passes that each gained a few milliseconds.
+//! batch on 64 nodes spent minutes on passes that each gained a few milliseconds. A step
+//! weighs at most `CANDIDATES` tasks of the heaviest node, those whose leaving saves the
+//! most (see `candidates`); nodes with fewer unlocked tasks are searched in full, as in the
+//! paper. The evaluations come from the gain cache of `mapping_cost`.
 
+use crate::staging::het_hps::candidates::Candidates;
 use crate::staging::het_hps::mapping_cost::{MappingCost, MoveEffect};
 use crate::staging::model::TaskId;
 
@@ -20,10 +24,11 @@ const FRUITLESS: usize = 50;
 const MIN_PASS_IMPROVEMENT: f64 = 5e-4;
 /// Safety bound on the number of passes.
 const MAX_PASSES: usize = 100;
+/// The most tasks of the heaviest node a step weighs.
+pub(crate) const CANDIDATES: usize = 256;
 
 /// Refines the mapping in place; returns (objective before, objective after).
 pub(crate) fn refine_mapping(cost: &mut MappingCost<'_>, nodes: usize) -> (f64, f64) {
-    let tasks = cost.node_of.len();
     let initial = cost.objective();
     let mut best = initial; // line 1: BEST ← ExecutionTime(M)
     let mut moves_tried = 0usize;
@@ -31,38 +36,18 @@ pub(crate) fn refine_mapping(cost: &mut MappingCost<'_>, nodes: usize) -> (f64, 
     for _ in 0..MAX_PASSES {
         passes += 1;
         let pass_start = best;
-        let mut locked = vec![false; tasks]; // line 3: unlock all vertices
+        let mut unlocked = Candidates::new(cost, nodes); // line 3: unlock all vertices
         let mut tentative: Vec<(TaskId, u32)> = Vec::new();
         let mut improved = false;
         let mut fruitless = 0;
         let mut s = cost.heaviest_node(); // line 4
-        loop {
-            let candidates: Vec<TaskId> = (0..tasks as TaskId)
-                .filter(|&t| !locked[t as usize] && cost.node_of[t as usize] == s)
-                .collect();
-            if candidates.is_empty() {
-                break; // line 6: no unlocked vertex left in s
-            }
-            // lines 5/7/10/17: move gains of the unlocked vertices of s to the K − 1 others.
-            let mut chosen: Option<(TaskId, u32, MoveEffect)> = None;
-            let removals: Vec<_> = candidates.iter().map(|&t| cost.removal(t)).collect();
-            for to in 0..nodes as u32 {
-                if to == s {
-                    continue;
-                }
-                let others = others_max(&cost.exec, s, to);
-                for (&t, removal) in candidates.iter().zip(&removals) {
-                    let effect = cost.evaluate_move(t, to, others, removal);
-                    if chosen.is_none_or(|(ct, cto, ce)| better(effect, ce, (t, to), (ct, cto))) {
-                        chosen = Some((t, to, effect));
-                    }
-                }
-            }
-            let Some((t, to, _)) = chosen else { break };
+                                          // line 6: stop when s has no unlocked vertex left
+        while let Some((t, to)) = best_move(cost, &unlocked, s, nodes) {
             let from = cost.node_of[t as usize];
+            unlocked.lock(t, from); // line 9
             cost.move_task(t, to); // line 8: tentatively realize the move
+            unlocked.refresh(cost);
             moves_tried += 1;
-            locked[t as usize] = true; // line 9
             tentative.push((t, from));
             let now = cost.objective();
             if now < best * (1.0 - 1e-12) {
@@ -86,22 +71,86 @@ pub(crate) fn refine_mapping(cost: &mut MappingCost<'_>, nodes: usize) -> (f64, 
             break; // line 18
         }
     }
+    cost.take_changed();
     tracing::debug!(passes, moves_tried, "Algorithm 1 finished");
     (initial, cost.objective())
 }
 
-/// max Exec over nodes other than a and b.
-fn others_max(exec: &[f64], a: u32, b: u32) -> f64 {
-    exec.iter()
-        .enumerate()
-        .filter(|&(i, _)| i as u32 != a && i as u32 != b)
-        .map(|(_, &e)| e)
-        .fold(0.0, f64::max)
+/// Lines 5/7/10/17: the best move of an unlocked task of node s to one of the K − 1 others.
+/// A pair whose lower bound (no file added to the target) already loses to the best so far
+/// is not evaluated; the choice is the same as evaluating every pair.
+fn best_move(
+    cost: &mut MappingCost<'_>,
+    unlocked: &Candidates,
+    s: u32,
+    nodes: usize,
+) -> Option<(TaskId, u32)> {
+    let others = OthersMax::new(&cost.exec, s);
+    let others: Vec<f64> = (0..nodes as u32).map(|to| others.without(to)).collect();
+    let mut chosen: Option<(TaskId, u32, MoveEffect)> = None;
+    for t in unlocked.first(s, CANDIDATES) {
+        let exec_from = cost.exec_after_leaving(t);
+        let io_floor = cost.io_after_leaving(t);
+        for to in 0..nodes as u32 {
+            if to == s {
+                continue;
+            }
+            let floor = others[to as usize]
+                .max(exec_from)
+                .max(cost.exec_with(t, to))
+                + io_floor;
+            if chosen.is_some_and(|(_, _, ce)| floor > ce.objective) {
+                continue;
+            }
+            let effect = cost.evaluate_move(t, to, others[to as usize], exec_from);
+            if chosen.is_none_or(|(ct, cto, ce)| better(effect, ce, (t, to), (ct, cto))) {
+                chosen = Some((t, to, effect));
+            }
+        }
+    }
+    chosen.map(|(t, to, _)| (t, to))
+}
+
+/// max Exec over the nodes other than s and a target, from the two largest loads besides
+/// s (0 when there are none, like a fold from 0).
+struct OthersMax {
+    first: (usize, f64),
+    second: f64,
+}
+
+impl OthersMax {
+    fn new(exec: &[f64], s: u32) -> Self {
+        let mut first = (usize::MAX, 0.0f64);
+        let mut second = 0.0f64;
+        for (i, &e) in exec.iter().enumerate() {
+            if i as u32 == s {
+                continue;
+            }
+            if first.0 == usize::MAX || e > first.1 {
+                second = second.max(first.1);
+                first = (i, e);
+            } else {
+                second = second.max(e);
+            }
+        }
+        OthersMax {
+            first: (first.0, first.1.max(0.0)),
+            second,
+        }
+    }
+
+    fn without(&self, to: u32) -> f64 {
+        if to as usize == self.first.0 {
+            self.second
+        } else {
+            self.first.1
+        }
+    }
 }
 
 /// Lower objective first; then the lower of the two touched nodes' loads (a move that
 /// flattens the peak), then lower ids for determinism.
-fn better(a: MoveEffect, b: MoveEffect, ida: (TaskId, u32), idb: (TaskId, u32)) -> bool {
+pub(crate) fn better(a: MoveEffect, b: MoveEffect, ida: (TaskId, u32), idb: (TaskId, u32)) -> bool {
     let ka = (a.objective, a.exec_from.max(a.exec_to));
     let kb = (b.objective, b.exec_from.max(b.exec_to));
     match ka.partial_cmp(&kb) {
