@@ -125,6 +125,7 @@ def co_run(platform, apps, reps, cwd):
 
 
 def offline(out, name="offline.json"):
+    make_cgroup(settings()["platform"]["lab-shared"]["cpu_quota"])
     if (out / name).exists():
         if name == "offline.json":
             write_profile(out, json.loads((out / name).read_text()))
@@ -132,7 +133,6 @@ def offline(out, name="offline.json"):
     s = settings()
     apps = s["application"]
     plats = s["platform"]
-    make_cgroup(plats["lab-shared"]["cpu_quota"])
     reps = s["offline"]["repetitions"]
     work = Path(tempfile.mkdtemp(prefix="two-level-live-", dir="/var/tmp"))
     result = {"solo": {}, "combination": {}}
@@ -302,6 +302,7 @@ def live_run(out, policy, run):
 
 def live(out):
     s = settings()
+    make_cgroup(s["platform"]["lab-shared"]["cpu_quota"])
     for run in range(1, s["live"]["runs"] + 1):
         for policy in s["live"]["order"]:
             if not (out / f"live-{policy}-{run}.json").exists():
