@@ -98,9 +98,16 @@ pub(crate) fn portfolio_bisection(
 
 /// Greedy hypergraph growing: all vertices start in block 1; block 0 grows from a random
 /// seed by always taking the vertex with the best km1 gain, until it reaches its target.
+///
+/// The gains of block 1's vertices are kept exact as block 0 grows: a move changes the
+/// gain of a block-1 pin of net e only when e gets its first block-0 pin (each block-1 pin
+/// stops paying for e entering block 0) or its last but one block-1 pin leaves (the last
+/// one would now take e out of block 1). Both happen once per net, so growing costs
+/// O(pins) gain updates, however large the nets are.
 fn greedy_growing(hg: &Hypergraph, target0: i64, max0: i64, rng: &mut impl Rng) -> Vec<u32> {
     let n = hg.num_vertices();
     let mut phg = PartitionedHypergraph::new(hg, 2, vec![1; n]);
+    let mut gain: Vec<i64> = (0..n as VertexId).map(|v| phg.gain_to(v, 0)).collect();
     let mut in_heap_gain: Vec<Option<i64>> = vec![None; n];
     let mut heap: BinaryHeap<(i64, u32)> = BinaryHeap::new();
     let mut order: Vec<VertexId> = (0..n as VertexId).collect();
@@ -109,13 +116,14 @@ fn greedy_growing(hg: &Hypergraph, target0: i64, max0: i64, rng: &mut impl Rng) 
     while phg.part_weight(0) < target0 {
         let v = loop {
             match heap.pop() {
-                Some((gain, rv)) => {
+                Some((gain_in_heap, rv)) => {
                     let v = u32::MAX - rv;
-                    if phg.part(v) == 0 || in_heap_gain[v as usize] != Some(gain) {
+                    if phg.part(v) == 0 || in_heap_gain[v as usize] != Some(gain_in_heap) {
                         continue;
                     }
-                    let current = phg.gain_to(v, 0);
-                    if current != gain {
+                    let current = gain[v as usize];
+                    debug_assert_eq!(current, phg.gain_to(v, 0), "kept gain of {v}");
+                    if current != gain_in_heap {
                         in_heap_gain[v as usize] = Some(current);
                         heap.push((current, rv));
                         continue;
@@ -143,13 +151,21 @@ fn greedy_growing(hg: &Hypergraph, target0: i64, max0: i64, rng: &mut impl Rng) 
         }
         phg.move_vertex(v, 0, |_, _, _| {});
         for &e in hg.incident_nets(v) {
+            let first_in_0 = phg.pin_count(e, 0) == 1;
+            let last_in_1 = phg.pin_count(e, 1) == 1;
+            if !(first_in_0 || last_in_1) {
+                continue;
+            }
+            let w = hg.net_weight(e);
             for &u in hg.pins(e) {
-                if phg.part(u) == 1 {
-                    let g = phg.gain_to(u, 0);
-                    if in_heap_gain[u as usize] != Some(g) {
-                        in_heap_gain[u as usize] = Some(g);
-                        heap.push((g, u32::MAX - u));
-                    }
+                if phg.part(u) != 1 {
+                    continue;
+                }
+                let g = &mut gain[u as usize];
+                *g += if first_in_0 { w } else { 0 } + if last_in_1 { w } else { 0 };
+                if in_heap_gain[u as usize] != Some(*g) {
+                    in_heap_gain[u as usize] = Some(*g);
+                    heap.push((*g, u32::MAX - u));
                 }
             }
         }
@@ -162,6 +178,9 @@ fn bfs_growing(hg: &Hypergraph, target0: i64, rng: &mut impl Rng) -> Vec<u32> {
     let n = hg.num_vertices();
     let mut parts = vec![1u32; n];
     let mut visited = vec![false; n];
+    // A net's pins are all queued the first time one of them is taken: scanning it again
+    // would find nothing new (and cost O(|e|²) over a large net).
+    let mut net_done = vec![false; hg.num_nets()];
     let mut order: Vec<VertexId> = (0..n as VertexId).collect();
     order.shuffle(rng);
     let mut weight0 = 0;
@@ -181,6 +200,9 @@ fn bfs_growing(hg: &Hypergraph, target0: i64, rng: &mut impl Rng) -> Vec<u32> {
         parts[v as usize] = 0;
         weight0 += hg.vertex_weight(v);
         for &e in hg.incident_nets(v) {
+            if std::mem::replace(&mut net_done[e as usize], true) {
+                continue;
+            }
             for &u in hg.pins(e) {
                 if !visited[u as usize] {
                     visited[u as usize] = true;
@@ -213,6 +235,7 @@ fn random_fill(hg: &Hypergraph, target0: i64, rng: &mut impl Rng) -> Vec<u32> {
 pub(crate) fn components(hg: &Hypergraph) -> (Vec<u32>, usize) {
     let n = hg.num_vertices();
     let mut comp = vec![u32::MAX; n];
+    let mut net_done = vec![false; hg.num_nets()];
     let mut count = 0u32;
     let mut stack = Vec::new();
     for s in 0..n {
@@ -223,6 +246,9 @@ pub(crate) fn components(hg: &Hypergraph) -> (Vec<u32>, usize) {
         stack.push(s as VertexId);
         while let Some(v) = stack.pop() {
             for &e in hg.incident_nets(v) {
+                if std::mem::replace(&mut net_done[e as usize], true) {
+                    continue;
+                }
                 for &u in hg.pins(e) {
                     if comp[u as usize] == u32::MAX {
                         comp[u as usize] = count;
