@@ -472,5 +472,10 @@ mod tests {
         assert!(parse_cpus("3-1").is_err());
         assert!(parse_cpus("x").is_err());
         assert!(parse_cpus("").is_err());
+        // HETPILOT_CPUS comes from a job script's environment: out-of-range and
+        // overflowing values are refused, never passed to CPU_SET.
+        assert!(parse_cpus("1024").is_err());
+        assert!(parse_cpus("0-99999999999999999999999").is_err());
+        assert!(parse_cpus("0,\0").is_err());
     }
 }

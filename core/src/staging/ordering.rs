@@ -58,7 +58,28 @@ struct State<'a> {
     storage_wait: Vec<f64>,
 }
 
-impl State<'_> {
+impl<'a> State<'a> {
+    /// Nothing staged yet, every storage node free.
+    fn new(workload: &'a Workload, platform: &StagingPlatform, nodes: &[NodeInfo]) -> Self {
+        let storage = platform.storage.len();
+        let files = workload.files.len();
+        State {
+            workload,
+            files,
+            present: vec![false; nodes.len() * files],
+            rate: nodes
+                .iter()
+                .map(|n| {
+                    (0..storage as u32)
+                        .map(|p| transfer_seconds_per_byte(platform, n, p))
+                        .collect()
+                })
+                .collect(),
+            local: nodes.iter().map(|n| n.local_seconds_per_byte()).collect(),
+            storage_wait: vec![0.0; storage],
+        }
+    }
+
     /// Transfer seconds task `t` needs from each storage node to reach node `i`.
     fn transfers(&self, i: usize, t: TaskId, per_storage: &mut [f64]) {
         per_storage.iter_mut().for_each(|x| *x = 0.0);
@@ -110,21 +131,7 @@ pub(crate) fn order_by_ect(
     let nodes: Vec<NodeInfo> = platform.nodes();
     let storage = platform.storage.len();
     let files = workload.files.len();
-    let mut st = State {
-        workload,
-        files,
-        present: vec![false; nodes.len() * files],
-        rate: nodes
-            .iter()
-            .map(|n| {
-                (0..storage as u32)
-                    .map(|p| transfer_seconds_per_byte(platform, n, p))
-                    .collect()
-            })
-            .collect(),
-        local: nodes.iter().map(|n| n.local_seconds_per_byte()).collect(),
-        storage_wait: vec![0.0; storage],
-    };
+    let mut st = State::new(workload, platform, &nodes);
     let mut per_storage = vec![0.0f64; storage];
     // version[t]: the heap entry of t that is current; u32::MAX once t is ordered.
     let mut version = vec![0u32; node_of.len()];
@@ -229,21 +236,7 @@ mod tests {
         let nodes: Vec<NodeInfo> = platform.nodes();
         let storage = platform.storage.len();
         let files = workload.files.len();
-        let mut st = State {
-            workload,
-            files,
-            present: vec![false; nodes.len() * files],
-            rate: nodes
-                .iter()
-                .map(|n| {
-                    (0..storage as u32)
-                        .map(|p| transfer_seconds_per_byte(platform, n, p))
-                        .collect()
-                })
-                .collect(),
-            local: nodes.iter().map(|n| n.local_seconds_per_byte()).collect(),
-            storage_wait: vec![0.0; storage],
-        };
+        let mut st = State::new(workload, platform, &nodes);
         let mut remaining: Vec<Vec<TaskId>> = vec![Vec::new(); nodes.len()];
         for (t, &i) in node_of.iter().enumerate() {
             remaining[i as usize].push(t as TaskId);
