@@ -218,7 +218,7 @@ fn preferred_cluster(hg: &Hypergraph, u: VertexId, view: &ClusteringView<'_>) ->
                 continue;
             }
             // No pin of e can take u: e rates only clusters u may not join.
-            if cu + lightest[e as usize].other_than(u) > max_cluster_weight {
+            if cu.saturating_add(lightest[e as usize].other_than(u)) > max_cluster_weight {
                 continue;
             }
             let r = hg.net_weight(e) as f64 / (size - 1) as f64;
@@ -314,7 +314,7 @@ fn fingerprint(pins: &[VertexId]) -> u64 {
 mod tests {
     use super::*;
     use crate::staging::metrics;
-    use rand::SeedableRng;
+    use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
     #[test]
@@ -344,6 +344,75 @@ mod tests {
         let c = contract(&hg, &[0, 1, 2], 3);
         assert_eq!(c.num_nets(), 1);
         assert_eq!(c.net_weights(), &[7]);
+    }
+
+    /// The rating of u without the pruning: every pin of every rated net.
+    fn unpruned_preferred(
+        hg: &Hypergraph,
+        u: VertexId,
+        max_cluster_weight: i64,
+    ) -> Option<VertexId> {
+        let mut score = vec![0.0f64; hg.num_vertices()];
+        for &e in hg.incident_nets(u) {
+            let size = hg.net_size(e);
+            if (2..=MAX_RATED_NET).contains(&size) {
+                for &v in hg.pins(e).iter().filter(|&&v| v != u) {
+                    score[v as usize] += hg.net_weight(e) as f64 / (size - 1) as f64;
+                }
+            }
+        }
+        let cu = hg.vertex_weight(u);
+        (0..hg.num_vertices() as VertexId)
+            .filter(|&c| c != u && score[c as usize] > 0.0)
+            .filter(|&c| hg.vertex_weight(c) + cu <= max_cluster_weight)
+            .max_by(|&a, &b| {
+                score[a as usize]
+                    .total_cmp(&score[b as usize])
+                    .then(b.cmp(&a))
+            })
+    }
+
+    #[test]
+    fn pruning_heavy_nets_changes_no_preferred_cluster() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        for case in 0..20 {
+            let n = 60;
+            let nets: Vec<Vec<u32>> = (0..80)
+                .map(|_| {
+                    (0..rng.random_range(2..12))
+                        .map(|_| rng.random_range(0..n))
+                        .collect()
+                })
+                .collect();
+            let weights: Vec<i64> = (0..n).map(|_| rng.random_range(1..10)).collect();
+            let hg = Hypergraph::new(weights.clone(), vec![1; nets.len()], nets).unwrap();
+            let max_cluster_weight = 10;
+            let lightest = lightest_pins(&hg);
+            let rep: Vec<VertexId> = (0..n).collect();
+            let view = ClusteringView {
+                rep: &rep,
+                weight: &weights,
+                singleton: &vec![true; n as usize],
+                lightest: &lightest,
+                max_cluster_weight,
+            };
+            let mut pruned_nets = 0;
+            for u in 0..n {
+                let cu = weights[u as usize];
+                pruned_nets += hg
+                    .incident_nets(u)
+                    .iter()
+                    .filter(|&&e| hg.net_size(e) >= 2)
+                    .filter(|&&e| cu + lightest[e as usize].other_than(u) > max_cluster_weight)
+                    .count();
+                assert_eq!(
+                    preferred_cluster(&hg, u, &view),
+                    unpruned_preferred(&hg, u, max_cluster_weight),
+                    "case {case}, vertex {u}"
+                );
+            }
+            assert!(pruned_nets > 0, "case {case} prunes nothing");
+        }
     }
 
     #[test]

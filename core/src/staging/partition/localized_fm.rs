@@ -74,7 +74,10 @@ pub(crate) fn localized_fm(
 }
 
 /// The boundary vertices in a seeded random order.
-pub(super) fn shuffled_boundary(phg: &PartitionedHypergraph<'_>, rng: &mut impl Rng) -> Vec<VertexId> {
+pub(super) fn shuffled_boundary(
+    phg: &PartitionedHypergraph<'_>,
+    rng: &mut impl Rng,
+) -> Vec<VertexId> {
     let n = phg.hg.num_vertices();
     let mut boundary: Vec<VertexId> = (0..n as VertexId).filter(|&v| phg.is_boundary(v)).collect();
     boundary.shuffle(rng);
@@ -220,7 +223,11 @@ impl Search {
             phg.move_vertex(v, from, |_, _, _| {});
         }
         if let Some(kept) = kept {
-            kept.extend(moves[..best_len].iter().map(|&(v, from)| (v, from, phg.part(v))));
+            kept.extend(
+                moves[..best_len]
+                    .iter()
+                    .map(|&(v, from)| (v, from, phg.part(v))),
+            );
         }
         for &v in &self.in_search {
             self.queued[v as usize] = None;

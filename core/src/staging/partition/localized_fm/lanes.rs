@@ -184,3 +184,82 @@ fn replay(phg: &mut PartitionedHypergraph<'_>, moves: &Moves, max_weights: &[i64
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::staging::hypergraph::Hypergraph;
+    use crate::staging::metrics;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// A ring of 6,000 vertices in 60 groups with group nets and ring nets, started from a
+    /// partition that cuts every group: many independent local improvements.
+    fn instance() -> (Hypergraph, Vec<u32>) {
+        let n = 6_000u32;
+        let mut nets: Vec<Vec<u32>> = (0..n).map(|v| vec![v, (v + 1) % n]).collect();
+        nets.extend((0..n / 4).map(|g| (4 * g..4 * g + 4).collect()));
+        let hg = Hypergraph::new(vec![1; n as usize], vec![1; nets.len()], nets).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let parts = (0..n).map(|_| rng.random_range(0..4)).collect();
+        (hg, parts)
+    }
+
+    fn run(threads: usize) -> (Vec<u32>, i64, i64) {
+        let (hg, parts) = instance();
+        let mut phg = PartitionedHypergraph::new(&hg, 4, parts);
+        let before = phg.km1();
+        let max = vec![1_650; 4];
+        let config = LocalizedFmConfig {
+            rounds: 4,
+            seeds_per_search: 10,
+            max_fruitless_moves: 10,
+            min_relative_improvement: 0.0,
+        };
+        let gain = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                let mut rng = ChaCha8Rng::seed_from_u64(9);
+                localized_fm_in_lanes(&mut phg, &max, config, &mut rng)
+            });
+        assert!(phg.part_weights().iter().all(|&w| w <= 1_650));
+        assert_eq!(phg.km1(), before - gain);
+        let parts: Vec<u32> = (0..hg.num_vertices() as VertexId)
+            .map(|v| phg.part(v))
+            .collect();
+        assert_eq!(phg.km1(), metrics::km1(&hg, &parts));
+        (parts, before, phg.km1())
+    }
+
+    #[test]
+    fn lanes_improve_exactly_and_do_not_depend_on_the_thread_count() {
+        let (one, before, after) = run(1);
+        assert!(after * 2 < before, "km1 {before} -> {after}");
+        let (two, _, after_two) = run(2);
+        assert_eq!((one, after), (two, after_two));
+    }
+
+    #[test]
+    fn a_replay_keeps_only_its_best_prefix_and_skips_stale_moves() {
+        // Path 0-1-2-3, nets {0,1} w 5, {1,2} w 1, {2,3} w 5; parts 0 0 1 1.
+        let hg = Hypergraph::new(
+            vec![1; 4],
+            vec![5, 1, 5],
+            vec![vec![0, 1], vec![1, 2], vec![2, 3]],
+        )
+        .unwrap();
+        let mut phg = PartitionedHypergraph::new(&hg, 2, vec![0, 0, 1, 1]);
+        let max = [4, 4];
+        // Moving 1 to block 1 loses 4 (and is the only real move); vertex 3 is not in
+        // block 0 any more, so its move is stale and skipped.
+        let gain = replay(&mut phg, &vec![(3, 0, 1), (1, 0, 1)], &max);
+        assert_eq!(gain, 0);
+        assert_eq!(phg.km1(), 1);
+        assert_eq!(
+            (0..4).map(|v| phg.part(v)).collect::<Vec<_>>(),
+            [0, 0, 1, 1]
+        );
+    }
+}
