@@ -11,6 +11,10 @@
 //! Moves stay within the maximum block weights (the rebalancer runs before). Gains are
 //! exact: a popped entry is recomputed and re-inserted when stale. Deterministic: seeds
 //! are visited in a seeded random order.
+//!
+//! Levels with at least [`LANES_MIN_VERTICES`] vertices run their searches in two lanes
+//! side by side ([`lanes`]), merged in a fixed order, so the result depends on the seed
+//! only, not on the thread count; smaller levels run the searches one after the other.
 
 mod lanes;
 
