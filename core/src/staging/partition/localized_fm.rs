@@ -11,6 +11,12 @@
 //! Moves stay within the maximum block weights (the rebalancer runs before). Gains are
 //! exact: a popped entry is recomputed and re-inserted when stale. Deterministic: seeds
 //! are visited in a seeded random order.
+//!
+//! Levels with at least [`LANES_MIN_VERTICES`] vertices run their searches in two lanes
+//! side by side ([`lanes`]), merged in a fixed order, so the result depends on the seed
+//! only, not on the thread count; smaller levels run the searches one after the other.
+
+mod lanes;
 
 use std::collections::BinaryHeap;
 
@@ -22,6 +28,8 @@ use crate::staging::partition::phg::{GainScratch, Move, PartitionedHypergraph};
 
 /// Nets larger than this are not followed when a search expands.
 const LARGE_NET: usize = 1000;
+/// Levels with at least this many vertices run their searches in lanes ([`lanes`]).
+const LANES_MIN_VERTICES: usize = 4096;
 
 /// Knobs of localized FM.
 #[derive(Debug, Clone, Copy)]
@@ -44,29 +52,24 @@ pub(crate) fn localized_fm(
     rng: &mut impl Rng,
 ) -> i64 {
     let n = phg.hg.num_vertices();
+    if n >= LANES_MIN_VERTICES {
+        return lanes::localized_fm_in_lanes(phg, max_weights, config, rng);
+    }
     let mut search = Search::new(n, phg.k);
     let mut total = 0;
     let mut km1 = phg.km1();
     for _ in 0..config.rounds {
-        let mut boundary: Vec<VertexId> =
-            (0..n as VertexId).filter(|&v| phg.is_boundary(v)).collect();
-        boundary.shuffle(rng);
+        let boundary = shuffled_boundary(phg, rng);
         search.touched.iter_mut().for_each(|t| *t = false);
+        search.newly_touched.clear();
         let mut round = 0;
         let mut cursor = 0;
         while cursor < boundary.len() {
-            let mut seeds = Vec::with_capacity(config.seeds_per_search);
-            while cursor < boundary.len() && seeds.len() < config.seeds_per_search {
-                let v = boundary[cursor];
-                cursor += 1;
-                if !search.touched[v as usize] {
-                    seeds.push(v);
-                }
-            }
-            round += search.run(phg, max_weights, &seeds, config.max_fruitless_moves);
+            let seeds = next_seeds(&boundary, &mut cursor, &search.touched, config);
+            round += search.run(phg, max_weights, &seeds, config.max_fruitless_moves, None);
         }
         total += round;
-        if round <= 0 || (round as f64) < config.min_relative_improvement * km1 as f64 {
+        if round_is_last(round, km1, config) {
             break;
         }
         km1 -= round;
@@ -74,10 +77,46 @@ pub(crate) fn localized_fm(
     total
 }
 
+/// The boundary vertices in a seeded random order.
+pub(super) fn shuffled_boundary(
+    phg: &PartitionedHypergraph<'_>,
+    rng: &mut impl Rng,
+) -> Vec<VertexId> {
+    let n = phg.hg.num_vertices();
+    let mut boundary: Vec<VertexId> = (0..n as VertexId).filter(|&v| phg.is_boundary(v)).collect();
+    boundary.shuffle(rng);
+    boundary
+}
+
+/// The next `seeds_per_search` boundary vertices from `cursor` not yet touched this round.
+pub(super) fn next_seeds(
+    boundary: &[VertexId],
+    cursor: &mut usize,
+    touched: &[bool],
+    config: LocalizedFmConfig,
+) -> Vec<VertexId> {
+    let mut seeds = Vec::with_capacity(config.seeds_per_search);
+    while *cursor < boundary.len() && seeds.len() < config.seeds_per_search {
+        let v = boundary[*cursor];
+        *cursor += 1;
+        if !touched[v as usize] {
+            seeds.push(v);
+        }
+    }
+    seeds
+}
+
+/// True if a round that improved km1 (before it: `km1`) by `round` ends the rounds.
+pub(super) fn round_is_last(round: i64, km1: i64, config: LocalizedFmConfig) -> bool {
+    round <= 0 || (round as f64) < config.min_relative_improvement * km1 as f64
+}
+
 /// State of the local searches of one round.
-struct Search {
+pub(super) struct Search {
     /// Moved (or tried) in this round: never moved again in the same round.
-    touched: Vec<bool>,
+    pub(super) touched: Vec<bool>,
+    /// Vertices moved (kept or rolled back) since the caller last cleared this list.
+    pub(super) newly_touched: Vec<VertexId>,
     /// The move each vertex is queued with in the current search.
     queued: Vec<Option<Move>>,
     in_search: Vec<VertexId>,
@@ -86,9 +125,10 @@ struct Search {
 }
 
 impl Search {
-    fn new(n: usize, k: usize) -> Self {
+    pub(super) fn new(n: usize, k: usize) -> Self {
         Self {
             touched: vec![false; n],
+            newly_touched: Vec::new(),
             queued: vec![None; n],
             in_search: Vec::new(),
             scratch: GainScratch::new(k),
@@ -116,13 +156,15 @@ impl Search {
         }
     }
 
-    /// One local search from `seeds`; returns the km1 improvement it keeps.
-    fn run(
+    /// One local search from `seeds`; returns the km1 improvement it keeps. The moves it
+    /// keeps are appended to `kept` as (vertex, from, to) if given.
+    pub(super) fn run(
         &mut self,
         phg: &mut PartitionedHypergraph<'_>,
         max_weights: &[i64],
         seeds: &[VertexId],
         max_fruitless: usize,
+        kept: Option<&mut Vec<(VertexId, u32, u32)>>,
     ) -> i64 {
         let mut heap = BinaryHeap::new();
         for &v in seeds {
@@ -149,6 +191,7 @@ impl Search {
             }
             let from = phg.part(v);
             self.touched[v as usize] = true;
+            self.newly_touched.push(v);
             let hg = phg.hg;
             let expand = &mut self.expand;
             cumulative += phg.move_vertex(v, to, |e: NetId, pc_from, pc_to| {
@@ -182,6 +225,13 @@ impl Search {
         }
         for &(v, from) in moves[best_len..].iter().rev() {
             phg.move_vertex(v, from, |_, _, _| {});
+        }
+        if let Some(kept) = kept {
+            kept.extend(
+                moves[..best_len]
+                    .iter()
+                    .map(|&(v, from)| (v, from, phg.part(v))),
+            );
         }
         for &v in &self.in_search {
             self.queued[v as usize] = None;
