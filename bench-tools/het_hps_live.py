@@ -75,7 +75,9 @@ class Api:
         return parse_metrics(self.request("GET", "/metrics", timeout=60).decode())
 
 
-LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? ([^ ]+)')
+# Label values may hold braces (route="/v1/agents/{agent}/heartbeat"): the label set
+# ends at the last "} " of the line.
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 
 
 def parse_metrics(text):
