@@ -77,8 +77,11 @@ pub(crate) fn refine_mapping(cost: &mut MappingCost<'_>, nodes: usize) -> (f64, 
 }
 
 /// Lines 5/7/10/17: the best move of an unlocked task of node s to one of the K − 1 others.
-/// A pair whose lower bound (no file added to the target) already loses to the best so far
-/// is not evaluated; the choice is the same as evaluating every pair.
+/// A pair whose lower bound already loses to the best so far, in the full order of
+/// [`better`] (objective, peak, ids), is not evaluated; nor is a task whose bound over all
+/// targets loses. The bound adds no file to the target, except on a target holding none of
+/// the task's files, whose IO part is then exact. The choice is the same as evaluating
+/// every pair.
 fn best_move(
     cost: &mut MappingCost<'_>,
     unlocked: &Candidates,
