@@ -154,15 +154,62 @@ impl Manager {
         let planned = tokio::task::spawn_blocking(move || {
             #[cfg(test)]
             drop(gate.blocking_lock());
-            jobs.into_iter().map(StagingJob::plan).collect::<Vec<_>>()
+            let (thread, process) = (
+                cpu_seconds(CpuClock::Thread),
+                cpu_seconds(CpuClock::Process),
+            );
+            let planned = jobs.into_iter().map(StagingJob::plan).collect::<Vec<_>>();
+            let cpu = (
+                cpu_seconds(CpuClock::Thread) - thread,
+                cpu_seconds(CpuClock::Process) - process,
+            );
+            (planned, cpu)
         })
         .await;
-        self.metrics.planned("het-hps", started.elapsed());
-        planned.unwrap_or_else(|e| {
-            tracing::error!(error = %e, "staging planning aborted; first come, first served");
-            fallback
-        })
+        let wall = started.elapsed();
+        self.metrics.planned("het-hps", wall);
+        planned
+            .map(|(planned, (thread_cpu, process_cpu))| {
+                tracing::info!(
+                    plans = planned.len(),
+                    wall_s = wall.as_secs_f64(),
+                    thread_cpu_s = thread_cpu,
+                    process_cpu_s = process_cpu,
+                    "het-hps plans made (CPU: the planning thread; the whole manager meanwhile)"
+                );
+                planned
+            })
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "staging planning aborted; first come, first served");
+                fallback
+            })
     }
+}
+
+/// A CPU-time clock of this process.
+#[derive(Clone, Copy)]
+enum CpuClock {
+    /// The calling thread's.
+    Thread,
+    /// All threads'.
+    Process,
+}
+
+/// CPU seconds used so far by `clock` (0 if the clock cannot be read).
+fn cpu_seconds(clock: CpuClock) -> f64 {
+    let id = match clock {
+        CpuClock::Thread => libc::CLOCK_THREAD_CPUTIME_ID,
+        CpuClock::Process => libc::CLOCK_PROCESS_CPUTIME_ID,
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 #[cfg(test)]

@@ -49,6 +49,12 @@ pub(crate) struct MappingCost<'w> {
     leave_io: Vec<f64>,
     /// Tasks whose leaving terms were recomputed since [`MappingCost::take_changed`].
     changed: Vec<TaskId>,
+    /// How many of task t's files node i holds (readers > 0), at [t * nodes + i]; kept
+    /// only for tasks with at most `u16::MAX` files (`far_io` is NaN for the others).
+    near: Vec<u16>,
+    /// The increase of IO(S_p) if task t joined a node holding none of its files, at
+    /// [t * storage + p], summed as `evaluate_move` sums it (NaN: not kept).
+    far_io: Vec<f32>,
 }
 
 /// The effect of a tentative move on the objective.
@@ -104,7 +110,10 @@ impl<'w> MappingCost<'w> {
             leave_terms: vec![Vec::new(); workload.tasks.len()],
             leave_io: vec![0.0; workload.tasks.len() * platform.storage.len()],
             changed: Vec::new(),
+            near: vec![0; workload.tasks.len() * nodes.len()],
+            far_io: vec![0.0; workload.tasks.len() * platform.storage.len()],
         };
+        cost.fill_far_io();
         for (t, &i) in node_of.iter().enumerate() {
             cost.add(t as TaskId, i);
         }
@@ -132,7 +141,7 @@ impl<'w> MappingCost<'w> {
                 self.refresh_other_reader(f, iu, t);
             }
             if r == 1 {
-                self.invalidate(f, iu);
+                self.invalidate(f, iu, true);
                 let file = &self.workload.files[f as usize];
                 let size = file.size_bytes as f64;
                 self.exec[iu] += size * self.transfer[iu][file.storage as usize];
@@ -154,7 +163,7 @@ impl<'w> MappingCost<'w> {
                 self.refresh_other_reader(f, iu, t);
             }
             if r == 0 {
-                self.invalidate(f, iu);
+                self.invalidate(f, iu, false);
                 let file = &self.workload.files[f as usize];
                 let size = file.size_bytes as f64;
                 self.exec[iu] -= size * self.transfer[iu][file.storage as usize];
@@ -164,12 +173,62 @@ impl<'w> MappingCost<'w> {
         }
     }
 
-    /// Marks the cached additions to node i of every task reading file f as stale.
-    fn invalidate(&mut self, f: u32, i: usize) {
+    /// File f appeared on (`arrived`) or vanished from node i: marks the cached additions
+    /// to node i of every task reading f as stale and counts f in or out of their `near`.
+    fn invalidate(&mut self, f: u32, i: usize, arrived: bool) {
         let k = self.exec.len();
         for &u in &self.tasks_of_file[f as usize] {
-            self.add_exec[u as usize * k + i] = f64::NAN;
+            let slot = u as usize * k + i;
+            self.add_exec[slot] = f64::NAN;
+            if self.workload.tasks[u as usize].files.len() <= u16::MAX as usize {
+                if arrived {
+                    self.near[slot] += 1;
+                } else {
+                    self.near[slot] -= 1;
+                }
+            }
         }
+    }
+
+    /// Each task's IO increase on a node holding none of its files (see `far_io`).
+    fn fill_far_io(&mut self) {
+        let storage = self.io.len();
+        for (t, task) in self.workload.tasks.iter().enumerate() {
+            let io = &mut self.far_io[t * storage..(t + 1) * storage];
+            if task.files.len() > u16::MAX as usize {
+                io.iter_mut().for_each(|x| *x = f32::NAN);
+                continue;
+            }
+            for &f in &task.files {
+                let file = &self.workload.files[f as usize];
+                let size = file.size_bytes as f64;
+                io[file.storage as usize] +=
+                    (size * self.storage_seconds_per_byte[file.storage as usize]) as f32;
+            }
+        }
+    }
+
+    /// Whether node `to` holds none of task t's files (then moving t there costs the IO
+    /// [`MappingCost::io_if_far`] gives); false for tasks whose files are not counted.
+    pub(crate) fn is_far(&self, t: TaskId, to: u32) -> bool {
+        self.near[t as usize * self.exec.len() + to as usize] == 0
+    }
+
+    /// max_p IO(S_p) after moving task t to a node holding none of its files: exactly what
+    /// `evaluate_move` gives for such a node. `None` for a task whose files are not
+    /// counted in `near`.
+    pub(crate) fn io_if_far(&self, t: TaskId) -> Option<f64> {
+        let storage = self.io.len();
+        let leave_io = &self.leave_io[t as usize * storage..(t as usize + 1) * storage];
+        let far_io = &self.far_io[t as usize * storage..(t as usize + 1) * storage];
+        if far_io.iter().any(|x| x.is_nan()) {
+            return None;
+        }
+        Some(
+            (0..storage)
+                .map(|p| self.io[p] - leave_io[p] + far_io[p] as f64)
+                .fold(f64::NEG_INFINITY, f64::max),
+        )
     }
 
     /// File f has changed between one and two readers on node i: the task of node i other

@@ -161,6 +161,27 @@ fn the_gain_cache_makes_the_same_moves_as_a_full_evaluation() {
                 &cached.leave_io[t as usize * s..(t as usize + 1) * s],
                 &io[..]
             );
+            // `near` is current too: a node is far from t exactly when it holds none of
+            // t's files, and then the far IO is the IO of evaluating the move in full.
+            let removal = (exec_from, io);
+            for to in 0..k as u32 {
+                let files = cached.files();
+                let holds = w.tasks[t as usize]
+                    .files
+                    .iter()
+                    .any(|&f| cached.readers[to as usize * files + f as usize] > 0);
+                assert_eq!(
+                    cached.is_far(t, to),
+                    !holds,
+                    "case {case}, task {t}, node {to}"
+                );
+                if !holds {
+                    let full = effect_from_scratch(&cached, t, to, 0.0, &removal);
+                    let far = 0f64.max(full.exec_from).max(full.exec_to)
+                        + cached.io_if_far(t).expect("far IO kept");
+                    assert_eq!(far.to_bits(), full.objective.to_bits(), "case {case}");
+                }
+            }
         }
     }
 }

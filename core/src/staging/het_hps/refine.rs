@@ -77,8 +77,11 @@ pub(crate) fn refine_mapping(cost: &mut MappingCost<'_>, nodes: usize) -> (f64, 
 }
 
 /// Lines 5/7/10/17: the best move of an unlocked task of node s to one of the K − 1 others.
-/// A pair whose lower bound (no file added to the target) already loses to the best so far
-/// is not evaluated; the choice is the same as evaluating every pair.
+/// A pair whose lower bound already loses to the best so far, in the full order of
+/// [`better`] (objective, peak, ids), is not evaluated; nor is a task whose bound over all
+/// targets loses. The bound adds no file to the target, except on a target holding none of
+/// the task's files, whose IO part is then exact. The choice is the same as evaluating
+/// every pair.
 fn best_move(
     cost: &mut MappingCost<'_>,
     unlocked: &Candidates,
@@ -87,19 +90,42 @@ fn best_move(
 ) -> Option<(TaskId, u32)> {
     let others = OthersMax::new(&cost.exec, s);
     let others: Vec<f64> = (0..nodes as u32).map(|to| others.without(to)).collect();
+    let others_min = others
+        .iter()
+        .enumerate()
+        .filter(|&(to, _)| to as u32 != s)
+        .map(|(_, &o)| o)
+        .fold(f64::INFINITY, f64::min);
     let mut chosen: Option<(TaskId, u32, MoveEffect)> = None;
     for t in unlocked.first(s, CANDIDATES) {
         let exec_from = cost.exec_after_leaving(t);
         let io_floor = cost.io_after_leaving(t);
+        // On a node holding none of t's files, the IO part is known exactly.
+        let io_far = cost.io_if_far(t);
+        // Whatever the target, the objective is at least this, the peak at least exec_from.
+        let task_floor = MoveEffect {
+            objective: others_min.max(exec_from) + io_floor,
+            exec_from,
+            exec_to: exec_from,
+        };
+        if chosen.is_some_and(|(ct, cto, ce)| !better(task_floor, ce, (t, 0), (ct, cto))) {
+            continue;
+        }
         for to in 0..nodes as u32 {
             if to == s {
                 continue;
             }
-            let floor = others[to as usize]
-                .max(exec_from)
-                .max(cost.exec_with(t, to))
-                + io_floor;
-            if chosen.is_some_and(|(_, _, ce)| floor > ce.objective) {
+            let exec_with = cost.exec_with(t, to);
+            let io_bound = match io_far {
+                Some(io) if cost.is_far(t, to) => io,
+                _ => io_floor,
+            };
+            let floor = MoveEffect {
+                objective: others[to as usize].max(exec_from).max(exec_with) + io_bound,
+                exec_from,
+                exec_to: exec_with,
+            };
+            if chosen.is_some_and(|(ct, cto, ce)| !better(floor, ce, (t, to), (ct, cto))) {
                 continue;
             }
             let effect = cost.evaluate_move(t, to, others[to as usize], exec_from);
