@@ -173,3 +173,54 @@ impl Context<'_> {
         (phg.into_parts(), weights)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::staging::metrics;
+    use crate::staging::partition::PartitionConfig;
+
+    /// A ring of `len` vertices starting at `first`, joined by 3-pin nets of weight 10.
+    fn ring(first: u32, len: u32, pins: &mut Vec<Vec<u32>>, weights: &mut Vec<i64>) {
+        for i in 0..len {
+            pins.push((0..3).map(|j| first + (i + j) % len).collect());
+            weights.push(10);
+        }
+    }
+
+    #[test]
+    fn cuts_the_heavy_component_only_where_it_is_thin() {
+        // k = 4 blocks of 100 (max 103). One component of 104 vertices: a ring of 100
+        // and a ring of 4 hung on it by one net of weight 1; the other 296 vertices are
+        // 36 rings of 8 and two of 4. Cutting that one net lets everything else fit whole.
+        let (mut pins, mut weights) = (Vec::new(), Vec::new());
+        ring(0, 100, &mut pins, &mut weights);
+        ring(100, 4, &mut pins, &mut weights);
+        pins.push(vec![0, 100]);
+        weights.push(1);
+        for c in 0..36 {
+            ring(104 + 8 * c, 8, &mut pins, &mut weights);
+        }
+        ring(392, 4, &mut pins, &mut weights);
+        ring(396, 4, &mut pins, &mut weights);
+        let hg = Hypergraph::new(vec![1; 400], weights, pins).unwrap();
+        let config = PartitionConfig::new(4, 0.03, 3);
+        let ctx = Context { config: &config };
+        let components = Components::of(&hg);
+        let max_weights = vec![103; 4];
+        assert!(components.worth_packing(3, &max_weights));
+        let parts = ctx.split_and_pack(&hg, &components, &max_weights, 5);
+        let weights = metrics::part_weights(&hg, &parts, 4);
+        assert!(weights.iter().all(|&w| w <= 103), "{weights:?}");
+        assert_eq!(metrics::km1(&hg, &parts), 1);
+    }
+
+    #[test]
+    fn is_not_tried_when_most_weight_must_be_cut() {
+        let (mut pins, mut weights) = (Vec::new(), Vec::new());
+        ring(0, 300, &mut pins, &mut weights);
+        ring(300, 100, &mut pins, &mut weights);
+        let hg = Hypergraph::new(vec![1; 400], weights, pins).unwrap();
+        assert!(!Components::of(&hg).worth_packing(3, &[103; 4]));
+    }
+}
