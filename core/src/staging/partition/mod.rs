@@ -13,6 +13,9 @@
 //! Connected components lighter than the balance slack are set aside, the rest is
 //! partitioned with the whole slack, and the small components are then bin-packed into
 //! the room left (largest first into the block with the most room, which always fits).
+//! When the hypergraph falls apart into components, a second start ([`split_pack`]) cuts
+//! only the components heavier than a block, each on its own at its cheapest place, packs
+//! pieces and components, and the better of the two starts is kept.
 //!
 //! Deterministic for a seed, whatever the thread count: all randomness comes from seeded
 //! ChaCha streams, and the parallel parts (clustering and label propagation in sub-rounds,
