@@ -2,6 +2,7 @@
 //! arguments and JSON as `hetpilot partition FILE -k K -e EPS --seed S --json`.
 //!
 //! `cargo run --release -p hetpilot-core --example partition_hgr -- partition FILE -k 16 --json`
+//! (`--parts OUT` also writes the block of every vertex, one a line, for diagnostics).
 
 use std::io::BufReader;
 use std::time::Instant;
@@ -29,6 +30,10 @@ fn main() {
     let start = Instant::now();
     let p = partition(&hg, &PartitionConfig::new(k, eps, seed)).expect("partition");
     let seconds = start.elapsed().as_secs_f64();
+    if let Some(out) = value("--parts") {
+        let text: Vec<String> = p.parts.iter().map(|b| b.to_string()).collect();
+        std::fs::write(out, text.join("\n")).expect("write --parts");
+    }
     println!(
         "{{\"km1\": {}, \"imbalance\": {}, \"feasible\": {}, \"seconds\": {seconds}}}",
         p.km1, p.imbalance, p.feasible

@@ -13,6 +13,9 @@
 //! Connected components lighter than the balance slack are set aside, the rest is
 //! partitioned with the whole slack, and the small components are then bin-packed into
 //! the room left (largest first into the block with the most room, which always fits).
+//! When the hypergraph falls apart into components, a second start ([`split_pack`]) cuts
+//! only the components heavier than a block, each on its own at its cheapest place, packs
+//! pieces and components, and the better of the two starts is kept.
 //!
 //! Deterministic for a seed, whatever the thread count: all randomness comes from seeded
 //! ChaCha streams, and the parallel parts (clustering and label propagation in sub-rounds,
@@ -26,6 +29,7 @@ mod label_propagation;
 mod localized_fm;
 mod phg;
 mod rebalance;
+mod split_pack;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -38,6 +42,7 @@ use label_propagation::label_propagation;
 use localized_fm::{localized_fm, LocalizedFmConfig};
 use phg::PartitionedHypergraph;
 use rebalance::{is_balanced, rebalance};
+use split_pack::Components;
 
 /// What to partition for.
 #[derive(Debug, Clone)]
@@ -215,6 +220,16 @@ fn perfect_weights(
     }
 }
 
+/// The room every block has above its target: min_b(max_b − perfect_b).
+fn slack(perfect: &[i64], max_weights: &[i64]) -> i64 {
+    perfect
+        .iter()
+        .zip(max_weights)
+        .map(|(p, m)| m - p)
+        .min()
+        .unwrap_or(0)
+}
+
 /// How far a bisection's FM may overload a block: `vertices` times the heaviest vertex.
 pub(crate) fn bisection_allowance(hg: &Hypergraph, vertices: i64) -> i64 {
     vertices * hg.vertex_weights().iter().copied().max().unwrap_or(0)
@@ -281,6 +296,9 @@ impl Context<'_> {
     /// Partitions the components heavier than the slack min_b(max_b − perfect_b), then
     /// packs the lighter ones into the room left. Each light component fits: the total
     /// room is at least k·slack plus their weight, so the roomiest block has ≥ slack.
+    /// When the hypergraph falls apart into components, the split-and-pack start
+    /// ([`split_pack`]) is tried as well and the better result kept (feasible first,
+    /// then km1).
     fn partition_with_small_components_as_filler(
         &self,
         hg: &Hypergraph,
@@ -288,18 +306,44 @@ impl Context<'_> {
         max_weights: &[i64],
         seed: u64,
     ) -> Vec<u32> {
-        let k = perfect.len();
-        let slack = perfect
-            .iter()
-            .zip(max_weights)
-            .map(|(p, m)| m - p)
-            .min()
-            .unwrap_or(0);
-        let (comp, count) = initial::components(hg);
-        let mut comp_weight = vec![0i64; count];
-        for v in 0..hg.num_vertices() {
-            comp_weight[comp[v] as usize] += hg.vertex_weight(v as VertexId);
+        let components = Components::of(hg);
+        let usual = self.with_filler(hg, &components, perfect, max_weights, seed);
+        if !components.worth_packing(slack(perfect, max_weights), max_weights) {
+            return usual;
         }
+        let judge = |parts: Vec<u32>| {
+            let mut phg = PartitionedHypergraph::new(hg, perfect.len(), parts);
+            let balanced = rebalance(&mut phg, max_weights);
+            ((!balanced, phg.km1()), phg.into_parts())
+        };
+        let (usual_key, usual) = judge(usual);
+        if usual_key == (false, 0) {
+            return usual;
+        }
+        let packed = self.split_and_pack(hg, &components, max_weights, seed_for(seed, 11));
+        let (packed_key, packed) = judge(packed);
+        if packed_key < usual_key {
+            packed
+        } else {
+            usual
+        }
+    }
+
+    /// The usual start: multilevel on the components heavier than the slack, the lighter
+    /// ones bin-packed as filler (see [`Self::partition_with_small_components_as_filler`]).
+    fn with_filler(
+        &self,
+        hg: &Hypergraph,
+        components: &Components,
+        perfect: &[i64],
+        max_weights: &[i64],
+        seed: u64,
+    ) -> Vec<u32> {
+        let k = perfect.len();
+        let slack = slack(perfect, max_weights);
+        let comp = &components.of_vertex;
+        let comp_weight = &components.weight;
+        let count = comp_weight.len();
         let small: Vec<bool> = comp_weight.iter().map(|&w| w <= slack).collect();
         let keep: Vec<bool> = comp.iter().map(|&c| !small[c as usize]).collect();
         let kept = keep.iter().filter(|&&x| x).count();
