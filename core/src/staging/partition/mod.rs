@@ -19,8 +19,8 @@
 //!
 //! Deterministic for a seed, whatever the thread count: all randomness comes from seeded
 //! ChaCha streams, and the parallel parts (clustering and label propagation in sub-rounds,
-//! portfolio runs, the two halves of a bisection, net mapping during contraction, pin
-//! counts) combine their results in a fixed order.
+//! localized FM's two lanes on large levels, portfolio runs, the two halves of a bisection,
+//! net mapping during contraction, pin counts) combine their results in a fixed order.
 
 mod coarsen;
 mod fm;
