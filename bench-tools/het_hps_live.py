@@ -302,6 +302,21 @@ def run(args, hetpilot, agent_bin, data, procs):
         pick = lambda p: ms_[min(len(ms_) - 1, round(p * (len(ms_) - 1)))]
         return {"count": len(ms_), "p50_ms": pick(0.5), "p90_ms": pick(0.9),
                 "p99_ms": pick(0.99), "max_ms": ms_[-1]}
+
+    def window(start, end, during):
+        """Latencies and task counts between two /metrics snapshots."""
+        return {
+            "lease_latency": histogram_between(start, end, "hetpilot_lease_latency_seconds"),
+            "heartbeat": histogram_between(
+                start, end, "hetpilot_http_request_duration_seconds",
+                route="/v1/agents/{agent}/heartbeat"),
+            "metrics_scrape": scrapes(during),
+            "leased": total(end, "hetpilot_tasks_leased_total")
+            - total(start, "hetpilot_tasks_leased_total"),
+            "completed": total(end, "hetpilot_tasks_completed_total")
+            - total(start, "hetpilot_tasks_completed_total"),
+        }
+
     result = {
         "tasks": args.tasks,
         "agents": agents,
@@ -316,28 +331,8 @@ def run(args, hetpilot, agent_bin, data, procs):
         "load_average_at_submit": load0,
         "load_average_at_plan": load1,
         "after_window_seconds": t2 - t1,
-        "during_planning": {
-            "lease_latency": histogram_between(m0, m1, "hetpilot_lease_latency_seconds"),
-            "heartbeat": histogram_between(
-                m0, m1, "hetpilot_http_request_duration_seconds",
-                route="/v1/agents/{agent}/heartbeat"),
-            "metrics_scrape": scrapes(True),
-            "leased": total(m1, "hetpilot_tasks_leased_total")
-            - total(m0, "hetpilot_tasks_leased_total"),
-            "completed": total(m1, "hetpilot_tasks_completed_total")
-            - total(m0, "hetpilot_tasks_completed_total"),
-        },
-        "after_plan": {
-            "lease_latency": histogram_between(m1, m2, "hetpilot_lease_latency_seconds"),
-            "heartbeat": histogram_between(
-                m1, m2, "hetpilot_http_request_duration_seconds",
-                route="/v1/agents/{agent}/heartbeat"),
-            "metrics_scrape": scrapes(False),
-            "leased": total(m2, "hetpilot_tasks_leased_total")
-            - total(m1, "hetpilot_tasks_leased_total"),
-            "completed": total(m2, "hetpilot_tasks_completed_total")
-            - total(m1, "hetpilot_tasks_completed_total"),
-        },
+        "during_planning": window(m0, m1, during=True),
+        "after_plan": window(m1, m2, during=False),
         "manager_log_het_hps": plan_lines[-5:],
         "samples": samples,
     }
