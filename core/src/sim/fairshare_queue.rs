@@ -324,6 +324,23 @@ mod tests {
         }
     }
 
+    /// A replay with no decay, no walltime normalization, jobs placed in file order.
+    fn plain<'a>(
+        platform: &'a MachinePool,
+        penalty: &'a dyn PenaltyFunction,
+        shares: &'a Shares,
+    ) -> QueueReplay<'a> {
+        QueueReplay {
+            platform,
+            penalty,
+            half_life: None,
+            shares,
+            normalize_walltime: false,
+            runtime_scales_with_speed: false,
+            placement: Placement::FileOrder,
+        }
+    }
+
     #[test]
     fn a_job_that_can_never_be_placed_is_an_error_not_a_hang() {
         let platform = MachinePool::new(vec![
@@ -347,15 +364,7 @@ mod tests {
             request,
         }];
         let shares = Shares::default();
-        let settings = QueueReplay {
-            platform: &platform,
-            penalty: &CpuOnly,
-            half_life: None,
-            shares: &shares,
-            normalize_walltime: false,
-            runtime_scales_with_speed: false,
-            placement: Placement::FileOrder,
-        };
+        let settings = plain(&platform, &CpuOnly, &shares);
         let err = replay_fairshare_queue(&settings, &jobs, &mut |_| {}).unwrap_err();
         assert_eq!(err, ReplayError::Unplaceable { id: 42 });
     }
@@ -373,15 +382,7 @@ mod tests {
         ];
         let shares = Shares::default();
         let run = |penalty: &dyn PenaltyFunction| {
-            let settings = QueueReplay {
-                platform: &platform,
-                penalty,
-                half_life: None,
-                shares: &shares,
-                normalize_walltime: false,
-                runtime_scales_with_speed: false,
-                placement: Placement::FileOrder,
-            };
+            let settings = plain(&platform, penalty, &shares);
             replay_fairshare_queue(&settings, &jobs, &mut |_| {})
                 .unwrap()
                 .outcomes
@@ -409,15 +410,7 @@ mod tests {
         let mut jobs = vec![job(0, "a", 0.0, 10.0, 4, GB), job(1, "a", 1.0, 10.0, 4, GB)];
         jobs.iter_mut().for_each(|j| j.walltime_limit = 100.0);
         let shares = Shares::default();
-        let settings = QueueReplay {
-            platform: &platform,
-            penalty: &CpuOnly,
-            half_life: None,
-            shares: &shares,
-            normalize_walltime: false,
-            runtime_scales_with_speed: false,
-            placement: Placement::FileOrder,
-        };
+        let settings = plain(&platform, &CpuOnly, &shares);
         let result = replay_fairshare_queue(&settings, &jobs, &mut |_| {}).unwrap();
         assert_eq!(result.ledger.running_jobs(), 0);
         assert_eq!(result.ledger.usage("a", 1e9), 2.0 * 10.0 * 4.0);
