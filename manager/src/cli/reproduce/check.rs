@@ -75,7 +75,7 @@ fn walk(base: &Path, dir: &Path, out: &mut Vec<std::path::PathBuf>) -> anyhow::R
 }
 
 /// `line N: committed "…" vs produced "…"`.
-fn first_difference(old: &[u8], new: &[u8]) -> String {
+pub(super) fn first_difference(old: &[u8], new: &[u8]) -> String {
     let old = String::from_utf8_lossy(old);
     let new = String::from_utf8_lossy(new);
     let mut a = old.lines();

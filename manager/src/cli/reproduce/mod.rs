@@ -3,9 +3,12 @@
 //! fixed before the run, each with a note saying where it comes from). `--quick` runs the
 //! reduced settings into `docs/reproduction/<paper>/quick/`; `--check` writes into a
 //! scratch directory instead and fails when a produced file differs from the committed one,
-//! so the documents cannot drift from the code.
+//! so the documents cannot drift from the code. The tables inside each
+//! `docs/reproduction/<paper>.md` are marked blocks (`doc_blocks`) that a full run rewrites
+//! from the files it produced and `--check` compares with the committed files.
 
 mod check;
+mod doc_blocks;
 mod settings;
 
 use std::path::{Path, PathBuf};
@@ -45,6 +48,10 @@ pub struct Args {
     /// List the experiments and their command lines without running them.
     #[arg(long)]
     list: bool,
+    /// Only rewrite the table blocks of the documents (`docs/reproduction/<paper>.md`) from
+    /// the committed files, running nothing: after editing a document by hand.
+    #[arg(long, conflicts_with_all = ["check", "quick", "list"])]
+    tables_only: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -58,6 +65,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect();
     if experiments.is_empty() {
         bail!("no experiment matches");
+    }
+    if args.tables_only {
+        return sync_documents(&args, &experiments, &mut check::Report::default());
     }
     let scratch = if args.check {
         Some(tempfile::tempdir().context("cannot create a scratch directory")?)
@@ -111,8 +121,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             report.compare(&p.id, &out, &committed)?;
         }
     }
+    if args.list || (args.quick && !args.check) {
+        return Ok(());
+    }
+    sync_documents(&args, &experiments, &mut report)?;
     if args.check {
         report.finish()?;
+    }
+    Ok(())
+}
+
+/// Rewrites (or with `--check`, compares) the table blocks of each experiment's paper
+/// document.
+fn sync_documents(
+    args: &Args,
+    experiments: &[Planned],
+    report: &mut check::Report,
+) -> anyhow::Result<()> {
+    let papers: std::collections::BTreeSet<&str> =
+        experiments.iter().map(|p| p.paper.as_str()).collect();
+    for paper in papers {
+        if let Some(drift) = doc_blocks::sync(&args.docs, paper, args.check)? {
+            report.drift.push(drift);
+        }
     }
     Ok(())
 }
