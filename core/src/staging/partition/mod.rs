@@ -15,7 +15,10 @@
 //! the room left (largest first into the block with the most room, which always fits).
 //! When the hypergraph falls apart into components, a second start ([`split_pack`]) cuts
 //! only the components heavier than a block, each on its own at its cheapest place, packs
-//! pieces and components, and the better of the two starts is kept.
+//! pieces and components, and the better of the two starts is kept. When instead most of
+//! the weight lies in components that must be cut, and they are about as heavy as blocks,
+//! the coarsest k-way level also gets a bin-packing-with-splitting start ([`pack_split`]),
+//! and the better of it and recursive bisection's partition is uncoarsened.
 //!
 //! Deterministic for a seed, whatever the thread count: all randomness comes from seeded
 //! ChaCha streams, and the parallel parts (clustering and label propagation in sub-rounds,
@@ -231,10 +234,6 @@ fn slack(perfect: &[i64], max_weights: &[i64]) -> i64 {
         .unwrap_or(0)
 }
 
-pub(crate) fn trace() -> bool {
-    std::env::var_os("HETPILOT_PART_TRACE").is_some()
-}
-
 /// How far a bisection's FM may overload a block: `vertices` times the heaviest vertex.
 pub(crate) fn bisection_allowance(hg: &Hypergraph, vertices: i64) -> i64 {
     vertices * hg.vertex_weights().iter().copied().max().unwrap_or(0)
@@ -312,15 +311,6 @@ impl Context<'_> {
         seed: u64,
     ) -> Vec<u32> {
         let components = Components::of(hg);
-        if trace() {
-            let cap = max_weights.iter().copied().max().unwrap_or(1);
-            let mut w: Vec<i64> = components.weight.clone();
-            w.sort_unstable_by(|a, b| b.cmp(a));
-            let total: i64 = w.iter().sum();
-            let big: Vec<String> = w.iter().take(40).map(|&x| format!("{:.3}", x as f64 / cap as f64)).collect();
-            let must: i64 = w.iter().filter(|&&x| x > cap).sum();
-            eprintln!("TRACE comps={} total/cap={:.3} must_cut_share={:.3} slack={} top(blocks)={}", w.len(), total as f64 / cap as f64, must as f64 / total as f64, slack(perfect, max_weights), big.join(" "));
-        }
         let usual = self.with_filler(hg, &components, perfect, max_weights, seed);
         if !components.worth_packing(slack(perfect, max_weights), max_weights) {
             return usual;
@@ -433,15 +423,8 @@ impl Context<'_> {
         } else {
             self.recursive_bisection(coarsest, perfect, max_weights, 0, seed_for(seed, 1))
         };
-        let tr = trace() && k > 2;
-        if tr {
-            eprintln!("TRACE kway n={} levels={} coarsest_n={} initial km1={}", hg.num_vertices(), levels.len(), coarsest.num_vertices(), metrics::km1(coarsest, &parts));
-        }
         parts = self.refine(coarsest, parts, max_weights, &mut rng);
-        if tr {
-            eprintln!("TRACE   coarsest refined km1={}", metrics::km1(coarsest, &parts));
-        }
-        if k > 2 && std::env::var_os("HETPILOT_NO_PACK").is_none() {
+        if k > 2 {
             parts = self.better_coarsest_start(coarsest, parts, perfect, max_weights, seed);
         }
         for i in (0..levels.len()).rev() {
@@ -449,9 +432,6 @@ impl Context<'_> {
             let map = &levels[i].fine_to_coarse;
             let projected: Vec<u32> = map.iter().map(|&c| parts[c as usize]).collect();
             parts = self.refine(finer, projected, max_weights, &mut rng);
-            if tr {
-                eprintln!("TRACE   level {} n={} km1={}", i, finer.num_vertices(), metrics::km1(finer, &parts));
-            }
         }
         parts
     }
@@ -482,19 +462,10 @@ impl Context<'_> {
             let phg = PartitionedHypergraph::new(coarsest, k, parts.to_vec());
             (!is_balanced(&phg, max_weights), phg.km1())
         };
-        let t0 = std::time::Instant::now();
         let packed = self.pack_with_splitting(coarsest, &components, &caps, seed_for(seed, 13));
-        if trace() {
-            eprintln!("TRACE   packed initial km1={} in {:?}", metrics::km1(coarsest, &packed), t0.elapsed());
-        }
         let mut rng = ChaCha8Rng::seed_from_u64(seed_for(seed, 14));
         let packed = self.refine(coarsest, packed, max_weights, &mut rng);
-        let (usual_key, packed_key) = (key(&usual), key(&packed));
-        if trace() {
-            eprintln!("TRACE   pack total {:?}", t0.elapsed());
-            eprintln!("TRACE   packed refined {packed_key:?} usual {usual_key:?}");
-        }
-        if packed_key < usual_key {
+        if key(&packed) < key(&usual) {
             packed
         } else {
             usual

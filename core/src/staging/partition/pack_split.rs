@@ -118,7 +118,8 @@ impl Context<'_> {
                 load[b] += weight;
                 continue;
             }
-            let (piece, rest) = self.cut_piece(hg, &vertices, space, heaviest, seed_for(seed, cuts));
+            let (piece, rest) =
+                self.cut_piece(hg, &vertices, space, heaviest, seed_for(seed, cuts));
             cuts += 1;
             let piece_weight: i64 = piece.iter().map(|&v| hg.vertex_weight(v)).sum();
             for &v in &piece {
@@ -134,9 +135,6 @@ impl Context<'_> {
                 };
                 queue.push((rest_weight, std::cmp::Reverse(first), i));
             }
-        }
-        if super::trace() {
-            eprintln!("TRACE   pack cuts={cuts}");
         }
         parts
     }
@@ -160,9 +158,8 @@ impl Context<'_> {
         let tolerance = ((space as f64 * self.config.epsilon) as i64).max(2 * heaviest);
         let perfect = [space, total - space];
         let max_weights = [space, total - space + tolerance];
-        let runs: usize = std::env::var("HETPILOT_PACK_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(PACK_CUT_RUNS);
         let config = PartitionConfig {
-            initial_runs: runs,
+            initial_runs: PACK_CUT_RUNS,
             ..self.config.clone()
         };
         let ctx = Context { config: &config };
@@ -226,7 +223,11 @@ mod tests {
             weight: w.to_vec(),
         };
         // Must-cut share 150/400 ≤ 1/2: split-and-pack's case.
-        assert!(!worth_trying(&weights(&[150, 50, 50, 50, 50, 50]), &[110; 4], 10));
+        assert!(!worth_trying(
+            &weights(&[150, 50, 50, 50, 50, 50]),
+            &[110; 4],
+            10
+        ));
         // Must-cut share 0.6 and 3 components heavier than the slack for k = 4.
         assert!(worth_trying(&weights(&[240, 80, 80]), &[110; 4], 10));
         // The same at k = 8 (caps 55): 3 large components for 8 blocks is too few.
