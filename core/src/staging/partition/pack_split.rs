@@ -213,7 +213,15 @@ mod tests {
         let ctx = Context { config: &config };
         let components = Components::of(&hg);
         let caps = vec![110; 4];
-        let parts = ctx.pack_with_splitting(&hg, &components, &caps, 5);
+        let run = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| ctx.pack_with_splitting(&hg, &components, &caps, 5))
+        };
+        let parts = run(1);
+        assert_eq!(parts, run(2), "same packing at any thread count");
         let weights = metrics::part_weights(&hg, &parts, 4);
         assert!(weights.iter().all(|&w| w <= 110), "{weights:?}");
         // A ring cut into two arcs loses 2 nets at each of the two ends.
