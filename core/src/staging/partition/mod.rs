@@ -15,7 +15,10 @@
 //! the room left (largest first into the block with the most room, which always fits).
 //! When the hypergraph falls apart into components, a second start ([`split_pack`]) cuts
 //! only the components heavier than a block, each on its own at its cheapest place, packs
-//! pieces and components, and the better of the two starts is kept.
+//! pieces and components, and the better of the two starts is kept. When instead most of
+//! the weight lies in components that must be cut, and they are about as heavy as blocks,
+//! the coarsest k-way level also gets a bin-packing-with-splitting start ([`pack_split`]),
+//! and the better of it and recursive bisection's partition is uncoarsened.
 //!
 //! Deterministic for a seed, whatever the thread count: all randomness comes from seeded
 //! ChaCha streams, and the parallel parts (clustering and label propagation in sub-rounds,
@@ -27,6 +30,7 @@ mod fm;
 mod initial;
 mod label_propagation;
 mod localized_fm;
+mod pack_split;
 mod phg;
 mod rebalance;
 mod split_pack;
@@ -420,6 +424,9 @@ impl Context<'_> {
             self.recursive_bisection(coarsest, perfect, max_weights, 0, seed_for(seed, 1))
         };
         parts = self.refine(coarsest, parts, max_weights, &mut rng);
+        if k > 2 {
+            parts = self.better_coarsest_start(coarsest, parts, perfect, max_weights, seed);
+        }
         for i in (0..levels.len()).rev() {
             let finer = if i == 0 { hg } else { &levels[i - 1].coarse };
             let map = &levels[i].fine_to_coarse;
@@ -427,6 +434,42 @@ impl Context<'_> {
             parts = self.refine(finer, projected, max_weights, &mut rng);
         }
         parts
+    }
+
+    /// On the coarsest k-way level, also tries the pack-with-splitting start
+    /// ([`pack_split`]) when most of the weight lies in components that must be cut, and
+    /// keeps the better of it (refined) and `usual` (already refined): balanced first,
+    /// then km1, ties to `usual`.
+    fn better_coarsest_start(
+        &self,
+        coarsest: &Hypergraph,
+        usual: Vec<u32>,
+        perfect: &[i64],
+        max_weights: &[i64],
+        seed: u64,
+    ) -> Vec<u32> {
+        let components = Components::of(coarsest);
+        let caps: Vec<i64> = perfect
+            .iter()
+            .zip(max_weights)
+            .map(|(&p, &m)| m.min(((1.0 + self.config.epsilon) * p as f64).ceil() as i64))
+            .collect();
+        if !pack_split::worth_trying(&components, &caps, slack(perfect, max_weights)) {
+            return usual;
+        }
+        let k = perfect.len();
+        let key = |parts: &[u32]| {
+            let phg = PartitionedHypergraph::new(coarsest, k, parts.to_vec());
+            (!is_balanced(&phg, max_weights), phg.km1())
+        };
+        let packed = self.pack_with_splitting(coarsest, &components, &caps, seed_for(seed, 13));
+        let mut rng = ChaCha8Rng::seed_from_u64(seed_for(seed, 14));
+        let packed = self.refine(coarsest, packed, max_weights, &mut rng);
+        if key(&packed) < key(&usual) {
+            packed
+        } else {
+            usual
+        }
     }
 
     /// Rebalance, label propagation, FM.
