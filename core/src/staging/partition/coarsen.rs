@@ -32,10 +32,11 @@ use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
 /// 1,000 (Mt-KaHyPar's value) until session 9 of issue 18. On IMAGE instances the
 /// 200–1,000-pin nets (popular images) made ~80 % of the rating work, and on the k-way
 /// levels whose clusters are nearly full they kept every light vertex rating hundreds of
-/// candidates it then could not join. At 200, on the 20k tuning IMAGE instances (shapes 0
-/// and 2, seeds 101–103), CPU fell by a quarter at K = 16 and a third at K = 64, with km1
-/// −7…−34 % at K = 16 and −3.4…+3.5 % at K = 64 (docs/benchmarks/partitioner-heldout.md,
-/// "Session 9"). SAT nets have fewer than 200 pins, so SAT partitions do not change.
+/// candidates it then could not join. With 200 (plus [`FALLBACK_RATED_NET`] and
+/// [`SLOW_LEVELS`]), on the tuning IMAGE instances (20k, shapes 0–2, seeds 101–103) CPU
+/// fell by 30–40 % at K = 16 and 25–37 % at K = 64, km1 moved by −15…0 % at K = 16 and
+/// −9…+5.6 % at K = 64, and on 200k by −25…0 % (docs/benchmarks/partitioner-heldout.md,
+/// "Session 9"). SAT nets have fewer than 200 pins: SAT partitions do not change.
 const MAX_RATED_NET: usize = 200;
 /// A vertex that no net up to [`MAX_RATED_NET`] pins can place is rated again with its
 /// nets up to this size (Mt-KaHyPar's threshold). Without this, vertices whose nets are all
