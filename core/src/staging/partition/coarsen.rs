@@ -3,12 +3,14 @@
 //! heavy-edge rating r(u, C) = Σ_{e ∋ u, e ∩ C ≠ ∅} w(e)/(|e| − 1), preferring singleton
 //! clusters on ties, never exceeding the maximum cluster weight. A level shrinks the
 //! vertex count by at most 2.5; coarsening stops at the contraction limit or when a level
-//! shrinks by less than 1 %. Contraction drops single-pin nets and merges parallel nets
-//! (summing their weights), which also serves as preprocessing of the input.
+//! shrinks by less than 1 % (k-way coarsening also stops after [`SLOW_LEVELS`] levels in
+//! a row that shrink by less than 5 %, see [`coarsen`]). Contraction drops single-pin nets
+//! and merges parallel nets (summing their weights), which also serves as preprocessing
+//! of the input.
 //!
 //! Rating a vertex scans every pin of every net it is in, so a level costs Σ_e |e|² —
-//! quadratic in net size. Like Mt-KaHyPar, nets above [`MAX_RATED_NET`] pins are not
-//! rated at all. Below that, a net is skipped for u when even its lightest other pin
+//! quadratic in net size. Nets above [`MAX_RATED_NET`] pins are not rated at all
+//! (Mt-KaHyPar's threshold is 1,000; ours is 200, see its doc). Below that, a net is skipped for u when even its lightest other pin
 //! could not take u (`c(u) + min_{v ∈ e, v ≠ u} c(v) > max cluster weight`): cluster
 //! weights only grow during a pass and a pin's cluster weighs at least the pin, so such a
 //! net adds rating only to clusters u may not join, and skipping it changes no choice.
@@ -24,10 +26,39 @@ use rayon::prelude::*;
 
 use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
 
-/// Nets above this size are ignored when rating (they say little about locality).
-const MAX_RATED_NET: usize = 1000;
+/// Nets above this size are ignored when rating (they say little about locality: a net
+/// of 200 pins adds 1/199 of its weight to each pin's rating).
+///
+/// 1,000 (Mt-KaHyPar's value) until session 9 of issue 18. On IMAGE instances the
+/// 200–1,000-pin nets (popular images) made ~80 % of the rating work, and on the k-way
+/// levels whose clusters are nearly full they kept every light vertex rating hundreds of
+/// candidates it then could not join. With 200 (plus [`FALLBACK_RATED_NET`] and
+/// [`SLOW_LEVELS`]), on the tuning IMAGE instances (20k, shapes 0–2, seeds 101–103) CPU
+/// fell by 30–40 % at K = 16 and 25–37 % at K = 64, km1 moved by −15…0 % at K = 16 and
+/// −9…+5.6 % at K = 64, and on 200k by −25…0 % (docs/benchmarks/partitioner-heldout.md,
+/// "Session 9"). SAT nets have fewer than 200 pins: SAT partitions do not change.
+const MAX_RATED_NET: usize = 200;
+/// A vertex that no net up to [`MAX_RATED_NET`] pins can place is rated again with its
+/// nets up to this size (Mt-KaHyPar's threshold). Without this, vertices whose nets are all
+/// large could join nobody, and the coarsening of a bisection of a 200k IMAGE instance
+/// stalled at thousands of vertices (the initial portfolio then took 30 s).
+const FALLBACK_RATED_NET: usize = 1000;
 /// Largest shrink factor of one level.
 const MAX_SHRINK: f64 = 2.5;
+/// A level that shrinks the vertex count by less than this factor is a slow level.
+const SLOW_SHRINK: f64 = 1.05;
+/// k-way coarsening stops at the second slow level in a row (which is dropped).
+///
+/// When the clusters are nearly as heavy as the maximum cluster weight (IMAGE: vertices
+/// of nearly equal weight and a contraction limit that asks for full clusters), each level
+/// only merges the few light vertices left and shrinks by 2–4 %; `tuning_image0_20000`
+/// took 24 k-way levels, each rated, contracted and refined. Stopping at the second slow
+/// level leaves a somewhat larger coarsest level to recursive bisection, whose own
+/// coarsening shrinks fast (its maximum cluster weight is c(V)/100). SAT's k-way levels
+/// shrink by ≥ 5 % until the last one that shrinks by < 1 %, so SAT rarely has two slow
+/// levels in a row. Bisections keep the 1 % rule: a larger coarsest level there makes
+/// the initial portfolio slower.
+const SLOW_LEVELS: usize = 2;
 
 /// One coarsening step: the coarse hypergraph and the fine → coarse vertex map.
 pub(crate) struct Level {
@@ -35,10 +66,13 @@ pub(crate) struct Level {
     pub(crate) fine_to_coarse: Vec<VertexId>,
 }
 
-/// Coarsens until at most `limit` vertices remain (or coarsening stalls).
-pub(crate) fn coarsen(hg: &Hypergraph, limit: usize, rng: &mut impl Rng) -> Vec<Level> {
+/// Coarsens until at most `limit` vertices remain (or coarsening stalls). `kway` (the
+/// coarsening of a k-way partition, k > 2) also stops at [`SLOW_LEVELS`] slow levels in a
+/// row.
+pub(crate) fn coarsen(hg: &Hypergraph, limit: usize, kway: bool, rng: &mut impl Rng) -> Vec<Level> {
     let max_cluster_weight = (hg.total_weight() as f64 / limit.max(1) as f64).ceil() as i64;
     let mut levels: Vec<Level> = Vec::new();
+    let mut slow_levels = 0;
     loop {
         let current = levels.last().map_or(hg, |l| &l.coarse);
         let n = current.num_vertices();
@@ -47,7 +81,7 @@ pub(crate) fn coarsen(hg: &Hypergraph, limit: usize, rng: &mut impl Rng) -> Vec<
         }
         let target = ((n as f64 / MAX_SHRINK).ceil() as usize).max(limit);
         let (cluster, clusters) = cluster_pass(current, max_cluster_weight, target, rng);
-        if clusters as f64 > n as f64 / 1.01 {
+        if stops(n, clusters, kway, &mut slow_levels) {
             break;
         }
         let coarse = contract(current, &cluster, clusters);
@@ -57,6 +91,22 @@ pub(crate) fn coarsen(hg: &Hypergraph, limit: usize, rng: &mut impl Rng) -> Vec<
         });
     }
     levels
+}
+
+/// Whether coarsening stops instead of keeping a level that shrinks `n` vertices to
+/// `clusters`: it shrinks by less than 1 %, or (k-way) it is the [`SLOW_LEVELS`]-th slow
+/// level in a row. `slow_levels` counts the slow levels in a row so far.
+fn stops(n: usize, clusters: usize, kway: bool, slow_levels: &mut usize) -> bool {
+    if clusters as f64 > n as f64 / 1.01 {
+        return true;
+    }
+    if clusters as f64 > n as f64 / SLOW_SHRINK {
+        *slow_levels += 1;
+        kway && *slow_levels >= SLOW_LEVELS
+    } else {
+        *slow_levels = 0;
+        false
+    }
 }
 
 /// Vertices rated in parallel per sub-round of a clustering pass.
@@ -201,10 +251,9 @@ struct ClusteringView<'a> {
 fn preferred_cluster(hg: &Hypergraph, u: VertexId, view: &ClusteringView<'_>) -> Option<VertexId> {
     let ClusteringView {
         rep,
-        weight,
-        singleton,
         lightest,
         max_cluster_weight,
+        ..
     } = *view;
     let cu = hg.vertex_weight(u);
     RATING.with(|cell| {
@@ -212,49 +261,73 @@ fn preferred_cluster(hg: &Hypergraph, u: VertexId, view: &ClusteringView<'_>) ->
         if score.len() < rep.len() {
             score.resize(rep.len(), 0.0);
         }
-        for &e in hg.incident_nets(u) {
-            let size = hg.net_size(e);
-            if !(2..=MAX_RATED_NET).contains(&size) {
-                continue;
-            }
-            // No pin of e can take u: e rates only clusters u may not join.
-            if cu.saturating_add(lightest[e as usize].other_than(u)) > max_cluster_weight {
-                continue;
-            }
-            let r = hg.net_weight(e) as f64 / (size - 1) as f64;
-            for &v in hg.pins(e) {
-                if v == u {
+        // Adds the rating of u's nets whose size lies in `sizes`.
+        let rate = |sizes: std::ops::RangeInclusive<usize>,
+                    score: &mut Vec<f64>,
+                    touched: &mut Vec<VertexId>| {
+            for &e in hg.incident_nets(u) {
+                let size = hg.net_size(e);
+                if !sizes.contains(&size) {
                     continue;
                 }
-                let c = rep[v as usize];
-                if score[c as usize] == 0.0 {
-                    touched.push(c);
+                // No pin of e can take u: e rates only clusters u may not join.
+                if cu.saturating_add(lightest[e as usize].other_than(u)) > max_cluster_weight {
+                    continue;
                 }
-                score[c as usize] += r;
-            }
-        }
-        let mut best: Option<(f64, bool, VertexId)> = None;
-        for &c in touched.iter() {
-            if c == u || weight[c as usize] + cu > max_cluster_weight {
-                continue;
-            }
-            let key = (score[c as usize], singleton[c as usize]);
-            let better = match best {
-                None => true,
-                Some((s, single, id)) => {
-                    key.0 > s || (key.0 == s && ((key.1 && !single) || (key.1 == single && c < id)))
+                let r = hg.net_weight(e) as f64 / (size - 1) as f64;
+                for &v in hg.pins(e) {
+                    if v == u {
+                        continue;
+                    }
+                    let c = rep[v as usize];
+                    if score[c as usize] == 0.0 {
+                        touched.push(c);
+                    }
+                    score[c as usize] += r;
                 }
-            };
-            if better {
-                best = Some((key.0, key.1, c));
             }
+        };
+        rate(2..=MAX_RATED_NET, score, touched);
+        let mut best = best_cluster(u, cu, score, touched, view);
+        if best.is_none() {
+            // No net up to MAX_RATED_NET pins offers a cluster: let the larger ones speak.
+            rate(MAX_RATED_NET + 1..=FALLBACK_RATED_NET, score, touched);
+            best = best_cluster(u, cu, score, touched, view);
         }
         for &c in touched.iter() {
             score[c as usize] = 0.0;
         }
         touched.clear();
-        best.map(|b| b.2)
+        best
     })
+}
+
+/// The best of the touched clusters that u may join: highest rating, then singletons,
+/// then lower ids.
+fn best_cluster(
+    u: VertexId,
+    cu: i64,
+    score: &[f64],
+    touched: &[VertexId],
+    view: &ClusteringView<'_>,
+) -> Option<VertexId> {
+    let mut best: Option<(f64, bool, VertexId)> = None;
+    for &c in touched {
+        if c == u || view.weight[c as usize] + cu > view.max_cluster_weight {
+            continue;
+        }
+        let key = (score[c as usize], view.singleton[c as usize]);
+        let better = match best {
+            None => true,
+            Some((s, single, id)) => {
+                key.0 > s || (key.0 == s && ((key.1 && !single) || (key.1 == single && c < id)))
+            }
+        };
+        if better {
+            best = Some((key.0, key.1, c));
+        }
+    }
+    best.map(|b| b.2)
 }
 
 /// Contracts clusters into vertices: pins are mapped and de-duplicated, single-pin nets
@@ -416,12 +489,95 @@ mod tests {
     }
 
     #[test]
+    fn kway_coarsening_stops_at_the_second_slow_level_in_a_row() {
+        // (n, clusters) of successive levels, as on tuning_image0_20000 (m = 1.05).
+        let run = |levels: &[(usize, usize)], kway: bool| {
+            let mut slow = 0;
+            levels
+                .iter()
+                .position(|&(n, c)| stops(n, c, kway, &mut slow))
+                .unwrap_or(levels.len())
+        };
+        let image = [
+            (13921, 9562),
+            (9562, 7930),
+            (7930, 7418),
+            (7418, 7048),
+            (7048, 6751),
+            (6751, 6480),
+            (6480, 6300),
+        ];
+        assert_eq!(
+            run(&image, true),
+            5,
+            "7048 → 6751 is slow and kept, 6751 → 6480 is dropped"
+        );
+        assert_eq!(run(&image, false), image.len());
+        // A fast level in between resets the count; < 1 % always stops.
+        let sat = [
+            (3812, 3188),
+            (3188, 3122),
+            (3122, 2800),
+            (2800, 2750),
+            (2750, 2748),
+        ];
+        assert_eq!(run(&sat, true), 4);
+        assert_eq!(run(&sat, false), 4);
+    }
+
+    #[test]
+    fn kway_coarsening_is_a_prefix_of_the_full_coarsening() {
+        let n = 3000u32;
+        for seed in 0..3 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let nets: Vec<Vec<u32>> = (0..4000)
+                .map(|_| {
+                    let start = rng.random_range(0..n - 40);
+                    (0..rng.random_range(2..40)).map(|i| start + i).collect()
+                })
+                .collect();
+            let weights = (0..n)
+                .map(|_| if rng.random_bool(0.7) { 9 } else { 11 })
+                .collect();
+            let hg = Hypergraph::new(weights, vec![1; nets.len()], nets).unwrap();
+            for limit in [500, 700, 900] {
+                let kway = coarsen(&hg, limit, true, &mut ChaCha8Rng::seed_from_u64(9));
+                let all = coarsen(&hg, limit, false, &mut ChaCha8Rng::seed_from_u64(9));
+                assert!(kway.len() <= all.len());
+                for (a, b) in kway.iter().zip(&all) {
+                    assert_eq!(a.fine_to_coarse, b.fine_to_coarse);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn vertices_on_large_nets_only_are_rated_with_them() {
+        // Vertices 0..300 share one 300-pin net; 300 and 301 a 2-pin net.
+        let nets = vec![(0..300).collect::<Vec<u32>>(), vec![300, 301], vec![0, 300]];
+        let hg = Hypergraph::new(vec![1; 302], vec![1; 3], nets).unwrap();
+        let lightest = lightest_pins(&hg);
+        let rep: Vec<VertexId> = (0..302).collect();
+        let view = ClusteringView {
+            rep: &rep,
+            weight: hg.vertex_weights(),
+            singleton: &[true; 302],
+            lightest: &lightest,
+            max_cluster_weight: 2,
+        };
+        // 5 has only the large net: it is rated with it (ties go to the lowest id).
+        assert_eq!(preferred_cluster(&hg, 5, &view), Some(0));
+        // 0 has a small net: the large one is not rated.
+        assert_eq!(preferred_cluster(&hg, 0, &view), Some(300));
+    }
+
+    #[test]
     fn coarsening_respects_limit_and_cluster_weight() {
         let n = 400;
         let nets: Vec<Vec<u32>> = (0..n - 1).map(|i| vec![i, i + 1]).collect();
         let hg = Hypergraph::new(vec![1; n as usize], vec![1; nets.len()], nets).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let levels = coarsen(&hg, 40, &mut rng);
+        let levels = coarsen(&hg, 40, false, &mut rng);
         let last = &levels.last().unwrap().coarse;
         assert!(last.num_vertices() < 400);
         assert_eq!(last.total_weight(), 400);

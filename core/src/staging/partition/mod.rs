@@ -416,7 +416,7 @@ impl Context<'_> {
         } else {
             self.config.contraction_factor * k
         };
-        let levels = coarsen::coarsen(hg, limit, &mut rng);
+        let levels = coarsen::coarsen(hg, limit, k > 2, &mut rng);
         let coarsest = levels.last().map_or(hg, |l| &l.coarse);
         let mut parts = if k == 2 {
             coarsest_bisection(self, coarsest, perfect, max_weights, depth, seed)
