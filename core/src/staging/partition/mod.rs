@@ -27,6 +27,7 @@ mod fm;
 mod initial;
 mod label_propagation;
 mod localized_fm;
+mod net_blocks;
 mod phg;
 mod rebalance;
 mod split_pack;
