@@ -20,6 +20,13 @@ Vertex = task, weight = MB read (>= 1); net = file, weight = size in KiB, as in
 Workload::hypergraph. Single-pin nets are kept (the files only one task reads), as a
 real batch has them.
 
+Speed (issue 18, session 9): the bisection counts distinct files exactly without sorting
+(SAT: a byte map over the chunk ids; IMAGE: the union of the sorted windows), and the
+writer groups pins with one sort of (file, task) keys and builds the text with numpy. The
+output is byte-identical to the first version's (np.unique counts, a Python loop per net):
+checked with cmp on all 2k and 20k held-out files, five 200k ones and two tuning ones. A
+2M-task instance (60 M pins, ~500 MB) takes ~1 CPU-minute and ~2.7 GB.
+
 Usage:
     python3 bench-tools/heldout_instances.py --out DIR --set heldout --tasks 2000 20000
     python3 bench-tools/heldout_instances.py --out DIR --set tuning --tasks 20000 [--shape 1]
