@@ -14,6 +14,11 @@
 //! A net's bits and the start of its slots sit side by side in one header (16 bytes for
 //! k ≤ 64, one cache line), so reading Φ(e, b) costs two memory accesses as the dense
 //! table's bits-then-count did, not three.
+//!
+//! The ranks and shifts still cost CPU (+40 % on 20k-task batches, where the dense table
+//! fits in cache; +12 % at 2M, K = 64), so the compact layout is used only when the dense
+//! table would exceed [`DENSE_MAX_BYTES`]; below that each net has k slots indexed by
+//! block, as before.
 
 use rayon::prelude::*;
 
@@ -21,25 +26,45 @@ use crate::staging::hypergraph::{Hypergraph, NetId};
 
 /// Nets per parallel work item when the counts are first filled.
 const FILL_CHUNK: usize = 4096;
+/// The largest dense table (nets · k counts of 4 bytes) kept dense: 256 MiB. The 200k-task
+/// batches' tables (≤ 900k nets at k = 64: 230 MB) stay dense; the 2M-task ones
+/// (6–9 M nets: 1.6–2.3 GB at k = 64, 0.4–0.6 GB at k = 16) are compact.
+const DENSE_MAX_BYTES: usize = 256 << 20;
 
 /// Connectivity bits and compact pin counts of every net of one partition.
 pub(crate) struct NetBlocks {
     /// Words of the connectivity bitset per net: ⌈k / 64⌉.
     words: usize,
+    /// Blocks (k).
+    k: usize,
+    /// Compact slots (counts of a net's blocks in block order) or k slots a net.
+    compact: bool,
     /// Per net, `words + 1` words: its connectivity bits, then the index of its first
-    /// count slot in `counts`. Net e has min(|e|, k) slots; the first λ(e) of them hold the
-    /// counts of its blocks in block order.
+    /// count slot in `counts`. Compact: net e has min(|e|, k) slots, the first λ(e) of
+    /// them hold the counts of its blocks in block order. Dense: k slots, by block.
     heads: Vec<u64>,
     counts: Vec<u32>,
 }
 
 impl NetBlocks {
-    /// The counts of `hg`'s nets under `parts` (block of every vertex, all < k).
+    /// The counts of `hg`'s nets under `parts` (block of every vertex, all < k); compact
+    /// if the dense table would exceed [`DENSE_MAX_BYTES`].
     pub(crate) fn new(hg: &Hypergraph, k: usize, parts: &[u32]) -> Self {
+        let compact = hg.num_nets().saturating_mul(k).saturating_mul(4) > DENSE_MAX_BYTES;
+        Self::with_layout(hg, k, parts, compact)
+    }
+
+    fn with_layout(hg: &Hypergraph, k: usize, parts: &[u32], compact: bool) -> Self {
         let words = k.div_ceil(64).max(1);
         let stride = words + 1;
         let nets = hg.num_nets();
-        let slots = |e: usize| hg.pins(e as NetId).len().min(k);
+        let slots = |e: usize| {
+            if compact {
+                hg.pins(e as NetId).len().min(k)
+            } else {
+                k
+            }
+        };
         let mut heads = vec![0u64; nets * stride];
         let mut end = 0;
         for (e, head) in heads.chunks_exact_mut(stride).enumerate() {
@@ -66,15 +91,22 @@ impl NetBlocks {
                     let block = parts[p as usize] as usize;
                     head[block / 64] |= 1 << (block % 64);
                 }
-                let (own, rest) = std::mem::take(&mut c).split_at_mut(pins.len().min(k));
+                let (own, rest) = std::mem::take(&mut c).split_at_mut(slots(first + i));
                 c = rest;
                 for &p in pins {
-                    own[rank(&head[..words], parts[p as usize])] += 1;
+                    let b = parts[p as usize];
+                    own[if compact {
+                        rank(&head[..words], b)
+                    } else {
+                        b as usize
+                    }] += 1;
                 }
             }
         });
         Self {
             words,
+            k,
+            compact,
             heads,
             counts,
         }
@@ -96,8 +128,20 @@ impl NetBlocks {
         self.bits(e).iter().map(|w| w.count_ones()).sum()
     }
 
+    /// The slot of block b among net e's (whose bits are `bits`, b's bit set).
+    fn slot(&self, bits: &[u64], b: u32) -> usize {
+        if self.compact {
+            rank(bits, b)
+        } else {
+            b as usize
+        }
+    }
+
     /// Φ(e, b).
     pub(crate) fn count(&self, e: NetId, b: u32) -> u32 {
+        if !self.compact {
+            return self.counts[e as usize * self.k + b as usize];
+        }
         let bits = self.bits(e);
         if bits[b as usize / 64] & (1 << (b % 64)) == 0 {
             return 0;
@@ -107,16 +151,20 @@ impl NetBlocks {
 
     /// Adds one pin of net e to block b; returns Φ(e, b) after.
     pub(crate) fn increment(&mut self, e: NetId, b: u32) -> u32 {
-        let (word, bit) = (e as usize * (self.words + 1) + b as usize / 64, 1u64 << (b % 64));
+        let (word, bit) = (
+            e as usize * (self.words + 1) + b as usize / 64,
+            1u64 << (b % 64),
+        );
         let base = self.first_slot(e);
+        let at = base + self.slot(self.bits(e), b);
         if self.heads[word] & bit != 0 {
-            let at = base + rank(self.bits(e), b);
             self.counts[at] += 1;
             return self.counts[at];
         }
-        let lambda = self.connectivity(e) as usize;
-        let at = base + rank(self.bits(e), b);
-        self.counts.copy_within(at..base + lambda, at + 1);
+        if self.compact {
+            let lambda = self.connectivity(e) as usize;
+            self.counts.copy_within(at..base + lambda, at + 1);
+        }
         self.counts[at] = 1;
         self.heads[word] |= bit;
         1
@@ -125,14 +173,16 @@ impl NetBlocks {
     /// Removes one pin of net e from block b (which must hold one); returns Φ(e, b) after.
     pub(crate) fn decrement(&mut self, e: NetId, b: u32) -> u32 {
         let base = self.first_slot(e);
-        let at = base + rank(self.bits(e), b);
+        let at = base + self.slot(self.bits(e), b);
         debug_assert!(self.count(e, b) > 0, "net {e} has no pin in block {b}");
         self.counts[at] -= 1;
         if self.counts[at] > 0 {
             return self.counts[at];
         }
-        let lambda = self.connectivity(e) as usize;
-        self.counts.copy_within(at + 1..base + lambda, at);
+        if self.compact {
+            let lambda = self.connectivity(e) as usize;
+            self.counts.copy_within(at + 1..base + lambda, at);
+        }
         self.heads[e as usize * (self.words + 1) + b as usize / 64] &= !(1u64 << (b % 64));
         0
     }
@@ -152,10 +202,13 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     /// Random moves on a hypergraph with small and large nets, at k below and above 64:
-    /// the compact counts always equal counts recomputed from scratch.
+    /// the compact and the dense counts always equal counts recomputed from scratch.
     #[test]
-    fn compact_counts_follow_random_moves_exactly() {
-        for k in [2usize, 5, 64, 130] {
+    fn counts_follow_random_moves_exactly_in_both_layouts() {
+        for (k, compact) in [2usize, 5, 64, 130]
+            .into_iter()
+            .flat_map(|k| [(k, true), (k, false)])
+        {
             let mut rng = ChaCha8Rng::seed_from_u64(k as u64);
             let n = 300u32;
             let nets: Vec<Vec<u32>> = (0..200)
@@ -169,7 +222,7 @@ mod tests {
                 .collect();
             let hg = Hypergraph::new(vec![1; n as usize], vec![1; nets.len()], nets).unwrap();
             let mut parts: Vec<u32> = (0..n).map(|_| rng.random_range(0..k as u32)).collect();
-            let mut blocks = NetBlocks::new(&hg, k, &parts);
+            let mut blocks = NetBlocks::with_layout(&hg, k, &parts, compact);
             for _ in 0..3_000 {
                 let v = rng.random_range(0..n);
                 let (from, to) = (parts[v as usize], rng.random_range(0..k as u32));
@@ -184,7 +237,7 @@ mod tests {
                     assert_eq!(after_to, blocks.count(e, to));
                 }
             }
-            let fresh = NetBlocks::new(&hg, k, &parts);
+            let fresh = NetBlocks::with_layout(&hg, k, &parts, !compact);
             for e in 0..hg.num_nets() as NetId {
                 let mut lambda = 0;
                 for b in 0..k as u32 {
