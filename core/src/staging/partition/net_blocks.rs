@@ -35,12 +35,14 @@ const DENSE_MAX_BYTES: usize = 256 << 20;
 pub(crate) struct NetBlocks {
     /// Words of the connectivity bitset per net: ⌈k / 64⌉.
     words: usize,
+    /// Words of a net's header: its bits, then (compact only) its first slot.
+    stride: usize,
     /// Blocks (k).
     k: usize,
     /// Compact slots (counts of a net's blocks in block order) or k slots a net.
     compact: bool,
-    /// Per net, `words + 1` words: its connectivity bits, then the index of its first
-    /// count slot in `counts`. Compact: net e has min(|e|, k) slots, the first λ(e) of
+    /// Per net, `stride` words: its connectivity bits, then (compact) the index of its
+    /// first count slot in `counts`. Compact: net e has min(|e|, k) slots, the first λ(e) of
     /// them hold the counts of its blocks in block order. Dense: k slots, by block.
     heads: Vec<u64>,
     counts: Vec<u32>,
@@ -56,7 +58,7 @@ impl NetBlocks {
 
     fn with_layout(hg: &Hypergraph, k: usize, parts: &[u32], compact: bool) -> Self {
         let words = k.div_ceil(64).max(1);
-        let stride = words + 1;
+        let stride = words + usize::from(compact);
         let nets = hg.num_nets();
         let slots = |e: usize| {
             if compact {
@@ -68,7 +70,9 @@ impl NetBlocks {
         let mut heads = vec![0u64; nets * stride];
         let mut end = 0;
         for (e, head) in heads.chunks_exact_mut(stride).enumerate() {
-            head[words] = end as u64;
+            if compact {
+                head[words] = end as u64;
+            }
             end += slots(e);
         }
         let mut counts = vec![0u32; end];
@@ -105,6 +109,7 @@ impl NetBlocks {
         });
         Self {
             words,
+            stride,
             k,
             compact,
             heads,
@@ -113,31 +118,26 @@ impl NetBlocks {
     }
 
     /// Net e's connectivity bitset (bit b set iff Φ(e, b) > 0).
+    #[inline]
     pub(crate) fn bits(&self, e: NetId) -> &[u64] {
-        let at = e as usize * (self.words + 1);
+        let at = e as usize * self.stride;
         &self.heads[at..at + self.words]
     }
 
-    /// The index in `counts` of net e's first slot.
+    /// Compact layout: the index in `counts` of net e's first slot.
+    #[inline]
     fn first_slot(&self, e: NetId) -> usize {
-        self.heads[e as usize * (self.words + 1) + self.words] as usize
+        self.heads[e as usize * self.stride + self.words] as usize
     }
 
     /// λ(e): the number of blocks net e touches.
+    #[inline]
     pub(crate) fn connectivity(&self, e: NetId) -> u32 {
         self.bits(e).iter().map(|w| w.count_ones()).sum()
     }
 
-    /// The slot of block b among net e's (whose bits are `bits`, b's bit set).
-    fn slot(&self, bits: &[u64], b: u32) -> usize {
-        if self.compact {
-            rank(bits, b)
-        } else {
-            b as usize
-        }
-    }
-
     /// Φ(e, b).
+    #[inline]
     pub(crate) fn count(&self, e: NetId, b: u32) -> u32 {
         if !self.compact {
             return self.counts[e as usize * self.k + b as usize];
@@ -150,45 +150,56 @@ impl NetBlocks {
     }
 
     /// Adds one pin of net e to block b; returns Φ(e, b) after.
+    #[inline]
     pub(crate) fn increment(&mut self, e: NetId, b: u32) -> u32 {
-        let (word, bit) = (
-            e as usize * (self.words + 1) + b as usize / 64,
-            1u64 << (b % 64),
-        );
+        let (word, bit) = (e as usize * self.stride + b as usize / 64, 1u64 << (b % 64));
+        if !self.compact {
+            let at = e as usize * self.k + b as usize;
+            self.heads[word] |= bit;
+            self.counts[at] += 1;
+            return self.counts[at];
+        }
         let base = self.first_slot(e);
-        let at = base + self.slot(self.bits(e), b);
+        let at = base + rank(self.bits(e), b);
         if self.heads[word] & bit != 0 {
             self.counts[at] += 1;
             return self.counts[at];
         }
-        if self.compact {
-            let lambda = self.connectivity(e) as usize;
-            self.counts.copy_within(at..base + lambda, at + 1);
-        }
+        let lambda = self.connectivity(e) as usize;
+        self.counts.copy_within(at..base + lambda, at + 1);
         self.counts[at] = 1;
         self.heads[word] |= bit;
         1
     }
 
     /// Removes one pin of net e from block b (which must hold one); returns Φ(e, b) after.
+    #[inline]
     pub(crate) fn decrement(&mut self, e: NetId, b: u32) -> u32 {
-        let base = self.first_slot(e);
-        let at = base + self.slot(self.bits(e), b);
         debug_assert!(self.count(e, b) > 0, "net {e} has no pin in block {b}");
+        let (word, bit) = (e as usize * self.stride + b as usize / 64, 1u64 << (b % 64));
+        if !self.compact {
+            let at = e as usize * self.k + b as usize;
+            self.counts[at] -= 1;
+            if self.counts[at] == 0 {
+                self.heads[word] &= !bit;
+            }
+            return self.counts[at];
+        }
+        let base = self.first_slot(e);
+        let at = base + rank(self.bits(e), b);
         self.counts[at] -= 1;
         if self.counts[at] > 0 {
             return self.counts[at];
         }
-        if self.compact {
-            let lambda = self.connectivity(e) as usize;
-            self.counts.copy_within(at + 1..base + lambda, at);
-        }
-        self.heads[e as usize * (self.words + 1) + b as usize / 64] &= !(1u64 << (b % 64));
+        let lambda = self.connectivity(e) as usize;
+        self.counts.copy_within(at + 1..base + lambda, at);
+        self.heads[word] &= !bit;
         0
     }
 }
 
 /// The number of set bits below bit b in a net's bitset: b's slot among the net's blocks.
+#[inline]
 fn rank(bits: &[u64], b: u32) -> usize {
     let (word, bit) = (b as usize / 64, b % 64);
     let below: u32 = bits[..word].iter().map(|w| w.count_ones()).sum();
