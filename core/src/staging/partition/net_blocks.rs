@@ -136,12 +136,18 @@ impl NetBlocks {
         self.bits(e).iter().map(|w| w.count_ones()).sum()
     }
 
-    /// Φ(e, b).
+    /// Φ(e, b). The dense path is a single load and stays inlinable; the compact one is
+    /// a call.
     #[inline]
     pub(crate) fn count(&self, e: NetId, b: u32) -> u32 {
-        if !self.compact {
-            return self.counts[e as usize * self.k + b as usize];
+        if self.compact {
+            self.compact_count(e, b)
+        } else {
+            self.counts[e as usize * self.k + b as usize]
         }
+    }
+
+    fn compact_count(&self, e: NetId, b: u32) -> u32 {
         let bits = self.bits(e);
         if bits[b as usize / 64] & (1 << (b % 64)) == 0 {
             return 0;
@@ -153,12 +159,16 @@ impl NetBlocks {
     #[inline]
     pub(crate) fn increment(&mut self, e: NetId, b: u32) -> u32 {
         let (word, bit) = (e as usize * self.stride + b as usize / 64, 1u64 << (b % 64));
-        if !self.compact {
-            let at = e as usize * self.k + b as usize;
-            self.heads[word] |= bit;
-            self.counts[at] += 1;
-            return self.counts[at];
+        if self.compact {
+            return self.compact_increment(e, b, word, bit);
         }
+        let at = e as usize * self.k + b as usize;
+        self.heads[word] |= bit;
+        self.counts[at] += 1;
+        self.counts[at]
+    }
+
+    fn compact_increment(&mut self, e: NetId, b: u32, word: usize, bit: u64) -> u32 {
         let base = self.first_slot(e);
         let at = base + rank(self.bits(e), b);
         if self.heads[word] & bit != 0 {
@@ -177,14 +187,18 @@ impl NetBlocks {
     pub(crate) fn decrement(&mut self, e: NetId, b: u32) -> u32 {
         debug_assert!(self.count(e, b) > 0, "net {e} has no pin in block {b}");
         let (word, bit) = (e as usize * self.stride + b as usize / 64, 1u64 << (b % 64));
-        if !self.compact {
-            let at = e as usize * self.k + b as usize;
-            self.counts[at] -= 1;
-            if self.counts[at] == 0 {
-                self.heads[word] &= !bit;
-            }
-            return self.counts[at];
+        if self.compact {
+            return self.compact_decrement(e, b, word, bit);
         }
+        let at = e as usize * self.k + b as usize;
+        self.counts[at] -= 1;
+        if self.counts[at] == 0 {
+            self.heads[word] &= !bit;
+        }
+        self.counts[at]
+    }
+
+    fn compact_decrement(&mut self, e: NetId, b: u32, word: usize, bit: u64) -> u32 {
         let base = self.first_slot(e);
         let at = base + rank(self.bits(e), b);
         self.counts[at] -= 1;

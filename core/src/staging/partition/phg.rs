@@ -76,11 +76,13 @@ impl<'a> PartitionedHypergraph<'a> {
         &self.part_weights
     }
 
+    #[inline]
     pub(crate) fn pin_count(&self, e: NetId, b: u32) -> u32 {
         self.blocks.count(e, b)
     }
 
     /// λ(e).
+    #[inline]
     pub(crate) fn connectivity(&self, e: NetId) -> u32 {
         self.blocks.connectivity(e)
     }
