@@ -24,7 +24,7 @@ Speed (issue 18, session 9): the bisection counts distinct files exactly without
 (SAT: a byte map over the chunk ids; IMAGE: the union of the sorted windows), and the
 writer groups pins with one sort of (file, task) keys and builds the text with numpy. The
 output is byte-identical to the first version's (np.unique counts, a Python loop per net):
-checked with cmp on all 2k and 20k held-out files, five 200k ones and two tuning ones. A
+checked with cmp on all 2k and 20k held-out files, four 200k ones and two tuning ones. A
 2M-task instance (60 M pins, ~500 MB) takes ~1 CPU-minute and ~2.7 GB.
 
 Usage:
