@@ -30,6 +30,7 @@ mod fm;
 mod initial;
 mod label_propagation;
 mod localized_fm;
+mod net_blocks;
 mod pack_split;
 mod phg;
 mod rebalance;

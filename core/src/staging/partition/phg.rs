@@ -1,13 +1,13 @@
 //! A hypergraph together with a k-way partition and the bookkeeping every local search
-//! needs: block weights, pin counts Φ(e, b) and a connectivity bitset per net.
+//! needs: block weights, pin counts Φ(e, b) and a connectivity bitset per net (kept compact
+//! in [`NetBlocks`]).
 //!
 //! The km1 gain of moving v from block s to t is w(e)·([Φ(e,s)=1] − [Φ(e,t)=0]) summed
 //! over the nets of v; we compute it as benefit(v) − W(v) + affinity(v, t), where
 //! benefit = Σ w(e)[Φ(e,s)=1], W = Σ w(e), affinity(t) = Σ w(e)[Φ(e,t)>0].
 
-use rayon::prelude::*;
-
 use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
+use crate::staging::partition::net_blocks::NetBlocks;
 
 /// Partition state over a borrowed hypergraph.
 pub(crate) struct PartitionedHypergraph<'a> {
@@ -15,9 +15,7 @@ pub(crate) struct PartitionedHypergraph<'a> {
     pub(crate) k: usize,
     parts: Vec<u32>,
     part_weights: Vec<i64>,
-    pin_counts: Vec<u32>,
-    words: usize,
-    connectivity: Vec<u64>,
+    blocks: NetBlocks,
 }
 
 /// Scratch space for gain computations: a sparse accumulator over blocks.
@@ -44,34 +42,17 @@ pub(crate) struct Move {
 
 impl<'a> PartitionedHypergraph<'a> {
     pub(crate) fn new(hg: &'a Hypergraph, k: usize, parts: Vec<u32>) -> Self {
-        let words = k.div_ceil(64);
-        let mut phg = Self {
+        let mut part_weights = vec![0; k];
+        for (v, &b) in parts.iter().enumerate() {
+            part_weights[b as usize] += hg.vertex_weight(v as VertexId);
+        }
+        Self {
             hg,
             k,
-            part_weights: vec![0; k],
-            pin_counts: vec![0; hg.num_nets() * k],
-            words,
-            connectivity: vec![0; hg.num_nets() * words],
+            part_weights,
+            blocks: NetBlocks::new(hg, k, &parts),
             parts,
-        };
-        for v in 0..hg.num_vertices() {
-            phg.part_weights[phg.parts[v] as usize] += hg.vertex_weight(v as VertexId);
         }
-        // Every net owns its own slices of the counts and bits: fill them in parallel.
-        let parts = &phg.parts;
-        phg.pin_counts
-            .par_chunks_mut(k.max(1))
-            .zip(phg.connectivity.par_chunks_mut(words.max(1)))
-            .with_min_len(4096)
-            .enumerate()
-            .for_each(|(e, (counts, bits))| {
-                for &p in hg.pins(e as NetId) {
-                    let b = parts[p as usize] as usize;
-                    counts[b] += 1;
-                    bits[b / 64] |= 1 << (b % 64);
-                }
-            });
-        phg
     }
 
     pub(crate) fn part(&self, v: VertexId) -> u32 {
@@ -95,16 +76,15 @@ impl<'a> PartitionedHypergraph<'a> {
         &self.part_weights
     }
 
+    #[inline]
     pub(crate) fn pin_count(&self, e: NetId, b: u32) -> u32 {
-        self.pin_counts[e as usize * self.k + b as usize]
+        self.blocks.count(e, b)
     }
 
     /// λ(e).
+    #[inline]
     pub(crate) fn connectivity(&self, e: NetId) -> u32 {
-        self.connectivity[e as usize * self.words..(e as usize + 1) * self.words]
-            .iter()
-            .map(|w| w.count_ones())
-            .sum()
+        self.blocks.connectivity(e)
     }
 
     /// True if v is incident to a cut net.
@@ -138,20 +118,14 @@ impl<'a> PartitionedHypergraph<'a> {
         self.parts[v as usize] = to;
         let mut gain = 0;
         for &e in self.hg.incident_nets(v) {
-            let base = e as usize * self.k;
             let w = self.hg.net_weight(e);
-            self.pin_counts[base + from as usize] -= 1;
-            let pc_from = self.pin_counts[base + from as usize];
+            let pc_from = self.blocks.decrement(e, from);
             if pc_from == 0 {
                 gain += w;
-                self.connectivity[e as usize * self.words + from as usize / 64] &=
-                    !(1 << (from % 64));
             }
-            self.pin_counts[base + to as usize] += 1;
-            let pc_to = self.pin_counts[base + to as usize];
+            let pc_to = self.blocks.increment(e, to);
             if pc_to == 1 {
                 gain -= w;
-                self.connectivity[e as usize * self.words + to as usize / 64] |= 1 << (to % 64);
             }
             on_net(e, pc_from, pc_to);
         }
@@ -168,12 +142,12 @@ impl<'a> PartitionedHypergraph<'a> {
         let from = self.parts[v as usize];
         let mut benefit = 0;
         let mut total = 0;
-        if self.words == 1 {
-            // k ≤ 64: one connectivity word per net, no inner word loop.
+        if self.k <= 64 {
+            // One connectivity word per net, no inner word loop.
             for &e in self.hg.incident_nets(v) {
                 let w = self.hg.net_weight(e);
                 total += w;
-                let mut bits = self.connectivity[e as usize];
+                let mut bits = self.blocks.bits(e)[0];
                 if self.pin_count(e, from) == 1 {
                     benefit += w;
                 }
@@ -195,9 +169,8 @@ impl<'a> PartitionedHypergraph<'a> {
             if self.pin_count(e, from) == 1 {
                 benefit += w;
             }
-            let base = e as usize * self.words;
-            for word in 0..self.words {
-                let mut bits = self.connectivity[base + word];
+            for (word, &bits) in self.blocks.bits(e).iter().enumerate() {
+                let mut bits = bits;
                 while bits != 0 {
                     let b = (word * 64) as u32 + bits.trailing_zeros();
                     bits &= bits - 1;
