@@ -107,6 +107,8 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
     let mut net_offsets = Vec::with_capacity(num_nets.min(NETS_RESERVED) + 1);
     net_offsets.push(0usize);
     let mut pins: Vec<VertexId> = Vec::new();
+    // One net's pins as read (reused from net to net).
+    let mut net: Vec<VertexId> = Vec::new();
     let mut net_weights = Vec::with_capacity(num_nets.min(NETS_RESERVED));
     let mut total_net_weight = 0i64;
     for e in 0..num_nets {
@@ -132,7 +134,7 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
         } else {
             1
         };
-        let first = pins.len();
+        net.clear();
         for token in tokens {
             let pin = parse_number(line, token, "pin")?;
             if pin < 1 || pin as usize > num_vertices {
@@ -141,21 +143,15 @@ pub fn read_hmetis(reader: impl BufRead) -> Result<Hypergraph, StagingError> {
                     format!("pin {pin} out of range 1..={num_vertices}"),
                 ));
             }
-            pins.push((pin - 1) as VertexId);
+            net.push((pin - 1) as VertexId);
         }
-        if pins.len() == first {
+        if net.is_empty() {
             return Err(err(line, format!("net {} is empty", e + 1)));
         }
         // Sorted and duplicate-free within the net, as Hypergraph::new makes them.
-        pins[first..].sort_unstable();
-        let mut end = first + 1;
-        for i in first + 1..pins.len() {
-            if pins[i] != pins[end - 1] {
-                pins[end] = pins[i];
-                end += 1;
-            }
-        }
-        pins.truncate(end);
+        net.sort_unstable();
+        net.dedup();
+        pins.extend_from_slice(&net);
         net_offsets.push(pins.len());
         net_weights.push(weight);
     }

@@ -10,10 +10,11 @@
 //!
 //! Rating a vertex scans every pin of every net it is in, so a level costs Σ_e |e|² —
 //! quadratic in net size. Nets above [`MAX_RATED_NET`] pins are not rated at all
-//! (Mt-KaHyPar's threshold is 1,000; ours is 200, see its doc). Below that, a net is skipped for u when even its lightest other pin
-//! could not take u (`c(u) + min_{v ∈ e, v ≠ u} c(v) > max cluster weight`): cluster
-//! weights only grow during a pass and a pin's cluster weighs at least the pin, so such a
-//! net adds rating only to clusters u may not join, and skipping it changes no choice.
+//! (Mt-KaHyPar's threshold is 1,000; ours is 200, see its doc). Below that, a net is
+//! skipped for u when even its lightest other pin could not take u
+//! (`c(u) + min_{v ∈ e, v ≠ u} c(v) > max cluster weight`): cluster weights only grow
+//! during a pass and a pin's cluster weighs at least the pin, so such a net adds rating
+//! only to clusters u may not join, and skipping it changes no choice.
 //! On IMAGE instances, whose coarse levels are full of near-maximum-weight vertices on
 //! many-pin nets, this removes most of the rating work of the late levels.
 

@@ -109,27 +109,24 @@ impl Context<'_> {
                 .expect("k >= 1");
             let space = room(b);
             let vertices = std::mem::take(&mut items[i].vertices);
-            if space < heaviest || vertices.len() < 2 {
-                // No room worth cutting for (only when the caps are nearly exhausted): put
-                // the item where it overloads least; the refinement rebalances.
+            // A piece of the room's size, unless there is no room worth cutting for (only
+            // when the caps are nearly exhausted) or the bisection found no piece that fits
+            // (heavy vertices).
+            let cut = (space >= heaviest && vertices.len() >= 2)
+                .then(|| {
+                    cuts += 1;
+                    self.cut_piece(hg, &vertices, space, heaviest, seed_for(seed, cuts - 1))
+                })
+                .filter(|(piece, _)| !piece.is_empty());
+            let Some((piece, rest)) = cut else {
+                // Put the item whole where it overloads least (the refinement rebalances),
+                // so that every step places weight and the loop ends.
                 for &v in &vertices {
                     parts[v as usize] = b as u32;
                 }
                 load[b] += weight;
                 continue;
-            }
-            let (piece, rest) =
-                self.cut_piece(hg, &vertices, space, heaviest, seed_for(seed, cuts));
-            cuts += 1;
-            if piece.is_empty() {
-                // The bisection found no piece that fits (heavy vertices): place the item
-                // whole, as above, so that every step places weight and the loop ends.
-                for &v in &vertices {
-                    parts[v as usize] = b as u32;
-                }
-                load[b] += weight;
-                continue;
-            }
+            };
             let piece_weight: i64 = piece.iter().map(|&v| hg.vertex_weight(v)).sum();
             for &v in &piece {
                 parts[v as usize] = b as u32;
