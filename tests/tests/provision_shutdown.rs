@@ -122,3 +122,49 @@ fn with_cancel_on_shutdown_off_pilots_wait_for_the_restarted_manager() {
     drop(m);
     assert!(is_dead(pid), "the harness stopped the pilot");
 }
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn a_manager_stopped_cleanly_cancels_its_slurm_pilots() {
+    use hetpilot_e2e::lab;
+    let _lab = lab::require();
+    let dir = tempfile::tempdir().unwrap();
+    let debug = lab::shipped_profile("lab-debug");
+    let env = configure(
+        dir.path(),
+        &[("lab-debug", &debug)],
+        "interval_secs = 0.5\nregister_timeout_secs = 120\nbackoff_base_secs = 2",
+    );
+    let mut m = lab::start_manager(dir.path(), &env);
+    m.submit(array_app("held", "sleep 600", 1));
+    let pilot = wait_pilot(&m, "a registered pilot", Duration::from_secs(120), |p| {
+        p["state"] == "running"
+    });
+    let job = pilot["batch_job_id"].as_str().unwrap().to_string();
+    let squeue = || {
+        let out = std::process::Command::new("squeue")
+            .args(["-h", "-o", "%T", "-j", &job])
+            .env("SLURM_CONF", lab::slurm_conf())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(squeue(), "RUNNING");
+    stop_cleanly(&mut m);
+    // scancel was run before the manager exited: Slurm ends the job (and its agent).
+    wait_until("Slurm to end the job", Duration::from_secs(60), || {
+        squeue().is_empty().then_some(())
+    });
+    let (state, reason): (String, String) = m
+        .db()
+        .query_row(
+            "SELECT state, reason FROM pilots WHERE name = ?1",
+            [pilot["name"].as_str().unwrap()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (state.as_str(), reason.as_str()),
+        ("cancelled", "the manager shut down")
+    );
+}
