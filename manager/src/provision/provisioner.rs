@@ -126,9 +126,10 @@ async fn run<H: PilotHost>(
     let mut track = Track::default();
     let mut was_available = true;
     loop {
+        // A dropped handle (no shutdown) leaves the loop to the manager's lifetime.
         tokio::select! {
             _ = tick.tick() => {}
-            _ = stopped.changed() => {}
+            Ok(()) = stopped.changed() => {}
         }
         if *stopped.borrow() {
             break;

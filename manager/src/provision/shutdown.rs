@@ -3,7 +3,8 @@
 //! (each finishes the cycle it is in, so a job just submitted is recorded) and, with
 //! `[provision] cancel_on_shutdown` (the default), cancels every pilot still queued or
 //! running through its batch system (`scancel`, `qdel`, `llcancel`, or SIGTERM to an
-//! ssh/local agent's process group) and records it `cancelled` ("the manager shut down").
+//! ssh/local agent's process group) and records it `cancelled` ("the manager shut down");
+//! a pilot whose cancel failed keeps its record, so a restarted manager follows it.
 //! A pilot left behind would otherwise start or keep running, hold its allocation and
 //! wait for a manager that is not coming back until its agent's `--give-up-secs`.
 //! A manager that is killed (SIGKILL, a crash) does none of this; its pilots' agents ride
@@ -11,7 +12,7 @@
 
 use super::host::PilotHost;
 use super::provisioner::ManagedPlatform;
-use hetpilot_protocol::pilots::{PilotRecord, PilotState};
+use hetpilot_protocol::pilots::PilotState;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -46,52 +47,43 @@ impl Provisioning {
         let mut cancels = tokio::task::JoinSet::new();
         for platform in &self.platforms {
             for pilot in manager.tracked_pilots(&platform.profile.name) {
-                if let Some(job) = to_cancel(manager.as_ref(), &pilot) {
-                    let platform = platform.clone();
-                    let name = pilot.name.clone();
-                    cancels.spawn_blocking(move || {
-                        let job = super::adapter::BatchJobId(job);
-                        let done = platform.adapter.cancel(
-                            platform.runner.as_ref(),
-                            &platform.profile,
-                            &job,
-                        );
-                        (platform.profile.name.clone(), name, done)
-                    });
-                }
+                let live = matches!(pilot.state, PilotState::Queued | PilotState::Running);
+                let Some(job) = pilot.batch_job_id.clone().filter(|_| live) else {
+                    continue;
+                };
+                let platform = platform.clone();
+                cancels.spawn_blocking(move || {
+                    let job = super::adapter::BatchJobId(job);
+                    let done =
+                        platform
+                            .adapter
+                            .cancel(platform.runner.as_ref(), &platform.profile, &job);
+                    (platform.profile.name.clone(), pilot, done)
+                });
             }
         }
-        // Recorded `cancelled` before this returns, so a restarted manager does not wait
-        // for these jobs.
-        manager.flush().await;
         let mut cancelled = 0;
         while let Some(joined) = cancels.join_next().await {
             match joined {
                 Ok((platform, pilot, Ok(()))) => {
                     cancelled += 1;
-                    tracing::info!(%platform, %pilot, "pilot cancelled: {SHUTDOWN_REASON}");
+                    manager.transition_pilot(
+                        &pilot.name,
+                        pilot.state,
+                        PilotState::Cancelled,
+                        SHUTDOWN_REASON,
+                    );
+                    tracing::info!(%platform, pilot = %pilot.name, "pilot cancelled: {SHUTDOWN_REASON}");
                 }
+                // Left as it was: a restarted manager keeps following it.
                 Ok((platform, pilot, Err(e))) => {
-                    tracing::warn!(%platform, %pilot, error = %e, "cancelling failed");
+                    tracing::warn!(%platform, pilot = %pilot.name, error = %e, "cancelling failed");
                 }
                 Err(e) => tracing::warn!(error = %e, "cancelling a pilot aborted"),
             }
         }
+        // Recorded before the manager exits, so a restarted one does not follow these jobs.
+        manager.flush().await;
         cancelled
     }
-}
-
-/// The batch job to cancel for `pilot`, once it is recorded `cancelled`: queued and
-/// running pilots with a job; None for the others.
-fn to_cancel<H: PilotHost>(manager: &H, pilot: &PilotRecord) -> Option<String> {
-    let job = pilot.batch_job_id.clone()?;
-    let live = matches!(pilot.state, PilotState::Queued | PilotState::Running);
-    (live
-        && manager.transition_pilot(
-            &pilot.name,
-            pilot.state,
-            PilotState::Cancelled,
-            SHUTDOWN_REASON,
-        ))
-    .then_some(job)
 }
