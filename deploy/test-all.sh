@@ -33,6 +33,12 @@ deploy/lab/start.sh
 # Tests configure their own managers (the lab's manager.toml is for people).
 unset HETPILOT_CONFIG
 
-cargo test --workspace -- --include-ignored 2>&1 | tee "$log"
+status=0
+cargo test --workspace -- --include-ignored 2>&1 | tee "$log" || status=$?
 # One closing line over every test binary (cargo's own last line is the doc tests').
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
+# No pilot outlives its test, passed or failed: every agent built here must be gone (a
+# minute's grace for Slurm to finish cancelling); else fail, naming each with its command
+# line and pilot.
+deploy/check-no-stray-agents.sh "${CARGO_TARGET_DIR:-target}" 60 || status=1
+exit "$status"

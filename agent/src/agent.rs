@@ -54,7 +54,8 @@ async fn register(
     req: &RegisterRequest,
     give_up: Duration,
 ) -> Result<RegisterResponse, ApiError> {
-    let deadline = tokio::time::Instant::now().checked_add(give_up);
+    let start = tokio::time::Instant::now();
+    let deadline = start.checked_add(give_up);
     let mut backoff = Duration::from_millis(100);
     loop {
         let time_left = deadline.is_none_or(|d| tokio::time::Instant::now() + backoff < d);
@@ -63,6 +64,14 @@ async fn register(
                 tracing::warn!(error = %e, "registration failed; retrying");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+            // Never reached at all: the manager is gone, as after `--give-up-secs`.
+            Err(ApiError::Unreachable { url, message }) => {
+                return Err(ApiError::Silent {
+                    url,
+                    silent: start.elapsed(),
+                    message,
+                })
             }
             other => return other,
         }

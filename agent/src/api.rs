@@ -23,7 +23,7 @@ pub enum ApiError {
         message: String,
     },
     /// Nothing has answered for longer than the agent waits: stop retrying.
-    #[error("the manager at {url} has not answered for {}s, longer than this agent waits (--give-up-secs); last error: {message}", silent.as_secs())]
+    #[error("the manager at {url} has not answered for {}s, longer than this agent waits (--give-up-secs; before registering, --register-timeout-secs); last error: {message}", silent.as_secs())]
     Silent {
         url: String,
         silent: Duration,

@@ -138,9 +138,11 @@ struct Args {
     #[arg(long, default_value_t = 300)]
     register_timeout_secs: u64,
     /// Stop (killing the running tasks, exit status 4) once the manager has not answered
-    /// for this many seconds: a manager restart takes far less, a manager that is gone
-    /// for good must not leave this pilot holding its allocation until the walltime ends.
-    #[arg(long, default_value_t = 600)]
+    /// any call for this many seconds (1 to 604800): a manager restart takes far less, a
+    /// manager that is gone for good must not leave this pilot holding its allocation
+    /// until the walltime ends.
+    #[arg(long, env = "HETPILOT_GIVE_UP_SECS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_GIVE_UP_SECS))]
     give_up_secs: u64,
     /// Node-local cache of tasks' input files (default: WORK_DIR/cache).
     #[arg(long, env = "HETPILOT_CACHE_DIR")]
@@ -225,6 +227,21 @@ fn parse_bytes(s: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("`{s}` is too large"))
 }
 
+/// The longest `--give-up-secs`: a week.
+const MAX_GIVE_UP_SECS: u64 = 7 * 24 * 3600;
+
+/// The exit status of an agent that stopped because its manager stopped answering.
+const EXIT_MANAGER_GONE: u8 = 4;
+
+/// Whether the agent ended because its manager never answered: it was silent for
+/// `--give-up-secs`, or unreachable until registration timed out.
+fn manager_gone(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<api::ApiError>(),
+        Some(api::ApiError::Silent { .. })
+    )
+}
+
 /// Runs the agent; an error ends it with one line on stderr (`error: what: why`), the
 /// chain of causes and any backtrace only with `-v`.
 fn main() -> std::process::ExitCode {
@@ -252,6 +269,10 @@ fn main() -> std::process::ExitCode {
     }
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if manager_gone(&e) => {
+            tracing::error!("gave up on the manager: {e:#}");
+            std::process::ExitCode::from(EXIT_MANAGER_GONE)
+        }
         Err(e) if verbose > 0 => {
             eprintln!("error: {e:?}");
             std::process::ExitCode::FAILURE
@@ -398,7 +419,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             results_unreported = summary.results_unreported,
             "gave up on the manager: {why}"
         );
-        std::process::exit(4);
+        std::process::exit(EXIT_MANAGER_GONE.into());
     }
     if summary.lost {
         std::process::exit(3);

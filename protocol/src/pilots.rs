@@ -19,7 +19,8 @@ pub enum PilotState {
     /// It never brought up a working agent: submission failed, the job vanished or ended
     /// early, or the agent did not register in time.
     Failed,
-    /// The provisioner cancelled it before its agent registered (demand dropped).
+    /// The provisioner cancelled it before its agent registered (demand dropped), or the
+    /// manager cancelled it when it shut down cleanly.
     Cancelled,
 }
 

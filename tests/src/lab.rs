@@ -148,28 +148,12 @@ pub fn wait_pilot(m: &Manager, what: &str, timeout: Duration, f: impl Fn(&Value)
     wait_until(what, timeout, || pilots(m).into_iter().find(|p| f(p)))
 }
 
-/// Cancels the Slurm jobs of every pilot recorded in a data directory when dropped, so a
-/// failing test does not leave agents holding the lab's nodes.
+/// Stops every pilot recorded in a data directory when dropped (as `Manager`'s `Drop`
+/// does), also those of managers a test restarted there.
 pub struct CancelOnDrop(pub PathBuf);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let Ok(db) = rusqlite::Connection::open_with_flags(
-            self.0.join("hetpilot.db"),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        ) else {
-            return;
-        };
-        let ids: Vec<String> = db
-            .prepare("SELECT batch_job_id FROM pilots WHERE batch_job_id IS NOT NULL")
-            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-            .unwrap_or_default();
-        let slurm: Vec<&String> = ids.iter().filter(|id| !id.contains(':')).collect();
-        if !slurm.is_empty() {
-            let _ = Command::new("scancel")
-                .args(slurm)
-                .env("SLURM_CONF", slurm_conf())
-                .output();
-        }
+        super::pilots::stop_recorded(&self.0);
     }
 }

@@ -3,6 +3,7 @@
 //! the manager's SQLite file. Waiting is always on a condition with a deadline, never a bare sleep.
 
 pub mod lab;
+pub mod pilots;
 pub mod proc_stats;
 
 use reqwest::blocking::Client;
@@ -308,9 +309,12 @@ impl Manager {
 }
 
 impl Drop for Manager {
+    /// Kills the manager, then stops the pilots it recorded, so none outlives the test
+    /// (also when the test failed).
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        pilots::stop_recorded(&self.dir);
     }
 }
 

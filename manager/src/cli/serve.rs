@@ -105,7 +105,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     provision.manager_tls_fingerprint = fingerprint.clone();
     let manager = Manager::open_journaled(settings, args.journal.as_deref())?;
     manager.use_profiles(&profiles);
-    hetpilot::provision::provisioner::start(&manager, profiles, advertise, provision);
+    let cancel_on_shutdown = provision.cancel_on_shutdown;
+    let provisioning =
+        hetpilot::provision::provisioner::start(&manager, profiles, advertise, provision);
     match cert.as_ref().zip(fingerprint) {
         Some(((cert, _), fp)) => {
             std::fs::write(fingerprint_file(&data_dir), format!("{fp}\n"))
@@ -127,7 +129,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     println!("hetpilot manager listening on {url}");
     println!("data directory: {}", data_dir.display());
     println!("admin token:    {}", admin_token_path(&data_dir).display());
-    hetpilot::server::serve(manager, listener, tls_config, shutdown_signal()).await?;
+    hetpilot::server::serve(manager.clone(), listener, tls_config, shutdown_signal()).await?;
+    let cancelled = provisioning.shutdown(&manager, cancel_on_shutdown).await;
+    if cancel_on_shutdown && cancelled > 0 {
+        println!("cancelled {cancelled} pilot(s)");
+    }
     println!("manager stopped");
     Ok(())
 }

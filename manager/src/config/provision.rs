@@ -8,6 +8,7 @@
 //! backoff_base_secs = 5       # after a failure, wait base × 2^(failures−1) ...
 //! backoff_max_secs = 600      # ... at most this long
 //! credential_ttl_secs = 86400 # a pilot's registration credential expires after this
+//! cancel_on_shutdown = true   # a manager stopped by SIGTERM/SIGINT cancels its pilots
 //! ```
 
 use serde::Deserialize;
@@ -22,6 +23,10 @@ pub struct ProvisionSettings {
     pub backoff_base_secs: f64,
     pub backoff_max_secs: f64,
     pub credential_ttl_secs: f64,
+    /// Whether `hetpilot serve`, stopped cleanly (SIGTERM, SIGINT), cancels the batch jobs
+    /// of its pilots that are still queued or running. `false` keeps them for a manager
+    /// restarted soon after (their agents wait `--give-up-secs` for it).
+    pub cancel_on_shutdown: bool,
     /// The SHA-256 fingerprint of the manager's HTTPS certificate, which pilots' agents pin
     /// (`HETPILOT_TLS_FINGERPRINT`); set by `hetpilot serve`, not configured.
     #[serde(skip)]
@@ -37,6 +42,7 @@ impl Default for ProvisionSettings {
             backoff_base_secs: 5.0,
             backoff_max_secs: 600.0,
             credential_ttl_secs: 86400.0,
+            cancel_on_shutdown: true,
             manager_tls_fingerprint: None,
         }
     }

@@ -39,6 +39,9 @@ pub trait PilotHost: Send + Sync + 'static {
     /// with its batch-queue wait) and, while no agent registered, says it waits for one.
     fn job_started(&self, name: &str, now: u64);
 
+    /// Waits until every pilot change made so far is stored.
+    fn flush(&self) -> impl Future<Output = ()> + Send;
+
     /// Moves a pilot from `from` to a final `to` with a reason; false if it was no longer
     /// in `from`.
     fn transition_pilot(&self, name: &str, from: PilotState, to: PilotState, reason: &str) -> bool;

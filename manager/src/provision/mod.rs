@@ -11,6 +11,7 @@
 //! - `[provision]`, the provisioner's knobs, is `config::ProvisionSettings`.
 //! - A pilot's record and states are wire types: `hetpilot_protocol::pilots`.
 //! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
+//! - [`shutdown`]: a manager stopping cleanly stops the loops and cancels its pilots.
 //! - [`host`]: the narrow trait through which the provisioner talks to the manager.
 //! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,
 //!   drain or mark failed.
@@ -25,6 +26,7 @@ pub mod profile;
 pub mod provisioner;
 pub mod reconcile;
 pub mod runner;
+pub mod shutdown;
 
 pub use crate::config::ProvisionSettings;
 pub use adapter::{

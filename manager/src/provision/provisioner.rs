@@ -13,12 +13,14 @@ use super::host::{AgentActivity, PilotHost};
 use super::profile::{PilotSharing, PlatformProfile};
 use super::reconcile::{self, Backoff, Caps, Input, PilotView};
 use super::runner::{self, CommandRunner, RunnerError};
+pub use super::shutdown::Provisioning;
 use crate::clock::now_ms;
 use crate::config::ProvisionSettings;
 use hetpilot_protocol::pilots::PlatformStatus;
 use hetpilot_protocol::pilots::{PilotRecord, PilotState};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
+use tokio::sync::watch;
 
 /// One platform the provisioner manages, opened: its profile with the batch-system adapter
 /// and the login-side command runner built from it.
@@ -63,15 +65,22 @@ struct Track {
     awaiting_exit: HashSet<String>,
 }
 
-/// Starts one provisioning loop per profile; they stop when the manager is dropped. A
-/// platform whose login cannot even be set up (e.g. its key file is unreadable) is shown
-/// unavailable with the reason.
+/// Starts one provisioning loop per profile; they stop when the manager is dropped or
+/// the returned handle shuts them down (and cancels the pilots). A platform whose login
+/// cannot even be set up (e.g. its key file is unreadable) is shown unavailable with the
+/// reason.
 pub fn start<H: PilotHost>(
     manager: &Arc<H>,
     profiles: Vec<PlatformProfile>,
     manager_url: String,
     settings: ProvisionSettings,
-) {
+) -> Provisioning {
+    let (stop, stopped) = watch::channel(false);
+    let mut running = Provisioning {
+        platforms: Vec::new(),
+        stop,
+        loops: Vec::new(),
+    };
     for profile in profiles {
         let (name, adapter) = (profile.name.clone(), profile.adapter.name());
         let platform = match ManagedPlatform::open(profile) {
@@ -95,8 +104,14 @@ pub fn start<H: PilotHost>(
         let weak = Arc::downgrade(manager);
         let url = manager_url.clone();
         let settings = settings.clone();
-        tokio::spawn(async move { run(weak, Arc::new(platform), url, settings).await });
+        let platform = Arc::new(platform);
+        running.platforms.push(platform.clone());
+        let stopped = stopped.clone();
+        running.loops.push(tokio::spawn(async move {
+            run(weak, platform, url, settings, stopped).await
+        }));
     }
+    running
 }
 
 async fn run<H: PilotHost>(
@@ -104,13 +119,21 @@ async fn run<H: PilotHost>(
     platform: Arc<ManagedPlatform>,
     url: String,
     settings: ProvisionSettings,
+    mut stopped: watch::Receiver<bool>,
 ) {
     let mut tick = tokio::time::interval(settings.interval());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut track = Track::default();
     let mut was_available = true;
     loop {
-        tick.tick().await;
+        // A dropped handle (no shutdown) leaves the loop to the manager's lifetime.
+        tokio::select! {
+            _ = tick.tick() => {}
+            Ok(()) = stopped.changed() => {}
+        }
+        if *stopped.borrow() {
+            break;
+        }
         let Some(m) = manager.upgrade() else { break };
         cycle(&m, &platform, &url, &settings, &mut track).await;
         let name = &platform.profile.name;

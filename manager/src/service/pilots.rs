@@ -254,6 +254,14 @@ impl PilotHost for Manager {
         }
     }
 
+    /// Waits until every pilot change sent so far is committed (an empty write queues
+    /// behind them).
+    async fn flush(&self) {
+        if let Err(e) = self.writer.commit(Write::Changes(Vec::new())).await {
+            tracing::warn!(error = %e, "pilot changes may not be stored");
+        }
+    }
+
     /// Moves pilot `name` from `from` to `to` with `reason`, unless its state changed in
     /// the meantime (e.g. its agent registered while the provisioner was deciding).
     /// Returns whether it moved.
