@@ -27,6 +27,7 @@
 
 mod coarsen;
 mod fm;
+mod fm_two_way;
 mod initial;
 mod label_propagation;
 mod localized_fm;
