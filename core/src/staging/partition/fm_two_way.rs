@@ -306,7 +306,11 @@ mod tests {
             let mut cached = PartitionedHypergraph::new(&hg, 2, parts.clone());
             let gain = fm_refine_two_way(&mut cached, &max, config);
             let mut plain = PartitionedHypergraph::new(&hg, 2, parts);
-            assert_eq!(gain, fm_refine_k_way(&mut plain, &max, config), "seed {seed}");
+            assert_eq!(
+                gain,
+                fm_refine_k_way(&mut plain, &max, config),
+                "seed {seed}"
+            );
             assert_eq!(cached.parts(), plain.parts(), "seed {seed}");
             // Delta updates keep the cache equal to a fresh one.
             let mut state = TwoWay::new(&cached);
