@@ -1,10 +1,11 @@
 //! Initial bisection by a portfolio of flat algorithms on the coarsest hypergraph
 //! (partitioning.md items 7–9): greedy hypergraph growing by km1 gain, BFS growing,
 //! random assignment and bin packing of connected components (largest first, the rest
-//! split by BFS growing), each followed by rebalancing, label propagation and 2-way FM
-//! (with a swap allowance, see `fm`); the
-//! best result wins (feasible first, then km1, then balance). Runs are independent and
-//! seeded per run, so they execute in parallel with rayon and stay deterministic.
+//! split by BFS growing), each followed by rebalancing and label propagation. Each
+//! distinct start then gets one pass of 2-way FM (with a swap allowance, see `fm`), and the
+//! best half of them the remaining passes ([`SCREEN_KEEP`]); the best result wins
+//! (feasible first, then km1, then balance). Runs are independent and seeded per run, so
+//! they execute in parallel with rayon and stay deterministic.
 
 use std::collections::{BinaryHeap, HashSet, VecDeque};
 
