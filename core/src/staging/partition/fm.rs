@@ -18,10 +18,11 @@
 use std::collections::BinaryHeap;
 
 use crate::staging::hypergraph::{NetId, VertexId};
+use crate::staging::partition::fm_two_way::fm_refine_two_way;
 use crate::staging::partition::phg::{GainScratch, Move, PartitionedHypergraph};
 
 /// Nets larger than this are skipped when refreshing neighbour gains.
-const LARGE_NET: usize = 1000;
+pub(crate) const LARGE_NET: usize = 1000;
 
 /// FM knobs.
 #[derive(Debug, Clone, Copy)]
@@ -36,8 +37,21 @@ pub(crate) struct FmConfig {
     pub(crate) allowance: i64,
 }
 
-/// Runs FM passes; returns the total km1 improvement.
+/// Runs FM passes; returns the total km1 improvement. Bisections use the gain-cached
+/// 2-way pass ([`fm_refine_two_way`]), which makes the same moves.
 pub(crate) fn fm_refine(
+    phg: &mut PartitionedHypergraph<'_>,
+    max_weights: &[i64],
+    config: FmConfig,
+) -> i64 {
+    if phg.k == 2 {
+        return fm_refine_two_way(phg, max_weights, config);
+    }
+    fm_refine_k_way(phg, max_weights, config)
+}
+
+/// Runs k-way FM passes (gains recomputed from the nets); returns the total improvement.
+pub(crate) fn fm_refine_k_way(
     phg: &mut PartitionedHypergraph<'_>,
     max_weights: &[i64],
     config: FmConfig,
@@ -188,7 +202,7 @@ impl FmState {
 }
 
 /// Largest relative use of a block's capacity (a tie-breaker between equal-gain prefixes).
-fn max_overload(phg: &PartitionedHypergraph<'_>, max_weights: &[i64]) -> i64 {
+pub(crate) fn max_overload(phg: &PartitionedHypergraph<'_>, max_weights: &[i64]) -> i64 {
     phg.part_weights()
         .iter()
         .zip(max_weights)

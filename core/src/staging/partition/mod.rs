@@ -7,7 +7,8 @@
 //! 3. initial partitioning of the coarsest level by recursive bisection, where every
 //!    bisection is itself multilevel with a portfolio of flat algorithms ([`initial`]),
 //! 4. uncoarsening with label propagation and FM with rollback at every level: localized
-//!    k-way FM ([`localized_fm`]) at k-way levels, one global 2-way pass in bisections,
+//!    k-way FM ([`localized_fm`]) at k-way levels, global gain-cached 2-way passes in
+//!    bisections ([`fm_two_way`]),
 //! 5. a rebalancer that enforces the per-block maximum weights.
 //!
 //! Connected components lighter than the balance slack are set aside, the rest is
@@ -27,6 +28,7 @@
 
 mod coarsen;
 mod fm;
+mod fm_two_way;
 mod initial;
 mod label_propagation;
 mod localized_fm;
