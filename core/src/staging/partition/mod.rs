@@ -312,21 +312,31 @@ impl Context<'_> {
         seed: u64,
     ) -> Vec<u32> {
         let components = Components::of(hg);
-        let usual = self.with_filler(hg, &components, perfect, max_weights, seed);
-        if !components.worth_packing(slack(perfect, max_weights), max_weights) {
-            return usual;
-        }
+        let slack = slack(perfect, max_weights);
+        let worth_packing = components.worth_packing(slack, max_weights);
         let judge = |parts: Vec<u32>| {
             let mut phg = PartitionedHypergraph::new(hg, perfect.len(), parts);
             let balanced = rebalance(&mut phg, max_weights);
             ((!balanced, phg.km1()), phg.into_parts())
         };
+        let pack = || self.split_and_pack(hg, &components, max_weights, seed_for(seed, 11));
+        let mut packed = None;
+        if worth_packing && components.packing_suffices(slack, perfect.len()) {
+            let (key, parts) = judge(pack());
+            if !key.0 {
+                return parts;
+            }
+            packed = Some((key, parts));
+        }
+        let usual = self.with_filler(hg, &components, perfect, max_weights, seed);
+        if !worth_packing {
+            return usual;
+        }
         let (usual_key, usual) = judge(usual);
         if usual_key == (false, 0) {
             return usual;
         }
-        let packed = self.split_and_pack(hg, &components, max_weights, seed_for(seed, 11));
-        let (packed_key, packed) = judge(packed);
+        let (packed_key, packed) = packed.unwrap_or_else(|| judge(pack()));
         if packed_key < usual_key {
             packed
         } else {

@@ -54,7 +54,17 @@ impl Components {
         let must_cut: i64 = self.weight.iter().filter(|&&w| w > cap).sum();
         self.weight.iter().filter(|&&w| w > slack).count() >= 2 && 2 * must_cut <= total
     }
+
+    /// True if the split-and-pack start (when [`Self::worth_packing`]) is good enough alone:
+    /// at least [`PACK_ALONE_PER_BLOCK`] components per block are heavier than `slack`.
+    pub(super) fn packing_suffices(&self, slack: i64, k: usize) -> bool {
+        self.weight.iter().filter(|&&w| w > slack).count() >= PACK_ALONE_PER_BLOCK * k
+    }
 }
+
+/// The split-and-pack start is used alone (the usual start is not computed) when at least
+/// this many components per block are heavier than the slack.
+const PACK_ALONE_PER_BLOCK: usize = 2;
 
 /// Components are cut with the base portfolio ([`super::PartitionConfig::initial_runs`]
 /// runs per bisection), not the top bisection's many runs: there may be dozens of them.
