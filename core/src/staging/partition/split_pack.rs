@@ -62,12 +62,31 @@ impl Components {
     }
 }
 
-/// The split-and-pack start is used alone (the usual start is not computed) when at least
-/// this many components per block are heavier than the slack.
+/// The split-and-pack start is used alone (the usual start, multilevel recursive bisection
+/// of all components heavier than the slack, is not computed unless packing ends up
+/// unbalanced) when at least this many components per block are heavier than the slack.
+///
+/// Session 10 of issue 18: wherever split-and-pack was tried on the IMAGE tuning instances
+/// (bench-tools/heldout_instances.py tuning set, seed 1, K = 16 and 64), it won whenever
+/// this count was ≥ 2.8 per block, and lost only on `tuning_image1_2000_s101`, K = 16
+/// (1.8 per block: 435,200 vs 411,648); the usual start was 40–60 % of the CPU there
+/// (`tuning_image0_20000`: ≥ 4.4 per block at K = 16, 3.9 at K = 64, usual 8–41 % worse;
+/// `tuning_image0_200000`: 3.0–3.2 at K = 16, 2.8–3.0 at K = 64, usual 48–52 % worse;
+/// `tuning_image1_20000`, K = 64: 3.3–3.7, usual 7–21 % worse). Skipping it changed no
+/// partition of the IMAGE tuning set at 2k and 20k and cut CPU by 60 % (K = 16) and 48 %
+/// (K = 64) on `tuning_image0_20000` (BENCHMARKS.md, "Session 10: IMAGE CPU"). SAT
+/// instances are not affected: packing is never worth trying there.
 const PACK_ALONE_PER_BLOCK: usize = 2;
 
 /// Components are cut with the base portfolio ([`super::PartitionConfig::initial_runs`]
 /// runs per bisection), not the top bisection's many runs: there may be dozens of them.
+///
+/// Until session 10 of issue 18 this held only for components cut in two: one cut into 3
+/// or more pieces went through recursive bisection from depth 0 (320 and 160 runs in its
+/// first bisections), which was 30–40 % of the split-and-pack start's CPU. Passing the
+/// depth on cut CPU by 30 % (K = 16) and 40 % (K = 64) on `tuning_image0_20000` and by
+/// 12–20 % on `tuning_image0_200000`; km1 stayed the same at K = 16 and moved by
+/// +0.0…+2.2 % at K = 64 (BENCHMARKS.md, "Session 10: IMAGE CPU").
 const BASE_PORTFOLIO_DEPTH: u32 = 64;
 
 /// A piece to pack: a whole component (`piece == u32::MAX`) or one piece of a cut one.
@@ -223,6 +242,20 @@ mod tests {
         let weights = metrics::part_weights(&hg, &parts, 4);
         assert!(weights.iter().all(|&w| w <= 103), "{weights:?}");
         assert_eq!(metrics::km1(&hg, &parts), 1);
+    }
+
+    #[test]
+    fn is_used_alone_with_two_components_per_block_above_the_slack() {
+        // 9 components of 40 vertices: 9 ≥ 2·4 above a slack of 3, not 2·5, none above 40.
+        let (mut pins, mut weights) = (Vec::new(), Vec::new());
+        for c in 0..9 {
+            ring(40 * c, 40, &mut pins, &mut weights);
+        }
+        let hg = Hypergraph::new(vec![1; 360], weights, pins).unwrap();
+        let components = Components::of(&hg);
+        assert!(components.packing_suffices(3, 4));
+        assert!(!components.packing_suffices(3, 5));
+        assert!(!components.packing_suffices(40, 4));
     }
 
     #[test]
