@@ -57,8 +57,10 @@ impl Components {
 
     /// True if the split-and-pack start (when [`Self::worth_packing`]) is good enough alone:
     /// at least [`PACK_ALONE_PER_BLOCK`] components per block are heavier than `slack`.
+    /// Hypergraphs under [`PACK_ALONE_MIN_VERTICES`] vertices always get both starts.
     pub(super) fn packing_suffices(&self, slack: i64, k: usize) -> bool {
-        self.weight.iter().filter(|&&w| w > slack).count() >= PACK_ALONE_PER_BLOCK * k
+        self.of_vertex.len() >= PACK_ALONE_MIN_VERTICES
+            && self.weight.iter().filter(|&&w| w > slack).count() >= PACK_ALONE_PER_BLOCK * k
     }
 }
 
@@ -73,10 +75,15 @@ impl Components {
 /// (`tuning_image0_20000`: ≥ 4.4 per block at K = 16, 3.9 at K = 64, usual 8–41 % worse;
 /// `tuning_image0_200000`: 3.0–3.2 at K = 16, 2.8–3.0 at K = 64, usual 48–52 % worse;
 /// `tuning_image1_20000`, K = 64: 3.3–3.7, usual 7–21 % worse). Skipping it changed no
-/// partition of the IMAGE tuning set at 2k and 20k and cut CPU by 60 % (K = 16) and 48 %
+/// partition of the IMAGE tuning set (2k, 20k, 200k) and cut CPU by 60 % (K = 16) and 48 %
 /// (K = 64) on `tuning_image0_20000` (BENCHMARKS.md, "Session 10: IMAGE CPU"). SAT
 /// instances are not affected: packing is never worth trying there.
 const PACK_ALONE_PER_BLOCK: usize = 2;
+/// Below this many vertices both starts are always computed: the CPU target of issue 18
+/// starts at 20,000 tasks, both starts take well under a second here, and the held-out
+/// km1 margin is thinnest at 2,000 tasks (worst IMAGE ratio 1.070), where the one loss
+/// above was seen.
+const PACK_ALONE_MIN_VERTICES: usize = 10_000;
 
 /// Components are cut with the base portfolio ([`super::PartitionConfig::initial_runs`]
 /// runs per bisection), not the top bisection's many runs: there may be dozens of them.
@@ -246,16 +253,20 @@ mod tests {
 
     #[test]
     fn is_used_alone_with_two_components_per_block_above_the_slack() {
-        // 9 components of 40 vertices: 9 ≥ 2·4 above a slack of 3, not 2·5, none above 40.
-        let (mut pins, mut weights) = (Vec::new(), Vec::new());
-        for c in 0..9 {
-            ring(40 * c, 40, &mut pins, &mut weights);
-        }
-        let hg = Hypergraph::new(vec![1; 360], weights, pins).unwrap();
-        let components = Components::of(&hg);
-        assert!(components.packing_suffices(3, 4));
-        assert!(!components.packing_suffices(3, 5));
+        // 250 components of 40 vertices: 250 ≥ 2·125 above a slack of 3, not 2·126, none
+        // above 40; 9 of them (360 vertices) are too few vertices to skip the usual start.
+        let rings = |count: u32| {
+            let (mut pins, mut weights) = (Vec::new(), Vec::new());
+            for c in 0..count {
+                ring(40 * c, 40, &mut pins, &mut weights);
+            }
+            Hypergraph::new(vec![1; 40 * count as usize], weights, pins).unwrap()
+        };
+        let components = Components::of(&rings(250));
+        assert!(components.packing_suffices(3, 125));
+        assert!(!components.packing_suffices(3, 126));
         assert!(!components.packing_suffices(40, 4));
+        assert!(!Components::of(&rings(9)).packing_suffices(3, 4));
     }
 
     #[test]
