@@ -77,7 +77,10 @@ impl Components {
 /// `tuning_image1_20000`, K = 64: 3.3–3.7, usual 7–21 % worse). Skipping it changed no
 /// partition of the IMAGE tuning set (2k, 20k, 200k) and cut CPU by 60 % (K = 16) and 48 %
 /// (K = 64) on `tuning_image0_20000` (BENCHMARKS.md, "Session 10: IMAGE CPU"). SAT
-/// instances are not affected: packing is never worth trying there.
+/// instances are not affected: packing is never worth trying there. At 2M tasks it does
+/// cost quality: on `tuning_image0_2000000_s101`, K = 16, the usual start was the better
+/// one (km1 92,160 against split-and-pack's 182,272) and took 913 of main's CPU-s; alone,
+/// split-and-pack takes 22 CPU-s.
 const PACK_ALONE_PER_BLOCK: usize = 2;
 /// Below this many vertices both starts are always computed: the CPU target of issue 18
 /// starts at 20,000 tasks, both starts take well under a second here, and the held-out
