@@ -16,7 +16,8 @@
 //! the room left (largest first into the block with the most room, which always fits).
 //! When the hypergraph falls apart into components, a second start ([`split_pack`]) cuts
 //! only the components heavier than a block, each on its own at its cheapest place, packs
-//! pieces and components, and the better of the two starts is kept. When instead most of
+//! pieces and components, and the better of the two starts is kept (with at least two
+//! components per block heavier than the slack, split-and-pack alone is used). When instead most of
 //! the weight lies in components that must be cut, and they are about as heavy as blocks,
 //! the coarsest k-way level also gets a bin-packing-with-splitting start ([`pack_split`]),
 //! and the better of it and recursive bisection's partition is uncoarsened.
@@ -305,7 +306,8 @@ impl Context<'_> {
     /// room is at least k·slack plus their weight, so the roomiest block has ≥ slack.
     /// When the hypergraph falls apart into components, the split-and-pack start
     /// ([`split_pack`]) is tried as well and the better result kept (feasible first,
-    /// then km1).
+    /// then km1); when it [suffices](Components::packing_suffices), it is used alone
+    /// unless it ends up unbalanced.
     fn partition_with_small_components_as_filler(
         &self,
         hg: &Hypergraph,
@@ -314,21 +316,31 @@ impl Context<'_> {
         seed: u64,
     ) -> Vec<u32> {
         let components = Components::of(hg);
-        let usual = self.with_filler(hg, &components, perfect, max_weights, seed);
-        if !components.worth_packing(slack(perfect, max_weights), max_weights) {
-            return usual;
-        }
+        let slack = slack(perfect, max_weights);
+        let worth_packing = components.worth_packing(slack, max_weights);
         let judge = |parts: Vec<u32>| {
             let mut phg = PartitionedHypergraph::new(hg, perfect.len(), parts);
             let balanced = rebalance(&mut phg, max_weights);
             ((!balanced, phg.km1()), phg.into_parts())
         };
+        let pack = || self.split_and_pack(hg, &components, max_weights, seed_for(seed, 11));
+        let mut packed = None;
+        if worth_packing && components.packing_suffices(slack, perfect.len()) {
+            let (key, parts) = judge(pack());
+            if !key.0 {
+                return parts;
+            }
+            packed = Some((key, parts));
+        }
+        let usual = self.with_filler(hg, &components, perfect, max_weights, seed);
+        if !worth_packing {
+            return usual;
+        }
         let (usual_key, usual) = judge(usual);
         if usual_key == (false, 0) {
             return usual;
         }
-        let packed = self.split_and_pack(hg, &components, max_weights, seed_for(seed, 11));
-        let (packed_key, packed) = judge(packed);
+        let (packed_key, packed) = packed.unwrap_or_else(|| judge(pack()));
         if packed_key < usual_key {
             packed
         } else {
@@ -400,7 +412,9 @@ impl Context<'_> {
     }
 
     /// Multilevel partition of `hg` into `perfect.len()` blocks; a bisection (k = 2) at
-    /// `depth` of the recursive bisection tree gets [`Self::portfolio_runs`] runs.
+    /// `depth` of the recursive bisection tree gets [`Self::portfolio_runs`] runs, and for
+    /// k > 2 the recursive bisection of the coarsest level starts at `depth` (0 for the
+    /// partition itself, deeper for the components that [`split_pack`] cuts).
     fn multilevel(
         &self,
         hg: &Hypergraph,
@@ -424,7 +438,7 @@ impl Context<'_> {
         let mut parts = if k == 2 {
             coarsest_bisection(self, coarsest, perfect, max_weights, depth, seed)
         } else {
-            self.recursive_bisection(coarsest, perfect, max_weights, 0, seed_for(seed, 1))
+            self.recursive_bisection(coarsest, perfect, max_weights, depth, seed_for(seed, 1))
         };
         parts = self.refine(coarsest, parts, max_weights, &mut rng);
         if k > 2 {

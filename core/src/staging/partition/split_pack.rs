@@ -54,10 +54,49 @@ impl Components {
         let must_cut: i64 = self.weight.iter().filter(|&&w| w > cap).sum();
         self.weight.iter().filter(|&&w| w > slack).count() >= 2 && 2 * must_cut <= total
     }
+
+    /// True if the split-and-pack start (when [`Self::worth_packing`]) is good enough alone:
+    /// at least [`PACK_ALONE_PER_BLOCK`] components per block are heavier than `slack`.
+    /// Hypergraphs under [`PACK_ALONE_MIN_VERTICES`] vertices always get both starts.
+    pub(super) fn packing_suffices(&self, slack: i64, k: usize) -> bool {
+        self.of_vertex.len() >= PACK_ALONE_MIN_VERTICES
+            && self.weight.iter().filter(|&&w| w > slack).count() >= PACK_ALONE_PER_BLOCK * k
+    }
 }
+
+/// The split-and-pack start is used alone (the usual start, multilevel recursive bisection
+/// of all components heavier than the slack, is not computed unless packing ends up
+/// unbalanced) when at least this many components per block are heavier than the slack.
+///
+/// Session 10 of issue 18: wherever split-and-pack was tried on the IMAGE tuning instances
+/// (bench-tools/heldout_instances.py tuning set, seed 1, K = 16 and 64), it won whenever
+/// this count was ≥ 2.8 per block, and lost only on `tuning_image1_2000_s101`, K = 16
+/// (1.8 per block: 435,200 vs 411,648); the usual start was 40–60 % of the CPU there
+/// (`tuning_image0_20000`: ≥ 4.4 per block at K = 16, 3.9 at K = 64, usual 8–41 % worse;
+/// `tuning_image0_200000`: 3.0–3.2 at K = 16, 2.8–3.0 at K = 64, usual 48–52 % worse;
+/// `tuning_image1_20000`, K = 64: 3.3–3.7, usual 7–21 % worse). Skipping it changed no
+/// partition of the IMAGE tuning set (2k, 20k, 200k) and cut CPU by 60 % (K = 16) and 48 %
+/// (K = 64) on `tuning_image0_20000` (BENCHMARKS.md, "Session 10: IMAGE CPU"). SAT
+/// instances are not affected: packing is never worth trying there. At 2M tasks it does
+/// cost quality: on `tuning_image0_2000000_s101`, K = 16, the usual start was the better
+/// one (km1 92,160 against split-and-pack's 182,272) and took 913 of main's CPU-s; alone,
+/// split-and-pack takes 22 CPU-s.
+const PACK_ALONE_PER_BLOCK: usize = 2;
+/// Below this many vertices both starts are always computed: the CPU target of issue 18
+/// starts at 20,000 tasks, both starts take well under a second here, and the held-out
+/// km1 margin is thinnest at 2,000 tasks (worst IMAGE ratio 1.070), where the one loss
+/// above was seen.
+const PACK_ALONE_MIN_VERTICES: usize = 10_000;
 
 /// Components are cut with the base portfolio ([`super::PartitionConfig::initial_runs`]
 /// runs per bisection), not the top bisection's many runs: there may be dozens of them.
+///
+/// Until session 10 of issue 18 this held only for components cut in two: one cut into 3
+/// or more pieces went through recursive bisection from depth 0 (320 and 160 runs in its
+/// first bisections), which was 30–40 % of the split-and-pack start's CPU. Passing the
+/// depth on cut CPU by 30 % (K = 16) and 40 % (K = 64) on `tuning_image0_20000` and by
+/// 12–20 % on `tuning_image0_200000`; km1 stayed the same at K = 16 and moved by
+/// +0.0…+2.2 % at K = 64 (BENCHMARKS.md, "Session 10: IMAGE CPU").
 const BASE_PORTFOLIO_DEPTH: u32 = 64;
 
 /// A piece to pack: a whole component (`piece == u32::MAX`) or one piece of a cut one.
@@ -213,6 +252,24 @@ mod tests {
         let weights = metrics::part_weights(&hg, &parts, 4);
         assert!(weights.iter().all(|&w| w <= 103), "{weights:?}");
         assert_eq!(metrics::km1(&hg, &parts), 1);
+    }
+
+    #[test]
+    fn is_used_alone_with_two_components_per_block_above_the_slack() {
+        // 250 components of 40 vertices: 250 ≥ 2·125 above a slack of 3, not 2·126, none
+        // above 40; 9 of them (360 vertices) are too few vertices to skip the usual start.
+        let rings = |count: u32| {
+            let (mut pins, mut weights) = (Vec::new(), Vec::new());
+            for c in 0..count {
+                ring(40 * c, 40, &mut pins, &mut weights);
+            }
+            Hypergraph::new(vec![1; 40 * count as usize], weights, pins).unwrap()
+        };
+        let components = Components::of(&rings(250));
+        assert!(components.packing_suffices(3, 125));
+        assert!(!components.packing_suffices(3, 126));
+        assert!(!components.packing_suffices(40, 4));
+        assert!(!Components::of(&rings(9)).packing_suffices(3, 4));
     }
 
     #[test]
