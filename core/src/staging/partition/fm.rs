@@ -21,6 +21,54 @@ use crate::staging::hypergraph::{NetId, VertexId};
 use crate::staging::partition::fm_two_way::fm_refine_two_way;
 use crate::staging::partition::phg::{GainScratch, Move, PartitionedHypergraph};
 
+/// The prefix of an FM pass that is kept (the rollback target): the largest cumulative
+/// gain, ties broken by the smaller overload, among prefixes no more overloaded than the
+/// pass's start or within the maximum weights; and the moves since it, which end the pass.
+pub(crate) struct BestPrefix {
+    /// Cumulative gain of the kept prefix.
+    pub(crate) gain: i64,
+    /// Number of moves in the kept prefix.
+    pub(crate) len: usize,
+    overload: i64,
+    acceptable_overload: i64,
+    fruitless: usize,
+    max_fruitless: usize,
+}
+
+impl BestPrefix {
+    /// The empty prefix of a pass that starts with this overload.
+    pub(crate) fn new(start_overload: i64, max_fruitless: usize) -> Self {
+        Self {
+            gain: 0,
+            len: 0,
+            overload: start_overload,
+            acceptable_overload: start_overload.max(0),
+            fruitless: 0,
+            max_fruitless,
+        }
+    }
+
+    /// Records the prefix of `len` moves; false once more than `max_fruitless` moves in a
+    /// row found no better prefix (the pass stops).
+    pub(crate) fn record(&mut self, cumulative: i64, overload: i64, len: usize) -> bool {
+        let improves =
+            cumulative > self.gain || (cumulative == self.gain && overload < self.overload);
+        if improves && overload <= self.acceptable_overload {
+            *self = Self {
+                gain: cumulative,
+                len,
+                overload,
+                fruitless: 0,
+                ..*self
+            };
+            true
+        } else {
+            self.fruitless += 1;
+            self.fruitless <= self.max_fruitless
+        }
+    }
+}
+
 /// Nets larger than this are skipped when refreshing neighbour gains.
 pub(crate) const LARGE_NET: usize = 1000;
 
@@ -129,9 +177,8 @@ impl FmState {
             }
         }
         let mut moves: Vec<(VertexId, u32)> = Vec::new();
-        let (mut cumulative, mut best, mut best_len, mut fruitless) = (0i64, 0i64, 0usize, 0);
-        let mut best_balance = max_overload(phg, max_weights);
-        let acceptable_overload = best_balance.max(0);
+        let mut cumulative = 0i64;
+        let mut best = BestPrefix::new(max_overload(phg, max_weights), max_fruitless);
         while let Some((gain, rv, to)) = heap.pop() {
             let v = u32::MAX - rv;
             if self.locked[v as usize] || self.queued[v as usize] != Some(Move { to, gain }) {
@@ -173,18 +220,8 @@ impl FmState {
             debug_assert_eq!(real, gain);
             moves.push((v, from));
             cumulative += real;
-            let balance = max_overload(phg, max_weights);
-            let improves = cumulative > best || (cumulative == best && balance < best_balance);
-            if improves && balance <= acceptable_overload {
-                best = cumulative;
-                best_len = moves.len();
-                best_balance = balance;
-                fruitless = 0;
-            } else {
-                fruitless += 1;
-                if fruitless > max_fruitless {
-                    break;
-                }
+            if !best.record(cumulative, max_overload(phg, max_weights), moves.len()) {
+                break;
             }
             let dirty_now = std::mem::take(&mut self.dirty_list);
             for &u in &dirty_now {
@@ -194,10 +231,10 @@ impl FmState {
             self.dirty_list = dirty_now;
             self.dirty_list.clear();
         }
-        for &(v, from) in moves[best_len..].iter().rev() {
+        for &(v, from) in moves[best.len..].iter().rev() {
             phg.move_vertex(v, from, |_, _, _| {});
         }
-        best
+        best.gain
     }
 }
 

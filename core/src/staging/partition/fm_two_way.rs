@@ -17,7 +17,7 @@
 use std::collections::BinaryHeap;
 
 use crate::staging::hypergraph::{NetId, VertexId};
-use crate::staging::partition::fm::{max_overload, FmConfig, LARGE_NET};
+use crate::staging::partition::fm::{max_overload, BestPrefix, FmConfig, LARGE_NET};
 use crate::staging::partition::phg::{Move, PartitionedHypergraph};
 
 /// Runs 2-way FM passes (`phg.k` must be 2); returns the total km1 improvement.
@@ -212,9 +212,8 @@ impl TwoWay {
             self.enqueue(&mut heap, phg, v);
         }
         let mut moves: Vec<(VertexId, u32)> = Vec::new();
-        let (mut cumulative, mut best, mut best_len, mut fruitless) = (0i64, 0i64, 0usize, 0);
-        let mut best_balance = max_overload(phg, max_weights);
-        let acceptable_overload = best_balance.max(0);
+        let mut cumulative = 0i64;
+        let mut best = BestPrefix::new(max_overload(phg, max_weights), max_fruitless);
         while let Some((gain, rv, to)) = heap.pop() {
             let v = u32::MAX - rv;
             if self.locked[v as usize] || self.queued[v as usize] != Some(Move { to, gain }) {
@@ -239,18 +238,8 @@ impl TwoWay {
             debug_assert_eq!(real, gain);
             moves.push((v, from));
             cumulative += real;
-            let balance = max_overload(phg, max_weights);
-            let improves = cumulative > best || (cumulative == best && balance < best_balance);
-            if improves && balance <= acceptable_overload {
-                best = cumulative;
-                best_len = moves.len();
-                best_balance = balance;
-                fruitless = 0;
-            } else {
-                fruitless += 1;
-                if fruitless > max_fruitless {
-                    break;
-                }
+            if !best.record(cumulative, max_overload(phg, max_weights), moves.len()) {
+                break;
             }
             let dirty_now = std::mem::take(&mut self.dirty_list);
             for &u in &dirty_now {
@@ -262,11 +251,11 @@ impl TwoWay {
         }
         // Like the k-way pass, vertices still marked dirty after a break are re-rated after
         // the next pass's first move.
-        for &(v, from) in moves[best_len..].iter().rev() {
+        for &(v, from) in moves[best.len..].iter().rev() {
             phg.move_vertex(v, from, |_, _, _| {});
             self.stale = true;
         }
-        best
+        best.gain
     }
 }
 
