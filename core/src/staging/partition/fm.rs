@@ -186,17 +186,14 @@ impl FmState {
             }
             // Lazy check: the queued gain may be stale.
             let current = phg.best_adjacent_move(v, &self.relaxed, &mut self.scratch);
-            match current {
-                None => {
-                    self.queued[v as usize] = None;
-                    continue;
-                }
-                Some(m) if m != (Move { to, gain }) => {
-                    self.queued[v as usize] = Some(m);
-                    heap.push((m.gain, rv, m.to));
-                    continue;
-                }
-                Some(_) => {}
+            if !popped_is_current(
+                &mut self.queued[v as usize],
+                &mut heap,
+                rv,
+                Move { to, gain },
+                current,
+            ) {
+                continue;
             }
             let from = phg.part(v);
             self.locked[v as usize] = true;
@@ -235,6 +232,31 @@ impl FmState {
             phg.move_vertex(v, from, |_, _, _| {});
         }
         best.gain
+    }
+}
+
+/// The lazy check of a popped queue entry (`rv` is the vertex as the queue stores it):
+/// true if `popped` is still the vertex's `current` best move; otherwise records the
+/// current one in `queued` and re-queues it (or forgets the vertex when it has no move
+/// left) and returns false, so no pass ever acts on a stale gain.
+pub(crate) fn popped_is_current(
+    queued: &mut Option<Move>,
+    heap: &mut BinaryHeap<(i64, u32, u32)>,
+    rv: u32,
+    popped: Move,
+    current: Option<Move>,
+) -> bool {
+    match current {
+        None => {
+            *queued = None;
+            false
+        }
+        Some(m) if m != popped => {
+            *queued = Some(m);
+            heap.push((m.gain, rv, m.to));
+            false
+        }
+        Some(_) => true,
     }
 }
 

@@ -17,7 +17,9 @@
 use std::collections::BinaryHeap;
 
 use crate::staging::hypergraph::{NetId, VertexId};
-use crate::staging::partition::fm::{max_overload, BestPrefix, FmConfig, LARGE_NET};
+use crate::staging::partition::fm::{
+    max_overload, popped_is_current, BestPrefix, FmConfig, LARGE_NET,
+};
 use crate::staging::partition::phg::{Move, PartitionedHypergraph};
 
 /// Runs 2-way FM passes (`phg.k` must be 2); returns the total km1 improvement.
@@ -220,17 +222,15 @@ impl TwoWay {
                 continue;
             }
             // Lazy check: the room may have changed since v was queued.
-            match self.best(phg, v) {
-                None => {
-                    self.queued[v as usize] = None;
-                    continue;
-                }
-                Some(m) if m != (Move { to, gain }) => {
-                    self.queued[v as usize] = Some(m);
-                    heap.push((m.gain, rv, m.to));
-                    continue;
-                }
-                Some(_) => {}
+            let current = self.best(phg, v);
+            if !popped_is_current(
+                &mut self.queued[v as usize],
+                &mut heap,
+                rv,
+                Move { to, gain },
+                current,
+            ) {
+                continue;
             }
             let from = phg.part(v);
             self.locked[v as usize] = true;

@@ -24,6 +24,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::staging::hypergraph::{NetId, VertexId};
+use crate::staging::partition::fm::popped_is_current;
 use crate::staging::partition::phg::{GainScratch, Move, PartitionedHypergraph};
 
 /// Nets larger than this are not followed when a search expands.
@@ -177,17 +178,15 @@ impl Search {
             if self.touched[v as usize] || self.queued[v as usize] != Some(Move { to, gain }) {
                 continue;
             }
-            match phg.best_adjacent_move(v, max_weights, &mut self.scratch) {
-                None => {
-                    self.queued[v as usize] = None;
-                    continue;
-                }
-                Some(m) if m != (Move { to, gain }) => {
-                    self.queued[v as usize] = Some(m);
-                    heap.push((m.gain, rv, m.to));
-                    continue;
-                }
-                Some(_) => {}
+            let current = phg.best_adjacent_move(v, max_weights, &mut self.scratch);
+            if !popped_is_current(
+                &mut self.queued[v as usize],
+                &mut heap,
+                rv,
+                Move { to, gain },
+                current,
+            ) {
+                continue;
             }
             let from = phg.part(v);
             self.touched[v as usize] = true;
