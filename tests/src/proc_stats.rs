@@ -1,4 +1,5 @@
-//! What the benchmarks read of a process from /proc: its CPU time and its memory.
+//! What the benchmarks and tests read of a process from /proc: its CPU time, its memory,
+//! whether it is still alive.
 
 /// (utime + stime) of a process in milliseconds, from `/proc/PID/stat`.
 pub fn cpu_ms(pid: u32) -> f64 {
@@ -22,4 +23,15 @@ pub fn rss_mib(pid: u32, key: &str) -> f64 {
         .parse::<f64>()
         .unwrap()
         / 1024.0
+}
+
+/// Whether process `pid` is gone, or a zombie waiting to be reaped.
+pub fn is_dead(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+        s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }

@@ -1,5 +1,6 @@
 //! Faults: the manager SIGKILLed mid-run and restarted, and agents SIGKILLed.
 
+use hetpilot_e2e::proc_stats::is_dead;
 use hetpilot_e2e::{array_app, signal, wait_until, Manager};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -119,17 +120,6 @@ fn tasks_of_a_killed_agent_are_rerun_elsewhere_after_the_lease_timeout() {
     assert_eq!(lost, 3);
     let (_, agents) = m.http().get("/v1/agents", &m.admin);
     assert_eq!(agents[0]["state"], "lost");
-}
-
-/// A process that is gone, or a zombie waiting to be reaped.
-fn is_dead(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
-        s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! in their own session, as the ssh adapter does on a remote host).
 
 use hetpilot_e2e::lab::{configure, local_profile, pilots, wait_pilot};
+use hetpilot_e2e::proc_stats::is_dead;
 use hetpilot_e2e::{array_app, free_port, signal, wait_until, Manager};
 use serde_json::Value;
 use std::path::Path;
@@ -24,29 +25,19 @@ fn start(dir: &Path, port: u16, cancel_on_shutdown: bool) -> Manager {
 }
 
 /// The agent's pid in a local pilot's job id (`localhost:PID@START`).
-fn agent_pid(pilot: &Value) -> i32 {
+fn agent_pid(pilot: &Value) -> u32 {
     let id = pilot["batch_job_id"].as_str().expect("a job id");
     let pid = id.split_once(':').unwrap().1.split('@').next().unwrap();
     pid.parse().unwrap()
-}
-
-/// Whether process `pid` is gone (or a zombie).
-fn is_dead(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
-        s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 /// Starts a manager whose running pilot holds a task; returns it and that pilot.
 fn with_a_running_pilot(dir: &Path, port: u16, cancel_on_shutdown: bool) -> (Manager, Value) {
     let m = start(dir, port, cancel_on_shutdown);
     m.submit(array_app("held", "sleep 600", 1));
+    // An agent may register before the provisioner has recorded its job id: wait for both.
     let pilot = wait_pilot(&m, "a registered pilot", Duration::from_secs(60), |p| {
-        p["state"] == "running"
+        p["state"] == "running" && p["batch_job_id"].is_string()
     });
     assert!(!is_dead(agent_pid(&pilot)), "{pilot}");
     (m, pilot)
@@ -61,14 +52,8 @@ fn stop_cleanly(m: &mut Manager) {
     assert!(status.success(), "{status:?}");
 }
 
-#[test]
-fn a_manager_stopped_cleanly_cancels_its_pilots() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut m, pilot) = with_a_running_pilot(dir.path(), free_port(), true);
-    stop_cleanly(&mut m);
-    // The manager waited for the cancel: the agent is gone when it has exited.
-    let pid = agent_pid(&pilot);
-    assert!(is_dead(pid), "agent {pid} outlived its manager");
+/// Asserts that `pilot` is recorded cancelled because the manager shut down.
+fn assert_cancelled_at_shutdown(m: &Manager, pilot: &Value) {
     let (state, reason): (String, String) = m
         .db()
         .query_row(
@@ -81,6 +66,17 @@ fn a_manager_stopped_cleanly_cancels_its_pilots() {
         (state.as_str(), reason.as_str()),
         ("cancelled", "the manager shut down")
     );
+}
+
+#[test]
+fn a_manager_stopped_cleanly_cancels_its_pilots() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut m, pilot) = with_a_running_pilot(dir.path(), free_port(), true);
+    stop_cleanly(&mut m);
+    // The manager waited for the cancel: the agent is gone when it has exited.
+    let pid = agent_pid(&pilot);
+    assert!(is_dead(pid), "agent {pid} outlived its manager");
+    assert_cancelled_at_shutdown(&m, &pilot);
     let log = std::fs::read_to_string(dir.path().join("manager.log")).unwrap();
     assert!(log.contains("pilot cancelled"), "{log}");
 }
@@ -138,7 +134,7 @@ fn a_manager_stopped_cleanly_cancels_its_slurm_pilots() {
     let mut m = lab::start_manager(dir.path(), &env);
     m.submit(array_app("held", "sleep 600", 1));
     let pilot = wait_pilot(&m, "a registered pilot", Duration::from_secs(120), |p| {
-        p["state"] == "running"
+        p["state"] == "running" && p["batch_job_id"].is_string()
     });
     let job = pilot["batch_job_id"].as_str().unwrap().to_string();
     let squeue = || {
@@ -155,16 +151,5 @@ fn a_manager_stopped_cleanly_cancels_its_slurm_pilots() {
     wait_until("Slurm to end the job", Duration::from_secs(60), || {
         squeue().is_empty().then_some(())
     });
-    let (state, reason): (String, String) = m
-        .db()
-        .query_row(
-            "SELECT state, reason FROM pilots WHERE name = ?1",
-            [pilot["name"].as_str().unwrap()],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!(
-        (state.as_str(), reason.as_str()),
-        ("cancelled", "the manager shut down")
-    );
+    assert_cancelled_at_shutdown(&m, &pilot);
 }
