@@ -17,10 +17,11 @@
 //! When the hypergraph falls apart into components, a second start ([`split_pack`]) cuts
 //! only the components heavier than a block, each on its own at its cheapest place, packs
 //! pieces and components, and the better of the two starts is kept (with at least two
-//! components per block heavier than the slack, split-and-pack alone is used). When instead most of
-//! the weight lies in components that must be cut, and they are about as heavy as blocks,
-//! the coarsest k-way level also gets a bin-packing-with-splitting start ([`pack_split`]),
-//! and the better of it and recursive bisection's partition is uncoarsened.
+//! components per block heavier than the slack, split-and-pack alone is used). When
+//! instead most of the weight lies in components that must be cut, and they are about as
+//! heavy as blocks, the coarsest k-way level also gets a bin-packing-with-splitting start
+//! ([`pack_split`]), and the better of it and recursive bisection's partition is
+//! uncoarsened.
 //!
 //! Deterministic for a seed, whatever the thread count: all randomness comes from seeded
 //! ChaCha streams, and the parallel parts (clustering and label propagation in sub-rounds,
