@@ -11,6 +11,9 @@
 //!    bisections ([`fm_two_way`]),
 //! 5. a rebalancer that enforces the per-block maximum weights.
 //!
+//! Small inputs get up to 4 independent tries of all of this, and the best is kept
+//! ([`tries`]).
+//!
 //! Connected components lighter than the balance slack are set aside, the rest is
 //! partitioned with the whole slack, and the small components are then bin-packed into
 //! the room left (largest first into the block with the most room, which always fits).
@@ -39,6 +42,7 @@ mod pack_split;
 mod phg;
 mod rebalance;
 mod split_pack;
+mod tries;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -167,12 +171,7 @@ pub fn partition(hg: &Hypergraph, config: &PartitionConfig) -> Result<Partition,
         let identity: Vec<VertexId> = (0..hg.num_vertices() as VertexId).collect();
         let pre = coarsen::contract(hg, &identity, hg.num_vertices());
         let ctx = Context { config };
-        let mut parts = ctx.partition_with_small_components_as_filler(
-            &pre,
-            &perfect,
-            &max_weights,
-            config.seed,
-        );
+        let mut parts = ctx.best_of_tries(&pre, &perfect, &max_weights, config.seed);
         let mut phg = PartitionedHypergraph::new(hg, k, std::mem::take(&mut parts));
         if !rebalance(&mut phg, &max_weights) {
             // Last resort: longest-processing-time bin packing always finds a feasible
