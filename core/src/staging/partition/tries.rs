@@ -39,6 +39,14 @@ pub(super) fn tries_for(pins: usize) -> usize {
     (TRY_PIN_BUDGET / pins.max(1)).clamp(1, MAX_TRIES)
 }
 
+/// The seed of try `t`: the caller's own for the first.
+fn try_seed(seed: u64, t: usize) -> u64 {
+    match t {
+        0 => seed,
+        _ => seed_for(seed, TRY_SEED_STREAM + t as u64),
+    }
+}
+
 impl Context<'_> {
     /// The best of [`tries_for`] partitions of `hg` (see the module documentation), each
     /// from [`Self::partition_with_small_components_as_filler`] and rebalanced.
@@ -56,12 +64,12 @@ impl Context<'_> {
         (0..tries)
             .into_par_iter()
             .map(|t| {
-                let seed = match t {
-                    0 => seed,
-                    _ => seed_for(seed, TRY_SEED_STREAM + t as u64),
-                };
-                let parts =
-                    self.partition_with_small_components_as_filler(hg, perfect, max_weights, seed);
+                let parts = self.partition_with_small_components_as_filler(
+                    hg,
+                    perfect,
+                    max_weights,
+                    try_seed(seed, t),
+                );
                 let mut phg = PartitionedHypergraph::new(hg, perfect.len(), parts);
                 let balanced = rebalance(&mut phg, max_weights);
                 ((!balanced, phg.km1(), t), phg.into_parts())
@@ -120,12 +128,8 @@ mod tests {
                 assert!(rebalance(&mut phg, &max_weights));
                 phg.km1()
             };
-            let each: Vec<i64> = (0..MAX_TRIES as u64)
-                .map(|t| match t {
-                    0 => one_try(seed),
-                    _ => one_try(seed_for(seed, TRY_SEED_STREAM + t)),
-                })
-                .collect();
+            assert_eq!(try_seed(seed, 0), seed);
+            let each: Vec<i64> = (0..MAX_TRIES).map(|t| one_try(try_seed(seed, t))).collect();
             let best = ctx.best_of_tries(&hg, &perfect, &max_weights, seed);
             assert_eq!(
                 metrics::km1(&hg, &best),
