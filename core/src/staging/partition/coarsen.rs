@@ -17,6 +17,20 @@
 //! only to clusters u may not join, and skipping it changes no choice.
 //! On IMAGE instances, whose coarse levels are full of near-maximum-weight vertices on
 //! many-pin nets, this removes most of the rating work of the late levels.
+//!
+//! A vertex whose nets all have more than [`MAX_RATED_NET`] pins is rated only by the
+//! fallback ([`FALLBACK_RATED_NET`]), and not at all above that. In a bisection's
+//! coarsening such vertices are first merged with their twins (same nets, [`super::twins`]),
+//! which loses no km1. On IMAGE shape 2 at 20k tasks a quarter of the tasks read only files
+//! shared by more than 1,000 tasks; without this, recursive bisection's coarsening levels
+//! shrank by a median factor of only 1.22 and took most of the CPU. Tuned on the tuning set
+//! (BENCHMARKS.md, issue 18, "Session 12"; 2k/20k seeds 1–3, 200k seed 1, against the
+//! same build without it): CPU ×0.46–0.72 on IMAGE shapes 0 and 2 at 20k (shape 2, K = 16:
+//! 0.65× Mt-KaHyPar's, was 0.90×) and ×0.09 on shape 2 at 200k (34–39 → 3–4 CPU-s); km1
+//! per cell −8…+3 % (geometric mean); SAT unchanged (no SAT net has 200 pins). Merging
+//! twins in k-way coarsening as well cost km1 on IMAGE shape 0 at 200k (all twins:
+//! `tuning_image0_200000_s102`, K = 16, +34 %, 1.31× Mt-KaHyPar's; k-way levels only:
+//! +14 % on s101), so k-way levels rate twins as before.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,6 +39,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rayon::prelude::*;
 
+use super::twins::twin_groups;
 use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
 
 /// Nets above this size are ignored when rating (they say little about locality: a net
@@ -81,7 +96,7 @@ pub(crate) fn coarsen(hg: &Hypergraph, limit: usize, kway: bool, rng: &mut impl 
             break;
         }
         let target = ((n as f64 / MAX_SHRINK).ceil() as usize).max(limit);
-        let (cluster, clusters) = cluster_pass(current, max_cluster_weight, target, rng);
+        let (cluster, clusters) = cluster_pass(current, max_cluster_weight, target, kway, rng);
         if stops(n, clusters, kway, &mut slow_levels) {
             break;
         }
@@ -118,7 +133,67 @@ thread_local! {
     static RATING: RefCell<(Vec<f64>, Vec<VertexId>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// Computes a clustering; returns the cluster id (0..clusters) of every vertex.
+/// Clusters under construction: union-find representatives, cluster weights (at the
+/// roots), which vertices are still alone, and the number of clusters.
+struct Clustering {
+    rep: Vec<VertexId>,
+    weight: Vec<i64>,
+    singleton: Vec<bool>,
+    clusters: usize,
+}
+
+impl Clustering {
+    fn singletons(hg: &Hypergraph) -> Self {
+        let n = hg.num_vertices();
+        Self {
+            rep: (0..n as VertexId).collect(),
+            weight: hg.vertex_weights().to_vec(),
+            singleton: vec![true; n],
+            clusters: n,
+        }
+    }
+
+    /// Puts singleton u (weight `cu`) into c's cluster unless that is u's own or would
+    /// exceed `max_cluster_weight`; returns whether it did.
+    fn join(&mut self, u: VertexId, c: VertexId, cu: i64, max_cluster_weight: i64) -> bool {
+        let mut root = c;
+        while self.rep[root as usize] != root {
+            root = self.rep[root as usize];
+        }
+        if root == u || self.weight[root as usize] + cu > max_cluster_weight {
+            return false;
+        }
+        self.rep[u as usize] = root;
+        self.weight[root as usize] += cu;
+        self.singleton[u as usize] = false;
+        self.singleton[root as usize] = false;
+        self.clusters -= 1;
+        true
+    }
+
+    /// The cluster id (0..clusters, in order of first vertex) of every vertex, and the
+    /// number of clusters.
+    fn ids(&self) -> (Vec<VertexId>, usize) {
+        let mut id = vec![u32::MAX; self.rep.len()];
+        let mut next = 0u32;
+        let cluster = self
+            .rep
+            .iter()
+            .map(|&r| {
+                if id[r as usize] == u32::MAX {
+                    id[r as usize] = next;
+                    next += 1;
+                }
+                id[r as usize]
+            })
+            .collect();
+        (cluster, next as usize)
+    }
+}
+
+/// Computes a clustering; returns the cluster id (0..clusters) of every vertex. In a
+/// bisection's coarsening (`kway` false) twins that no rating can place are merged first
+/// ([`merge_unrated_twins`]).
 ///
 /// Parallel and deterministic: the seeded order is cut into sub-rounds; every vertex of a
 /// sub-round picks its preferred cluster in parallel from the clustering at the start of
@@ -128,24 +203,24 @@ fn cluster_pass(
     hg: &Hypergraph,
     max_cluster_weight: i64,
     target: usize,
+    kway: bool,
     rng: &mut impl Rng,
 ) -> (Vec<VertexId>, usize) {
-    let n = hg.num_vertices();
-    let mut order: Vec<VertexId> = (0..n as VertexId).collect();
+    let mut order: Vec<VertexId> = (0..hg.num_vertices() as VertexId).collect();
     order.shuffle(rng);
-    let mut rep: Vec<VertexId> = (0..n as VertexId).collect();
-    let mut weight: Vec<i64> = hg.vertex_weights().to_vec();
-    let mut singleton = vec![true; n];
-    let mut clusters = n;
+    let mut clustering = Clustering::singletons(hg);
+    if !kway {
+        merge_unrated_twins(hg, max_cluster_weight, target, &mut clustering);
+    }
     let lightest = lightest_pins(hg);
     for chunk in order.chunks(SUB_ROUND) {
-        if clusters <= target {
+        if clustering.clusters <= target {
             break;
         }
         let view = ClusteringView {
-            rep: &rep,
-            weight: &weight,
-            singleton: &singleton,
+            rep: &clustering.rep,
+            weight: &clustering.weight,
+            singleton: &clustering.singleton,
             lightest: &lightest,
             max_cluster_weight,
         };
@@ -161,39 +236,37 @@ fn cluster_pass(
             })
             .collect();
         for (u, c) in picks {
-            if clusters <= target {
+            if clustering.clusters <= target {
                 break;
             }
-            if !singleton[u as usize] {
-                continue;
+            if clustering.singleton[u as usize] {
+                clustering.join(u, c, hg.vertex_weight(u), max_cluster_weight);
             }
-            let mut root = c;
-            while rep[root as usize] != root {
-                root = rep[root as usize];
-            }
-            let cu = hg.vertex_weight(u);
-            if root == u || weight[root as usize] + cu > max_cluster_weight {
-                continue;
-            }
-            rep[u as usize] = root;
-            weight[root as usize] += cu;
-            singleton[u as usize] = false;
-            singleton[root as usize] = false;
-            clusters -= 1;
         }
     }
-    let mut id = vec![u32::MAX; n];
-    let mut next = 0u32;
-    let mut cluster = vec![0; n];
-    for v in 0..n {
-        let r = rep[v] as usize;
-        if id[r] == u32::MAX {
-            id[r] = next;
-            next += 1;
+    clustering.ids()
+}
+
+/// Merges the twins that rating cannot place ([`twin_groups`] of the vertices whose nets
+/// all have more than [`MAX_RATED_NET`] pins) into clusters of at most the maximum cluster
+/// weight, in ascending vertex order within a group, until `target` clusters remain.
+fn merge_unrated_twins(
+    hg: &Hypergraph,
+    max_cluster_weight: i64,
+    target: usize,
+    clustering: &mut Clustering,
+) {
+    for group in twin_groups(hg, MAX_RATED_NET) {
+        let mut root = group[0];
+        for &v in &group[1..] {
+            if clustering.clusters <= target {
+                return;
+            }
+            if !clustering.join(v, root, hg.vertex_weight(v), max_cluster_weight) {
+                root = v;
+            }
         }
-        cluster[v] = id[r];
     }
-    (cluster, next as usize)
 }
 
 /// The two lightest pins of a net: (weight, pin) of the lightest, weight of the second.
@@ -375,7 +448,7 @@ pub(crate) fn contract(hg: &Hypergraph, cluster: &[VertexId], clusters: usize) -
 }
 
 /// A 64-bit fingerprint of a sorted pin list (FNV-1a over the ids, mixed with the length).
-fn fingerprint(pins: &[VertexId]) -> u64 {
+pub(super) fn fingerprint(pins: &[u32]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ pins.len() as u64;
     for &p in pins {
         h ^= p as u64;
@@ -570,6 +643,28 @@ mod tests {
         assert_eq!(preferred_cluster(&hg, 5, &view), Some(0));
         // 0 has a small net: the large one is not rated.
         assert_eq!(preferred_cluster(&hg, 0, &view), Some(300));
+    }
+
+    #[test]
+    fn twins_on_unrated_nets_are_merged_up_to_the_cluster_weight() {
+        // Vertices 0..1500 all read nets 0 and 1 (1,500 pins, above every rating
+        // threshold); 1500..1510 form a path of 2-pin nets. Only merging twins can
+        // cluster the first 1,500.
+        let mut nets: Vec<Vec<u32>> = vec![(0..1500).collect(), (0..1500).collect()];
+        nets.extend((1500..1509).map(|i| vec![i, i + 1]));
+        let hg = Hypergraph::new(vec![1; 1510], vec![1; nets.len()], nets).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (cluster, clusters) = cluster_pass(&hg, 4, 1510 * 2 / 5, false, &mut rng);
+        assert!(clusters <= 1510 * 2 / 5 + 5, "{clusters} clusters");
+        let mut weight = vec![0; clusters];
+        for v in 0..1510 {
+            weight[cluster[v] as usize] += 1;
+        }
+        assert!(weight.iter().all(|&w| w <= 4));
+        // No cluster mixes a twin with a path vertex.
+        for v in 1500..1510 {
+            assert!((0..1500).all(|u| cluster[u] != cluster[v]));
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! (see shared/reference/partitioning.md):
 //!
 //! 1. preprocessing (single-pin nets dropped, identical nets merged),
-//! 2. coarsening by heavy-edge clustering down to 160·k vertices ([`coarsen`]),
+//! 2. coarsening by heavy-edge clustering down to 160·k vertices ([`coarsen`]); inside
+//!    bisections, twins too large to rate are merged first ([`twins`]),
 //! 3. initial partitioning of the coarsest level by recursive bisection, where every
 //!    bisection is itself multilevel with a portfolio of flat algorithms ([`initial`]),
 //! 4. uncoarsening with label propagation and FM with rollback at every level: localized
@@ -43,6 +44,7 @@ mod phg;
 mod rebalance;
 mod split_pack;
 mod tries;
+mod twins;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
