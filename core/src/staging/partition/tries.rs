@@ -40,7 +40,7 @@ pub(super) fn tries_for(pins: usize) -> usize {
 }
 
 /// The seed of try `t`: the caller's own for the first.
-fn try_seed(seed: u64, t: usize) -> u64 {
+pub(super) fn try_seed(seed: u64, t: usize) -> u64 {
     match t {
         0 => seed,
         _ => seed_for(seed, TRY_SEED_STREAM + t as u64),
