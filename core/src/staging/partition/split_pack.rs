@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use crate::staging::hypergraph::{Hypergraph, VertexId};
 use crate::staging::partition::phg::PartitionedHypergraph;
 use crate::staging::partition::rebalance::rebalance;
-use crate::staging::partition::tries::try_seed;
+use crate::staging::partition::tries::best_of_seeded;
 use crate::staging::partition::{seed_for, Context};
 
 /// The connected components of a hypergraph: component of every vertex and their weights.
@@ -216,19 +216,17 @@ impl Context<'_> {
     /// best of [`CUT_TRIES`] cuts (balanced first, then km1, then the lowest try), the
     /// first from `seed`. Returns the piece of every vertex and the pieces' weights.
     fn cut_component(&self, hg: &Hypergraph, cap: i64, seed: u64) -> (Vec<u32>, Vec<i64>) {
-        let (_, parts, weights) = (0..CUT_TRIES)
-            .into_par_iter()
-            .map(|t| {
-                let (key, parts, weights) = self.cut_once(hg, cap, try_seed(seed, t));
-                ((key, t), parts, weights)
-            })
-            .min_by_key(|(key, _, _)| *key)
-            .expect("CUT_TRIES >= 1");
-        (parts, weights)
+        best_of_seeded(CUT_TRIES, seed, |s| self.cut_once(hg, cap, s))
     }
 
-    /// One cut of [`Self::cut_component`]: (unbalanced, km1), the pieces and their weights.
-    fn cut_once(&self, hg: &Hypergraph, cap: i64, seed: u64) -> ((bool, i64), Vec<u32>, Vec<i64>) {
+    /// One cut of [`Self::cut_component`]: (unbalanced, km1), and the pieces with their
+    /// weights.
+    fn cut_once(
+        &self,
+        hg: &Hypergraph,
+        cap: i64,
+        seed: u64,
+    ) -> ((bool, i64), (Vec<u32>, Vec<i64>)) {
         let total = hg.total_weight();
         let pieces = (((total + cap - 1) / cap) as usize).clamp(1, hg.num_vertices().max(1));
         let perfect = vec![(total + pieces as i64 - 1) / pieces as i64; pieces];
@@ -237,7 +235,7 @@ impl Context<'_> {
         let mut phg = PartitionedHypergraph::new(hg, pieces, parts);
         let balanced = rebalance(&mut phg, &max_weights);
         let weights = phg.part_weights().to_vec();
-        ((!balanced, phg.km1()), phg.into_parts(), weights)
+        ((!balanced, phg.km1()), (phg.into_parts(), weights))
     }
 }
 
@@ -245,6 +243,7 @@ impl Context<'_> {
 mod tests {
     use super::*;
     use crate::staging::metrics;
+    use crate::staging::partition::tries::try_seed;
     use crate::staging::partition::PartitionConfig;
 
     /// A ring of `len` vertices starting at `first`, joined by 3-pin nets of weight 10.

@@ -61,23 +61,32 @@ impl Context<'_> {
         if tries == 1 {
             return self.partition_with_small_components_as_filler(hg, perfect, max_weights, seed);
         }
-        (0..tries)
-            .into_par_iter()
-            .map(|t| {
-                let parts = self.partition_with_small_components_as_filler(
-                    hg,
-                    perfect,
-                    max_weights,
-                    try_seed(seed, t),
-                );
-                let mut phg = PartitionedHypergraph::new(hg, perfect.len(), parts);
-                let balanced = rebalance(&mut phg, max_weights);
-                ((!balanced, phg.km1(), t), phg.into_parts())
-            })
-            .min_by_key(|(key, _)| *key)
-            .expect("at least one try")
-            .1
+        best_of_seeded(tries, seed, |s| {
+            let parts = self.partition_with_small_components_as_filler(hg, perfect, max_weights, s);
+            let mut phg = PartitionedHypergraph::new(hg, perfect.len(), parts);
+            let balanced = rebalance(&mut phg, max_weights);
+            ((!balanced, phg.km1()), phg.into_parts())
+        })
     }
+}
+
+/// Runs `attempt` for `tries` seeds ([`try_seed`]) in parallel and returns the result of the
+/// best: the lowest key `(unbalanced, km1)`, then the lowest try. The choice does not
+/// depend on the thread count.
+pub(super) fn best_of_seeded<T: Send>(
+    tries: usize,
+    seed: u64,
+    attempt: impl Fn(u64) -> ((bool, i64), T) + Sync,
+) -> T {
+    (0..tries.max(1))
+        .into_par_iter()
+        .map(|t| {
+            let (key, result) = attempt(try_seed(seed, t));
+            ((key, t), result)
+        })
+        .min_by_key(|(key, _)| *key)
+        .expect("at least one try")
+        .1
 }
 
 #[cfg(test)]
