@@ -42,20 +42,28 @@ impl Writer {
 
     /// Persists `write` and waits until it is committed.
     pub async fn commit(&self, write: Write) -> Result<(), StoreError> {
+        self.queue(write).await
+    }
+
+    /// Queues `write` now, behind everything sent before; the returned future resolves
+    /// when it is committed. A caller that must order its writes as it orders its changes
+    /// queues them under the lock that orders the changes and awaits outside it. Dropping
+    /// the future does not cancel the write.
+    pub fn queue(&self, write: Write) -> impl std::future::Future<Output = Result<(), StoreError>> {
         let (ack, done) = oneshot::channel();
-        self.tx
+        let sent = self
+            .tx
             .send(Job {
                 write,
                 ack: Some(ack),
             })
-            .map_err(|_| StoreError::Stopped)?;
-        done.await.map_err(|_| StoreError::Stopped)?
-    }
-
-    /// Persists `write` in order with everything else, without waiting for the commit.
-    pub fn send(&self, write: Write) {
-        if self.tx.send(Job { write, ack: None }).is_err() {
-            tracing::error!("store writer stopped; a change was not persisted");
+            .map_err(|_| {
+                tracing::error!("store writer stopped; a change was not persisted");
+                StoreError::Stopped
+            });
+        async move {
+            sent?;
+            done.await.map_err(|_| StoreError::Stopped)?
         }
     }
 }

@@ -146,8 +146,9 @@ impl Manager {
         let arrived = std::time::Instant::now();
         bounds::check_listed("started", req.started.len())?;
         if !req.started.is_empty() {
-            let changes = self.control().started(id, &req.started, now_ms())?;
-            self.writer.send(Write::Changes(changes));
+            let mut control = self.control();
+            let changes = control.started(id, &req.started, now_ms())?;
+            drop(control.persist(changes));
         }
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(req.wait_ms).min(MAX_WAIT);
@@ -155,24 +156,26 @@ impl Manager {
             let notified = self.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let (batch, drain, kill, platform) = {
+            let (batch, leased, leases_stored, drain, kill, platform) = {
                 let mut control = self.control();
-                let batch = control.lease(id, req.max.min(8192), now_ms())?;
+                let mut batch = control.lease(id, req.max.min(8192), now_ms())?;
+                let leased = !batch.changes.is_empty();
+                let leases_stored = control.persist(std::mem::take(&mut batch.changes));
                 let (drain, kill) = control.heartbeat(id, now_ms())?;
                 let platform = (!batch.tasks.is_empty())
                     .then(|| control.queues().agent(id).map(|a| a.platform.clone()))
                     .flatten();
-                (batch, drain, kill, platform)
+                (batch, leased, leases_stored, drain, kill, platform)
             };
             if !batch.tasks.is_empty()
                 || drain
                 || !kill.is_empty()
                 || tokio::time::Instant::now() >= deadline
             {
-                if !batch.changes.is_empty() {
+                if leased {
                     // The agent learns of its leases only once they are durable.
                     let committing = std::time::Instant::now();
-                    self.writer.commit(Write::Changes(batch.changes)).await?;
+                    leases_stored.await?;
                     self.metrics.store_commit(committing.elapsed());
                 }
                 if let Some(platform) = &platform {
@@ -270,12 +273,14 @@ impl Manager {
         let duplicates = duplicate.iter().filter(|d| **d).count() as u32;
         let recorded = req.results.len() as u32 - duplicates;
         let summary = ReportSummary::of(&req.results, &duplicate);
-        let changes = self
-            .control()
-            .record_results(id, req.results, &duplicate, now_ms());
-        if !changes.is_empty() {
+        let (recorded_changes, results_stored) = {
+            let mut control = self.control();
+            let changes = control.record_results(id, req.results, &duplicate, now_ms());
+            (!changes.is_empty(), control.persist(changes))
+        };
+        if recorded_changes {
             let committing = std::time::Instant::now();
-            self.writer.commit(Write::Changes(changes)).await?;
+            results_stored.await?;
             self.metrics.store_commit(committing.elapsed());
             self.work.notify_waiters();
             self.progress.notify_waiters();
@@ -314,10 +319,13 @@ impl Manager {
         let id = agent(who, path)?;
         bounds::check_listed("started", req.started.len())?;
         bounds::check_listed("held", req.held.len())?;
-        let (mut changes, given_back, drain, kill, held) = {
+        let (given_back, drain, kill, held) = {
             let mut control = self.control();
-            let changes = control.started(id, &req.started, now_ms())?;
+            let started = control.started(id, &req.started, now_ms())?;
+            drop(control.persist(started));
             let given_back = control.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?;
+            let given_back_count = given_back.len();
+            drop(control.persist(given_back));
             let (drain, kill) = control.heartbeat(id, now_ms())?;
             // Grants go by what the manager leased to this agent, not by what it claims.
             let held: Vec<TaskRef> = control
@@ -325,15 +333,11 @@ impl Manager {
                 .agent(id)
                 .map(|a| a.held.keys().copied().collect())
                 .unwrap_or_default();
-            (changes, given_back, drain, kill, held)
+            (given_back_count, drain, kill, held)
         };
-        if !given_back.is_empty() {
-            tracing::warn!(agent = %id, tasks = given_back.len(), "leases that never reached their agent went back to their queues");
+        if given_back > 0 {
+            tracing::warn!(agent = %id, tasks = given_back, "leases that never reached their agent went back to their queues");
             self.work.notify_waiters();
-        }
-        changes.extend(given_back);
-        if !changes.is_empty() {
-            self.writer.send(Write::Changes(changes));
         }
         let grants = self.store_grants(held);
         Ok(HeartbeatResponse {
@@ -345,8 +349,12 @@ impl Manager {
 
     pub async fn deregister(&self, who: &Principal, path: AgentId) -> Result<(), ServiceError> {
         let id = agent(who, path)?;
-        let changes = self.control().deregister(id, now_ms())?;
-        self.writer.commit(Write::Changes(changes)).await?;
+        let stored = {
+            let mut control = self.control();
+            let changes = control.deregister(id, now_ms())?;
+            control.persist(changes)
+        };
+        stored.await?;
         self.revoke_agent_credential(id);
         self.work.notify_waiters();
         self.progress.notify_waiters();

@@ -1,9 +1,14 @@
-//! The lock around the control plane, and the journal file its inputs go to. What the
-//! control plane journaled under the lock is written before the lock is released, so the
-//! file holds the inputs in the order the control plane took them.
+//! The lock around the control plane, the journal file its inputs go to, and the order its
+//! changes reach the store. What the control plane journaled under the lock is written
+//! before the lock is released, so the file holds the inputs in the order the control plane
+//! took them; the changes it returns are queued for the store under the lock too
+//! ([`ControlGuard::persist`]), so a change can never land after, and undo, a later one.
 
 use crate::control::Control;
+use crate::db::{StoreError, Write, Writer};
+use crate::queue::Change;
 use std::fs::File;
+use std::future::Future;
 use std::io::Write as _;
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
@@ -30,11 +35,36 @@ impl JournalFile {
 pub(super) struct ControlGuard<'a> {
     guard: MutexGuard<'a, Control>,
     journal: Option<&'a JournalFile>,
+    writer: &'a Writer,
 }
 
 impl<'a> ControlGuard<'a> {
-    pub(super) fn new(guard: MutexGuard<'a, Control>, journal: Option<&'a JournalFile>) -> Self {
-        ControlGuard { guard, journal }
+    pub(super) fn new(
+        guard: MutexGuard<'a, Control>,
+        journal: Option<&'a JournalFile>,
+        writer: &'a Writer,
+    ) -> Self {
+        ControlGuard {
+            guard,
+            journal,
+            writer,
+        }
+    }
+
+    /// Queues `changes` for the store now, while the lock orders them after every change
+    /// made before; returns the wait for their commit (already done when there are none).
+    /// Dropping the wait still stores them.
+    pub(super) fn persist(
+        &self,
+        changes: Vec<Change>,
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        let queued = (!changes.is_empty()).then(|| self.writer.queue(Write::Changes(changes)));
+        async move {
+            match queued {
+                Some(committed) => committed.await,
+                None => Ok(()),
+            }
+        }
     }
 }
 

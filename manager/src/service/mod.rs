@@ -30,6 +30,7 @@ use crate::control::{Control, ControlSettings};
 use crate::db::{self, Reader, Write, Writer};
 use auth::Tokens;
 use control_lock::{ControlGuard, JournalFile};
+use hetpilot_protocol::AgentId;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -265,6 +266,7 @@ impl Manager {
         ControlGuard::new(
             self.control.lock().unwrap_or_else(|p| p.into_inner()),
             self.journal.as_ref(),
+            &self.writer,
         )
     }
 
@@ -302,18 +304,29 @@ impl Manager {
     }
 
     fn expire_silent_agents(&self) {
-        let changes = self.control().expire(now_ms());
-        for change in &changes {
-            if let crate::queue::Change::AgentEnded { agent, .. } = change {
-                self.revoke_agent_credential(*agent);
-            }
+        let (changed, ended) = {
+            let mut control = self.control();
+            let changes = control.expire(now_ms());
+            let ended: Vec<AgentId> = changes
+                .iter()
+                .filter_map(|change| match change {
+                    crate::queue::Change::AgentEnded { agent, .. } => Some(*agent),
+                    _ => None,
+                })
+                .collect();
+            let changed = changes.len();
+            // Stored in the background, in order with every other change.
+            drop(control.persist(changes));
+            (changed, ended)
+        };
+        for agent in ended {
+            self.revoke_agent_credential(agent);
         }
-        if !changes.is_empty() {
+        if changed > 0 {
             tracing::warn!(
-                changes = changes.len(),
+                changes = changed,
                 "agents lost; their tasks went back to their queues"
             );
-            self.writer.send(Write::Changes(changes));
             self.work.notify_waiters();
             self.progress.notify_waiters();
             self.replan();

@@ -72,9 +72,17 @@ impl Manager {
         }
     }
 
-    /// Changes a pilot's record in memory; returns the write that persists it.
-    fn change_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) -> Option<Write> {
-        let (record, revoked) = {
+    /// Changes a pilot's record and queues the write that persists it; returns the wait
+    /// for its commit. The write is queued under the book's lock, so the store receives
+    /// the records in the order they changed: a change made a moment earlier on another
+    /// thread (e.g. the provisioner seeing the batch job start while the agent registers)
+    /// can never land after, and undo, a later one.
+    fn change_pilot(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut PilotRecord),
+    ) -> Option<impl std::future::Future<Output = Result<(), crate::db::StoreError>>> {
+        let (committed, revoked) = {
             let mut book = self.book();
             let r = book.records.get_mut(name)?;
             change(r);
@@ -87,15 +95,16 @@ impl Manager {
             } else {
                 book.credentials.remove(name)
             };
-            (record, revoked)
+            let committed = self.writer.queue(Write::Pilot {
+                record,
+                credential: None,
+            });
+            (committed, revoked)
         };
         if let Some(hash) = revoked {
             self.tokens.remove(&hash);
         }
-        Some(Write::Pilot {
-            record,
-            credential: None,
-        })
+        Some(committed)
     }
 
     /// Called when an agent registered with pilot `name`'s credential; the link is
@@ -107,7 +116,7 @@ impl Manager {
         walltime_end_s: Option<u64>,
     ) -> Result<(), ServiceError> {
         let now = now_ms();
-        let write = self.change_pilot(name, |r| {
+        let committed = self.change_pilot(name, |r| {
             r.state = PilotState::Running;
             r.reason = String::new();
             r.registered_ms = Some(now);
@@ -117,8 +126,8 @@ impl Manager {
                 r.walltime_end_ms = Some(end.saturating_mul(1000));
             }
         });
-        if let Some(write) = write {
-            self.writer.commit(write).await?;
+        if let Some(committed) = committed {
+            committed.await?;
         }
         // Its agent's slots may say more truly than the profile what a pilot brings.
         self.plan_capacities();
@@ -249,9 +258,8 @@ impl PilotHost for Manager {
     }
 
     fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) {
-        if let Some(write) = self.change_pilot(name, change) {
-            self.writer.send(write);
-        }
+        // Queued already; `flush` waits for it.
+        drop(self.change_pilot(name, change));
     }
 
     /// Waits until every pilot change sent so far is committed (an empty write queues
@@ -339,6 +347,7 @@ mod tests {
     use super::*;
     use crate::config::Settings;
     use hetpilot_protocol::protocol::{NewAgentToken, RegisterRequest};
+    use std::sync::Arc;
 
     fn request(pilot: Option<&str>) -> RegisterRequest {
         RegisterRequest {
@@ -417,5 +426,60 @@ mod tests {
         );
         let (p4, _) = m.new_pilot("local", 60_000, None).await.unwrap();
         assert_eq!(p4.name, "local-p4", "names are not reused");
+    }
+
+    /// The provisioner and the agents' requests change pilots from different threads; the
+    /// store must end with each pilot's last change, never an earlier one that reached the
+    /// writer late (a late "batch job running" once undid an agent's registration).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn racing_pilot_changes_reach_the_store_in_the_order_they_were_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+        let m = Manager::open(settings.clone()).unwrap();
+        let mut made = tokio::task::JoinSet::new();
+        for _ in 0..10_000 {
+            let m = m.clone();
+            made.spawn(async move { m.new_pilot("local", 60_000, None).await.unwrap().0.name });
+        }
+        let names: Arc<Vec<String>> = Arc::new(made.join_all().await);
+        let racers: Vec<_> = (0..4)
+            .map(|racer| {
+                let (m, names) = (m.clone(), names.clone());
+                std::thread::spawn(move || {
+                    for name in names.iter() {
+                        m.update_pilot(name, |r| {
+                            r.reason = format!("racer {racer}");
+                        });
+                    }
+                })
+            })
+            .collect();
+        for racer in racers {
+            racer.join().unwrap();
+        }
+        m.flush().await;
+        let admin_token =
+            std::fs::read_to_string(super::super::admin_token_path(dir.path())).unwrap();
+        let admin = m.authenticate(Some(admin_token.trim())).unwrap();
+        let in_memory = m.list_pilots(&admin).unwrap();
+        drop(m);
+        let stored = Manager::open(settings)
+            .unwrap()
+            .list_pilots(&admin)
+            .unwrap();
+        let differ: Vec<_> = in_memory
+            .iter()
+            .zip(&stored)
+            .filter(|(a, b)| a.reason != b.reason)
+            .map(|(a, b)| {
+                format!(
+                    "{}: {:?} in memory, {:?} stored",
+                    a.name, a.reason, b.reason
+                )
+            })
+            .collect();
+        assert_eq!(stored.len(), names.len());
+        assert!(differ.is_empty(), "{differ:#?}");
     }
 }

@@ -225,9 +225,13 @@ impl Manager {
 
     pub async fn cancel(&self, who: &Principal, app: AppId) -> Result<AppSummary, ServiceError> {
         self.visible(who, app)?;
-        let changes = self.control().cancel(app);
-        if !changes.is_empty() {
-            self.writer.commit(Write::Changes(changes)).await?;
+        let (cancelled, stored) = {
+            let mut control = self.control();
+            let changes = control.cancel(app);
+            (!changes.is_empty(), control.persist(changes))
+        };
+        if cancelled {
+            stored.await?;
             self.progress.notify_waiters();
             self.replan();
         }
