@@ -40,6 +40,8 @@ fn with_a_running_pilot(dir: &Path, port: u16, cancel_on_shutdown: bool) -> (Man
         p["state"] == "running" && p["batch_job_id"].is_string()
     });
     assert!(!is_dead(agent_pid(&pilot)), "{pilot}");
+    // Whichever came first, the running pilot is not said to wait in the batch queue.
+    assert_eq!(pilot["reason"], "", "{pilot}");
     (m, pilot)
 }
 

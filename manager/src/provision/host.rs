@@ -32,7 +32,8 @@ pub trait PilotHost: Send + Sync + 'static {
         user: Option<&str>,
     ) -> impl Future<Output = Result<(PilotRecord, String), Self::Error>> + Send;
 
-    /// Changes a pilot's record and persists it.
+    /// Changes a pilot's record and persists it. `change` runs under the lock that orders
+    /// pilot changes, so it may check the state it changes (no registration slips between).
     fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord));
 
     /// The batch job of pilot `name` was seen started at `now`: records its start (once,

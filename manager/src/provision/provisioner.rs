@@ -505,16 +505,23 @@ async fn submit<H: PilotHost>(
         Ok(job) => {
             tracing::info!(platform = %profile.name, pilot = %record.name, job = %job, "pilot submitted");
             track.down = None;
+            // Its agent may have registered already (the local and ssh adapters start it
+            // at once): then it is running, not waiting.
             m.update_pilot(&record.name, |r| {
                 r.batch_job_id = Some(job.0);
-                r.reason = "waiting in the batch queue".into();
+                if r.state == PilotState::Queued {
+                    r.reason = "waiting in the batch queue".into();
+                }
             });
             Ok(())
         }
         Err(e) => {
+            // An agent that registered all the same shows the job runs.
             m.update_pilot(&record.name, |r| {
-                r.state = PilotState::Failed;
-                r.reason = format!("submission failed: {e}");
+                if r.state == PilotState::Queued {
+                    r.state = PilotState::Failed;
+                    r.reason = format!("submission failed: {e}");
+                }
             });
             Err(format!("submission failed: {e}"))
         }

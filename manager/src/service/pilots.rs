@@ -274,15 +274,16 @@ impl PilotHost for Manager {
     /// the meantime (e.g. its agent registered while the provisioner was deciding).
     /// Returns whether it moved.
     fn transition_pilot(&self, name: &str, from: PilotState, to: PilotState, reason: &str) -> bool {
-        let current = self.book().records.get(name).map(|r| r.state);
-        if current != Some(from) {
-            return false;
-        }
+        let mut moved = false;
+        // Checked and changed under one lock: a registration cannot slip in between.
         self.update_pilot(name, |r| {
-            r.state = to;
-            r.reason = reason.to_string();
+            if r.state == from {
+                r.state = to;
+                r.reason = reason.to_string();
+                moved = true;
+            }
         });
-        true
+        moved
     }
 
     /// The non-final pilots of `platform`.
