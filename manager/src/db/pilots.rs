@@ -107,11 +107,8 @@ pub fn load_pilots(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_pilot_round_trips_and_loses_its_credential_once_registered() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::db::open(&dir.path().join("db")).unwrap();
-        let mut r = PilotRecord {
+    fn submitting() -> PilotRecord {
+        PilotRecord {
             name: "lab-p1".into(),
             platform: "lab".into(),
             batch_job_id: None,
@@ -124,7 +121,14 @@ mod tests {
             agent: None,
             walltime_end_ms: None,
             user: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_pilot_round_trips_and_loses_its_credential_once_registered() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let mut r = submitting();
         let cred = PilotCredential {
             hash: "h".into(),
             expires_ms: 99,
@@ -148,5 +152,26 @@ mod tests {
         let loaded = load_pilots(&conn, &mut Vec::new()).unwrap();
         assert_eq!(loaded[0].record, r);
         assert_eq!(loaded[0].credential, None, "erased once registered");
+    }
+
+    /// A write is ordered when it is queued, not when its commit is awaited: the service
+    /// queues under its locks and awaits outside them.
+    #[tokio::test]
+    async fn writes_land_in_the_order_they_were_queued_not_awaited() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let writer = crate::db::Writer::spawn(crate::db::open(&path).unwrap());
+        let with_reason = |reason: &str| crate::db::Write::Pilot {
+            record: PilotRecord {
+                reason: reason.into(),
+                ..submitting()
+            },
+            credential: None,
+        };
+        let earlier = writer.queue(with_reason("batch job running"));
+        writer.commit(with_reason("registered")).await.unwrap();
+        earlier.await.unwrap();
+        let loaded = load_pilots(&crate::db::open(&path).unwrap(), &mut Vec::new()).unwrap();
+        assert_eq!(loaded[0].record.reason, "registered");
     }
 }
