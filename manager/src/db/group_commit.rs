@@ -4,7 +4,10 @@
 
 use super::write_ops::Write;
 use rusqlite::Connection;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::mpsc;
+use std::task::{Context, Poll};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
@@ -45,25 +48,45 @@ impl Writer {
         self.queue(write).await
     }
 
-    /// Queues `write` now, behind everything sent before; the returned future resolves
-    /// when it is committed. A caller that must order its writes as it orders its changes
-    /// queues them under the lock that orders the changes and awaits outside it. Dropping
-    /// the future does not cancel the write.
-    pub fn queue(&self, write: Write) -> impl std::future::Future<Output = Result<(), StoreError>> {
+    /// Queues `write` now, behind everything sent before; the returned [`Queued`]
+    /// resolves when it is committed. A caller that must order its writes as it orders its
+    /// changes queues them under the lock that orders the changes and awaits outside it.
+    pub fn queue(&self, write: Write) -> Queued {
         let (ack, done) = oneshot::channel();
-        let sent = self
-            .tx
-            .send(Job {
-                write,
-                ack: Some(ack),
-            })
-            .map_err(|_| {
+        match self.tx.send(Job {
+            write,
+            ack: Some(ack),
+        }) {
+            Ok(()) => Queued(Some(Ok(done))),
+            Err(_) => {
                 tracing::error!("store writer stopped; a change was not persisted");
-                StoreError::Stopped
-            });
-        async move {
-            sent?;
-            done.await.map_err(|_| StoreError::Stopped)?
+                Queued(Some(Err(StoreError::Stopped)))
+            }
+        }
+    }
+}
+
+/// A queued write: await it for its commit, or drop it (the write stands).
+#[must_use = "await it for the commit, or drop it explicitly"]
+pub struct Queued(Option<Result<oneshot::Receiver<Result<(), StoreError>>, StoreError>>);
+
+impl Queued {
+    /// Nothing was queued: resolves at once.
+    pub fn nothing() -> Queued {
+        Queued(None)
+    }
+}
+
+impl Future for Queued {
+    type Output = Result<(), StoreError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.0 {
+            None => Poll::Ready(Ok(())),
+            Some(Err(e)) => Poll::Ready(Err(e.clone())),
+            Some(Ok(done)) => Pin::new(done)
+                .poll(cx)
+                .map(|acked| acked.unwrap_or(Err(StoreError::Stopped))),
         }
     }
 }

@@ -12,7 +12,7 @@ mod skip;
 mod staging;
 mod write_ops;
 
-pub use group_commit::{StoreError, Writer};
+pub use group_commit::{Queued, StoreError, Writer};
 pub use load::{load, Loaded, StoredAgent, StoredAgentToken};
 pub use measured::measured;
 pub use pilots::{PilotCredential, StoredPilot};

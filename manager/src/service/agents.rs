@@ -61,13 +61,6 @@ impl Manager {
             }
             _ => {}
         }
-        if let Some(p) = pilot {
-            if !self.pilot_may_register(p) {
-                return Err(ServiceError::Forbidden(format!(
-                    "pilot `{p}` is no longer waiting for its agent"
-                )));
-            }
-        }
         bounds::check_register(&req)?;
         if req.zero_work && !self.settings.allow_zero_work {
             return Err(ServiceError::Forbidden(
@@ -91,6 +84,9 @@ impl Manager {
             return Err(ServiceError::BadRequest(format!(
                 "field `slots`: {slots} is not in 1-4096"
             )));
+        }
+        if let Some(p) = pilot {
+            self.claim_pilot_registration(p)?;
         }
         let id = AgentId(next(&self.next_agent));
         let credential = auth::new_token("hpa_");
@@ -119,7 +115,11 @@ impl Manager {
         self.tokens.insert(hash, Principal::Agent(id));
         self.replan();
         if let Some(p) = pilot {
-            self.pilot_registered(p, id, req.walltime_end).await?;
+            if let Err(e) = self.pilot_registered(p, id, req.walltime_end).await {
+                // The pilot ended while its agent joined: the agent leaves at once.
+                self.deregister(&Principal::Agent(id), id).await?;
+                return Err(e);
+            }
         }
         tracing::info!(agent = %id, platform = %req.platform, host = %req.hostname, slots, "agent registered");
         if req.zero_work {

@@ -5,10 +5,9 @@
 //! ([`ControlGuard::persist`]), so a change can never land after, and undo, a later one.
 
 use crate::control::Control;
-use crate::db::{StoreError, Write, Writer};
+use crate::db::{Queued, Write, Writer};
 use crate::queue::Change;
 use std::fs::File;
-use std::future::Future;
 use std::io::Write as _;
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
@@ -54,16 +53,11 @@ impl<'a> ControlGuard<'a> {
     /// Queues `changes` for the store now, while the lock orders them after every change
     /// made before; returns the wait for their commit (already done when there are none).
     /// Dropping the wait still stores them.
-    pub(super) fn persist(
-        &self,
-        changes: Vec<Change>,
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        let queued = (!changes.is_empty()).then(|| self.writer.queue(Write::Changes(changes)));
-        async move {
-            match queued {
-                Some(committed) => committed.await,
-                None => Ok(()),
-            }
+    pub(super) fn persist(&self, changes: Vec<Change>) -> Queued {
+        if changes.is_empty() {
+            Queued::nothing()
+        } else {
+            self.writer.queue(Write::Changes(changes))
         }
     }
 }

@@ -81,7 +81,7 @@ impl Manager {
         &self,
         name: &str,
         change: impl FnOnce(&mut PilotRecord),
-    ) -> Option<impl std::future::Future<Output = Result<(), crate::db::StoreError>>> {
+    ) -> Option<crate::db::Queued> {
         let (committed, revoked) = {
             let mut book = self.book();
             let r = book.records.get_mut(name)?;
@@ -108,7 +108,8 @@ impl Manager {
     }
 
     /// Called when an agent registered with pilot `name`'s credential; the link is
-    /// committed before the agent is answered, so a restart keeps it.
+    /// committed before the agent is answered, so a restart keeps it. Refused when the
+    /// pilot stopped waiting meanwhile (the provisioner gave up on it or cancelled it).
     pub(super) async fn pilot_registered(
         &self,
         name: &str,
@@ -116,7 +117,11 @@ impl Manager {
         walltime_end_s: Option<u64>,
     ) -> Result<(), ServiceError> {
         let now = now_ms();
+        let mut linked = false;
         let committed = self.change_pilot(name, |r| {
+            if r.state != PilotState::Queued {
+                return;
+            }
             r.state = PilotState::Running;
             r.reason = String::new();
             r.registered_ms = Some(now);
@@ -125,7 +130,11 @@ impl Manager {
             if let Some(end) = walltime_end_s {
                 r.walltime_end_ms = Some(end.saturating_mul(1000));
             }
+            linked = true;
         });
+        if !linked {
+            return Err(no_longer_waiting(name));
+        }
         if let Some(committed) = committed {
             committed.await?;
         }
@@ -139,12 +148,26 @@ impl Manager {
         self.book().records.get(name).and_then(|r| r.user.clone())
     }
 
-    /// Whether pilot `name` may still register an agent.
-    pub(super) fn pilot_may_register(&self, name: &str) -> bool {
-        self.book()
-            .records
-            .get(name)
-            .is_some_and(|r| r.state == PilotState::Queued)
+    /// Takes queued pilot `name`'s registration credential for the agent registering with
+    /// it. Taking it is the single use: of concurrent registrations with it, one wins and
+    /// the others are refused. (The store keeps it until the link is committed, so after
+    /// a crash in between the agent can try again.)
+    pub(super) fn claim_pilot_registration(&self, name: &str) -> Result<(), ServiceError> {
+        let hash = {
+            let mut book = self.book();
+            let queued = book
+                .records
+                .get(name)
+                .is_some_and(|r| r.state == PilotState::Queued);
+            if queued {
+                book.credentials.remove(name)
+            } else {
+                None
+            }
+        };
+        let hash = hash.ok_or_else(|| no_longer_waiting(name))?;
+        self.tokens.remove(&hash);
+        Ok(())
     }
 
     /// Every pilot, oldest first (admin).
@@ -177,6 +200,12 @@ impl Manager {
         }
         Ok(statuses)
     }
+}
+
+fn no_longer_waiting(pilot: &str) -> ServiceError {
+    ServiceError::Forbidden(format!(
+        "pilot `{pilot}` is no longer waiting for its agent"
+    ))
 }
 
 impl PilotHost for Manager {
@@ -427,6 +456,65 @@ mod tests {
         );
         let (p4, _) = m.new_pilot("local", 60_000, None).await.unwrap();
         assert_eq!(p4.name, "local-p4", "names are not reused");
+    }
+
+    /// A pilot's credential is single-use even when its agent's registrations race (a
+    /// retry storm, or a copied token): exactly one agent is linked to the pilot.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_registrations_with_one_pilot_credential_link_one_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+        let m = Manager::open(settings).unwrap();
+        let (pilot, token) = m.new_pilot("local", 60_000, None).await.unwrap();
+        let who = m.authenticate(Some(&token)).unwrap();
+        let mut racing = tokio::task::JoinSet::new();
+        for _ in 0..8 {
+            let (m, who) = (m.clone(), who.clone());
+            racing.spawn(async move { m.register(&who, request(Some("local-p1"))).await });
+        }
+        let outcomes = racing.join_all().await;
+        let registered: Vec<AgentId> = outcomes
+            .iter()
+            .filter_map(|o| o.as_ref().ok().map(|r| r.agent))
+            .collect();
+        assert_eq!(registered.len(), 1, "{outcomes:?}");
+        for refused in outcomes.iter().filter_map(|o| o.as_ref().err()) {
+            assert!(
+                matches!(refused, ServiceError::Forbidden(m) if m.contains("no longer waiting")),
+                "{refused:?}"
+            );
+        }
+        let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        assert_eq!(record.agent, Some(registered[0].0));
+    }
+
+    /// An agent whose pilot the provisioner gave up on while it registered is refused and
+    /// leaves: the pilot stays failed, not revived.
+    #[tokio::test]
+    async fn a_pilot_that_ended_while_its_agent_registered_stays_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+        let m = Manager::open(settings).unwrap();
+        let (pilot, _) = m.new_pilot("local", 60_000, None).await.unwrap();
+        m.claim_pilot_registration(&pilot.name).unwrap();
+        assert!(m.transition_pilot(
+            &pilot.name,
+            PilotState::Queued,
+            PilotState::Failed,
+            "no agent registered in time"
+        ));
+        let refused = m.pilot_registered(&pilot.name, AgentId(1), None).await;
+        assert!(
+            matches!(&refused, Err(ServiceError::Forbidden(msg)) if msg.contains("no longer waiting")),
+            "{refused:?}"
+        );
+        let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        assert_eq!(
+            (record.state, record.agent, record.reason.as_str()),
+            (PilotState::Failed, None, "no agent registered in time")
+        );
     }
 
     /// The provisioner and the agents' requests change pilots from different threads; the
