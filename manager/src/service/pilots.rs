@@ -379,6 +379,13 @@ mod tests {
     use hetpilot_protocol::protocol::{NewAgentToken, RegisterRequest};
     use std::sync::Arc;
 
+    /// A manager on a fresh data directory, and its settings (to reopen it).
+    fn open_in(dir: &tempfile::TempDir) -> (Settings, Arc<Manager>) {
+        let settings =
+            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+        (settings.clone(), Manager::open(settings).unwrap())
+    }
+
     fn request(pilot: Option<&str>) -> RegisterRequest {
         RegisterRequest {
             platform: "local".into(),
@@ -396,9 +403,7 @@ mod tests {
     #[tokio::test]
     async fn a_pilot_credential_registers_only_its_own_pilot_once_and_survives_a_restart() {
         let dir = tempfile::tempdir().unwrap();
-        let settings =
-            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
-        let m = Manager::open(settings.clone()).unwrap();
+        let (settings, m) = open_in(&dir);
         let admin_token =
             std::fs::read_to_string(super::super::admin_token_path(dir.path())).unwrap();
         let admin = m.authenticate(Some(admin_token.trim())).unwrap();
@@ -463,9 +468,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_registrations_with_one_pilot_credential_link_one_agent() {
         let dir = tempfile::tempdir().unwrap();
-        let settings =
-            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
-        let m = Manager::open(settings).unwrap();
+        let (_, m) = open_in(&dir);
         let (pilot, token) = m.new_pilot("local", 60_000, None).await.unwrap();
         let who = m.authenticate(Some(&token)).unwrap();
         let mut racing = tokio::task::JoinSet::new();
@@ -494,9 +497,7 @@ mod tests {
     #[tokio::test]
     async fn a_pilot_that_ended_while_its_agent_registered_stays_ended() {
         let dir = tempfile::tempdir().unwrap();
-        let settings =
-            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
-        let m = Manager::open(settings).unwrap();
+        let (_, m) = open_in(&dir);
         let (pilot, _) = m.new_pilot("local", 60_000, None).await.unwrap();
         m.claim_pilot_registration(&pilot.name).unwrap();
         assert!(m.transition_pilot(
@@ -523,9 +524,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn racing_pilot_changes_reach_the_store_in_the_order_they_were_made() {
         let dir = tempfile::tempdir().unwrap();
-        let settings =
-            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
-        let m = Manager::open(settings.clone()).unwrap();
+        let (settings, m) = open_in(&dir);
         let mut made = tokio::task::JoinSet::new();
         for _ in 0..10_000 {
             let m = m.clone();
