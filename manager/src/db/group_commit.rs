@@ -57,10 +57,10 @@ impl Writer {
             write,
             ack: Some(ack),
         }) {
-            Ok(()) => Queued(Some(Ok(done))),
+            Ok(()) => Queued::Sent(done),
             Err(_) => {
                 tracing::error!("store writer stopped; a change was not persisted");
-                Queued(Some(Err(StoreError::Stopped)))
+                Queued::Refused(StoreError::Stopped)
             }
         }
     }
@@ -68,23 +68,23 @@ impl Writer {
 
 /// A queued write: await it for its commit, or drop it (the write stands).
 #[must_use = "await it for the commit, or drop it explicitly"]
-pub struct Queued(Option<Result<oneshot::Receiver<Result<(), StoreError>>, StoreError>>);
-
-impl Queued {
-    /// Nothing was queued: resolves at once.
-    pub fn nothing() -> Queued {
-        Queued(None)
-    }
+pub enum Queued {
+    /// Nothing to write: resolves at once.
+    Nothing,
+    /// With the writer; resolves with the commit's outcome.
+    Sent(oneshot::Receiver<Result<(), StoreError>>),
+    /// The writer could not take it.
+    Refused(StoreError),
 }
 
 impl Future for Queued {
     type Output = Result<(), StoreError>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.0 {
-            None => Poll::Ready(Ok(())),
-            Some(Err(e)) => Poll::Ready(Err(e.clone())),
-            Some(Ok(done)) => Pin::new(done)
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Queued::Nothing => Poll::Ready(Ok(())),
+            Queued::Refused(e) => Poll::Ready(Err(e.clone())),
+            Queued::Sent(done) => Pin::new(done)
                 .poll(cx)
                 .map(|acked| acked.unwrap_or(Err(StoreError::Stopped))),
         }

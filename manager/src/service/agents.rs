@@ -117,7 +117,7 @@ impl Manager {
         if let Some(p) = pilot {
             if let Err(e) = self.pilot_registered(p, id, req.walltime_end).await {
                 // The pilot ended while its agent joined: the agent leaves at once.
-                self.deregister(&Principal::Agent(id), id).await?;
+                self.agent_left(id).await?;
                 return Err(e);
             }
         }
@@ -348,7 +348,11 @@ impl Manager {
     }
 
     pub async fn deregister(&self, who: &Principal, path: AgentId) -> Result<(), ServiceError> {
-        let id = agent(who, path)?;
+        self.agent_left(agent(who, path)?).await
+    }
+
+    /// Agent `id` leaves: what it holds goes back, its credential is revoked.
+    async fn agent_left(&self, id: AgentId) -> Result<(), ServiceError> {
         let stored = {
             let mut control = self.control();
             let changes = control.deregister(id, now_ms())?;

@@ -55,7 +55,7 @@ impl<'a> ControlGuard<'a> {
     /// Dropping the wait still stores them.
     pub(super) fn persist(&self, changes: Vec<Change>) -> Queued {
         if changes.is_empty() {
-            Queued::nothing()
+            Queued::Nothing
         } else {
             self.writer.queue(Write::Changes(changes))
         }

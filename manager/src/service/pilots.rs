@@ -73,7 +73,8 @@ impl Manager {
     }
 
     /// Changes a pilot's record and queues the write that persists it; returns the wait
-    /// for its commit. The write is queued under the book's lock, so the store receives
+    /// for its commit, or `None` when there is no such pilot or `change` left it as it
+    /// was (nothing to write). The write is queued under the book's lock, so the store receives
     /// the records in the order they changed: a change made a moment earlier on another
     /// thread (e.g. the provisioner seeing the batch job start while the agent registers)
     /// can never land after, and undo, a later one.
@@ -85,7 +86,11 @@ impl Manager {
         let (committed, revoked) = {
             let mut book = self.book();
             let r = book.records.get_mut(name)?;
+            let before = r.clone();
             change(r);
+            if *r == before {
+                return None;
+            }
             if r.state.is_final() && r.ended_ms.is_none() {
                 r.ended_ms = Some(now_ms());
             }
