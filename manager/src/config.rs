@@ -2,6 +2,7 @@
 //! command-line flags. With nothing configured the manager runs on the embedded default:
 //! a data directory under the user's home, 127.0.0.1, and one `local` platform.
 
+mod keys;
 mod limits;
 mod metrics;
 pub mod provision;
@@ -19,13 +20,21 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-const DEFAULTS: &str = r#"
-listen = "127.0.0.1:8470"
-lease_timeout_secs = 30.0
-[[platforms]]
-name = "local"
-description = "agents started on this machine"
-"#;
+fn default_listen() -> String {
+    "127.0.0.1:8470".into()
+}
+
+fn default_lease_timeout_secs() -> f64 {
+    30.0
+}
+
+fn default_platforms() -> Vec<PlatformConfig> {
+    vec![PlatformConfig {
+        name: "local".into(),
+        description: "agents started on this machine".into(),
+        profile: None,
+    }]
+}
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct PlatformConfig {
@@ -41,10 +50,13 @@ pub struct PlatformConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct Settings {
     /// Address the HTTP API listens on (`127.0.0.1:0` picks a free port).
+    #[serde(default = "default_listen")]
     pub listen: String,
     /// Where the database, the admin token and agent work directories live.
+    #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
     /// An agent silent for this long is lost and its tasks go back to their queues.
+    #[serde(default = "default_lease_timeout_secs")]
     pub lease_timeout_secs: f64,
     /// The HTTPS certificate chain (PEM); with `tls_key`, the API is served over TLS.
     #[serde(default)]
@@ -63,6 +75,8 @@ pub struct Settings {
     /// What the HTTP API accepts (`[limits]`, see `config::limits`).
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// The platforms (`[[platforms]]`); by default one `local` platform.
+    #[serde(default = "default_platforms")]
     pub platforms: Vec<PlatformConfig>,
     /// Live two-level scheduling (`[scheduler]`).
     #[serde(default)]
@@ -108,6 +122,9 @@ pub enum ConfigError {
     /// A problem in one entry of a list, e.g. `storage[1].url`.
     #[error("configuration field `{field}`: {problem}")]
     Entry { field: String, problem: String },
+    /// The configuration file is unreadable, not TOML, or holds a wrong or unknown key.
+    #[error("configuration file {}: {problem}", path.display())]
+    File { path: PathBuf, problem: String },
 }
 
 /// The default data directory: `$XDG_DATA_HOME/hetpilot`, else `~/.local/share/hetpilot`.
@@ -122,16 +139,20 @@ pub fn default_data_dir() -> PathBuf {
 }
 
 impl Settings {
-    /// Loads the layers; `overrides` are flag values as (key, value).
+    /// Loads the layers; `overrides` are flag values as (key, value). The file must be
+    /// TOML holding only keys the manager knows (see `config::keys`).
     pub fn load(
         file: Option<&Path>,
         overrides: &[(&str, String)],
     ) -> Result<Settings, ConfigError> {
-        let mut builder = config::Config::builder()
-            .add_source(config::File::from_str(DEFAULTS, config::FileFormat::Toml))
-            .set_default("data_dir", default_data_dir().to_string_lossy().to_string())?;
+        let mut builder = config::Config::builder();
         if let Some(file) = file {
-            builder = builder.add_source(config::File::from(file).required(true));
+            let text = std::fs::read_to_string(file).map_err(|e| ConfigError::File {
+                path: file.to_path_buf(),
+                problem: format!("cannot read it: {e}"),
+            })?;
+            keys::check_file(file, &text)?;
+            builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Toml));
         }
         builder = builder.add_source(
             config::Environment::with_prefix("HETPILOT")

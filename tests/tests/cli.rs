@@ -179,3 +179,67 @@ fn submit_wait_returns_with_the_end_and_its_exit_code_says_how_it_ended() {
     let (s, _) = http.get(&format!("/v1/apps/{app}?wait_ms=1000&seen=0"), &bob);
     assert_eq!(s, 404);
 }
+
+/// A key the manager does not know (misspelt, or a top-level key written below a table
+/// header, where TOML puts it into that table) stops every command that reads the file,
+/// naming the file and the line, instead of being ignored.
+#[test]
+fn unknown_configuration_keys_stop_serve_and_the_checks_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("site.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "listen = \"127.0.0.1:0\"\ndata_dir = {:?}\n[[platforms]]\nname = \"local\"\n\
+             store_grant_ttl_secs = 600\n[limits]\nmax_large_request = 2\n",
+            dir.path().join("data").display().to_string()
+        ),
+    )
+    .unwrap();
+    let config = file.to_str().unwrap();
+    for args in [
+        vec!["serve", "--config", config],
+        vec!["platforms", "check", "--config", config],
+        vec!["init", "--check", config],
+    ] {
+        let o = run_bounded(&args);
+        let msg = text(&o);
+        assert!(!o.status.success(), "{args:?} accepted the file: {msg}");
+        assert!(
+            msg.contains(config)
+                && msg.contains("line 5: unknown key `platforms[0].store_grant_ttl_secs`")
+                && msg.contains("line 7: unknown key `limits.max_large_request`"),
+            "{args:?}: {msg}"
+        );
+    }
+    assert!(
+        !dir.path().join("data").exists(),
+        "serve created its data directory from a refused configuration"
+    );
+    // The file as meant passes the same check.
+    std::fs::write(
+        &file,
+        "store_grant_ttl_secs = 600\n[limits]\nmax_large_requests = 2\n[[platforms]]\n\
+         name = \"local\"\n",
+    )
+    .unwrap();
+    let o = run_bounded(&["init", "--check", config]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// Runs the CLI, killing it after 30 s (a `serve` that accepted its file would run on).
+fn run_bounded(args: &[&str]) -> Output {
+    let mut child = std::process::Command::new(hetpilot_e2e::bin("hetpilot"))
+        .args(args)
+        .env_remove("HETPILOT_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ended = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < ended {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}

@@ -1,19 +1,24 @@
 //! `hetpilot init`: writes a commented starter configuration for a site (the file
 //! `hetpilot serve --config` and every other command's `--config` read), with one
 //! `[[platforms]]` entry per platform profile given, and refuses to overwrite a file unless
-//! told to.
+//! told to. `hetpilot init --check FILE` checks an existing configuration and the profiles
+//! it names instead (unknown keys, wrong types, names), writing nothing.
 
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
-use hetpilot::config::default_data_dir;
+use hetpilot::config::{default_data_dir, Settings};
+use hetpilot::provision::catalog::load_profile;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
-    /// Where to write the configuration.
+    /// Where to write the configuration (with `--check`: the file to check).
     #[arg(default_value = "manager.toml")]
     pub output: PathBuf,
+    /// Check the existing configuration and the platform profiles it names; write nothing.
+    #[arg(long, conflicts_with_all = ["force", "profiles", "data_dir"])]
+    pub check: bool,
     /// The manager's data directory (database, admin token, manager.url).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
@@ -123,6 +128,9 @@ lease_timeout_secs = 30
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.check {
+        return check(&args.output);
+    }
     let mut platforms = Vec::new();
     for p in &args.profiles {
         let path = std::path::absolute(p)
@@ -167,10 +175,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Loads `file` as `serve` would and every profile it names; fails on the first problem.
+fn check(file: &Path) -> anyhow::Result<()> {
+    let settings = Settings::load(Some(file), &[])?;
+    let mut profiles = 0;
+    for p in &settings.platforms {
+        let Some(path) = &p.profile else { continue };
+        let profile = load_profile(path)
+            .with_context(|| format!("platform `{}`: profile {}", p.name, path.display()))?;
+        if profile.name != p.name {
+            bail!(
+                "platform `{}`: its profile {} is named `{}`",
+                p.name,
+                path.display(),
+                profile.name
+            );
+        }
+        profiles += 1;
+    }
+    println!(
+        "{}: ok ({} platforms, {profiles} profiles)",
+        file.display(),
+        settings.platforms.len()
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetpilot::config::Settings;
 
     #[test]
     fn the_starter_configuration_loads_as_written() {
