@@ -426,18 +426,7 @@ impl Executor {
                     .into(),
             );
         }
-        let dir = self
-            .work_dir
-            .join("runs")
-            .join(format!("app-{}", a.task.app))
-            .join(format!("task-{}.{}", a.task.index, a.attempt));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
-        }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        Ok(dir)
+        crate::work_dir::fresh_run_dir(&self.work_dir.join("runs"), a)
     }
 
     /// Drains the task's output and waits for its process, all in one tokio task (no
