@@ -4,12 +4,14 @@
 use crate::api::{Api, ApiError};
 use crate::executor::{Demand, Event, Executor};
 use crate::held::Held;
+use crate::output_dir::Rules;
 use crate::reporter;
 use crate::sandbox::Sandbox;
 use crate::staging::{self, Grants, Stager};
 use hetpilot_protocol::protocol::{
     HeartbeatResponse, PullRequest, PullResponse, RegisterRequest, RegisterResponse, TaskAttempt,
 };
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -33,6 +35,9 @@ pub struct Options {
     pub staging: staging::Settings,
     /// The sandbox every task runs in, if any.
     pub sandbox: Option<Arc<Sandbox>>,
+    /// Tasks' output directories and files readable by the agent's group (0750 / 0640),
+    /// not its account only (0700 / 0600).
+    pub group_readable_outputs: bool,
 }
 
 /// How the agent ended.
@@ -97,10 +102,17 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let api = api.with_token(reg.credential.clone());
     let base = format!("/v1/agents/{}", reg.agent);
     let output_dir = opts.work_dir.join("output");
-    std::fs::create_dir_all(&output_dir).map_err(|e| ApiError::Unreachable {
-        url: output_dir.display().to_string(),
-        message: format!("cannot create the agent's output directory: {e}"),
-    })?;
+    let runs_dir = opts.work_dir.join("runs");
+    for dir in [&output_dir, &runs_dir] {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| ApiError::Unreachable {
+                url: dir.display().to_string(),
+                message: format!("cannot create the agent's directory: {e}"),
+            })?;
+    }
 
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (results_tx, results_rx) = mpsc::unbounded_channel();
@@ -125,7 +137,17 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         url: opts.staging.cache_dir.display().to_string(),
         message,
     })?;
+    let output_rules = Rules::new(
+        &runs_dir,
+        &opts.staging.cache_dir,
+        opts.group_readable_outputs,
+    )
+    .map_err(|e| ApiError::Unreachable {
+        url: runs_dir.display().to_string(),
+        message: format!("cannot resolve the agent's run and cache directories: {e}"),
+    })?;
     let executor = Executor {
+        output_rules: Arc::new(output_rules),
         stager: Arc::new(stager),
         held: held.clone(),
         slots: reg.slots,

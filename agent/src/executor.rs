@@ -6,6 +6,7 @@
 use crate::corunners::CoRunners;
 use crate::held::Held;
 use crate::output::{self, Captured};
+use crate::output_dir::Rules;
 use crate::runner::{self, Finished};
 use crate::sandbox::Sandbox;
 use crate::spawn::{self, Place, Prepared};
@@ -90,7 +91,11 @@ pub struct Executor {
     /// Tasks fetched ahead; `None`: adapt to the tasks' run time (see [`prefetch`]).
     pub prefetch: Option<u32>,
     pub work_dir: PathBuf,
+    /// The agent's own directory for tasks' stdout and stderr (when their application
+    /// names none).
     pub output_dir: PathBuf,
+    /// Where applications' output directories may be, and how their files are made.
+    pub output_rules: Arc<Rules>,
     /// Started runs not yet told to the manager (sent with the next pull).
     pub started: Arc<Mutex<Vec<TaskAttempt>>>,
     pub results: mpsc::UnboundedSender<TaskResult>,
@@ -289,6 +294,12 @@ impl Executor {
                 );
                 continue;
             };
+            // Its output directory is checked and made (or refused) before anything is
+            // staged or run.
+            if let Err(reason) = app.output_dir(&self.output_rules) {
+                self.finish(st, at, None, Some(reason));
+                continue;
+            }
             // Staging hook: a task with files starts once its inputs are in place.
             if app.runtime.files.is_some() || a.files.is_some() {
                 st.free -= cores;
@@ -426,18 +437,7 @@ impl Executor {
                     .into(),
             );
         }
-        let dir = self
-            .work_dir
-            .join("runs")
-            .join(format!("app-{}", a.task.app))
-            .join(format!("task-{}.{}", a.task.index, a.attempt));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
-        }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        Ok(dir)
+        crate::work_dir::fresh_run_dir(&self.work_dir.join("runs"), a)
     }
 
     /// Drains the task's output and waits for its process, all in one tokio task (no
@@ -453,12 +453,18 @@ impl Executor {
     ) {
         let (files, scratch) = run;
         let events = self.events.clone();
+        let rules = self.output_rules.clone();
         let span = run_span(&a);
         tokio::spawn(async move {
             let (mut stdout, mut stderr) = (Captured::default(), Captured::default());
             let finished = {
-                let out = output::capture(child.stdout, || app.output_path(&a, "out"), &mut stdout);
-                let err = output::capture(child.stderr, || app.output_path(&a, "err"), &mut stderr);
+                let create = |ext: &str| {
+                    let name = format!("task-{}.{}.{ext}", a.task.index, a.attempt);
+                    let (app, rules) = (&app, &rules);
+                    move || app.output_dir(rules).and_then(|dir| dir.create(&name))
+                };
+                let out = output::capture(child.stdout, create("out"), &mut stdout);
+                let err = output::capture(child.stderr, create("err"), &mut stderr);
                 let drain = async { tokio::join!(out, err) };
                 tokio::pin!(drain);
                 let mut drained = false;

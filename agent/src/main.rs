@@ -19,6 +19,7 @@ mod emulate;
 mod executor;
 mod held;
 mod output;
+mod output_dir;
 mod reporter;
 mod runner;
 mod sandbox;
@@ -122,6 +123,10 @@ struct Args {
     /// `hetpilot-agent-XXXXXX` in the temp dir.
     #[arg(long, env = "HETPILOT_WORK_DIR")]
     work_dir: Option<PathBuf>,
+    /// Let the agent's group read tasks' stdout and stderr: the directories and files the
+    /// agent makes for them get mode 0750 and 0640 instead of 0700 and 0600.
+    #[arg(long)]
+    group_readable_outputs: bool,
     /// Batch job id (default: from SLURM_JOB_ID, PBS_JOBID or LOADL_STEP_ID).
     #[arg(long, env = "HETPILOT_BATCH_JOB_ID")]
     batch_job_id: Option<String>,
@@ -400,6 +405,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
         drain_margin: Duration::from_secs(args.drain_margin_secs),
         register_timeout: Duration::from_secs(args.register_timeout_secs),
         give_up: Duration::from_secs(args.give_up_secs),
+        group_readable_outputs: args.group_readable_outputs,
     };
     // One thread: the agent only waits on sockets, pipes and pidfds, and a single thread
     // avoids cross-thread wakeups on every task.

@@ -2,6 +2,7 @@
 //! created on the first byte, so tasks that print nothing cost no file system work, and
 //! the last few KiB stay in memory for the report.
 
+use std::fs::File;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -23,10 +24,15 @@ pub struct Captured {
     pub error: Option<String>,
 }
 
-/// Drains `fd` (a non-blocking pipe) into `out` and the file `path()` names, created on
-/// the first byte, until end of file. Dropping the future stops it (the task ended but
-/// something it started still holds the pipe open); `out` keeps what was read.
-pub async fn capture(fd: OwnedFd, path: impl FnOnce() -> PathBuf, out: &mut Captured) {
+/// Drains `fd` (a non-blocking pipe) into `out` and the file `create()` makes (returning
+/// it and its path, or why it could not) on the first byte, until end of file. Dropping
+/// the future stops it (the task ended but something it started still holds the pipe
+/// open); `out` keeps what was read.
+pub async fn capture(
+    fd: OwnedFd,
+    create: impl FnOnce() -> Result<(File, PathBuf), String>,
+    out: &mut Captured,
+) {
     let mut rx = match pipe::Receiver::from_owned_fd_unchecked(fd) {
         Ok(rx) => rx,
         Err(e) => {
@@ -34,8 +40,8 @@ pub async fn capture(fd: OwnedFd, path: impl FnOnce() -> PathBuf, out: &mut Capt
             return;
         }
     };
-    let mut path = Some(path);
-    let mut file: Option<std::fs::File> = None;
+    let mut create = Some(create);
+    let mut file: Option<File> = None;
     // Most tasks print nothing or little: the large buffer comes with the first byte.
     let mut small = [0u8; 512];
     let mut big = Vec::new();
@@ -61,18 +67,13 @@ pub async fn capture(fd: OwnedFd, path: impl FnOnce() -> PathBuf, out: &mut Capt
         out.bytes += n as u64;
         keep_tail(&mut out.tail, chunk);
         if out.error.is_none() {
-            if let Some(path) = path.take().map(|p| p()) {
-                let created = path
-                    .parent()
-                    .map_or(Ok(()), std::fs::create_dir_all)
-                    .and_then(|_| std::fs::File::create(&path));
-                match created {
-                    Ok(f) => {
-                        file = Some(f);
-                        out.path = Some(path);
-                    }
-                    Err(e) => out.error = Some(format!("cannot create {}: {e}", path.display())),
+            match create.take().map(|c| c()) {
+                Some(Ok((f, path))) => {
+                    file = Some(f);
+                    out.path = Some(path);
                 }
+                Some(Err(why)) => out.error = Some(why),
+                None => {}
             }
         }
         if let (Some(f), Some(path)) = (&mut file, &out.path) {
@@ -108,9 +109,18 @@ mod tests {
         assert!(tail.ends_with(b"xend"));
     }
 
-    fn pipe() -> (OwnedFd, std::fs::File) {
+    fn pipe() -> (OwnedFd, File) {
         let (r, w) = crate::spawn::pipe().unwrap();
         (r, w.into())
+    }
+
+    /// Creates `path` (in an existing directory), as an output file is created.
+    fn file_at(path: PathBuf) -> impl FnOnce() -> Result<(File, PathBuf), String> {
+        move || {
+            File::create(&path)
+                .map(|f| (f, path))
+                .map_err(|e| e.to_string())
+        }
     }
 
     #[tokio::test]
@@ -125,8 +135,8 @@ mod tests {
         drop(quiet_w);
         let (mut quiet, mut loud) = (Captured::default(), Captured::default());
         tokio::join!(
-            capture(quiet_r, || dir.path().join("q/out"), &mut quiet),
-            capture(loud_r, || dir.path().join("l/out"), &mut loud),
+            capture(quiet_r, file_at(dir.path().join("q")), &mut quiet),
+            capture(loud_r, file_at(dir.path().join("l")), &mut loud),
         );
         writer.join().unwrap();
         assert!(quiet.path.is_none() && !dir.path().join("q").exists());
@@ -143,7 +153,7 @@ mod tests {
         w.write_all(b"partial").unwrap();
         let mut got = Captured::default();
         let path = dir.path().join("out");
-        let reading = capture(r, || path.clone(), &mut got);
+        let reading = capture(r, file_at(path.clone()), &mut got);
         // The writer stays open: capture never ends by itself.
         let ended = tokio::time::timeout(std::time::Duration::from_millis(200), reading).await;
         assert!(ended.is_err());
@@ -152,17 +162,32 @@ mod tests {
         drop(w);
     }
 
+    /// A directory planted at the output's name: the reason is reported and the tail kept.
     #[tokio::test]
     async fn an_uncreatable_file_is_an_error_and_the_tail_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("file"), "").unwrap();
+        let work = tempfile::tempdir().unwrap();
+        for d in ["runs", "cache/objects", "cache/tmp"] {
+            std::fs::create_dir_all(work.path().join(d)).unwrap();
+        }
+        let rules = crate::output_dir::Rules::new(
+            &work.path().join("runs"),
+            &work.path().join("cache"),
+            false,
+        )
+        .unwrap();
+        let app = rules
+            .open_app_dir(&work.path().join("out"), hetpilot_protocol::AppId(1))
+            .unwrap();
+        std::fs::create_dir(work.path().join("out/app-1/task-0.1.out")).unwrap();
         let (r, mut w) = pipe();
         w.write_all(b"oops").unwrap();
         drop(w);
         let mut got = Captured::default();
-        capture(r, || dir.path().join("file/sub/out"), &mut got).await;
+        capture(r, || app.create("task-0.1.out"), &mut got).await;
         assert!(got.path.is_none());
-        assert!(got.error.unwrap().starts_with("cannot create"));
+        let error = got.error.unwrap();
+        assert!(error.starts_with("cannot create"), "{error}");
+        assert!(error.contains("a directory is in the way"), "{error}");
         assert_eq!(got.tail, b"oops");
     }
 }

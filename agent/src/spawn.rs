@@ -4,6 +4,7 @@
 //! rebuilt from the agent's environment for every task, and output pipes whose read ends
 //! are made non-blocking with one `fcntl` each.
 
+use crate::output_dir::{AppDir, Rules};
 use crate::sandbox::{Sandbox, TaskView};
 use crate::spawner;
 use hetpilot_protocol::protocol::{AppRuntime, Assignment};
@@ -34,8 +35,11 @@ pub struct Prepared {
     cwd_c: CString,
     /// The application's own `PATH`, if it sets one (bare command names search it).
     path: Option<OsString>,
-    /// Where the tasks' output files go.
-    pub output_base: PathBuf,
+    /// Where the tasks' output files go, below their application's directory.
+    output_base: PathBuf,
+    /// That directory, checked and made once for all the tasks (see
+    /// [`Prepared::output_dir`]).
+    output_dir: OnceLock<AppDir>,
     /// Why no task of this application can start (a NUL byte in its settings).
     problem: Option<String>,
 }
@@ -97,16 +101,20 @@ impl Prepared {
             cwd_c,
             path,
             output_base,
+            output_dir: OnceLock::new(),
             problem,
         }
     }
 
-    /// Where a task's stdout (`ext` = "out") or stderr ("err") goes:
-    /// `OUTPUT_BASE/app-APP/task-INDEX.ATTEMPT.EXT`.
-    pub fn output_path(&self, a: &Assignment, ext: &str) -> PathBuf {
-        self.output_base
-            .join(format!("app-{}", a.task.app))
-            .join(format!("task-{}.{}.{ext}", a.task.index, a.attempt))
+    /// The directory its tasks' stdout and stderr go to, `OUTPUT_BASE/app-APP`, checked
+    /// and made under `rules` on first use (a failure is tried again by the next task).
+    /// Its tasks then create `task-INDEX.ATTEMPT.out` and `.err` in it.
+    pub fn output_dir(&self, rules: &Rules) -> Result<&AppDir, String> {
+        if let Some(dir) = self.output_dir.get() {
+            return Ok(dir);
+        }
+        let dir = rules.open_app_dir(&self.output_base, self.runtime.app)?;
+        Ok(self.output_dir.get_or_init(|| dir))
     }
 }
 

@@ -6,6 +6,7 @@
 //! writable by nobody else.
 
 use anyhow::{bail, Context};
+use hetpilot_protocol::protocol::Assignment;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,26 @@ pub fn private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Task `a`'s run directory `RUNS/app-A/task-I.N`, fresh (an earlier one is removed,
+/// without following the links a task may have left in it) and private (mode 0700, as
+/// are the directories made above it). Errors are the task's "could not start" reasons.
+pub fn fresh_run_dir(runs: &Path, a: &Assignment) -> Result<PathBuf, String> {
+    let dir = runs
+        .join(format!("app-{}", a.task.app))
+        .join(format!("task-{}.{}", a.task.index, a.attempt));
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot clear {}: {e}", dir.display())),
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +126,44 @@ mod tests {
         let file = t.path().join("file");
         std::fs::write(&file, "").unwrap();
         assert!(prepare(Some(&file)).is_err());
+    }
+
+    /// A run directory left by an earlier agent, holding a link out: cleared without
+    /// following it, and made again private.
+    #[test]
+    fn a_fresh_run_dir_replaces_a_stale_one_and_is_private() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = t.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "x").unwrap();
+        let a = Assignment {
+            task: hetpilot_protocol::TaskRef {
+                app: hetpilot_protocol::AppId(5),
+                index: 2,
+            },
+            attempt: 3,
+            argv: vec!["true".into()],
+            input: "2".into(),
+            files: None,
+            cores: None,
+        };
+        let runs = t.path().join("runs");
+        let stale = runs.join("app-5/task-2.3");
+        std::fs::create_dir_all(&stale).unwrap();
+        std::os::unix::fs::symlink(&outside, stale.join("link")).unwrap();
+        std::fs::write(stale.join("old"), "").unwrap();
+        let dir = fresh_run_dir(&runs, &a).unwrap();
+        assert_eq!(dir, stale);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        assert!(outside.join("keep").exists());
+        let mode = |d: &Path| std::fs::metadata(d).unwrap().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        // Where nothing existed, the directories above it are made private too.
+        let new_runs = t.path().join("new/runs");
+        let dir = fresh_run_dir(&new_runs, &a).unwrap();
+        for d in [&new_runs, &new_runs.join("app-5"), &dir] {
+            assert_eq!(mode(d), 0o700, "{}", d.display());
+        }
     }
 
     #[test]

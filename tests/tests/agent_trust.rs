@@ -498,3 +498,153 @@ fn a_sandboxed_platforms_pilots_run_tasks_in_the_sandbox() {
         .unwrap()
         .contains("HETPILOT_SANDBOX=bwrap"));
 }
+
+/// The mode bits of `path` itself (a link is not followed).
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// A finished task's detail (its last run).
+fn task_detail(m: &Manager, task: &str) -> Value {
+    let (s, detail) = m.http().get(&format!("/v1/tasks/{task}"), &m.admin);
+    assert_eq!(s, 200, "{detail}");
+    detail
+}
+
+/// The escape found by a red team, without a sandbox: a task plants its future stdout as a
+/// symlink to a file of the agent's account (`authorized_keys`) and its stderr as a hard
+/// link to another user's output, in the `output_dir` it was submitted with. The agent
+/// writes through neither: the task's output goes to new files of its own.
+#[test]
+fn a_task_cannot_make_the_agent_write_through_links_planted_at_its_output() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let _agent = m.agent("local", 1, &[]);
+    let victim = dir.path().join("authorized_keys");
+    std::fs::write(&victim, "ssh-ed25519 KEEP\n").unwrap();
+    let alice = dir.path().join("alice.out");
+    std::fs::write(&alice, "alice's result\n").unwrap();
+    let out = dir.path().join("outputs");
+    let plant = format!(
+        "d={}/app-$HETPILOT_APP; n=task-$HETPILOT_INDEX.$HETPILOT_ATTEMPT; mkdir -p $d && \
+         ln -s {} $d/$n.out && ln {} $d/$n.err && echo to-stdout && echo to-stderr >&2",
+        out.display(),
+        victim.display(),
+        alice.display()
+    );
+    let app = m.submit(
+        json!({"name": "planter", "command": format!("sh -c '{plant}'"),
+        "tasks": {"array": {"start": 0, "end": 0}}, "output_dir": out, "max_attempts": 1}),
+    );
+    let summary = m.wait_finished(app, LONG);
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+    assert_eq!(
+        (read(&victim), read(&alice)),
+        ("ssh-ed25519 KEEP\n".into(), "alice's result\n".into()),
+        "the agent wrote the task's stdout through its symlink or its stderr through its \
+         hard link (authorized_keys, alice's output)"
+    );
+    assert_eq!(summary["counts"]["done"], 1, "{summary}");
+    let last = &task_detail(&m, &format!("{app}.0"))["last"];
+    for (field, text) in [
+        ("stdout_path", "to-stdout\n"),
+        ("stderr_path", "to-stderr\n"),
+    ] {
+        let path = std::path::PathBuf::from(last[field].as_str().unwrap());
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.is_file() && meta.nlink() == 1, "{field}: {meta:?}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{field}");
+    }
+}
+
+/// What the agent keeps of tasks' output is its account's only: the directories it makes
+/// are 0700 and the files 0600, in an `output_dir` outside its work dir as in its own.
+#[test]
+fn task_outputs_are_private_to_the_agents_account() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let agent = m.agent("local", 1, &[]);
+    let out = dir.path().join("site/out");
+    let mut elsewhere = array_app("elsewhere", "sh -c 'echo out; echo err >&2'", 1);
+    elsewhere["output_dir"] = json!(out);
+    let elsewhere = m.submit(elsewhere);
+    let own = m.submit(array_app("own", "echo out", 1));
+    for app in [elsewhere, own] {
+        assert_eq!(m.wait_finished(app, LONG)["counts"]["done"], 1);
+    }
+    let last = |app: u64| task_detail(&m, &format!("{app}.0"))["last"].clone();
+    let (elsewhere, own) = (last(elsewhere), last(own));
+    let file = |last: &Value, field: &str| std::path::PathBuf::from(last[field].as_str().unwrap());
+    let stdout = file(&elsewhere, "stdout_path");
+    assert!(stdout.starts_with(&out), "{}", stdout.display());
+    let own_stdout = file(&own, "stdout_path");
+    assert!(
+        own_stdout.starts_with(&agent.work_dir),
+        "{}",
+        own_stdout.display()
+    );
+    for (path, want) in [
+        (dir.path().join("site"), 0o700),
+        (out.clone(), 0o700),
+        (stdout.parent().unwrap().to_path_buf(), 0o700),
+        (stdout, 0o600),
+        (file(&elsewhere, "stderr_path"), 0o600),
+        (own_stdout.parent().unwrap().to_path_buf(), 0o700),
+        (own_stdout, 0o600),
+    ] {
+        assert_eq!(mode_of(&path), want, "{}", path.display());
+    }
+}
+
+/// The escape as found, in the sandbox: a sandboxed task may write only its run directory,
+/// and its application names that very directory as its `output_dir` (absolute, or
+/// relative to the agent's work dir), then plants its future stdout there as a symlink to
+/// a file outside. Such an `output_dir` is refused before the task runs, with the reason;
+/// the file outside is untouched.
+#[test]
+#[ignore = "needs bubblewrap (deploy/lab/start.sh installs it); run with --include-ignored"]
+fn a_sandboxed_task_cannot_have_its_output_written_in_its_own_run_dir() {
+    need_bwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let agent = m.agent("local", 1, &["--sandbox", "bwrap"]);
+    let victim = dir.path().join("authorized_keys");
+    std::fs::write(&victim, "ssh-ed25519 KEEP\n").unwrap();
+    // App ids are consecutive: the next two are the attacks'.
+    let first = m.submit(array_app("first", "echo sandboxed", 1));
+    assert_eq!(m.wait_finished(first, LONG)["counts"]["done"], 1);
+    assert_eq!(stdout_of(&m, &format!("{first}.0")), "sandboxed\n");
+    let plant = format!(
+        "sh -c 'mkdir -p app-$HETPILOT_APP && ln -s {} app-$HETPILOT_APP/task-0.1.out && echo pwned'",
+        victim.display()
+    );
+    let run_dir = |app: u64| format!("runs/app-{app}/task-0.1");
+    let absolute = agent.work_dir.join(run_dir(first + 1));
+    for (app, output_dir) in [
+        (first + 1, absolute.display().to_string()),
+        (first + 2, run_dir(first + 2)),
+    ] {
+        let mut spec = array_app("planter", &plant, 1);
+        spec["output_dir"] = json!(output_dir);
+        spec["max_attempts"] = json!(1);
+        assert_eq!(m.submit(spec), app);
+        m.wait_finished(app, LONG);
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "ssh-ed25519 KEEP\n",
+            "the agent wrote a sandboxed task's stdout outside its sandbox ({output_dir})"
+        );
+        let failed = tasks(&m, app, "failed");
+        let error = failed[0]["last"]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("lies in the agent's run directories"),
+            "{output_dir}: {failed:?}"
+        );
+    }
+}

@@ -3,7 +3,8 @@
 //! (Linux ≥ 5.6), so no `..`, absolute path, symlink or `/proc` magic link can lead out of
 //! the root, even one planted after the name was checked. Uploads are written to a fresh
 //! temporary file (mode 0600) in the target's directory, synced, and renamed into place
-//! relative to that directory's descriptor.
+//! relative to that directory's descriptor. The agent creates its tasks' output files
+//! the same way, each anew in place of whatever a task may have planted at its name.
 //!
 //! Errors keep their `errno`; [`status_of`] maps them to what a client should hear:
 //! missing, outside the root or through a link → 404; a directory where a file is asked
@@ -13,18 +14,30 @@ use axum::http::StatusCode;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path};
 
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
     .union(ResolveFlags::NO_SYMLINKS)
     .union(ResolveFlags::NO_MAGICLINKS);
 
-/// `openat2` retries a few times on EAGAIN (a concurrent rename raced the lookup).
+/// `openat2` beneath `dir`; see [`openat2_resolving`].
 fn openat2(dir: &OwnedFd, path: &Path, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+    openat2_resolving(dir, path, flags, mode, RESOLVE)
+}
+
+/// `openat2` retries a few times on EAGAIN (a concurrent rename raced the lookup).
+fn openat2_resolving(
+    dir: impl AsFd,
+    path: &Path,
+    flags: OFlags,
+    mode: Mode,
+    resolve: ResolveFlags,
+) -> io::Result<OwnedFd> {
+    let dir = dir.as_fd();
     let mut tries = 0;
     loop {
-        match rustix::fs::openat2(dir, path, flags | OFlags::CLOEXEC, mode, RESOLVE) {
+        match rustix::fs::openat2(dir, path, flags | OFlags::CLOEXEC, mode, resolve) {
             Err(rustix::io::Errno::AGAIN) if tries < 4 => tries += 1,
             r => return r.map_err(io::Error::from),
         }
@@ -64,6 +77,17 @@ pub fn open_read(root: &Path, rel: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Refuses anything but one plain name: a `/` in it would be resolved by calls (like
+/// `unlinkat`) that follow links in the directories on the way.
+fn plain_name(name: &Path) -> io::Result<()> {
+    relative(name)?;
+    if name.components().count() == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::from(io::ErrorKind::InvalidInput))
+    }
+}
+
 fn libc_eisdir() -> i32 {
     rustix::io::Errno::ISDIR.raw_os_error()
 }
@@ -78,27 +102,57 @@ impl Dir {
     /// Opens (creating what is missing) the directory holding `rel` beneath `root`.
     pub fn parent_of(root: &Path, rel: &Path) -> io::Result<Dir> {
         relative(rel)?;
-        let mut dir = open_root(root)?;
-        let parents: Vec<_> = rel
-            .parent()
-            .into_iter()
-            .flat_map(Path::components)
-            .collect();
-        for c in parents {
-            let name = Path::new(c.as_os_str());
-            let flags = OFlags::PATH | OFlags::DIRECTORY;
-            dir = match openat2(&dir, name, flags, Mode::empty()) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o700)) {
-                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                    openat2(&dir, name, flags, Mode::empty())?
-                }
-                r => r?,
-            };
+        let mut dir = Dir {
+            fd: open_root(root)?,
+        };
+        for c in rel.parent().into_iter().flat_map(Path::components) {
+            dir = dir.subdir(Path::new(c.as_os_str()), 0o700)?;
         }
-        Ok(Dir { fd: dir })
+        Ok(dir)
+    }
+
+    /// Opens the directory at `path`, which must hold no symlink (a canonical path, as
+    /// `std::fs::canonicalize` gives): a link anywhere in it, say one swapped in after the
+    /// path was resolved, is refused (`ELOOP`).
+    pub fn open_resolved(path: &Path) -> io::Result<Dir> {
+        let flags = OFlags::PATH | OFlags::DIRECTORY;
+        let resolve = ResolveFlags::NO_SYMLINKS.union(ResolveFlags::NO_MAGICLINKS);
+        let fd = openat2_resolving(rustix::fs::CWD, path, flags, Mode::empty(), resolve)?;
+        Ok(Dir { fd })
+    }
+
+    /// The directory `name` (one plain name) in this one, made with `mode` (less the
+    /// umask) if it is missing; a link in its place is refused (`ELOOP`).
+    pub fn subdir(&self, name: &Path, mode: u32) -> io::Result<Dir> {
+        plain_name(name)?;
+        let flags = OFlags::PATH | OFlags::DIRECTORY;
+        let fd = match openat2(&self.fd, name, flags, Mode::empty()) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                openat2(&self.fd, name, flags, Mode::empty())?
+            }
+            r => r?,
+        };
+        Ok(Dir { fd })
+    }
+
+    /// Creates the file `name` (one plain name) anew with `mode` (less the umask), after
+    /// removing whatever file or link had that name: what was there (a symlink, a hard
+    /// link to another file) is neither opened nor written. If something takes the name
+    /// again in between, the create fails (`EEXIST`) rather than open it; a directory
+    /// there stays and fails it (`EISDIR`).
+    pub fn create_replacing(&self, name: &str, mode: u32) -> io::Result<File> {
+        plain_name(Path::new(name))?;
+        match rustix::fs::unlinkat(&self.fd, name, rustix::fs::AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
+        let fd = openat2(&self.fd, Path::new(name), flags, Mode::from_raw_mode(mode))?;
+        Ok(File::from(fd))
     }
 
     /// Creates a new temporary file `name` in this directory, readable by its owner only.
@@ -219,5 +273,70 @@ mod tests {
         std::os::unix::fs::symlink("/tmp", d.path().join("link")).unwrap();
         let e = Dir::parent_of(d.path(), Path::new("link/x")).err().unwrap();
         assert_eq!(status_of(&e, true), StatusCode::NOT_FOUND, "{e}");
+    }
+
+    /// What a task can plant where the agent will create its output: a symlink to a file
+    /// elsewhere, a hard link to another file of the same account, a directory. The
+    /// first two are replaced by a new file, their targets untouched; the directory stays.
+    #[test]
+    fn a_replacing_create_never_writes_through_what_was_planted() {
+        use std::os::unix::fs::MetadataExt;
+        let d = root();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("authorized_keys");
+        std::fs::write(&victim, "keys").unwrap();
+        std::fs::write(d.path().join("alice.out"), "alice").unwrap();
+        std::os::unix::fs::symlink(&victim, d.path().join("t.out")).unwrap();
+        std::fs::hard_link(d.path().join("alice.out"), d.path().join("t.err")).unwrap();
+        let dir = Dir::parent_of(d.path(), Path::new("t.out")).unwrap();
+        for name in ["t.out", "t.err"] {
+            dir.create_replacing(name, 0o600)
+                .unwrap()
+                .write_all(b"task")
+                .unwrap();
+            let path = d.path().join(name);
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            assert!(meta.is_file(), "{name} is a file of its own");
+            assert_eq!((meta.nlink(), meta.mode() & 0o777), (1, 0o600), "{name}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "task");
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keys");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("alice.out")).unwrap(),
+            "alice"
+        );
+        let e = dir.create_replacing("sub", 0o600).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc_eisdir()), "{e}");
+        assert!(d.path().join("sub").is_dir());
+        for bad in ["sub/x", "../x", ""] {
+            let e = dir.create_replacing(bad, 0o600).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{bad}");
+        }
+    }
+
+    #[test]
+    fn subdirs_are_made_with_their_mode_and_resolved_paths_hold_no_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = root();
+        let top = Dir::open_resolved(&d.path().canonicalize().unwrap()).unwrap();
+        top.subdir(Path::new("new"), 0o750).unwrap();
+        let mode = std::fs::metadata(d.path().join("new"))
+            .unwrap()
+            .permissions()
+            .mode();
+        // The umask may take bits away, never add any.
+        assert_eq!((mode & 0o700, mode & 0o777 & !0o750), (0o700, 0));
+        std::os::unix::fs::symlink("sub", d.path().join("link")).unwrap();
+        let e = top.subdir(Path::new("link"), 0o700).err().unwrap();
+        assert_eq!(
+            e.raw_os_error(),
+            Some(rustix::io::Errno::LOOP.raw_os_error())
+        );
+        let through = d.path().canonicalize().unwrap().join("link");
+        let e = Dir::open_resolved(&through).err().unwrap();
+        assert_eq!(
+            e.raw_os_error(),
+            Some(rustix::io::Errno::LOOP.raw_os_error())
+        );
     }
 }

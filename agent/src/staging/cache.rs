@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use thiserror::Error;
@@ -156,6 +156,22 @@ impl State {
     }
 }
 
+/// Creates the file a fetch writes (the path [`Cache::get`] gives it): new, mode 0600, in
+/// place of anything left at that name, which is removed and never written through.
+pub fn new_file(path: &Path) -> std::io::Result<std::fs::File> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
 fn object_path(dir: &Path, key: &str) -> PathBuf {
     dir.join("objects").join(key)
 }
@@ -193,7 +209,11 @@ impl Cache {
             if d.exists() {
                 std::fs::remove_dir_all(&d).map_err(|e| io(dir, e))?;
             }
-            std::fs::create_dir_all(&d).map_err(|e| io(dir, e))?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&d)
+                .map_err(|e| io(dir, e))?;
         }
         Ok(Cache {
             inner: Arc::new(Inner {
@@ -494,6 +514,25 @@ mod tests {
                 max: 100
             })
         );
+    }
+
+    /// A link left where a fetch writes is removed, its target untouched; the cache's
+    /// directories and fetched files are the agent's account's only.
+    #[test]
+    fn fetches_write_new_private_files_never_through_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        let c = Cache::open(d.path(), 100).unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let tmp = c.inner.dir.join("tmp/k");
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        std::io::Write::write_all(&mut new_file(&tmp).unwrap(), b"fetched").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode();
+        assert_eq!(mode(&tmp) & 0o777, 0o600);
+        for sub in ["objects", "tmp"] {
+            assert_eq!(mode(&d.path().join(sub)) & 0o077, 0, "{sub}");
+        }
     }
 
     #[tokio::test]

@@ -15,11 +15,16 @@ pub struct Digesting {
 }
 
 impl Digesting {
+    /// Writes to a new file at `path` (see [`super::cache::new_file`]).
     pub async fn create(path: &Path) -> std::io::Result<Digesting> {
+        let path = path.to_path_buf();
+        let file = tokio::task::spawn_blocking(move || super::cache::new_file(&path))
+            .await
+            .map_err(std::io::Error::other)??;
         Ok(Digesting {
             file: tokio::io::BufWriter::with_capacity(
                 WRITE_BUFFER,
-                tokio::fs::File::create(path).await?,
+                tokio::fs::File::from_std(file),
             ),
             hash: Sha256::new(),
             len: 0,

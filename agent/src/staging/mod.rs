@@ -27,6 +27,7 @@ use hetpilot_protocol::protocol::{AppRuntime, Assignment};
 use hetpilot_protocol::AppId;
 use hetpilot_transport::tls::ClientTrust;
 use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -118,19 +119,13 @@ impl Stager {
         let files: TaskFiles = templates
             .for_task(a.task.index, &a.input)
             .map_err(|(field, e)| format!("{}: {e}", field.name()))?;
-        let dir = self
-            .runs_dir
-            .join(format!("app-{}", a.task.app))
-            .join(format!("task-{}.{}", a.task.index, a.attempt));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
-        }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let dir = crate::work_dir::fresh_run_dir(&self.runs_dir, a)?;
         for out in &files.outputs {
             if let Some(parent) = dir.join(&out.name).parent() {
-                std::fs::create_dir_all(parent)
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent)
                     .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
         }

@@ -75,8 +75,8 @@ pub fn download(url: &SftpUrl, keys: &SftpKeys, dest: &Path) -> Result<(u64, Str
             }
             _ => format!("sftp open {}: {e}", url.path),
         })?;
-    let mut out =
-        std::fs::File::create(dest).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let mut out = super::cache::new_file(dest)
+        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
     let mut hash = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut len = 0u64;
