@@ -1,16 +1,19 @@
 //! The `/v1` HTTP API (axum): routes, authentication, limits, and error bodies. Every
 //! route but `GET /v1/health` needs a bearer token, checked before any body is read.
 //! Bodies are limited per route (`[limits]`): small for most, larger for submits and agents'
-//! results, a per-file limit for file uploads; submits are rate limited per user and read
-//! a few at a time, agent registrations are rate limited per platform. `GET /metrics`
+//! results, a per-file limit for file uploads; a body must arrive whole within a deadline
+//! (file uploads aside); submits are rate limited per user and read a few at a time, a few
+//! per user; agent registrations are rate limited per platform. `GET /metrics`
 //! (Prometheus) and the dashboard at `/ui` are served beside the API (`metrics`, `ui`).
 
 mod agents;
 mod auth;
+mod body_deadline;
 mod dashboard_views;
 mod error;
 mod extract;
 mod files;
+mod large_bodies;
 mod metrics;
 mod metrics_state;
 mod pilots;
@@ -28,10 +31,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use hetpilot_transport::serve::ServeLimits;
 use hetpilot_transport::tls::ServerConfig;
+use large_bodies::LargeBodySlots;
 use rate::RateLimit;
 use std::convert::Infallible;
 use std::sync::Arc;
-use tower::limit::GlobalConcurrencyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub fn router(manager: Arc<Manager>) -> Router {
@@ -42,9 +45,11 @@ pub fn router(manager: Arc<Manager>) -> Router {
         limits.register_burst,
         limits.registrations_per_minute,
     );
+    let submit_slots =
+        LargeBodySlots::new(limits.max_large_requests, limits.large_requests_per_user());
     let submit = post::<_, _, Arc<Manager>>(users::submit)
         .layer::<_, Infallible>(DefaultBodyLimit::max(limits.submit_bytes()))
-        .layer(GlobalConcurrencyLimitLayer::new(limits.max_large_requests))
+        .layer(from_fn_with_state(submit_slots, large_bodies::hold))
         .layer(from_fn_with_state(submit_rate, rate::limit));
     let register = post::<_, _, Arc<Manager>>(agents::register)
         .layer::<_, Infallible>(from_fn_with_state(register_rate, rate::limit));
@@ -83,6 +88,10 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/staging", get(dashboard_views::staging))
         .route("/v1/history", get(dashboard_views::history))
         .layer(DefaultBodyLimit::max(limits.body_bytes()))
+        .layer(from_fn_with_state(
+            limits.body_deadline(),
+            body_deadline::limit,
+        ))
         .with_state(manager.clone())
         // Staging: the file service streams bodies up to its per-file limit.
         .merge(files::router(manager.clone()))
