@@ -3,8 +3,9 @@
 //! Bodies are limited per route (`[limits]`): small for most, larger for submits and agents'
 //! results, a per-file limit for file uploads; a body must arrive whole within a deadline
 //! (file uploads aside); submits are rate limited per user and read a few at a time, a few
-//! per user; agent registrations are rate limited per platform. `GET /metrics`
-//! (Prometheus) and the dashboard at `/ui` are served beside the API (`metrics`, `ui`).
+//! per user; agent registrations are rate limited per platform. Long polls end with 401
+//! when their token is revoked. `GET /metrics` (Prometheus) and the dashboard at `/ui`
+//! are served beside the API (`metrics`, `ui`).
 
 mod agents;
 mod auth;
@@ -14,6 +15,7 @@ mod error;
 mod extract;
 mod files;
 mod large_bodies;
+mod long_poll;
 mod metrics;
 mod metrics_state;
 mod pilots;
@@ -55,9 +57,12 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .layer::<_, Infallible>(from_fn_with_state(register_rate, rate::limit));
     let results = post::<_, _, Arc<Manager>>(agents::results)
         .layer::<_, Infallible>(DefaultBodyLimit::max(limits.results_bytes()));
+    let long_poll = || from_fn_with_state(manager.clone(), long_poll::end_on_revocation);
+    let show = get::<_, _, Arc<Manager>>(users::show).layer::<_, Infallible>(long_poll());
+    let pull = post::<_, _, Arc<Manager>>(agents::pull).layer::<_, Infallible>(long_poll());
     Router::new()
         .route("/v1/apps", submit.get(users::list))
-        .route("/v1/apps/{app}", get(users::show))
+        .route("/v1/apps/{app}", show)
         .route("/v1/apps/{app}/report", get(users::report))
         .route("/v1/apps/{app}/tasks", get(users::tasks))
         .route("/v1/apps/{app}/cancel", post(users::cancel))
@@ -73,7 +78,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         )
         .route("/v1/admin/rotate-token", post(users::rotate_admin_token))
         .route("/v1/agents", register.get(agents::list))
-        .route("/v1/agents/{agent}/pull", post(agents::pull))
+        .route("/v1/agents/{agent}/pull", pull)
         .route("/v1/agents/{agent}/results", results)
         .route("/v1/agents/{agent}/heartbeat", post(agents::heartbeat))
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
