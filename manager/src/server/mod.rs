@@ -4,8 +4,9 @@
 //! results, a per-file limit for file uploads; a body must arrive whole within a deadline
 //! (file uploads aside); submits are rate limited per user and read a few at a time, a few
 //! per user; agent registrations are rate limited per platform. Long polls end with 401
-//! when their token is revoked. `GET /metrics` (Prometheus) and the dashboard at `/ui`
-//! are served beside the API (`metrics`, `ui`).
+//! when their token is revoked. Every answer says `X-Content-Type-Options: nosniff`.
+//! `GET /metrics` (Prometheus) and the dashboard at `/ui` are served beside the API
+//! (`metrics`, `ui`).
 
 mod agents;
 mod auth;
@@ -28,6 +29,8 @@ pub use error::ApiError;
 
 use crate::service::Manager;
 use axum::extract::DefaultBodyLimit;
+use axum::http::header::X_CONTENT_TYPE_OPTIONS;
+use axum::http::HeaderValue;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -37,6 +40,7 @@ use large_bodies::LargeBodySlots;
 use rate::RateLimit;
 use std::convert::Infallible;
 use std::sync::Arc;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub fn router(manager: Arc<Manager>) -> Router {
@@ -113,6 +117,10 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .merge(ui::router())
         .layer(from_fn_with_state(manager.clone(), metrics::track))
         .layer(RequestBodyTimeoutLayer::new(limits.body_timeout()))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
 }
 
 /// Serves the API on `listener` (HTTPS if `tls` is given) until `shutdown` resolves.
