@@ -253,3 +253,68 @@ fn reports_for_unknown_or_foreign_tasks_are_refused_and_change_nothing() {
     let (_, summary) = http.get(&format!("/v1/apps/{app}"), &m.admin);
     assert_eq!(summary["counts"]["done"], 1);
 }
+
+#[test]
+fn downloads_are_opaque_bytes_and_every_answer_says_nosniff() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let alice = m.create_user("alice");
+    let client = reqwest::blocking::Client::new();
+    let page = "<html><script>fetch('/v1/apps')</script></html>";
+    let (s, b) = m
+        .http()
+        .post("/v1/apps", &alice, &array_app("a", "true", 1));
+    assert_eq!(s, 200, "{b}");
+    let app = b["app"].as_u64().unwrap();
+    for path in [
+        "/v1/files/page.html".to_string(),
+        format!("/v1/apps/{app}/files/x.svg"),
+    ] {
+        let url = format!("{}{path}", m.url);
+        let put = client
+            .put(&url)
+            .bearer_auth(&alice)
+            .body(page)
+            .send()
+            .unwrap();
+        assert_eq!(put.status().as_u16(), 201, "{path}");
+        let got = client.get(&url).bearer_auth(&alice).send().unwrap();
+        assert_eq!(got.status().as_u16(), 200, "{path}");
+        let h = got.headers();
+        // Never a type from the name or the contents: a browser must not render it.
+        assert_eq!(h["content-type"], "application/octet-stream", "{path}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(h["content-disposition"], "attachment", "{path}");
+        assert_eq!(got.text().unwrap(), page);
+    }
+    // JSON answers, errors included, say so; the exposition and the dashboard keep theirs.
+    for (path, token, status, content_type) in [
+        ("/v1/apps", alice.as_str(), 200, "application/json"),
+        ("/v1/health", "", 200, "application/json"),
+        ("/v1/apps", "hpu_wrong", 401, "application/json"),
+        (
+            "/v1/files/missing.html",
+            alice.as_str(),
+            404,
+            "application/json",
+        ),
+        (
+            "/metrics",
+            m.admin.as_str(),
+            200,
+            "application/openmetrics-text",
+        ),
+        ("/ui/", "", 200, "text/html"),
+    ] {
+        let r = client
+            .get(format!("{}{path}", m.url))
+            .bearer_auth(token)
+            .send()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), status, "{path}");
+        let h = r.headers();
+        let got = h["content-type"].to_str().unwrap();
+        assert!(got.starts_with(content_type), "{path}: {got}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+    }
+}

@@ -355,3 +355,131 @@ fn large_bodies_are_read_a_bounded_number_at_a_time() {
         .unwrap();
     assert!(read_status(&mut second).starts_with("HTTP/1.1 200"));
 }
+
+/// Bytes of leading whitespace each slow submit sends at once: more than the kernel's
+/// socket buffers hold, so once they are written the manager is reading the body, which
+/// it does only holding a large-body slot.
+const READ_MARK: usize = 16 << 20;
+
+/// One user's submit, sent slowly on a thread of its own: `READ_MARK` bytes of whitespace
+/// (counted in `read` once written), then a byte every 250 ms until `stop` or the
+/// connection ends; the body is never complete. Returns a handle on the socket, to end it.
+fn slow_submit(
+    port: u16,
+    token: &str,
+    read: Arc<AtomicUsize>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> (TcpStream, std::thread::JoinHandle<()>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(submit_head(port, token, READ_MARK + 1_000_000).as_bytes())
+        .unwrap();
+    let handle = s.try_clone().unwrap();
+    let thread = std::thread::spawn(move || {
+        if s.write_all(&vec![b' '; READ_MARK]).is_err() {
+            return;
+        }
+        read.fetch_add(1, Ordering::SeqCst);
+        while !stop.load(Ordering::SeqCst) && s.write_all(b" ").is_ok() {
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    });
+    (handle, thread)
+}
+
+#[test]
+fn one_users_slow_bodies_leave_other_users_submits_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    // Defaults: 4 large-body slots, 2 per user. A pause of 1 s ends a body; bob's bodies
+    // trickle fast enough to stay under it and are never complete.
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[("HETPILOT_LIMITS__BODY_TIMEOUT_SECS", "1")],
+    );
+    let bob = m.create_user("bob");
+    let alice = m.create_user("alice");
+    let read = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow: Vec<_> = (0..6)
+        .map(|_| slow_submit(m.port, &bob, read.clone(), stop.clone()))
+        .collect();
+    wait_until(
+        "the manager to read two of bob's bodies",
+        Duration::from_secs(60),
+        || (read.load(Ordering::SeqCst) >= 2).then_some(()),
+    );
+
+    let started = Instant::now();
+    let answer = reqwest::blocking::Client::new()
+        .post(format!("{}/v1/apps", m.url))
+        .bearer_auth(&alice)
+        .timeout(Duration::from_secs(10))
+        .json(&array_app("fast", "true", 1))
+        .send();
+    let took = started.elapsed();
+    let status = answer.map(|r| r.status().as_u16());
+    // Without slots per user: bob holds all four and alice waits for his bodies to end
+    // (here: past the 10 s timeout).
+    assert!(
+        matches!(status, Ok(200)) && took < Duration::from_secs(1),
+        "alice's submit behind bob's 6 slow bodies: {status:?} after {took:?}"
+    );
+    assert_eq!(
+        read.load(Ordering::SeqCst),
+        2,
+        "bob's bodies were read beyond his share of the slots"
+    );
+
+    stop.store(true, Ordering::SeqCst);
+    for (socket, thread) in slow {
+        let _ = socket.shutdown(std::net::Shutdown::Both);
+        thread.join().unwrap();
+    }
+}
+
+#[test]
+fn a_body_slower_than_the_whole_body_deadline_gets_408() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[
+            ("HETPILOT_LIMITS__BODY_DEADLINE_SECS", "2"),
+            ("HETPILOT_LIMITS__BODY_TIMEOUT_SECS", "1"),
+        ],
+    );
+    let started = Instant::now();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (mut socket, trickling) = slow_submit(m.port, &m.admin, Arc::default(), stop.clone());
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // Until the manager closes the connection (the reset that its unread bytes may
+    // cause comes after the answer).
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let ended = loop {
+        match socket.read(&mut buf) {
+            Ok(0) => break None,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) => break Some(e),
+        }
+    };
+    let took = started.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let _ = socket.shutdown(std::net::Shutdown::Both);
+    trickling.join().unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    // Without the deadline the trickle never ends: no answer within 10 s.
+    assert!(
+        answer.starts_with("HTTP/1.1 408"),
+        "after {took:?} ({ended:?}): {answer:?}"
+    );
+    assert!(answer.contains("limits.body_deadline_secs"), "{answer}");
+    assert!(
+        (Duration::from_secs(2)..Duration::from_secs(6)).contains(&took),
+        "answered after {took:?}"
+    );
+}

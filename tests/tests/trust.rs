@@ -3,10 +3,10 @@
 //! stored rows start-up cannot read, credentials used beyond their job, hostile names and
 //! paths, re-issued tokens, quotas, and the modes of what the manager keeps on disk.
 
-use hetpilot_e2e::{array_app, wait_until, Manager};
+use hetpilot_e2e::{array_app, free_port, wait_until, Manager};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn put(m: &Manager, token: &str, path: &str, data: &[u8]) -> u16 {
     reqwest::blocking::Client::new()
@@ -495,4 +495,118 @@ fn logs_never_print_a_file_an_agent_merely_names() {
         out.contains("tail") && !out.contains('\u{1b}'),
         "escapes are shown, not sent: {out:?}"
     );
+}
+
+/// How many long polls on `route` the manager has authenticated (its debug log).
+fn long_polls_authenticated(m: &Manager, route: &str) -> usize {
+    std::fs::read_to_string(m.dir.join("manager.log"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("long poll authenticated") && l.contains(route))
+        .count()
+}
+
+/// Opens a long poll (`body` makes it a POST) on a thread; returns its status, its body,
+/// and when it was answered.
+fn long_poll(
+    m: &Manager,
+    token: &str,
+    path: &str,
+    body: Option<Value>,
+) -> std::thread::JoinHandle<(u16, Value, Instant)> {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let url = format!("{}{path}", m.url);
+    let req = match body {
+        Some(b) => client.post(url).json(&b),
+        None => client.get(url),
+    }
+    .bearer_auth(token);
+    std::thread::spawn(move || {
+        let r = req.send().expect("the long poll");
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null), Instant::now())
+    })
+}
+
+/// Waits for the `nth` long poll on `route`, `poll`, to be authenticated, runs `revoke`,
+/// and checks the poll ends with 401 promptly, well before its 20 s wait.
+fn ends_at_revocation(
+    m: &Manager,
+    route: &str,
+    nth: usize,
+    poll: std::thread::JoinHandle<(u16, Value, Instant)>,
+    revoke: impl FnOnce(),
+) {
+    wait_until(
+        &format!("long poll {nth} on {route} to be authenticated"),
+        Duration::from_secs(30),
+        || (long_polls_authenticated(m, route) >= nth).then_some(()),
+    );
+    let revoked = Instant::now();
+    revoke();
+    let (status, body, answered) = poll.join().unwrap();
+    let after = answered.saturating_duration_since(revoked);
+    assert_eq!(
+        status, 401,
+        "{route}, {after:?} after the revocation: {body}"
+    );
+    assert!(
+        body["error"].as_str().unwrap().contains("revoked"),
+        "{body}"
+    );
+    assert!(
+        after < Duration::from_secs(5),
+        "{route}: answered {after:?} after the revocation"
+    );
+}
+
+#[test]
+fn long_polls_end_with_401_when_their_token_is_revoked() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_on(
+        dir.path(),
+        free_port(),
+        30.0,
+        &[("RUST_LOG", "info,hetpilot::server::long_poll=debug")],
+    );
+    let http = m.http();
+
+    // An agent's pull, when the agent leaves (its credential is revoked).
+    let (agent, credential) = register(&m);
+    let pull = long_poll(
+        &m,
+        &credential,
+        &format!("/v1/agents/{agent}/pull"),
+        Some(json!({"max": 1, "wait_ms": 20_000})),
+    );
+    ends_at_revocation(&m, "/v1/agents/{agent}/pull", 1, pull, || {
+        let (s, b) = http.post(
+            &format!("/v1/agents/{agent}/deregister"),
+            &credential,
+            &json!({}),
+        );
+        assert_eq!(s, 200, "{b}");
+    });
+
+    // A user's wait on an application that cannot progress (no agent), when the user's
+    // token is re-issued.
+    let alice = m.create_user("alice");
+    let (s, b) = http.post("/v1/apps", &alice, &array_app("stuck", "true", 1));
+    assert_eq!(s, 200, "{b}");
+    let app = b["app"].as_u64().unwrap();
+    let wait = format!("/v1/apps/{app}?wait_ms=20000&seen=0");
+    let poll = long_poll(&m, &alice, &wait, None);
+    ends_at_revocation(&m, "/v1/apps/{app}", 1, poll, || {
+        m.create_user("alice");
+    });
+
+    // The admin's wait, when the admin token is rotated.
+    let poll = long_poll(&m, &m.admin, &wait, None);
+    ends_at_revocation(&m, "/v1/apps/{app}", 2, poll, || {
+        let o = m.cli(&["token", "rotate-admin"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    });
 }

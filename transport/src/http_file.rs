@@ -2,11 +2,16 @@
 //! them: a download streams one file from disk, whole or the single `Range: bytes=A-B`
 //! asked for; an upload streams to a temporary file in the target's directory, which is
 //! synced, renamed into place and its directory synced, so a reader never sees half a
-//! file and a crash never leaves one under the real name.
+//! file and a crash never leaves one under the real name. A download is opaque bytes to
+//! a browser too: `application/octet-stream`, `nosniff` and `attachment`, whatever its
+//! name or contents, so a user's file is never rendered as a page of the server's origin.
 
 use axum::body::Body;
-use axum::http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, RANGE};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::header::{
+    ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, RANGE,
+    X_CONTENT_TYPE_OPTIONS,
+};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::TryStreamExt;
 use hetpilot_protocol::byte_range;
@@ -131,7 +136,13 @@ pub async fn send_open(
     let mut resp = (status, body).into_response();
     let h = resp.headers_mut();
     h.insert(CONTENT_LENGTH, count.into());
-    h.insert(ACCEPT_RANGES, "bytes".parse().expect("ASCII header value"));
+    h.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
     if let Some((a, b)) = range {
         let value = format!("bytes {a}-{b}/{len}");
         h.insert(CONTENT_RANGE, value.parse().expect("ASCII header value"));
@@ -284,5 +295,25 @@ mod tests {
         assert_eq!(status_of(2), StatusCode::NOT_FOUND);
         // Everything else is still the server's problem.
         assert_eq!(status_of(28), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[tokio::test]
+    async fn downloads_are_opaque_bytes_whatever_their_name_and_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("page.html");
+        std::fs::write(
+            &page,
+            "<html><script>alert(document.domain)</script></html>",
+        )
+        .unwrap();
+        let mut ranged = HeaderMap::new();
+        ranged.insert(RANGE, HeaderValue::from_static("bytes=0-5"));
+        for headers in [HeaderMap::new(), ranged] {
+            let (resp, _) = send(&page, "page.html", &headers).await.unwrap();
+            let h = resp.headers();
+            assert_eq!(h[CONTENT_TYPE], "application/octet-stream");
+            assert_eq!(h[X_CONTENT_TYPE_OPTIONS], "nosniff");
+            assert_eq!(h[CONTENT_DISPOSITION], "attachment");
+        }
     }
 }

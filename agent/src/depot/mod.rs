@@ -8,7 +8,8 @@
 //! with the secret this depot shares with it (`--secret-file`), naming this depot
 //! (`--name`, as in the manager's `[[storage]]` entry), one owner and an expiry. A grant
 //! opens only its owner's directory (see `auth`), and no path leads out of that
-//! directory, not through `..` nor through symlinks (see `paths`).
+//! directory, not through `..` nor through symlinks (see `paths`). Files go out as opaque
+//! bytes (`application/octet-stream`, `attachment`) and every answer says `nosniff`.
 
 mod auth;
 mod paths;
@@ -16,7 +17,8 @@ mod paths;
 use anyhow::Context;
 use axum::body::Body;
 use axum::extract::{Path as UrlPath, Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::header::X_CONTENT_TYPE_OPTIONS;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -32,6 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
 /// `hetpilot-agent serve-files`.
@@ -160,7 +163,11 @@ pub async fn serve(args: ServeFilesArgs) -> anyhow::Result<()> {
         ))
         .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
             args.body_timeout_secs,
-        )));
+        )))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ));
     let limits = ServeLimits {
         header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
         max_connections: args.max_connections as usize,

@@ -7,9 +7,12 @@
 //! max_submit_mib = 64              # POST /v1/apps
 //! max_results_mib = 8              # an agent's results
 //! max_file_mib = 4096              # one upload to the file service
-//! max_large_requests = 4           # submits whose bodies are read at once
+//! max_large_requests = 4           # submits whose bodies are read at once ...
+//! # max_large_requests_per_user = 2 # ... of which one caller holds at most this many
+//!                                  #   (default: half of max_large_requests, at least 1)
 //! header_read_timeout_secs = 10    # a connection must send its headers this fast
 //! body_timeout_secs = 60           # ... and then no pause this long within a body
+//! body_deadline_secs = 120         # ... and the whole body within this (file uploads aside)
 //! max_connections = 10000          # at once (capped by the open-files limit)
 //! max_connections_per_ip = 1024    # at once from one address
 //! submit_burst = 20                # submits per user at once ...
@@ -30,8 +33,11 @@ pub struct LimitsConfig {
     pub max_results_mib: u64,
     pub max_file_mib: u64,
     pub max_large_requests: usize,
+    /// `None`: half of `max_large_requests`, at least one.
+    pub max_large_requests_per_user: Option<usize>,
     pub header_read_timeout_secs: f64,
     pub body_timeout_secs: f64,
+    pub body_deadline_secs: f64,
     pub max_connections: usize,
     pub max_connections_per_ip: usize,
     pub submit_burst: u32,
@@ -48,8 +54,10 @@ impl Default for LimitsConfig {
             max_results_mib: 8,
             max_file_mib: 4096,
             max_large_requests: 4,
+            max_large_requests_per_user: None,
             header_read_timeout_secs: 10.0,
             body_timeout_secs: 60.0,
+            body_deadline_secs: 120.0,
             max_connections: 10_000,
             max_connections_per_ip: 1024,
             submit_burst: 20,
@@ -69,6 +77,10 @@ impl LimitsConfig {
             ("limits.max_results_mib", self.max_results_mib),
             ("limits.max_file_mib", self.max_file_mib),
             ("limits.max_large_requests", self.max_large_requests as u64),
+            (
+                "limits.max_large_requests_per_user",
+                self.large_requests_per_user() as u64,
+            ),
             ("limits.max_connections", self.max_connections as u64),
             (
                 "limits.max_connections_per_ip",
@@ -84,6 +96,16 @@ impl LimitsConfig {
         ];
         if let Some((field, _)) = counts.iter().find(|(_, v)| *v == 0) {
             return Some((field, "must be at least 1".into()));
+        }
+        if self.large_requests_per_user() > self.max_large_requests {
+            return Some((
+                "limits.max_large_requests_per_user",
+                format!(
+                    "{} is more than limits.max_large_requests ({})",
+                    self.large_requests_per_user(),
+                    self.max_large_requests
+                ),
+            ));
         }
         let sizes = [
             ("limits.max_body_kib", self.max_body_kib, 1 << 20),
@@ -103,12 +125,19 @@ impl LimitsConfig {
                 self.header_read_timeout_secs,
             ),
             ("limits.body_timeout_secs", self.body_timeout_secs),
+            ("limits.body_deadline_secs", self.body_deadline_secs),
         ] {
             if !(secs.is_finite() && (0.1..=86_400.0).contains(&secs)) {
                 return Some((field, format!("{secs} is not between 0.1 and 86400")));
             }
         }
         None
+    }
+
+    /// The large-body slots one caller may hold at once.
+    pub fn large_requests_per_user(&self) -> usize {
+        self.max_large_requests_per_user
+            .unwrap_or((self.max_large_requests / 2).max(1))
     }
 
     pub fn body_bytes(&self) -> usize {
@@ -134,6 +163,10 @@ impl LimitsConfig {
     pub fn body_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.body_timeout_secs)
     }
+
+    pub fn body_deadline(&self) -> Duration {
+        Duration::from_secs_f64(self.body_deadline_secs)
+    }
 }
 
 #[cfg(test)]
@@ -158,5 +191,28 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(nan.problem().unwrap().0, "limits.header_read_timeout_secs");
+        let forever = LimitsConfig {
+            body_deadline_secs: f64::INFINITY,
+            ..Default::default()
+        };
+        assert_eq!(forever.problem().unwrap().0, "limits.body_deadline_secs");
+        let one = LimitsConfig {
+            max_large_requests: 1,
+            ..Default::default()
+        };
+        assert_eq!(one.problem(), None, "the default share follows the total");
+        assert_eq!(one.large_requests_per_user(), 1);
+        assert_eq!(LimitsConfig::default().large_requests_per_user(), 2);
+        let greedy = LimitsConfig {
+            max_large_requests: 4,
+            max_large_requests_per_user: Some(5),
+            ..Default::default()
+        };
+        let (field, problem) = greedy.problem().unwrap();
+        assert_eq!(field, "limits.max_large_requests_per_user");
+        assert!(
+            problem.contains("limits.max_large_requests (4)"),
+            "{problem}"
+        );
     }
 }

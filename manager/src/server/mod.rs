@@ -1,16 +1,22 @@
 //! The `/v1` HTTP API (axum): routes, authentication, limits, and error bodies. Every
 //! route but `GET /v1/health` needs a bearer token, checked before any body is read.
 //! Bodies are limited per route (`[limits]`): small for most, larger for submits and agents'
-//! results, a per-file limit for file uploads; submits are rate limited per user and read
-//! a few at a time, agent registrations are rate limited per platform. `GET /metrics`
-//! (Prometheus) and the dashboard at `/ui` are served beside the API (`metrics`, `ui`).
+//! results, a per-file limit for file uploads; a body must arrive whole within a deadline
+//! (file uploads aside); submits are rate limited per user and read a few at a time, a few
+//! per user; agent registrations are rate limited per platform. Long polls end with 401
+//! when their token is revoked. Every answer says `X-Content-Type-Options: nosniff`.
+//! `GET /metrics` (Prometheus) and the dashboard at `/ui` are served beside the API
+//! (`metrics`, `ui`).
 
 mod agents;
 mod auth;
+mod body_deadline;
 mod dashboard_views;
 mod error;
 mod extract;
 mod files;
+mod large_bodies;
+mod long_poll;
 mod metrics;
 mod metrics_state;
 mod pilots;
@@ -23,15 +29,18 @@ pub use error::ApiError;
 
 use crate::service::Manager;
 use axum::extract::DefaultBodyLimit;
+use axum::http::header::X_CONTENT_TYPE_OPTIONS;
+use axum::http::HeaderValue;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use hetpilot_transport::serve::ServeLimits;
 use hetpilot_transport::tls::ServerConfig;
+use large_bodies::LargeBodySlots;
 use rate::RateLimit;
 use std::convert::Infallible;
 use std::sync::Arc;
-use tower::limit::GlobalConcurrencyLimitLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub fn router(manager: Arc<Manager>) -> Router {
@@ -42,17 +51,22 @@ pub fn router(manager: Arc<Manager>) -> Router {
         limits.register_burst,
         limits.registrations_per_minute,
     );
+    let submit_slots =
+        LargeBodySlots::new(limits.max_large_requests, limits.large_requests_per_user());
     let submit = post::<_, _, Arc<Manager>>(users::submit)
         .layer::<_, Infallible>(DefaultBodyLimit::max(limits.submit_bytes()))
-        .layer(GlobalConcurrencyLimitLayer::new(limits.max_large_requests))
+        .layer(from_fn_with_state(submit_slots, large_bodies::hold))
         .layer(from_fn_with_state(submit_rate, rate::limit));
     let register = post::<_, _, Arc<Manager>>(agents::register)
         .layer::<_, Infallible>(from_fn_with_state(register_rate, rate::limit));
     let results = post::<_, _, Arc<Manager>>(agents::results)
         .layer::<_, Infallible>(DefaultBodyLimit::max(limits.results_bytes()));
+    let long_poll = || from_fn_with_state(manager.clone(), long_poll::end_on_revocation);
+    let show = get::<_, _, Arc<Manager>>(users::show).layer::<_, Infallible>(long_poll());
+    let pull = post::<_, _, Arc<Manager>>(agents::pull).layer::<_, Infallible>(long_poll());
     Router::new()
         .route("/v1/apps", submit.get(users::list))
-        .route("/v1/apps/{app}", get(users::show))
+        .route("/v1/apps/{app}", show)
         .route("/v1/apps/{app}/report", get(users::report))
         .route("/v1/apps/{app}/tasks", get(users::tasks))
         .route("/v1/apps/{app}/cancel", post(users::cancel))
@@ -68,7 +82,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         )
         .route("/v1/admin/rotate-token", post(users::rotate_admin_token))
         .route("/v1/agents", register.get(agents::list))
-        .route("/v1/agents/{agent}/pull", post(agents::pull))
+        .route("/v1/agents/{agent}/pull", pull)
         .route("/v1/agents/{agent}/results", results)
         .route("/v1/agents/{agent}/heartbeat", post(agents::heartbeat))
         .route("/v1/agents/{agent}/deregister", post(agents::deregister))
@@ -83,6 +97,10 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/staging", get(dashboard_views::staging))
         .route("/v1/history", get(dashboard_views::history))
         .layer(DefaultBodyLimit::max(limits.body_bytes()))
+        .layer(from_fn_with_state(
+            limits.body_deadline(),
+            body_deadline::limit,
+        ))
         .with_state(manager.clone())
         // Staging: the file service streams bodies up to its per-file limit.
         .merge(files::router(manager.clone()))
@@ -99,6 +117,10 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .merge(ui::router())
         .layer(from_fn_with_state(manager.clone(), metrics::track))
         .layer(RequestBodyTimeoutLayer::new(limits.body_timeout()))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
 }
 
 /// Serves the API on `listener` (HTTPS if `tls` is given) until `shutdown` resolves.

@@ -35,7 +35,8 @@ impl RateLimit {
     }
 }
 
-fn key(who: Option<&Principal>) -> String {
+/// The key a caller's budgets (rates, large-body slots) are kept under.
+pub(super) fn key(who: Option<&Principal>) -> String {
     match who {
         Some(Principal::User { name, .. }) => format!("user {name}"),
         Some(Principal::AgentRegistration { platform, .. }) => format!("platform {platform}"),

@@ -6,6 +6,8 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::RwLock;
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
 
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +45,9 @@ pub fn hash(token: &str) -> String {
 #[derive(Default)]
 pub struct Tokens {
     by_hash: RwLock<HashMap<String, Principal>>,
+    /// Woken at every revocation, so that requests waiting on a token (long polls) can
+    /// check it is still valid.
+    revoked: Notify,
 }
 
 impl Tokens {
@@ -59,6 +64,7 @@ impl Tokens {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(token_hash);
+        self.revoked.notify_waiters();
     }
 
     /// Revokes every token whose principal matches `which`; returns how many.
@@ -66,7 +72,18 @@ impl Tokens {
         let mut map = self.by_hash.write().unwrap_or_else(|p| p.into_inner());
         let before = map.len();
         map.retain(|_, who| !which(who));
-        before - map.len()
+        let revoked = before - map.len();
+        drop(map);
+        if revoked > 0 {
+            self.revoked.notify_waiters();
+        }
+        revoked
+    }
+
+    /// Completes at the next revocation; `enable` it before checking a token, so that a
+    /// revocation between the check and the wait is not missed.
+    pub fn next_revocation(&self) -> Notified<'_> {
+        self.revoked.notified()
     }
 
     /// Whether any valid token's principal matches `which`.

@@ -277,6 +277,21 @@ impl Manager {
             .ok_or(ServiceError::Unauthorized)
     }
 
+    /// Completes once `token` no longer authenticates: re-issued, rotated, revoked, or the
+    /// credential of an agent that left or was lost (expiry counts when a revocation wakes
+    /// the check). Long polls race their wait against it.
+    pub async fn until_revoked(&self, token: &str) {
+        loop {
+            let next = self.tokens.next_revocation();
+            tokio::pin!(next);
+            next.as_mut().enable();
+            if self.tokens.resolve(token, now_ms()).is_none() {
+                return;
+            }
+            next.await;
+        }
+    }
+
     /// Runs a read query on the blocking pool.
     async fn read<T: Send + 'static>(
         &self,
