@@ -2,8 +2,8 @@
 
 use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus};
 use hetpilot_protocol::protocol::{
-    AgentInfo, AgentTokenInfo, AppReport, AppSummary, NewAgentToken, NewUser, SubmitResponse,
-    TaskDetail, TaskInfo, TokenResponse,
+    AgentInfo, AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser,
+    PurgeRequest, SubmitResponse, TaskDetail, TaskInfo, TokenResponse,
 };
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
@@ -174,6 +174,18 @@ impl Client {
 
     pub async fn cancel(&self, app: AppId) -> Result<AppSummary, ClientError> {
         self.call(self.post(&format!("/v1/apps/{app}/cancel"), &serde_json::json!({})))
+            .await
+    }
+
+    /// Forgets an ended application (its owner, or admin).
+    pub async fn forget(&self, app: AppId) -> Result<ForgetSummary, ClientError> {
+        self.call(self.post(&format!("/v1/apps/{app}/forget"), &serde_json::json!({})))
+            .await
+    }
+
+    /// Forgets every application that ended at least `older_than_secs` ago (admin).
+    pub async fn purge(&self, older_than_secs: u64) -> Result<ForgetSummary, ClientError> {
+        self.call(self.post("/v1/admin/purge", &PurgeRequest { older_than_secs }))
             .await
     }
 

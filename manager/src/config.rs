@@ -7,12 +7,14 @@ mod limits;
 mod metrics;
 pub mod provision;
 mod quotas;
+mod retention;
 mod storage;
 
 pub use limits::LimitsConfig;
 pub use metrics::MetricsConfig;
 pub use provision::ProvisionSettings;
 pub use quotas::Quotas;
+pub use retention::RetentionConfig;
 pub use storage::StorageConfig;
 
 use crate::control::{FairshareConfig, SchedulerConfig};
@@ -102,6 +104,9 @@ pub struct Settings {
     /// Per-user quotas (`[quotas]`).
     #[serde(default)]
     pub quotas: Quotas,
+    /// How long ended applications are kept (`[retention]`).
+    #[serde(default)]
+    pub retention: RetentionConfig,
     /// How long a registration token from `hetpilot token agent` lasts unless it says.
     #[serde(default = "quotas::default_agent_token_ttl_secs")]
     pub agent_token_ttl_secs: u64,
@@ -207,6 +212,9 @@ impl Settings {
         if let Some((field, problem)) = self.quotas.problem() {
             return Err(ConfigError::Invalid { field, problem });
         }
+        if let Some((field, problem)) = self.retention.problem() {
+            return Err(ConfigError::Invalid { field, problem });
+        }
         if self.agent_token_ttl_secs == 0
             || self.agent_token_ttl_secs > self.agent_token_max_ttl_secs
         {
@@ -279,6 +287,14 @@ mod tests {
     fn bad_values_name_the_field() {
         let err = Settings::load(None, &[("lease_timeout_secs", "0".into())]).unwrap_err();
         assert!(err.to_string().contains("lease_timeout_secs"), "{err}");
+        for days in ["0", "-1", "NaN", "inf", "1e9", "soon"] {
+            let err = Settings::load(None, &[("retention.ended_app_days", days.into())])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("ended_app_days"), "{days}: {err}");
+        }
+        let s = Settings::load(None, &[("retention.ended_app_days", "7".into())]).unwrap();
+        assert_eq!(s.retention.ended_app_age_ms(), 7 * 86_400_000);
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("bad.toml");
         std::fs::write(&file, "listen = [1,2\n").unwrap();

@@ -410,6 +410,10 @@ pub struct AppSummary {
     pub submitted_at_ms: u64,
     /// True once it was cancelled.
     pub cancelled: bool,
+    /// When it ended (its last task ended, or it was cancelled), unix milliseconds; the
+    /// retention policy forgets it some time after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<u64>,
     /// Its tasks by state.
     pub counts: StateCounts,
     /// Why no available platform can run its waiting tasks now, e.g. "no available
@@ -427,6 +431,25 @@ impl AppSummary {
     pub fn is_finished(&self) -> bool {
         self.counts.finished() == self.counts.total()
     }
+}
+
+/// What forgetting ended applications removed (`POST /v1/apps/{app}/forget`,
+/// `POST /v1/admin/purge`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForgetSummary {
+    /// Applications forgotten.
+    pub apps: u64,
+    /// Their tasks.
+    pub tasks: u64,
+}
+
+/// `POST /v1/admin/purge`: forget every application that ended at least this long ago
+/// (0: every ended application).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PurgeRequest {
+    /// Seconds since the application ended.
+    pub older_than_secs: u64,
 }
 
 /// One run of a task, as recorded by the manager.

@@ -175,14 +175,7 @@ impl AppSpec {
                 });
             }
         }
-        if let TaskSource::Lines(lines) = &self.tasks {
-            if let Some(i) = lines.iter().position(|l| l.contains('\0')) {
-                return Err(SpecError::Field {
-                    field: "tasks",
-                    problem: format!("line {} contains a NUL byte", i + 1),
-                });
-            }
-        }
+        self.check_nul_bytes()?;
         if self.cores == 0 {
             return Err(SpecError::Field {
                 field: "cores",
@@ -246,6 +239,54 @@ impl AppSpec {
             dag.check(names)?;
         }
         Ok(template)
+    }
+
+    /// Refuses a NUL byte anywhere a task's argv or environment is made from (the command,
+    /// input lines, parameters, environment values): no process can be given one, so the
+    /// task could only fail at every attempt. Names (`env` keys, files, directories) are
+    /// checked where they are validated.
+    fn check_nul_bytes(&self) -> Result<(), SpecError> {
+        let nul = |field: &'static str, problem: String| SpecError::Field { field, problem };
+        if self.command.contains('\0') {
+            return Err(nul("command", "contains a NUL byte".into()));
+        }
+        match &self.tasks {
+            TaskSource::Lines(lines) => {
+                if let Some(i) = lines.iter().position(|l| l.contains('\0')) {
+                    return Err(nul("tasks", format!("line {} contains a NUL byte", i + 1)));
+                }
+            }
+            TaskSource::Params(sets) => {
+                for (i, set) in sets.iter().enumerate() {
+                    if let Some(k) = set
+                        .iter()
+                        .find(|(k, v)| k.contains('\0') || v.contains('\0'))
+                        .map(|(k, _)| k)
+                    {
+                        return Err(nul(
+                            "params",
+                            format!(
+                                "task {i}: parameter `{}` contains a NUL byte",
+                                k.escape_debug()
+                            ),
+                        ));
+                    }
+                }
+            }
+            TaskSource::Array { .. } => {}
+        }
+        if let Some(key) = self
+            .env
+            .iter()
+            .find(|(_, v)| v.contains('\0'))
+            .map(|(k, _)| k)
+        {
+            return Err(nul(
+                "env",
+                format!("the value of `{}` contains a NUL byte", key.escape_debug()),
+            ));
+        }
+        Ok(())
     }
 
     /// The file declarations agents render per task, if there are any.
@@ -385,6 +426,38 @@ mod tests {
         );
         let reversed = TaskSource::Array { start: 9, end: 1 };
         assert_eq!(spec(reversed).validate().unwrap_err(), SpecError::NoTasks);
+    }
+
+    #[test]
+    fn nul_bytes_in_what_makes_a_process_are_refused_naming_the_field() {
+        let set: BTreeMap<String, String> = [("x".to_string(), "1".to_string())].into();
+        let nul_value: BTreeMap<String, String> = [("x".to_string(), "a\0b".to_string())].into();
+        let nul_key: BTreeMap<String, String> = [("x\0".to_string(), "1".to_string())].into();
+        let params = |sets| {
+            let mut s = spec(TaskSource::Params(sets));
+            s.command = "run {x}".into();
+            s
+        };
+        let mut command = spec(TaskSource::Array { start: 1, end: 2 });
+        command.command = "echo a\0b".into();
+        let mut env = spec(TaskSource::Array { start: 1, end: 2 });
+        env.env.insert("GREETING".into(), "hi\0there".into());
+        let mut env_key = spec(TaskSource::Array { start: 1, end: 2 });
+        env_key.env.insert("A\0B".into(), "1".into());
+        let lines = spec(TaskSource::Lines(vec!["a".into(), "b\0".into()]));
+        for (s, field, says) in [
+            (command, "command", "NUL"),
+            (env, "env", "GREETING"),
+            (env_key, "env", "not a valid"),
+            (lines, "tasks", "line 2"),
+            (params(vec![set.clone(), nul_value]), "params", "task 1"),
+            (params(vec![nul_key, set.clone()]), "params", "task 0"),
+        ] {
+            let err = s.validate().unwrap_err().to_string();
+            assert!(err.starts_with(&format!("field `{field}`")), "{err}");
+            assert!(err.contains(says), "{err}");
+        }
+        assert!(params(vec![set.clone(), set]).validate().is_ok());
     }
 
     #[test]

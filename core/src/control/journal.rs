@@ -34,6 +34,12 @@ pub(crate) enum Input {
     },
     Cancel {
         app: AppId,
+        /// Journals written before cancellations were timed say 0.
+        #[serde(default)]
+        now_ms: u64,
+    },
+    Forget {
+        app: AppId,
     },
     AgentJoined {
         join: AgentJoin,

@@ -52,6 +52,16 @@ pub struct Run {
     pub transfers: Vec<Transfer>,
 }
 
+/// What the runs of forgotten applications cost one user: their records left the store,
+/// their charges stay in the user's fairshare usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CarriedUsage {
+    /// The user charged.
+    pub user: String,
+    /// The charges, dated on the ledger's clock (unix seconds).
+    pub usage: crate::fairshare::UsageAccount,
+}
+
 /// Everything the control plane learns from, as the store holds it.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Measured {
@@ -61,6 +71,9 @@ pub struct Measured {
     pub agents: Vec<AgentResources>,
     /// In the order they ended.
     pub runs: Vec<Run>,
+    /// Usage carried over from forgotten applications, per user.
+    #[serde(default)]
+    pub carried: Vec<CarriedUsage>,
 }
 
 /// The runs of the results a report records (duplicates left out).

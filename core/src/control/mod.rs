@@ -15,6 +15,9 @@
 mod affinity_view;
 pub(crate) mod bandwidth;
 mod fairshare_config;
+mod forget;
+#[cfg(test)]
+mod forget_tests;
 pub mod journal;
 mod measured;
 pub(crate) mod placement;
@@ -34,8 +37,9 @@ mod workflow_tests;
 
 pub use affinity_view::{allocation_fairness, AffinityJob, MAX_AFFINITY_APPS};
 pub use fairshare_config::FairshareConfig;
+pub use forget::Forgotten;
 pub(crate) use journal::{Input, Output};
-pub use measured::{AgentResources, AppResources, Measured, Run};
+pub use measured::{AgentResources, AppResources, CarriedUsage, Measured, Run};
 pub use provision_demand::Capacity;
 pub use round::{RoundDone, RoundJob};
 pub use scheduler_config::SchedulerConfig;
@@ -168,12 +172,16 @@ impl Control {
         });
         let entry = crate::queue::AppEntry::new(app, owner, spec, template, now_ms);
         self.queues.insert_app(entry);
+        self.queues.mark_ended(app, now_ms);
     }
 
-    /// Cancels an application: waiting tasks end now, running ones are to be killed.
-    pub fn cancel(&mut self, app: AppId) -> Vec<Change> {
-        self.journal.input(|| Input::Cancel { app });
-        self.queues.cancel(app)
+    /// Cancels an application at `now_ms`: waiting tasks end now, running ones are to be
+    /// killed.
+    pub fn cancel(&mut self, app: AppId, now_ms: u64) -> Vec<Change> {
+        self.journal.input(|| Input::Cancel { app, now_ms });
+        let mut changes = self.queues.cancel(app);
+        self.note_ended(&mut changes, now_ms);
+        changes
     }
 
     /// An agent registered.
@@ -256,7 +264,9 @@ impl Control {
             held: held.to_vec(),
             now_ms,
         });
-        self.queues.reconcile(agent, seen_up_to_ms, held, now_ms)
+        let mut changes = self.queues.reconcile(agent, seen_up_to_ms, held, now_ms)?;
+        self.note_ended(&mut changes, now_ms);
+        Ok(changes)
     }
 
     /// Classifies a reported result without changing anything.
@@ -270,7 +280,8 @@ impl Control {
 
     /// Records an agent's checked results (`duplicate[i]`: result i was recorded before):
     /// each ends its attempt in the queues, and each run teaches the profile, the
-    /// bandwidth estimates and its owner's usage.
+    /// bandwidth estimates and its owner's usage. Results of an application forgotten since
+    /// they were checked are dropped.
     pub fn record_results(
         &mut self,
         agent: AgentId,
@@ -284,7 +295,12 @@ impl Control {
             duplicate: duplicate.to_vec(),
             now_ms,
         });
-        let runs = measured::runs(agent, &results, duplicate);
+        let (results, duplicate): (Vec<TaskResult>, Vec<bool>) = results
+            .into_iter()
+            .zip(duplicate.iter().copied())
+            .filter(|(r, _)| self.queues.app(r.task.app).is_some())
+            .unzip();
+        let runs = measured::runs(agent, &results, &duplicate);
         let mut changes = Vec::new();
         for (result, dup) in results.into_iter().zip(duplicate) {
             if !dup {
@@ -295,22 +311,26 @@ impl Control {
             self.policy.profile_run(run);
             self.policy.charge(run);
         }
+        self.note_ended(&mut changes, now_ms);
         changes
     }
 
     /// Declares lost every agent silent past the lease timeout; their tasks go back.
     pub fn expire(&mut self, now_ms: u64) -> Vec<Change> {
-        let changes = self.queues.expire(now_ms);
+        let mut changes = self.queues.expire(now_ms);
         if !changes.is_empty() {
             self.journal.input(|| Input::Expire { now_ms });
         }
+        self.note_ended(&mut changes, now_ms);
         changes
     }
 
     /// An agent leaves; what it still holds goes back to its queue.
     pub fn deregister(&mut self, agent: AgentId, now_ms: u64) -> Result<Vec<Change>, ReportError> {
         self.journal.input(|| Input::Deregister { agent, now_ms });
-        self.queues.deregister(agent, now_ms)
+        let mut changes = self.queues.deregister(agent, now_ms)?;
+        self.note_ended(&mut changes, now_ms);
+        Ok(changes)
     }
 
     /// Asks an agent to drain: it gets no more tasks.

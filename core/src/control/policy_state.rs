@@ -67,6 +67,9 @@ impl PolicyState {
         for agent in &measured.agents {
             usage.agent(agent);
         }
+        for carried in &measured.carried {
+            usage.carry(carried);
+        }
         let mut state = PolicyState {
             scheduling: planner.is_some(),
             workflow_policy: settings.scheduler.workflow_policy()?,

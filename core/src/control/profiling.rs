@@ -115,6 +115,16 @@ impl RunStats {
             .add(wall_s);
     }
 
+    /// Drops what was measured of `apps` (they were forgotten): their means and the
+    /// co-runner sets they belonged to.
+    pub(crate) fn forget(&mut self, apps: &std::collections::HashSet<AppId>) {
+        for runs in self.platforms.values_mut() {
+            runs.apps.retain(|a, _| !apps.contains(a));
+            runs.sets
+                .retain(|members, _| !members.iter().any(|a| apps.contains(a)));
+        }
+    }
+
     /// Successful runs of `app` measured on `platform`.
     pub(crate) fn samples(&self, app: AppId, platform: &str) -> u64 {
         self.platforms

@@ -7,12 +7,16 @@
 //! one node request (the task's cores and memory) on the agent's node, e.g. eq. 4:
 //! PE = max(reqCPU / availCPU, reqRAM / availRAM) × availCPU. Charges decay with a
 //! half-life; the priority is the fairshare factor 2^(-U/S).
+//!
+//! What each application's runs cost is kept beside the ledger, so that when an ended
+//! application is forgotten (its runs leave the store) its charges can be carried over
+//! ([`CarriedUsage`]) and its owner's usage survives a restart.
 
 use super::FairshareConfig;
-use super::{AgentResources, AppResources, Run};
+use super::{AgentResources, AppResources, CarriedUsage, Run};
 use crate::fairshare::{
     penalty_by_name, priorities, JobRequest, Machine, MachinePool, PenaltyFunction, Shares,
-    UsageLedger, UsageRecord,
+    UsageAccount, UsageLedger, UsageRecord,
 };
 use hetpilot_protocol::views::UserUsage;
 use hetpilot_protocol::{AgentId, AppId};
@@ -28,6 +32,8 @@ pub(crate) struct Usage {
     ledger: UsageLedger,
     penalty: Box<dyn PenaltyFunction>,
     apps: HashMap<AppId, AppResources>,
+    /// What each application's runs were charged, to carry over when it is forgotten.
+    charged: HashMap<AppId, UsageAccount>,
     /// Each agent's node as a one-machine platform.
     nodes: HashMap<AgentId, MachinePool>,
 }
@@ -58,12 +64,34 @@ impl Usage {
             penalty: penalty_by_name(&config.penalty)
                 .unwrap_or_else(|| Box::new(crate::fairshare::MultiResource)),
             apps: HashMap::new(),
+            charged: HashMap::new(),
             nodes: HashMap::new(),
         }
     }
 
     pub(crate) fn app(&mut self, app: AppResources) {
         self.apps.insert(app.app, app);
+    }
+
+    /// Charges carried over from forgotten applications (start-up).
+    pub(crate) fn carry(&mut self, carried: &CarriedUsage) {
+        self.ledger.carry(&carried.user, &carried.usage);
+    }
+
+    /// Forgets `app`: its owner's usage stays in the ledger; what its runs cost comes
+    /// back, to be stored as carried over (`None` when they cost nothing).
+    pub(crate) fn forget(&mut self, app: AppId) -> Option<CarriedUsage> {
+        let resources = self.apps.remove(&app)?;
+        let usage = self.charged.remove(&app)?;
+        Some(CarriedUsage {
+            user: resources.owner,
+            usage,
+        })
+    }
+
+    /// The half-life charges decay with, seconds (None: no decay).
+    pub(crate) fn half_life(&self) -> Option<f64> {
+        self.ledger.half_life()
     }
 
     pub(crate) fn agent(&mut self, agent: &AgentResources) {
@@ -90,8 +118,15 @@ impl Usage {
             speed,
             start: run.started_ms as f64 / 1000.0,
         };
-        if let Err(e) = self.ledger.record(node, self.penalty.as_ref(), &record) {
-            tracing::warn!(app = %run.app, error = %e, "run not charged to its owner");
+        match self.ledger.record(node, self.penalty.as_ref(), &record) {
+            Ok(amount) => {
+                let half_life = self.ledger.half_life();
+                self.charged
+                    .entry(run.app)
+                    .or_default()
+                    .add(amount, record.start, half_life);
+            }
+            Err(e) => tracing::warn!(app = %run.app, error = %e, "run not charged to its owner"),
         }
     }
 

@@ -22,4 +22,4 @@ pub(crate) use priority::effective_usage;
 pub use priority::{priorities, Shares, UserPriority};
 pub use request::{Constraint, JobRequest, NodeRequest};
 pub(crate) use usage::UsageRecord;
-pub use usage::{JobStart, UsageError, UsageLedger};
+pub use usage::{JobStart, UsageAccount, UsageError, UsageLedger};

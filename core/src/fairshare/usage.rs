@@ -67,20 +67,50 @@ pub enum UsageError {
     Penalty(#[from] PenaltyError),
 }
 
-#[derive(Debug, Clone, Default)]
-struct Account {
+/// Charges added up with decay: what a user's (or one application's) runs cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct UsageAccount {
     /// Undecayed total.
-    raw: f64,
+    pub raw: f64,
     /// Decayed total as of `at`.
-    decayed: f64,
-    at: f64,
+    pub decayed: f64,
+    /// Seconds on the ledger's clock.
+    pub at: f64,
+}
+
+impl UsageAccount {
+    /// Adds `other`'s charges, decaying with `half_life` seconds (None: no decay).
+    pub fn merge(&mut self, other: &UsageAccount, half_life: Option<f64>) {
+        if self.raw == 0.0 && self.decayed == 0.0 {
+            *self = *other;
+            return;
+        }
+        let factor = |from: f64, to: f64| half_life.map_or(1.0, |h| (-(to - from) / h).exp2());
+        if other.at >= self.at {
+            self.decayed = self.decayed * factor(self.at, other.at) + other.decayed;
+            self.at = other.at;
+        } else {
+            self.decayed += other.decayed * factor(other.at, self.at);
+        }
+        self.raw += other.raw;
+    }
+
+    /// Adds one charge of `amount` dated `at`.
+    pub(crate) fn add(&mut self, amount: f64, at: f64, half_life: Option<f64>) {
+        let charge = UsageAccount {
+            raw: amount,
+            decayed: amount,
+            at,
+        };
+        self.merge(&charge, half_life);
+    }
 }
 
 /// Per-user fairshare usage.
 #[derive(Debug, Clone)]
 pub struct UsageLedger {
     half_life: Option<f64>,
-    accounts: BTreeMap<String, Account>,
+    accounts: BTreeMap<String, UsageAccount>,
     running: HashMap<u64, JobStart>,
 }
 
@@ -94,28 +124,35 @@ impl UsageLedger {
         }
     }
 
+    /// The half-life charges decay with, seconds (None: no decay).
+    pub fn half_life(&self) -> Option<f64> {
+        self.half_life
+    }
+
     fn decay(&self, dt: f64) -> f64 {
         self.half_life.map_or(1.0, |h| (-dt / h).exp2())
     }
 
     /// Add `amount` dated at `at` to `user`.
     fn charge(&mut self, user: &str, amount: f64, at: f64) {
-        let factor_to =
-            |from: f64, to: f64| self.half_life.map_or(1.0, |h| (-(to - from) / h).exp2());
-        let account = self
-            .accounts
-            .entry(user.to_string())
-            .or_insert_with(|| Account {
-                at,
-                ..Account::default()
-            });
-        if at >= account.at {
-            account.decayed = account.decayed * factor_to(account.at, at) + amount;
-            account.at = at;
-        } else {
-            account.decayed += amount * factor_to(at, account.at);
+        let half_life = self.half_life;
+        match self.accounts.get_mut(user) {
+            Some(account) => account.add(amount, at, half_life),
+            None => {
+                let mut account = UsageAccount::default();
+                account.add(amount, at, half_life);
+                self.accounts.insert(user.to_string(), account);
+            }
         }
-        account.raw += amount;
+    }
+
+    /// Adds charges made elsewhere (runs whose records are gone) to `user`'s account.
+    pub(crate) fn carry(&mut self, user: &str, charges: &UsageAccount) {
+        let half_life = self.half_life;
+        self.accounts
+            .entry(user.to_string())
+            .or_default()
+            .merge(charges, half_life);
     }
 
     /// A job started: charge requested_walltime × speed × P(j) now.

@@ -67,6 +67,8 @@ pub struct AppEntry {
     pub submitted_ms: u64,
     /// True once it was cancelled.
     pub cancelled: bool,
+    /// When its last task ended, or it was cancelled (unix ms); `None` while it lives.
+    pub ended_ms: Option<u64>,
     /// Tasks are leased from Het-HPS partitions (see `queue::partitions`).
     pub(crate) data_intensive: bool,
     pub(crate) tasks: Vec<TaskSlot>,
@@ -169,6 +171,7 @@ impl AppEntry {
             max_attempts,
             submitted_ms,
             cancelled: false,
+            ended_ms: None,
             data_intensive,
             tasks,
             waiting: VecDeque::new(),
@@ -200,6 +203,12 @@ impl AppEntry {
             critical_path_secs,
             remaining_path_secs,
         })
+    }
+
+    /// Whether it has ended: every task is done, failed or cancelled, or it was cancelled.
+    /// Nothing of an ended application runs again; it may be forgotten.
+    pub fn has_ended(&self) -> bool {
+        self.cancelled || self.counts.finished() == self.counts.total()
     }
 
     /// The state of task `index`, if it exists.

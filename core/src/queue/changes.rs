@@ -61,4 +61,11 @@ pub enum Change {
         /// The application.
         app: AppId,
     },
+    /// An application ended: its last task ended, or it was cancelled.
+    AppEnded {
+        /// The application.
+        app: AppId,
+        /// When (unix ms).
+        now_ms: u64,
+    },
 }

@@ -148,9 +148,9 @@ pub struct Queues {
     /// The last scheduling round's wishes (empty: round-robin only).
     plan: LeasePlan,
     /// Exploration tasks sent per (application, platform) since the plan was set.
-    explored: HashMap<(AppId, String), u32>,
+    pub(super) explored: HashMap<(AppId, String), u32>,
     /// The plan's platform for each multi-core application (TLPA).
-    parallel: HashMap<AppId, String>,
+    pub(super) parallel: HashMap<AppId, String>,
     /// Het-HPS partitions of data-intensive applications (see `queue::staging`).
     pub(super) partitions: HashMap<AppId, Partitions>,
     /// Bumped whenever the set of agents that may take tasks changes.

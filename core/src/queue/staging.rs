@@ -117,8 +117,13 @@ impl Queues {
     }
 
     /// Installs a plan made for `partitions.generation`; returns false (and changes
-    /// nothing) when the agent set changed meanwhile or the plan is already in place.
+    /// nothing) when the application was cancelled or forgotten, the agent set changed
+    /// meanwhile or the plan is already in place.
     pub(crate) fn set_partitions(&mut self, app: AppId, partitions: Partitions) -> bool {
+        // Made for an application cancelled or forgotten meanwhile: nothing to lease.
+        if self.apps.get(&app).is_none_or(|a| a.cancelled) {
+            return false;
+        }
         let current = self.partitions.get(&app).map(|p| p.generation);
         if partitions.generation != self.agent_generation || current == Some(self.agent_generation)
         {

@@ -121,3 +121,14 @@ fn cancelling_drops_the_partitions() {
     assert!(q.lease(AgentId(1), 4, 1).unwrap().tasks.is_empty());
     assert!(q.staging_due().is_empty());
 }
+
+#[test]
+fn a_plan_finished_after_its_application_was_cancelled_or_forgotten_is_not_installed() {
+    let mut q = setup();
+    let generation = q.staging_due().remove(0).generation;
+    q.cancel(AppId(1));
+    assert!(!q.set_partitions(AppId(1), Partitions::new(generation, vec![], vec![])));
+    q.forget(AppId(1)).unwrap();
+    assert!(!q.set_partitions(AppId(1), Partitions::new(generation, vec![], vec![])));
+    assert!(q.partitions.is_empty());
+}

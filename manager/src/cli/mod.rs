@@ -9,6 +9,7 @@ mod bandwidths;
 mod connect;
 mod demo;
 mod fairshare;
+mod forget;
 mod host_key_report;
 mod init;
 mod output;
@@ -66,6 +67,11 @@ pub enum Command {
     Logs(tasks::LogsArgs),
     /// Cancel an application: waiting tasks end, running ones are killed.
     Cancel(status::AppArgs),
+    /// Manage one application; `app forget ID` forgets an ended one.
+    #[command(subcommand)]
+    App(forget::AppCommand),
+    /// Forget every application that ended long enough ago (admin).
+    Purge(forget::PurgeArgs),
     /// The live scheduler's current allocation: cores per application per platform.
     Schedule(schedule::Args),
     /// Fairshare usage (core-seconds, speed- and penalty-weighted) and priority per user.
@@ -113,6 +119,8 @@ impl Command {
             Command::Tasks(a) => block_on(tasks::tasks(a)),
             Command::Logs(a) => block_on(tasks::logs(a)),
             Command::Cancel(a) => block_on(status::cancel(a)),
+            Command::App(c) => block_on(forget::app(c)),
+            Command::Purge(a) => block_on(forget::purge(a)),
             Command::Schedule(a) => block_on(schedule::run(a)),
             Command::Usage(a) => block_on(usage::run(a)),
             Command::Bandwidths(a) => block_on(bandwidths::run(a)),

@@ -11,6 +11,9 @@ pub struct Quotas {
     pub tasks_per_submit: u64,
     /// Most tasks one user may have waiting, leased or running at once.
     pub queued_tasks_per_user: u64,
+    /// Most tasks the manager keeps for one user, ended ones included (until they are
+    /// forgotten: `hetpilot app forget`, `hetpilot purge` or `[retention]`).
+    pub stored_tasks_per_user: u64,
     /// Most bytes one user may keep in the manager's file service (GiB). (The largest
     /// single upload is `[limits] max_file_mib`.)
     pub file_service_gib_per_user: u64,
@@ -21,6 +24,7 @@ impl Default for Quotas {
         Quotas {
             tasks_per_submit: 10_000_000,
             queued_tasks_per_user: 20_000_000,
+            stored_tasks_per_user: 40_000_000,
             file_service_gib_per_user: 1024,
         }
     }
@@ -32,6 +36,7 @@ impl Quotas {
         for (field, v) in [
             ("quotas.tasks_per_submit", self.tasks_per_submit),
             ("quotas.queued_tasks_per_user", self.queued_tasks_per_user),
+            ("quotas.stored_tasks_per_user", self.stored_tasks_per_user),
             (
                 "quotas.file_service_gib_per_user",
                 self.file_service_gib_per_user,

@@ -79,11 +79,15 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
         },
     )?;
     let agents = load_agents(conn, now_ms, &mut skipped)?;
-    let apps = load_apps(conn, &mut skipped)?;
+    let apps = load_apps(conn, now_ms, &mut skipped)?;
     let pilots = super::pilots::load_pilots(conn, &mut skipped)?;
     let next_app = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM apps", [], |r| {
         r.get::<_, i64>(0)
     })?;
+    // Forgotten applications' ids are never given again.
+    let next_app = u64::try_from(next_app)
+        .unwrap_or(1)
+        .max(super::forget::next_app(conn)?);
     let next_agent = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM agents", [], |r| {
         r.get::<_, i64>(0)
     })?;
@@ -93,7 +97,7 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
         users,
         agent_tokens,
         pilots,
-        next_app: u64::try_from(next_app).unwrap_or(1).max(1),
+        next_app: next_app.max(1),
         next_agent: u64::try_from(next_agent).unwrap_or(1).max(1),
         skipped,
     })
@@ -136,24 +140,63 @@ fn load_agents(
     })
 }
 
-fn load_apps(conn: &Connection, skipped: &mut Vec<SkippedRow>) -> rusqlite::Result<Vec<AppEntry>> {
+/// An application's row, before its tasks are read.
+struct AppRow {
+    id: u64,
+    owner: String,
+    spec: AppSpec,
+    submitted_ms: u64,
+    cancelled: bool,
+    ended_ms: Option<u64>,
+}
+
+fn load_apps(
+    conn: &Connection,
+    now_ms: u64,
+    skipped: &mut Vec<SkippedRow>,
+) -> rusqlite::Result<Vec<AppEntry>> {
     let mut apps = Vec::new();
-    let mut stmt =
-        conn.prepare("SELECT id, owner, spec, submitted_ms, cancelled FROM apps ORDER BY id")?;
-    let rows: Vec<(u64, String, AppSpec, u64, bool)> =
-        each_row(&mut stmt, [], "apps", skipped, |r| {
-            let spec: String = col(r, 2)?;
-            let spec: AppSpec =
-                serde_json::from_str(&spec).map_err(|e| format!("stored spec unreadable: {e}"))?;
-            Ok((col_u64(r, 0)?, col(r, 1)?, spec, col_u64(r, 3)?, col(r, 4)?))
-        })?;
+    let mut stmt = conn.prepare(
+        "SELECT id, owner, spec, submitted_ms, cancelled, ended_ms FROM apps ORDER BY id",
+    )?;
+    let rows: Vec<AppRow> = each_row(&mut stmt, [], "apps", skipped, |r| {
+        let spec: String = col(r, 2)?;
+        let spec: AppSpec =
+            serde_json::from_str(&spec).map_err(|e| format!("stored spec unreadable: {e}"))?;
+        Ok(AppRow {
+            id: col_u64(r, 0)?,
+            owner: col(r, 1)?,
+            spec,
+            submitted_ms: col_u64(r, 3)?,
+            cancelled: col(r, 4)?,
+            // An unreadable end time is found again below, like a missing one.
+            ended_ms: col_opt_u64(r, 5).ok().flatten(),
+        })
+    })?;
     let mut tasks = conn.prepare(
         "SELECT idx, input, state, attempt, agent_id FROM tasks WHERE app_id = ?1 ORDER BY idx",
     )?;
-    for (id, owner, spec, submitted_ms, cancelled) in rows {
-        match load_app(&mut tasks, id, owner, spec, submitted_ms)? {
+    let mut last_run = conn.prepare("SELECT MAX(ended_ms) FROM attempts WHERE app_id = ?1")?;
+    for row in rows {
+        let (id, submitted_ms, cancelled, stored_end) =
+            (row.id, row.submitted_ms, row.cancelled, row.ended_ms);
+        match load_app(&mut tasks, id, row.owner, row.spec, submitted_ms)? {
             Ok(mut app) => {
                 app.cancelled = cancelled;
+                if app.has_ended() {
+                    // Stored by an earlier version without end times: its last run's end,
+                    // else its submission. Never in the future, so the retention sweep
+                    // reaches it.
+                    let ended = match stored_end {
+                        Some(t) => t,
+                        None => last_run
+                            .query_row(params![id as i64], |r| r.get::<_, Option<i64>>(0))?
+                            .and_then(|t| u64::try_from(t).ok())
+                            .unwrap_or(submitted_ms)
+                            .max(submitted_ms),
+                    };
+                    app.ended_ms = Some(ended.min(now_ms));
+                }
                 apps.push(app);
             }
             Err(problem) => skipped.push(SkippedRow {

@@ -1,6 +1,7 @@
 //! What online profiling, fairshare accounting and the bandwidth estimates rebuild at
-//! start-up: every recorded run with its measurements and transfers, and the resources of
-//! the applications and agents involved.
+//! start-up: every recorded run with its measurements and transfers, the resources of the
+//! applications and agents involved, and the usage carried over from forgotten
+//! applications.
 
 use super::skip::{col, col_u64, each_row};
 use super::write_ops::outcome_from_str;
@@ -76,8 +77,20 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
             })
         },
     )?;
+    let carried = super::forget::carried(conn, &mut skipped)?;
+    // Co-runners that were forgotten are nothing a profile can ask about any more.
+    let known: std::collections::HashSet<AppId> = apps.iter().map(|a| a.app).collect();
+    let mut runs = runs;
+    for run in &mut runs {
+        run.co_runners.retain(|a| known.contains(a));
+    }
     for row in &skipped {
         tracing::warn!(%row, "a stored measurement was left out of the profiles");
     }
-    Ok(Measured { apps, agents, runs })
+    Ok(Measured {
+        apps,
+        agents,
+        runs,
+        carried,
+    })
 }

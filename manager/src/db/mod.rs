@@ -1,7 +1,9 @@
 //! SQLite persistence (WAL): the schema, the write vocabulary (`write_ops`: every change as
 //! a [`Write`] and its SQL), the group-commit writer thread (`group_commit`) that turns
-//! them into batched transactions, recovery of the live state at start, and queries.
+//! them into batched transactions, recovery of the live state at start, forgetting ended
+//! applications (`forget`), and queries.
 
+mod forget;
 mod group_commit;
 mod load;
 mod measured;

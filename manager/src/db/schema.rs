@@ -114,9 +114,11 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.execute_batch(SCHEMA)?;
     conn.execute_batch(super::staging::SCHEMA)?;
+    conn.execute_batch(super::forget::SCHEMA)?;
     add_column_if_missing(&conn, "agent_tokens", "created_ms", "INTEGER")?;
     add_column_if_missing(&conn, "pilots", "user", "TEXT")?;
     add_column_if_missing(&conn, "agents", "zero_work", "INTEGER NOT NULL DEFAULT 0")?;
+    add_column_if_missing(&conn, "apps", "ended_ms", "INTEGER")?;
     Ok(conn)
 }
 

@@ -50,6 +50,13 @@ pub enum Write {
         record: PilotRecord,
         credential: Option<PilotCredential>,
     },
+    /// Ended applications are forgotten; see [`super::forget`].
+    Forget {
+        apps: Vec<AppId>,
+        carried: Vec<crate::control::CarriedUsage>,
+        /// The half-life fairshare charges decay with, seconds (None: no decay).
+        half_life: Option<f64>,
+    },
 }
 
 pub fn outcome_str(o: Outcome) -> &'static str {
@@ -162,6 +169,11 @@ impl Write {
                 )?;
             }
             Write::Pilot { record, credential } => upsert_pilot(tx, record, credential.as_ref())?,
+            Write::Forget {
+                apps,
+                carried,
+                half_life,
+            } => super::forget::forget(tx, apps, carried, *half_life)?,
         }
         Ok(())
     }
@@ -307,6 +319,10 @@ fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
                     state_code(TaskState::Failed)
                 ],
             )?;
+        }
+        Change::AppEnded { app, now_ms } => {
+            tx.prepare_cached("UPDATE apps SET ended_ms = ?2 WHERE id = ?1")?
+                .execute(params![app.0 as i64, *now_ms as i64])?;
         }
     }
     Ok(())

@@ -70,6 +70,8 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/apps/{app}/report", get(users::report))
         .route("/v1/apps/{app}/tasks", get(users::tasks))
         .route("/v1/apps/{app}/cancel", post(users::cancel))
+        .route("/v1/apps/{app}/forget", post(users::forget))
+        .route("/v1/admin/purge", post(users::purge))
         .route("/v1/tasks/{task}", get(users::task))
         .route("/v1/users", post(users::create_user))
         .route(
@@ -134,6 +136,7 @@ pub async fn serve(
     manager.spawn_scheduler();
     manager.spawn_staging_planner();
     manager.spawn_history();
+    manager.spawn_retention();
     let limits = &manager.settings.limits;
     let serve_limits = ServeLimits {
         header_read_timeout: limits.header_read_timeout(),

@@ -5,8 +5,8 @@ use super::extract::{Caller, Json, Path, Query};
 use crate::service::{Manager, ServiceError};
 use axum::extract::State;
 use hetpilot_protocol::protocol::{
-    AgentTokenInfo, AppReport, AppSummary, NewAgentToken, NewUser, SubmitResponse, TaskDetail,
-    TaskInfo, TaskState, TokenResponse,
+    AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser, PurgeRequest,
+    SubmitResponse, TaskDetail, TaskInfo, TaskState, TokenResponse,
 };
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AppId, TaskRef};
@@ -105,6 +105,22 @@ pub async fn cancel(
     Path(app): Path<AppId>,
 ) -> Result<AppSummary> {
     Ok(Json(m.cancel(&who, app).await?))
+}
+
+pub async fn forget(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Path(app): Path<AppId>,
+) -> Result<ForgetSummary> {
+    Ok(Json(m.forget_app(&who, app).await?))
+}
+
+pub async fn purge(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Json(req): Json<PurgeRequest>,
+) -> Result<ForgetSummary> {
+    Ok(Json(m.purge(&who, req).await?))
 }
 
 pub async fn create_user(

@@ -1,7 +1,7 @@
 //! Why a call to the manager was refused, in words a person can act on.
 
 use crate::db::StoreError;
-use crate::queue::ReportError;
+use crate::queue::{ForgetError, ReportError};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -41,6 +41,15 @@ impl From<ReportError> for ServiceError {
             }
             ReportError::AgentGone(_) => ServiceError::Gone(e.to_string()),
             ReportError::Foreign { .. } => ServiceError::Conflict(e.to_string()),
+        }
+    }
+}
+
+impl From<ForgetError> for ServiceError {
+    fn from(e: ForgetError) -> Self {
+        match e {
+            ForgetError::Unknown(_) => ServiceError::NotFound(e.to_string()),
+            ForgetError::Live { .. } => ServiceError::Conflict(e.to_string()),
         }
     }
 }

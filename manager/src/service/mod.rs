@@ -11,6 +11,9 @@ mod files;
 mod history;
 mod pilots;
 mod platforms;
+mod retention;
+#[cfg(test)]
+mod retention_tests;
 mod rounds;
 mod staging_plan;
 mod store_grants;

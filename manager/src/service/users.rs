@@ -42,6 +42,7 @@ fn summary(app: &AppEntry, offers: &Offers) -> AppSummary {
         owner: app.owner.clone(),
         submitted_at_ms: app.submitted_ms,
         cancelled: app.cancelled,
+        ended_at_ms: app.ended_ms,
         counts: app.counts,
         blocked: offers.blocked(app),
         workflow: app.workflow_progress(),
@@ -110,18 +111,21 @@ impl Manager {
                 quotas.tasks_per_submit
             )));
         }
-        let queued: u64 = self
-            .control()
-            .queues()
-            .apps()
-            .filter(|a| a.owner == owner && !a.cancelled)
-            .map(|a| a.counts.waiting + a.counts.leased + a.counts.running)
-            .sum();
-        if queued.saturating_add(tasks) > quotas.queued_tasks_per_user {
+        let have = self.control().queues().owner_tasks(owner);
+        if have.queued.saturating_add(tasks) > quotas.queued_tasks_per_user {
             return Err(ServiceError::Quota(format!(
-                "{owner} already has {queued} tasks queued or running; {tasks} more would pass \
+                "{owner} already has {} tasks queued or running; {tasks} more would pass \
                  the quota of {} (quotas.queued_tasks_per_user): wait for some to finish",
-                quotas.queued_tasks_per_user
+                have.queued, quotas.queued_tasks_per_user
+            )));
+        }
+        if have.stored.saturating_add(tasks) > quotas.stored_tasks_per_user {
+            return Err(ServiceError::Quota(format!(
+                "{owner} already has {} tasks kept by the manager, ended ones included; \
+                 {tasks} more would pass the quota of {} (quotas.stored_tasks_per_user): \
+                 forget ended applications with `hetpilot app forget ID`, or wait for the \
+                 retention policy to forget them",
+                have.stored, quotas.stored_tasks_per_user
             )));
         }
         Ok(())
@@ -227,7 +231,7 @@ impl Manager {
         self.visible(who, app)?;
         let (cancelled, stored) = {
             let mut control = self.control();
-            let changes = control.cancel(app);
+            let changes = control.cancel(app, now_ms());
             (!changes.is_empty(), control.persist(changes))
         };
         if cancelled {

@@ -131,8 +131,13 @@ impl Replay {
                 c.submit(app, owner, spec, template, now_ms);
                 None
             }
-            Input::Cancel { app } => {
-                c.cancel(app);
+            Input::Cancel { app, now_ms } => {
+                c.cancel(app, now_ms);
+                None
+            }
+            Input::Forget { app } => {
+                // Refused live too (the journal records the attempt): nothing changes.
+                let _refused = c.forget(app);
                 None
             }
             Input::AgentJoined { join, .. } if u64::from(join.slots) > MAX_SLOTS => {
