@@ -3,8 +3,8 @@
 //! SIGTERM or before its batch job's walltime ends.
 //!
 //! The registration token never appears on the command line (it would show in `ps`): it is
-//! read from `--token-file` or the `HETPILOT_AGENT_TOKEN` environment variable, and left
-//! nowhere a task can read it (see `token`).
+//! read from `--token-file` (removed once read) or the `HETPILOT_AGENT_TOKEN` environment
+//! variable, and left nowhere a task can read it (see `token`, `token_file`).
 //!
 //! `hetpilot-agent serve-files` runs it in another role instead: a depot, the file store
 //! near the storage that agents fetch inputs from and store outputs to (see `depot`).
@@ -27,6 +27,7 @@ mod spawn;
 mod spawner;
 mod staging;
 mod token;
+mod token_file;
 mod work_dir;
 
 use anyhow::{bail, Context};
@@ -37,6 +38,7 @@ use hetpilot_transport::tls::ClientTrust;
 use std::path::PathBuf;
 use std::time::Duration;
 use sysinfo::System;
+use token_file::Disposal;
 
 /// Without a subcommand the agent runs as a pilot (the flags below); `serve-files` runs it
 /// as a depot (a file store) instead.
@@ -89,10 +91,18 @@ struct Args {
     #[arg(long, env = "HETPILOT_PLATFORM", required = true)]
     platform: Option<String>,
     /// File holding the agent registration token, readable by its owner only (else
-    /// `HETPILOT_AGENT_TOKEN`, which the agent then drops from its environment).
+    /// `HETPILOT_AGENT_TOKEN`, which the agent then drops from its environment). The agent
+    /// removes it once read (empties it where it cannot; refuses to start where it can do
+    /// neither), since its tasks could read it otherwise.
     #[arg(long, env = "HETPILOT_AGENT_TOKEN_FILE")]
     token_file: Option<PathBuf>,
-    /// Delete the token file once read (a pilot's one-use credential).
+    /// Keep the token file once read. Unsafe on a pilot running tasks you do not all trust
+    /// without `--sandbox bwrap`: tasks run as the agent's uid, the agent's command line
+    /// (`/proc/PID/cmdline`) names the file, and a task that reads it can register agents
+    /// of its own and be leased other users' tasks.
+    #[arg(long, conflicts_with = "delete_token_file")]
+    keep_token_file: bool,
+    /// Remove the token file once read: the default, accepted for the job scripts that say so.
     #[arg(long)]
     delete_token_file: bool,
     /// Task slots (default: the cores the batch allocation gives this node, from
@@ -307,7 +317,18 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
     // Before any thread exists: this may re-execute the agent.
     token::drop_from_environment()?;
     token::make_undumpable()?;
-    let token = token::read(args.token_file.as_deref(), args.delete_token_file)?;
+    let disposal = if args.keep_token_file {
+        if args.token_file.is_some() && args.sandbox == sandbox::Mode::None {
+            tracing::warn!(
+                "--keep-token-file without --sandbox bwrap: this agent's tasks can read the \
+                 token file and register agents with it"
+            );
+        }
+        Disposal::Keep
+    } else {
+        Disposal::Consume
+    };
+    let token = token::read(args.token_file.as_deref(), disposal)?;
     // Before the spawn helper forks: it starts the tasks, which inherit its CPU affinity.
     let mut cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)

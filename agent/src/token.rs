@@ -1,16 +1,16 @@
 //! The registration token, kept out of tasks' reach. It comes from `--token-file` (a file
-//! only its owner may read, deleted after reading when it is a pilot's one-use credential)
-//! or from `HETPILOT_AGENT_TOKEN`. A variable stays in `/proc/PID/environ` whatever the
+//! only its owner may read, consumed once read: see `token_file`) or from
+//! `HETPILOT_AGENT_TOKEN`. A variable stays in `/proc/PID/environ` whatever the
 //! process does to its environment afterwards, so an agent given the token that way
 //! re-executes itself without it and receives the value on an inherited pipe instead. The
 //! agent then makes itself non-dumpable, so processes of its uid (its tasks) can open
 //! neither its `/proc` files nor its memory.
 
+use crate::token_file::{self, Disposal};
 use anyhow::{bail, Context};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 
@@ -72,17 +72,24 @@ fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The registration token: from the pipe of a re-executed agent, else from `file`, else an
-/// error saying how to give one. `delete` removes the file once read (a one-use pilot
-/// credential). A file group or others may read is refused, as ssh refuses such keys.
-pub fn read(file: Option<&Path>, delete: bool) -> anyhow::Result<String> {
+/// The registration token: from the pipe of a re-executed agent, else from `file` (checked
+/// and disposed of as `token_file` says), else an error saying how to give one. Both at
+/// once are refused: the file would be left unread, and readable by tasks.
+pub fn read(file: Option<&Path>, disposal: Disposal) -> anyhow::Result<String> {
     let token = match (std::env::var(FD_ENV).ok(), file) {
-        (Some(fd), _) => from_pipe(&fd)?,
-        (None, Some(f)) => from_file(f, delete)?,
+        (Some(_), Some(f)) => bail!(
+            "the token was given twice, in {ENV} and in the file {}: pass only one",
+            f.display()
+        ),
+        (Some(fd), None) => from_pipe(&fd)?,
+        (None, Some(f)) => token_file::read(f, disposal, MAX_TOKEN)?,
         (None, None) => {
             bail!("no registration token: pass --token-file FILE (mode 0600) or set {ENV}")
         }
     };
+    if token.len() > MAX_TOKEN {
+        bail!("the registration token is longer than {MAX_TOKEN} bytes: it is not one");
+    }
     let token = token.trim().to_string();
     if token.is_empty() {
         bail!("the registration token is empty");
@@ -107,34 +114,6 @@ fn from_pipe(fd: &str) -> anyhow::Result<String> {
     Ok(token)
 }
 
-fn from_file(path: &Path, delete: bool) -> anyhow::Result<String> {
-    let mut f = std::fs::File::open(path)
-        .with_context(|| format!("reading the token file {}", path.display()))?;
-    let mode = f
-        .metadata()
-        .with_context(|| format!("reading the token file {}", path.display()))?
-        .mode();
-    if mode & 0o077 != 0 {
-        bail!(
-            "the token file {} may be read by other users (mode {:o}): make it private with \
-             `chmod 600 {}`",
-            path.display(),
-            mode & 0o777,
-            path.display()
-        );
-    }
-    let mut token = String::new();
-    Read::by_ref(&mut f)
-        .take(MAX_TOKEN as u64 + 1)
-        .read_to_string(&mut token)
-        .with_context(|| format!("reading the token file {}", path.display()))?;
-    if delete {
-        std::fs::remove_file(path)
-            .with_context(|| format!("deleting the one-use token file {}", path.display()))?;
-    }
-    Ok(token)
-}
-
 /// Makes this process non-dumpable: processes of the same uid (its tasks) can no longer
 /// open its `/proc/PID` files (environ, mem, fds) or attach to it. Children start
 /// dumpable again at exec.
@@ -147,26 +126,4 @@ pub fn make_undumpable() -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn token_files_must_be_private_and_one_use_files_are_deleted() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("token");
-        std::fs::write(&f, "secret\n").unwrap();
-        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let err = from_file(&f, true).unwrap_err().to_string();
-        assert!(err.contains("chmod 600"), "{err}");
-        assert!(f.exists(), "a refused file is left alone");
-        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(from_file(&f, false).unwrap(), "secret\n");
-        assert!(f.exists());
-        assert_eq!(from_file(&f, true).unwrap(), "secret\n");
-        assert!(!f.exists(), "a one-use token file is deleted once read");
-    }
 }
