@@ -5,9 +5,11 @@
 //! longer than `header_read_timeout`, holds at most `max_connections` connections (further
 //! ones wait in the listen queue) and at most `max_connections_per_ip` from one address
 //! (further ones are closed at once). With a TLS configuration it serves HTTPS (the
-//! handshake gets the header-read timeout too).
+//! handshake gets the header-read timeout too). Each request carries its connection's peer
+//! address as axum's `ConnectInfo<SocketAddr>`.
 
-use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::{Extension, Router};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -19,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tower::Layer;
 
 /// How long open connections get to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -74,7 +77,7 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let service = TowerToHyperService::new(Extension(ConnectInfo(peer)).layer(router.clone()));
         let (http, watcher) = (http.clone(), graceful.watcher());
         let tls = tls.clone();
         let handshake_timeout = limits.header_read_timeout;
