@@ -215,16 +215,20 @@ impl Client {
             .await
     }
 
+    /// A registration token for agents of `platform` (admin), registering only from
+    /// `register_from` (CIDR ranges) if given.
     pub async fn agent_token(
         &self,
         platform: &str,
         ttl_secs: Option<u64>,
+        register_from: Option<Vec<String>>,
     ) -> Result<TokenResponse, ClientError> {
         self.call(self.post(
             "/v1/agent-tokens",
             &NewAgentToken {
                 platform: platform.into(),
                 ttl_secs,
+                register_from,
             },
         ))
         .await

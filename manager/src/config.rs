@@ -18,6 +18,7 @@ pub use retention::RetentionConfig;
 pub use storage::StorageConfig;
 
 use crate::control::{FairshareConfig, SchedulerConfig};
+use crate::source_ranges::{RangeError, SourceRanges};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -35,6 +36,7 @@ fn default_platforms() -> Vec<PlatformConfig> {
         name: "local".into(),
         description: "agents started on this machine".into(),
         profile: None,
+        register_from: None,
     }]
 }
 
@@ -47,6 +49,20 @@ pub struct PlatformConfig {
     /// the current directory). Without one, agents are started by hand.
     #[serde(default)]
     pub profile: Option<PathBuf>,
+    /// The source address ranges (CIDR) its agents must register from, whatever token they
+    /// hold (see `source_ranges`); from anywhere if unset.
+    #[serde(default)]
+    pub register_from: Option<Vec<String>>,
+}
+
+impl PlatformConfig {
+    /// The ranges of `register_from`, if set.
+    pub fn register_ranges(&self) -> Result<Option<SourceRanges>, RangeError> {
+        self.register_from
+            .as_deref()
+            .map(SourceRanges::parse)
+            .transpose()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -189,6 +205,12 @@ impl Settings {
                 problem: "at least one platform is needed".into(),
             });
         }
+        for (i, platform) in self.platforms.iter().enumerate() {
+            platform.register_ranges().map_err(|e| ConfigError::Entry {
+                field: format!("platforms[{i}].register_from"),
+                problem: e.to_string(),
+            })?;
+        }
         self.scheduler
             .settings()
             .map_err(|e| ConfigError::Invalid {
@@ -299,6 +321,45 @@ mod tests {
         let file = dir.path().join("bad.toml");
         std::fs::write(&file, "listen = [1,2\n").unwrap();
         assert!(Settings::load(Some(&file), &[]).is_err());
+    }
+
+    #[test]
+    fn register_from_ranges_load_and_a_malformed_one_names_its_platform_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hetpilot.toml");
+        let platforms = |second: &str| {
+            format!(
+                "[[platforms]]\nname = \"open\"\n\
+                 [[platforms]]\nname = \"lab\"\nregister_from = {second}\n"
+            )
+        };
+        std::fs::write(&file, platforms(r#"["10.1.0.0/16", "::ffff:127.0.0.1"]"#)).unwrap();
+        let s = Settings::load(Some(&file), &[]).unwrap();
+        assert_eq!(s.platform("open").unwrap().register_ranges().unwrap(), None);
+        let lab = s
+            .platform("lab")
+            .unwrap()
+            .register_ranges()
+            .unwrap()
+            .unwrap();
+        assert!(lab.contains("10.1.9.9".parse().unwrap()));
+        assert!(lab.contains("127.0.0.1".parse().unwrap()));
+        assert!(!lab.contains("10.2.0.1".parse().unwrap()));
+        for (bad, why) in [
+            (
+                r#"["10.1.0.0/16", "10.300.0.0/16"]"#,
+                "`10.300.0.0/16` is not an address range",
+            ),
+            (r#"["10.1.2.3/16"]"#, "write 10.1.0.0/16"),
+            ("[]", "leave it out to allow any source address"),
+        ] {
+            std::fs::write(&file, platforms(bad)).unwrap();
+            let err = Settings::load(Some(&file), &[]).unwrap_err().to_string();
+            assert!(
+                err.contains("`platforms[1].register_from`") && err.contains(why),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

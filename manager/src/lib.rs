@@ -21,3 +21,4 @@ pub mod metrics;
 pub mod provision;
 pub mod server;
 pub mod service;
+pub mod source_ranges;

@@ -570,6 +570,10 @@ pub struct NewAgentToken {
     pub platform: String,
     /// Seconds until the token expires (default: the manager's `agent_token_ttl_secs`).
     pub ttl_secs: Option<u64>,
+    /// The source address ranges (CIDR, e.g. `10.1.0.0/16`) registrations with the token
+    /// must come from, besides the platform's own `register_from`; from anywhere if absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub register_from: Option<Vec<String>>,
 }
 
 /// `GET /v1/agent-tokens` (admin): a registration token still valid, by its id (the
@@ -586,6 +590,9 @@ pub struct AgentTokenInfo {
     pub created_at_ms: u64,
     /// When it expires (unix ms).
     pub expires_at_ms: u64,
+    /// The source address ranges its registrations must come from; any if absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub register_from: Option<Vec<String>>,
 }
 
 /// A new token, shown once (new users, registration tokens, a rotated admin token).

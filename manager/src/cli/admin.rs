@@ -3,6 +3,7 @@
 use super::connect::Connect;
 use super::output::{print_json, print_table};
 use clap::{Args as ClapArgs, Subcommand};
+use hetpilot::source_ranges::SourceRanges;
 
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
@@ -23,6 +24,11 @@ pub enum TokenCommand {
         /// Lifetime, like 12h or 7d.
         #[arg(long)]
         ttl: Option<String>,
+        /// Source address ranges agents may register from with this token, comma-separated
+        /// CIDR blocks or addresses (e.g. `10.1.0.0/16,127.0.0.1`), on top of the platform's
+        /// own `register_from`; default: from anywhere.
+        #[arg(long, value_name = "RANGES", value_parser = SourceRanges::parse_list)]
+        from: Option<SourceRanges>,
         #[command(flatten)]
         connect: Connect,
     },
@@ -69,13 +75,15 @@ pub async fn token(cmd: TokenCommand) -> anyhow::Result<()> {
         TokenCommand::Agent {
             platform,
             ttl,
+            from,
             connect,
         } => {
             let ttl = ttl
                 .as_deref()
                 .map(super::app_file::parse_duration_secs)
                 .transpose()?;
-            let t = connect.client()?.agent_token(&platform, ttl).await?;
+            let from = from.as_ref().map(SourceRanges::to_strings);
+            let t = connect.client()?.agent_token(&platform, ttl, from).await?;
             println!("{}", t.token);
             eprintln!(
                 "agent registration token for platform `{platform}` (put it in a file only you \
@@ -97,10 +105,16 @@ pub async fn token(cmd: TokenCommand) -> anyhow::Result<()> {
                         t.created_by.clone(),
                         super::output::age(now, t.created_at_ms),
                         super::output::millis(t.expires_at_ms.saturating_sub(now) as f64),
+                        t.register_from
+                            .as_ref()
+                            .map_or_else(|| "anywhere".into(), |r| r.join(",")),
                     ]
                 })
                 .collect();
-            print_table(&["ID", "PLATFORM", "BY", "CREATED", "EXPIRES IN"], &rows);
+            print_table(
+                &["ID", "PLATFORM", "BY", "CREATED", "EXPIRES IN", "FROM"],
+                &rows,
+            );
         }
         TokenCommand::Revoke { id, connect } => {
             let t = connect.client()?.revoke_agent_token(&id).await?;

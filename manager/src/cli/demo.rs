@@ -163,6 +163,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             name: p.name.into(),
             description: p.description.into(),
             profile: None,
+            register_from: None,
         })
         .collect();
     let listener = tokio::net::TcpListener::bind(&settings.listen).await?;
@@ -185,7 +186,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let mut agents = Agents(Vec::new());
     for p in &demo_platforms {
-        let token = client.agent_token(p.name, Some(3600)).await?.token;
+        let token = client.agent_token(p.name, Some(3600), None).await?.token;
         let work = data_dir.join("agents").join(p.name);
         std::fs::create_dir_all(&work)?;
         let log = std::fs::File::create(data_dir.join("agents").join(format!("{}.log", p.name)))?;

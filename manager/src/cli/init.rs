@@ -81,7 +81,9 @@ lease_timeout_secs = 30
     out.push_str(
         "\n# One entry per platform. With a `profile` (profiles/platforms/README.md) the manager\n\
          # submits pilots there itself; without one, start agents by hand with a token from\n\
-         # `hetpilot token agent --platform NAME`. Check profiles with `hetpilot platforms check`.\n",
+         # `hetpilot token agent --platform NAME`. Check profiles with `hetpilot platforms check`.\n\
+         # `register_from = [\"10.1.0.0/16\"]` in an entry: its agents may register only from\n\
+         # these source addresses (CIDR), whatever token they hold.\n",
     );
     if platforms.is_empty() {
         out.push_str(

@@ -4,6 +4,7 @@
 use super::schema::state_from_code;
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
 use crate::queue::{AgentEntry, AgentState, AppEntry, TaskInputs, TaskSlot};
+use crate::source_ranges::SourceRanges;
 use hetpilot_protocol::protocol::TaskState;
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::template::{Inputs, Template};
@@ -29,6 +30,7 @@ pub struct StoredAgentToken {
     pub expires_ms: u64,
     pub created_by: String,
     pub created_ms: u64,
+    pub register_from: Option<SourceRanges>,
 }
 
 pub struct Loaded {
@@ -62,8 +64,8 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
     )?;
     let agent_tokens = each_row(
         &mut conn.prepare(
-            "SELECT token_hash, platform, expires_ms, created_by, created_ms FROM agent_tokens
-             WHERE expires_ms > ?1",
+            "SELECT token_hash, platform, expires_ms, created_by, created_ms, register_from
+             FROM agent_tokens WHERE expires_ms > ?1",
         )?,
         params![now_ms.min(i64::MAX as u64) as i64],
         "agent_tokens",
@@ -75,6 +77,12 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
                 expires_ms: col_u64(r, 2)?,
                 created_by: col(r, 3)?,
                 created_ms: col_opt_u64(r, 4)?.unwrap_or(0),
+                // A token whose ranges cannot be read back is skipped: never one that
+                // registers from anywhere.
+                register_from: col::<Option<String>>(r, 5)?
+                    .map(|text| SourceRanges::parse_list(&text))
+                    .transpose()
+                    .map_err(|e| format!("column `register_from`: {e}"))?,
             })
         },
     )?;

@@ -95,17 +95,21 @@ impl Reader {
     pub fn agent_tokens(&self, now_ms: u64) -> rusqlite::Result<Vec<AgentTokenInfo>> {
         self.conn()
             .prepare_cached(
-                "SELECT token_hash, platform, created_by, COALESCE(created_ms, 0), expires_ms
+                "SELECT token_hash, platform, created_by, COALESCE(created_ms, 0), expires_ms,
+                        register_from
                  FROM agent_tokens WHERE expires_ms > ?1 ORDER BY created_ms DESC, token_hash",
             )?
             .query_map(params![now_ms.min(i64::MAX as u64) as i64], |r| {
                 let hash: String = r.get(0)?;
                 Ok(AgentTokenInfo {
-                    id: hash.chars().take(12).collect(),
+                    id: crate::service::auth::token_id(&hash),
                     platform: r.get(1)?,
                     created_by: r.get(2)?,
                     created_at_ms: r.get::<_, i64>(3)?.max(0) as u64,
                     expires_at_ms: r.get::<_, i64>(4)?.max(0) as u64,
+                    register_from: r
+                        .get::<_, Option<String>>(5)?
+                        .map(|text| text.split(',').map(String::from).collect()),
                 })
             })?
             .collect()

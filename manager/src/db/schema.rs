@@ -116,6 +116,7 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.execute_batch(super::staging::SCHEMA)?;
     conn.execute_batch(super::forget::SCHEMA)?;
     add_column_if_missing(&conn, "agent_tokens", "created_ms", "INTEGER")?;
+    add_column_if_missing(&conn, "agent_tokens", "register_from", "TEXT")?;
     add_column_if_missing(&conn, "pilots", "user", "TEXT")?;
     add_column_if_missing(&conn, "agents", "zero_work", "INTEGER NOT NULL DEFAULT 0")?;
     add_column_if_missing(&conn, "apps", "ended_ms", "INTEGER")?;

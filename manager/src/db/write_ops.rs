@@ -33,6 +33,8 @@ pub enum Write {
         expires_ms: u64,
         created_by: String,
         now_ms: u64,
+        /// The source ranges its registrations must come from (`SourceRanges`' text).
+        register_from: Option<String>,
     },
     /// A registration token is revoked.
     RevokeAgentToken {
@@ -129,11 +131,20 @@ impl Write {
                 expires_ms,
                 created_by,
                 now_ms,
+                register_from,
             } => {
                 tx.execute(
-                    "INSERT INTO agent_tokens (token_hash, platform, expires_ms, created_by, created_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![token_hash, platform, *expires_ms as i64, created_by, *now_ms as i64],
+                    "INSERT INTO agent_tokens
+                     (token_hash, platform, expires_ms, created_by, created_ms, register_from)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        token_hash,
+                        platform,
+                        *expires_ms as i64,
+                        created_by,
+                        *now_ms as i64,
+                        register_from
+                    ],
                 )?;
             }
             Write::RevokeAgentToken { token_hash } => {

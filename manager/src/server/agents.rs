@@ -4,7 +4,7 @@
 //! `--log-format json`).
 
 use super::error::ApiError;
-use super::extract::{Caller, Json, Path};
+use super::extract::{Caller, Json, Path, Source};
 use crate::service::Manager;
 use axum::extract::State;
 use hetpilot_protocol::protocol::{
@@ -20,9 +20,10 @@ type Result<T> = std::result::Result<Json<T>, ApiError>;
 pub async fn register(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
+    Source(source): Source,
     Json(req): Json<RegisterRequest>,
 ) -> Result<RegisterResponse> {
-    Ok(Json(m.register(&who, req).await?))
+    Ok(Json(m.register(&who, source, req).await?))
 }
 
 pub async fn list(State(m): State<Arc<Manager>>, Caller(who): Caller) -> Result<Vec<AgentInfo>> {

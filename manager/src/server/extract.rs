@@ -1,10 +1,13 @@
-//! Request extractors: the caller's identity (found by the `auth` layer), and JSON, path
-//! and query extractors whose rejections are JSON error bodies.
+//! Request extractors: the caller's identity (found by the `auth` layer), the address the
+//! request came from, and JSON, path and query extractors whose rejections are JSON error
+//! bodies.
 
 use super::error::ApiError;
 use crate::service::{Principal, ServiceError};
-use axum::extract::{FromRequest, FromRequestParts};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts};
 use axum::http::request::Parts;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
 
 /// The authenticated caller.
 pub struct Caller(pub Principal);
@@ -15,6 +18,19 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let who = parts.extensions.remove::<Principal>();
         Ok(Caller(who.ok_or(ServiceError::Unauthorized)?))
+    }
+}
+
+/// The peer address of the connection the request came on, as the accept loop saw it
+/// (`hetpilot_transport::serve`); `None` for a router served some other way.
+pub struct Source(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Source {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>();
+        Ok(Source(peer.map(|ConnectInfo(addr)| addr.ip())))
     }
 }
 

@@ -11,6 +11,7 @@ use hetpilot_protocol::protocol::{
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
 };
 use hetpilot_protocol::{AgentId, TaskRef};
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// Longest a pull may wait for work.
@@ -32,9 +33,12 @@ fn agent(who: &Principal, path_agent: AgentId) -> Result<AgentId, ServiceError> 
 }
 
 impl Manager {
+    /// Registers an agent with `who`'s registration token, from `source` (the peer address
+    /// the request came from; `None` if unknown).
     pub async fn register(
         &self,
         who: &Principal,
+        source: Option<IpAddr>,
         req: RegisterRequest,
     ) -> Result<RegisterResponse, ServiceError> {
         let (platform, pilot) = match who {
@@ -48,6 +52,7 @@ impl Manager {
                 ))
             }
         };
+        self.check_registration_source(who, source)?;
         match (pilot, &req.pilot) {
             (Some(p), named) if named.as_ref() != Some(p) => {
                 return Err(ServiceError::Forbidden(format!(

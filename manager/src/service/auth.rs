@@ -1,6 +1,7 @@
 //! Tokens and whom they belong to. Tokens are 256-bit random strings shown once; only their
 //! SHA-256 is stored, so a copy of the database grants nothing.
 
+use crate::source_ranges::SourceRanges;
 use hetpilot_protocol::AgentId;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
@@ -16,10 +17,14 @@ pub enum Principal {
         name: String,
         admin: bool,
     },
-    /// May register agents of one platform until it expires.
+    /// May register agents of one platform until it expires, from `register_from` only
+    /// where that is set.
     AgentRegistration {
         platform: String,
         expires_ms: u64,
+        /// The token's id, as `hetpilot token list` shows it (see [`token_id`]).
+        token_id: String,
+        register_from: Option<SourceRanges>,
     },
     /// May register the agent of one pilot, once, until it expires.
     PilotRegistration {
@@ -39,6 +44,11 @@ pub fn new_token(prefix: &str) -> String {
 
 pub fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// A registration token's id: the first 12 hex digits of its hash.
+pub fn token_id(token_hash: &str) -> String {
+    token_hash.chars().take(12).collect()
 }
 
 /// Every valid token's hash and its principal.
@@ -142,6 +152,8 @@ mod tests {
             Principal::AgentRegistration {
                 platform: "p".into(),
                 expires_ms: 100,
+                token_id: token_id(&hash(&t)),
+                register_from: None,
             },
         );
         assert!(tokens.resolve(&t, 99).is_some());

@@ -11,6 +11,7 @@ mod files;
 mod history;
 mod pilots;
 mod platforms;
+mod register_source;
 mod retention;
 #[cfg(test)]
 mod retention_tests;
@@ -187,6 +188,8 @@ impl Manager {
                 Principal::AgentRegistration {
                     platform: t.platform.clone(),
                     expires_ms: t.expires_ms,
+                    token_id: auth::token_id(&t.token_hash),
+                    register_from: t.register_from.clone(),
                 },
             );
         }

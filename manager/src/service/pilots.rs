@@ -424,9 +424,9 @@ mod tests {
             Err(ServiceError::Forbidden(msg)) => msg,
             other => panic!("expected 403, got {other:?}"),
         };
-        let msg = refuse(m.register(&who, request(None)).await);
+        let msg = refuse(m.register(&who, None, request(None)).await);
         assert!(msg.contains("for pilot `local-p1` only"), "{msg}");
-        let msg = refuse(m.register(&who, request(Some("local-p2"))).await);
+        let msg = refuse(m.register(&who, None, request(Some("local-p2"))).await);
         assert!(msg.contains("local-p1"), "{msg}");
         let platform_token = m
             .create_agent_token(
@@ -434,16 +434,20 @@ mod tests {
                 NewAgentToken {
                     platform: "local".into(),
                     ttl_secs: None,
+                    register_from: None,
                 },
             )
             .await
             .unwrap()
             .token;
         let plain = m.authenticate(Some(&platform_token)).unwrap();
-        let msg = refuse(m.register(&plain, request(Some("local-p1"))).await);
+        let msg = refuse(m.register(&plain, None, request(Some("local-p1"))).await);
         assert!(msg.contains("needs that pilot's own token"), "{msg}");
 
-        let r = m.register(&who, request(Some("local-p1"))).await.unwrap();
+        let r = m
+            .register(&who, None, request(Some("local-p1")))
+            .await
+            .unwrap();
         let listed = m.list_pilots(&admin).unwrap();
         let p = listed.iter().find(|p| p.name == "local-p1").unwrap();
         assert_eq!(p.state, PilotState::Running);
@@ -479,7 +483,7 @@ mod tests {
         let mut racing = tokio::task::JoinSet::new();
         for _ in 0..8 {
             let (m, who) = (m.clone(), who.clone());
-            racing.spawn(async move { m.register(&who, request(Some("local-p1"))).await });
+            racing.spawn(async move { m.register(&who, None, request(Some("local-p1"))).await });
         }
         let outcomes = racing.join_all().await;
         let registered: Vec<AgentId> = outcomes

@@ -47,6 +47,7 @@ async fn agent(site: &Site) -> (Principal, AgentId) {
             NewAgentToken {
                 platform: "local".into(),
                 ttl_secs: None,
+                register_from: None,
             },
         )
         .await
@@ -56,6 +57,7 @@ async fn agent(site: &Site) -> (Principal, AgentId) {
     let r = m
         .register(
             &registration,
+            None,
             RegisterRequest {
                 platform: "local".into(),
                 hostname: "node1".into(),

@@ -17,6 +17,7 @@ async fn agent(m: &Manager, registration: &Principal, host: &str) -> (Principal,
     let r = m
         .register(
             registration,
+            None,
             RegisterRequest {
                 platform: "local".into(),
                 hostname: host.into(),
@@ -66,6 +67,7 @@ async fn pulls_are_served_while_a_plan_is_made_and_the_plan_is_installed_when_re
             NewAgentToken {
                 platform: "local".into(),
                 ttl_secs: None,
+                register_from: None,
             },
         )
         .await

@@ -5,6 +5,7 @@ use super::platforms::Offers;
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::db::Write;
 use crate::queue::AppEntry;
+use crate::source_ranges::SourceRanges;
 use hetpilot_protocol::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser,
     SubmitResponse, TaskInfo, TaskState, TokenResponse,
@@ -334,6 +335,12 @@ impl Manager {
                 "field `ttl_secs`: {ttl} is not in 1-{max} (agent_token_max_ttl_secs)"
             )));
         }
+        let register_from = req
+            .register_from
+            .as_deref()
+            .map(SourceRanges::parse)
+            .transpose()
+            .map_err(|e| ServiceError::BadRequest(format!("field `register_from`: {e}")))?;
         let token = auth::new_token("hpr_");
         let hash = auth::hash(&token);
         let now = now_ms();
@@ -345,13 +352,16 @@ impl Manager {
                 expires_ms,
                 created_by: by,
                 now_ms: now,
+                register_from: register_from.as_ref().map(SourceRanges::to_string),
             })
             .await?;
         self.tokens.insert(
-            hash,
+            hash.clone(),
             Principal::AgentRegistration {
                 platform: req.platform,
                 expires_ms,
+                token_id: auth::token_id(&hash),
+                register_from,
             },
         );
         Ok(TokenResponse { token })
