@@ -139,3 +139,76 @@ fn per_user_pilots_run_only_their_users_tasks() {
         }
     }
 }
+
+/// A provisioned pilot's job script hands its agent that pilot's own credential, never a
+/// reusable platform token: it registers only that pilot's agent, once. The profile's
+/// agent here is a stand-in that keeps a copy of what it was given.
+#[test]
+fn a_pilots_job_script_carries_only_its_own_single_use_credential() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let captured = dir.path().join("captured");
+    let stand_in = dir.path().join("stand-in-agent");
+    std::fs::write(
+        &stand_in,
+        format!(
+            "#!/bin/sh\n{{ cat \"$HETPILOT_AGENT_TOKEN_FILE\"; echo \"$HETPILOT_PILOT\"; }} \
+             > {0}.part && mv {0}.part {0}\nexec sleep 300\n",
+            captured.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let profile = dir.path().join("here.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"here\"\nadapter = \"local\"\ncores_per_node = 1\n\
+             memory_per_node = \"1GB\"\nmax_walltime = \"1h\"\nmax_queued = 1\n\
+             max_running = 1\nagent_binary = \"{}\"\nwork_dir = \"{}\"\n",
+            stand_in.display(),
+            dir.path().join("pilots").display()
+        ),
+    )
+    .unwrap();
+    let env = configure(
+        dir.path(),
+        &[("here", &profile)],
+        "interval_secs = 0.3\nbackoff_base_secs = 1",
+    );
+    let m = start_manager(dir.path(), &env);
+    m.submit(array_app("wants-a-pilot", "true", 1));
+    let given = wait_until("the pilot's job to start", Duration::from_secs(60), || {
+        std::fs::read_to_string(&captured).ok()
+    });
+    let (token, pilot) = match given.lines().collect::<Vec<_>>()[..] {
+        [token, pilot] => (token.to_string(), pilot.to_string()),
+        _ => panic!("{given:?}"),
+    };
+    let http = m.http();
+    let (_, reusable) = http.get("/v1/agent-tokens", &m.admin);
+    assert_eq!(
+        reusable,
+        serde_json::json!([]),
+        "no platform token was made"
+    );
+    let register = |pilot: Option<&str>| {
+        let mut body = serde_json::json!({"platform": "here", "hostname": "node1",
+            "cores": 1, "memory_mb": 512});
+        if let Some(p) = pilot {
+            body["pilot"] = p.into();
+        }
+        http.post("/v1/agents", &token, &body)
+    };
+    let (status, body) = register(None);
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("for pilot `{pilot}` only")),
+        "{body}"
+    );
+    assert_eq!(register(Some(&pilot)).0, 200);
+    assert_eq!(register(Some(&pilot)).0, 401, "used once");
+}

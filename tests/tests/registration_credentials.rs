@@ -174,3 +174,94 @@ fn a_token_file_that_cannot_be_removed_is_emptied_or_the_agent_refuses_to_start(
     let warned = std::fs::read_to_string(&log).unwrap();
     assert!(warned.contains("emptied it instead"), "{warned}");
 }
+
+/// A registration token bound to 127.0.0.1/32 (`hetpilot token agent --from`) registers an
+/// agent from 127.0.0.1 and is refused from 127.0.0.2 (403, and a WARN line in the
+/// manager's log), through the manager's own accept loop; `token list` shows the range.
+/// A malformed range is refused by the CLI naming `--from` and by the API naming
+/// `register_from`.
+#[test]
+fn a_token_bound_to_an_address_range_registers_only_from_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let out = m.cli(&[
+        "token",
+        "agent",
+        "--platform",
+        "local",
+        "--from",
+        "127.0.0.1/32",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let register_from = |source: &str| {
+        let source: std::net::IpAddr = source.parse().unwrap();
+        let resp = reqwest::blocking::Client::builder()
+            .local_address(source)
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/agents", m.url))
+            .bearer_auth(&token)
+            .json(
+                &json!({"platform": "local", "hostname": "node1", "cores": 1,
+                "memory_mb": 512}),
+            )
+            .send()
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json::<serde_json::Value>().unwrap())
+    };
+    let (status, body) = register_from("127.0.0.2");
+    assert_eq!(status, 403, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("source address 127.0.0.2 is outside the ranges"),
+        "{error}"
+    );
+    assert_eq!(agents(&m), 0);
+    let (status, body) = register_from("127.0.0.1");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(agents(&m), 1);
+    let log = std::fs::read_to_string(dir.path().join("manager.log")).unwrap();
+    assert!(
+        log.lines().any(|l| l.contains("WARN")
+            && l.contains("agent registration refused")
+            && l.contains("127.0.0.2")),
+        "{log}"
+    );
+    let listed = m.cli(&["token", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        listed[0]["register_from"],
+        json!(["127.0.0.1/32"]),
+        "{listed}"
+    );
+
+    let bad = m.cli(&[
+        "token",
+        "agent",
+        "--platform",
+        "local",
+        "--from",
+        "127.0.0.1,10.0.0.0/33",
+    ]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--from") && err.contains("`10.0.0.0/33` is not an address range"),
+        "{err}"
+    );
+    let (status, body) = m.http().post(
+        "/v1/agent-tokens",
+        &m.admin,
+        &json!({"platform": "local", "register_from": ["::ffff:10.0.0.0/200"]}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("field `register_from`: "),
+        "{body}"
+    );
+}
