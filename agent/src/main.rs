@@ -505,6 +505,20 @@ mod tests {
     }
 
     #[test]
+    fn the_token_file_is_consumed_unless_kept_and_not_both() {
+        let parse = |extra: &[&str]| {
+            let base = ["hetpilot-agent", "--manager", "m", "--platform", "p"];
+            Cli::try_parse_from(base.iter().chain(extra))
+        };
+        let default = parse(&["--token-file", "t"]).unwrap().pilot;
+        assert!(!default.keep_token_file);
+        let job_script = parse(&["--delete-token-file"]).unwrap().pilot;
+        assert!(!job_script.keep_token_file);
+        assert!(parse(&["--keep-token-file"]).unwrap().pilot.keep_token_file);
+        assert!(parse(&["--keep-token-file", "--delete-token-file"]).is_err());
+    }
+
+    #[test]
     fn byte_counts() {
         assert_eq!(parse_bytes("1024").unwrap(), 1024);
         assert_eq!(parse_bytes("500M").unwrap(), 500 << 20);
