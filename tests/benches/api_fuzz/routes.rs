@@ -41,6 +41,8 @@ pub const ROUTES: &[(&str, &str, Tok)] = &[
     ("GET", "/v1/apps/{app}/report", Tok::User),
     ("GET", "/v1/apps/{app}/tasks", Tok::User),
     ("POST", "/v1/apps/{app}/cancel", Tok::User),
+    ("POST", "/v1/apps/{app}/forget", Tok::User),
+    ("POST", "/v1/admin/purge", Tok::Admin),
     ("GET", "/v1/tasks/{task}", Tok::User),
     ("POST", "/v1/users", Tok::Admin),
     ("POST", "/v1/agent-tokens", Tok::Admin),
@@ -61,6 +63,13 @@ pub const ROUTES: &[(&str, &str, Tok)] = &[
     ("GET", "/v1/apps/{app}/files/{*name}", Tok::User),
     ("PUT", "/v1/apps/{app}/files/{*name}", Tok::User),
     ("GET", "/v1/file-stats", Tok::Admin),
+    ("GET", "/v1/agent-tokens", Tok::Admin),
+    ("POST", "/v1/agent-tokens/{id}/revoke", Tok::Admin),
+    ("GET", "/v1/whoami", Tok::User),
+    ("GET", "/v1/affinity", Tok::User),
+    ("GET", "/v1/staging", Tok::Admin),
+    ("GET", "/v1/history", Tok::User),
+    // `POST /v1/admin/rotate-token` is left out: a valid call would end the run's admin.
 ];
 
 /// The tokens and ids the run knows; agents registered during the run join the pool.
@@ -150,6 +159,9 @@ impl World {
                 match what {
                     "app" => app.to_string(),
                     "task" => format!("{app}.{}", rng.random_range(0..4)),
+                    // No such token: revoking the run's registration token would end
+                    // the registrations the run makes.
+                    "id" => "999999".into(),
                     _ => agent.to_string(),
                 }
             }
@@ -157,7 +169,8 @@ impl World {
         let mut path = route
             .replace("{app}", &id("app"))
             .replace("{task}", &id("task"))
-            .replace("{agent}", &id("agent"));
+            .replace("{agent}", &id("agent"))
+            .replace("{id}", &id("id"));
         if path.contains("{*name}") {
             let name = if damage == Damage::Path {
                 nasty_file_name(rng, FILE, DIR)
@@ -260,6 +273,8 @@ fn valid_body(route: &str, app: u64, rng: &mut impl Rng) -> Option<Value> {
         }
         "/v1/users" => json!({"name": format!("user-{}", rng.random::<u32>())}),
         "/v1/agent-tokens" => json!({"platform": "local", "ttl_secs": 3600}),
+        // Ended a year ago: a valid purge forgets nothing the run still uses.
+        "/v1/admin/purge" => json!({"older_than_secs": 365 * 24 * 3600}),
         "/v1/agents" => json!({
             "platform": "local", "hostname": "node", "cores": 2, "memory_mb": 1024,
             "slots": 2, "batch_job_id": null, "walltime_end": null, "pilot": null,
