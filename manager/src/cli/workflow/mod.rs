@@ -12,12 +12,14 @@
 //! the same prefix before the submission and staged the same way (see [`inputs`]);
 //! otherwise they are the tasks' business (a shared filesystem or the working directory).
 
+mod bounded;
 pub mod dax;
 pub mod inputs;
 pub mod tasks_file;
 pub mod view;
 pub mod wfcommons;
 
+use crate::cli::submit_limit::{FileKind, SubmitLimit};
 use anyhow::{bail, Context};
 use hetpilot_protocol::dag::{DagSpec, DagTask};
 use hetpilot_protocol::files::FileDecl;
@@ -332,34 +334,22 @@ pub struct Prepared {
     pub uploads: Vec<inputs::Upload>,
 }
 
-/// The most bytes of a workflow file read (1 GiB).
-const MAX_WORKFLOW_FILE: u64 = 1 << 30;
-
-fn read(path: &Path) -> anyhow::Result<String> {
-    let len = std::fs::metadata(path)
-        .with_context(|| format!("cannot read {}", path.display()))?
-        .len();
-    if len > MAX_WORKFLOW_FILE {
-        bail!(
-            "{}: {len} bytes is more than the 1 GiB a workflow file may hold",
-            path.display()
-        );
-    }
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
-}
-
 /// The application `hetpilot submit` asked for, if it is a workflow (`--wfcommons`,
-/// `--dax`, or an application file with `[[task]]` tables), with its external inputs.
+/// `--dax`, or an application file with `[[task]]` tables), with its external inputs. A
+/// workflow file past the bound `limit` sets is refused before it is read.
 pub fn spec_from_args(
     args: &SubmitArgs,
     app_file: Option<&Path>,
+    limit: &SubmitLimit,
 ) -> anyhow::Result<Option<Prepared>> {
     let (path, workflow) = if let Some(p) = &args.wfcommons {
-        (p.as_path(), wfcommons::parse(&read(p)?))
+        let text = bounded::read_to_string(p, FileKind::WfCommons, limit)?;
+        (p.as_path(), wfcommons::parse(&text))
     } else if let Some(p) = &args.dax {
-        (p.as_path(), dax::parse(&read(p)?))
+        let text = bounded::read_to_string(p, FileKind::Dax, limit)?;
+        (p.as_path(), dax::parse(&text))
     } else if let Some(p) = app_file {
-        let text = read(p)?;
+        let text = bounded::read_to_string(p, FileKind::AppFile, limit)?;
         if !tasks_file::is_workflow(&text) {
             needs_no_workflow(args)?;
             return Ok(None);
@@ -462,7 +452,8 @@ fn external_uploads(
     }
     if !files.is_empty() {
         eprintln!(
-            "note: the workflow's {} external inputs (read by tasks, written by none) are not              staged; give --inputs-dir DIR to store and stage them",
+            "note: the workflow's {} external inputs (read by tasks, written by none) are not \
+             staged; give --inputs-dir DIR to store and stage them",
             files.len()
         );
     }
