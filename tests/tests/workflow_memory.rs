@@ -1,6 +1,7 @@
-//! What reading a workflow costs `hetpilot submit`: a file past the bound the manager's
-//! submit limit sets is refused before it is read, and an application past that limit is
-//! refused before anything is sent. No manager runs: the CLI is pointed at a port
+//! What reading a workflow costs `hetpilot submit`: a large WfCommons instance is read in
+//! memory proportionate to it (no tree of the whole file), a file past the bound the
+//! manager's submit limit sets is refused before it is read, and an application past that
+//! limit is refused before anything is sent. No manager runs: the CLI is pointed at a port
 //! nothing listens on, so a command that gets as far as sending says it cannot reach it.
 
 use hetpilot_e2e::proc_stats::run_with_peak_rss;
@@ -40,6 +41,28 @@ fn instance(path: &Path, tasks: usize) -> u64 {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_large_wfcommons_instance_is_read_in_memory_proportionate_to_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.json");
+    let size = instance(&path, 20_000);
+    let (out, peak_kib) = submit(&["--wfcommons", path.to_str().unwrap()]);
+    let err = stderr(&out);
+    // It read the file, built the application and got as far as sending it.
+    assert!(err.contains("cannot reach the manager"), "{err}");
+    let (peak_mib, size_mib) = (peak_kib as f64 / 1024.0, size as f64 / 1048576.0);
+    println!(
+        "{size_mib:.1} MiB instance, 20000 tasks: peak RSS {peak_mib:.1} MiB ({:.2} × the file)",
+        peak_mib / size_mib
+    );
+    // A tree of the whole file took almost 6 times the file; what is kept of it, and the
+    // application's JSON, take well under that (2.5 times when this was written).
+    assert!(
+        peak_mib < 3.5 * size_mib,
+        "peak RSS {peak_mib:.1} MiB for a {size_mib:.1} MiB instance"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use crate::cli::submit_limit::{FileKind, SubmitLimit};
 use anyhow::Context;
 use std::fs::File;
-use std::io::{Read, Take};
+use std::io::{BufReader, Read, Take};
 use std::path::Path;
 
 /// `path`, opened to read at most one byte past the bound.
@@ -30,6 +30,21 @@ pub fn read_to_string(path: &Path, kind: FileKind, limit: &SubmitLimit) -> anyho
     }
     read.with_context(|| format!("cannot read {}", path.display()))?;
     Ok(text)
+}
+
+/// What `parse` makes of `path`, a file of `kind`, as it streams in.
+pub fn parse_streaming<T>(
+    path: &Path,
+    kind: FileKind,
+    limit: &SubmitLimit,
+    parse: impl FnOnce(&mut BufReader<Take<File>>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let mut reader = BufReader::new(open(path, kind, limit)?);
+    let parsed = parse(&mut reader);
+    if reader.get_ref().limit() == 0 {
+        return Err(limit.file_too_large(path, kind, None));
+    }
+    parsed
 }
 
 #[cfg(test)]
@@ -57,6 +72,18 @@ mod tests {
         assert!(
             err.to_string()
                 .starts_with("/dev/zero: more than the 4 MiB a DAX may be"),
+            "{err}"
+        );
+        let mut read = 0;
+        let err = parse_streaming(zero, FileKind::WfCommons, &limit, |r| {
+            read = std::io::copy(r, &mut std::io::sink())?;
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(read, (8 << 20) + 1, "one byte past the 8 MiB bound");
+        assert!(
+            err.to_string()
+                .contains("more than the 8 MiB a WfCommons instance may be"),
             "{err}"
         );
     }
