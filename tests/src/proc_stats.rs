@@ -1,5 +1,5 @@
 //! What the benchmarks and tests read of a process from /proc: its CPU time, its memory,
-//! whether it is still alive.
+//! whether it is still alive; and a child's peak memory from `wait4`.
 
 /// (utime + stime) of a process in milliseconds, from `/proc/PID/stat`.
 pub fn cpu_ms(pid: u32) -> f64 {
@@ -34,4 +34,46 @@ pub fn is_dead(pid: u32) -> bool {
             .trim_start()
             .starts_with('Z')
     })
+}
+
+/// Runs `cmd` to its end: its exit status, stdout and stderr, and its peak RSS in KiB (the
+/// `ru_maxrss` that `wait4` reports for that one child, whatever else the test runs).
+pub fn run_with_peak_rss(cmd: &mut std::process::Command) -> (std::process::Output, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    let out = tempfile::tempfile().unwrap();
+    let err = tempfile::tempfile().unwrap();
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(err.try_clone().unwrap())
+        .spawn()
+        .expect("starting the command");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain integers, for which all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers are to live locals; pid is this process's own child, reaped
+        // here (std's handle is then dropped without waiting).
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "wait4: {e}");
+    }
+    drop(child);
+    let read = |mut f: std::fs::File| {
+        use std::io::{Read, Seek};
+        let mut bytes = Vec::new();
+        f.rewind().unwrap();
+        f.read_to_end(&mut bytes).unwrap();
+        bytes
+    };
+    let output = std::process::Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: read(out),
+        stderr: read(err),
+    };
+    (output, usage.ru_maxrss as u64)
 }

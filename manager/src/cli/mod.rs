@@ -23,6 +23,7 @@ mod simulate;
 mod staging_workload;
 mod status;
 mod submit;
+mod submit_limit;
 mod tasks;
 mod usage;
 mod workflow;

@@ -5,6 +5,7 @@ use super::app_file;
 use super::connect::Connect;
 use super::output::print_json;
 use super::status::{self, Progress};
+use super::submit_limit::SubmitLimit;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
@@ -58,6 +59,13 @@ pub struct Args {
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The manager's submit limit, MiB (its `[limits] max_submit_mib`; default: that of the
+    /// configuration named with --config, else the manager's default, 64). A larger
+    /// application is refused before it is sent, and a WfCommons instance larger than 8
+    /// times this (a DAX or application file: 4 times) before it is read.
+    #[arg(long, value_name = "MIB", env = "HETPILOT_MAX_SUBMIT_MIB",
+          value_parser = clap::value_parser!(u64).range(1..=16384))]
+    pub max_submit_mib: Option<u64>,
     #[command(flatten)]
     pub connect: Connect,
     /// The command template, after `--`.
@@ -120,14 +128,19 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let (spec, uploads) =
-        match super::workflow::spec_from_args(&args.workflow, args.app_file.as_deref())? {
-            Some(w) => (w.spec, w.uploads),
-            None => match &args.app_file {
-                Some(f) => (app_file::load(f)?, Vec::new()),
-                None => (from_flags(&args)?, Vec::new()),
-            },
-        };
+    let limit = SubmitLimit::resolve(args.max_submit_mib, &args.connect)?;
+    let workflow =
+        super::workflow::spec_from_args(&args.workflow, args.app_file.as_deref(), &limit)?;
+    let (spec, uploads) = match workflow {
+        Some(w) => (w.spec, w.uploads),
+        None => match &args.app_file {
+            Some(f) => (app_file::load(f)?, Vec::new()),
+            None => (from_flags(&args)?, Vec::new()),
+        },
+    };
+    // Before the external inputs are stored: an application the manager would refuse
+    // stores nothing.
+    limit.check(&spec)?;
     let client = args.connect.client()?;
     // A workflow's external inputs are in place before any of its tasks can start.
     super::workflow::inputs::upload(&client, &uploads).await?;

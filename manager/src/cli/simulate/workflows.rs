@@ -81,10 +81,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             _ => bail!("{}: not .json, .xml or .toml", path.display()),
         }
         .with_context(|| format!("{}", path.display()))?;
-        let spec = workflow.to_spec(&opts)?;
+        let name = workflow.name.clone();
+        let spec = workflow.into_spec(&opts)?;
         let dag = spec.dag.context("not a workflow")?;
         let graph = DagState::model(&dag).map_err(anyhow::Error::msg)?;
-        names.push(workflow.name.clone());
+        names.push(name);
         ptgs.push(Arc::new(ClusterPtg::new(
             graph,
             args.processors,

@@ -53,7 +53,7 @@ max_cores = 8
 serial_fraction = 0.2
 "#;
     let wf = tasks_file::parse(text, Path::new("w.toml")).unwrap();
-    let (per, app) = cores_of(&wf.to_spec(&opts()).unwrap());
+    let (per, app) = cores_of(&wf.into_spec(&opts()).unwrap());
     assert_eq!(app, 4, "the widest task's");
     assert_eq!(
         per,
@@ -73,12 +73,12 @@ fn wfcommons_core_counts_and_dax_profiles_are_per_task() {
                                   {"name": "b", "id": "b", "parents": [], "children": []}]},
       "execution": {"tasks": [{"id": "a", "runtimeInSeconds": 1, "coreCount": 3},
                               {"id": "b", "runtimeInSeconds": 1}]}}}"#;
-    let (per, app) = cores_of(&wfcommons::parse(json).unwrap().to_spec(&opts()).unwrap());
+    let (per, app) = cores_of(&wfcommons::parse(json).unwrap().into_spec(&opts()).unwrap());
     assert_eq!((per[0].0, per[1].0, app), (None, Some(1), 3));
     let dax = r#"<adag version="3.6" name="d">
       <job id="j1" name="x" runtime="1"><profile namespace="pegasus" key="cores">2</profile></job>
       <job id="j2" name="y" runtime="1"/>
     </adag>"#;
-    let (per, app) = cores_of(&dax::parse(dax).unwrap().to_spec(&opts()).unwrap());
+    let (per, app) = cores_of(&dax::parse(dax).unwrap().into_spec(&opts()).unwrap());
     assert_eq!((per[0].0, per[1].0, app), (None, Some(1), 2));
 }

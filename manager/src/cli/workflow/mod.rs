@@ -12,12 +12,15 @@
 //! the same prefix before the submission and staged the same way (see [`inputs`]);
 //! otherwise they are the tasks' business (a shared filesystem or the working directory).
 
+mod bounded;
 pub mod dax;
 pub mod inputs;
+mod lenient;
 pub mod tasks_file;
 pub mod view;
 pub mod wfcommons;
 
+use crate::cli::submit_limit::{FileKind, SubmitLimit};
 use anyhow::{bail, Context};
 use hetpilot_protocol::dag::{DagSpec, DagTask};
 use hetpilot_protocol::files::FileDecl;
@@ -98,10 +101,14 @@ impl Workflow {
     /// The application: one task per workflow task, named by its id, with its parents.
     /// Refuses duplicate ids, a missing parent and (for files to stage) a file produced by
     /// two tasks; the DAG's own checks (cycles, bounds) follow in `AppSpec::validate`.
-    pub fn to_spec(&self, opts: &Options) -> anyhow::Result<AppSpec> {
+    /// Commands and ids move into the application rather than being copied: a large
+    /// workflow is not held twice.
+    pub fn into_spec(mut self, opts: &Options) -> anyhow::Result<AppSpec> {
         if self.tasks.is_empty() {
             bail!("the workflow has no task");
         }
+        let commands: Vec<Option<Vec<String>>> =
+            self.tasks.iter_mut().map(|t| t.argv.take()).collect();
         let mut index: HashMap<&str, u32> = HashMap::with_capacity(self.tasks.len());
         for (i, t) in self.tasks.iter().enumerate() {
             if index.insert(&t.id, i as u32).is_some() {
@@ -111,7 +118,7 @@ impl Workflow {
         let producers = self.producers()?;
         let mut dag = Vec::with_capacity(self.tasks.len());
         let mut cores = 1u32;
-        for t in &self.tasks {
+        for (t, argv) in self.tasks.iter().zip(commands) {
             let mut parents = Vec::with_capacity(t.parents.len());
             for p in &t.parents {
                 let &pi = index.get(p.as_str()).with_context(|| {
@@ -125,7 +132,7 @@ impl Workflow {
                 }
             }
             cores = cores.max(task_cores(t));
-            dag.push(self.task(t, parents, &producers, opts));
+            dag.push(self.task(t, argv, parents, &producers, opts));
         }
         // Each task reserves its own cores; the application's are the widest task's.
         let cores = self.base.as_ref().map_or(cores, |b| b.cores.max(cores));
@@ -138,8 +145,8 @@ impl Workflow {
                 d.serial_fraction = alpha;
             }
         }
-        let mut spec = self.base.clone().unwrap_or_else(|| AppSpec {
-            name: self.name.clone(),
+        let mut spec = self.base.take().unwrap_or_else(|| AppSpec {
+            name: std::mem::take(&mut self.name),
             command: "workflow".into(),
             tasks: TaskSource::Lines(Vec::new()),
             cores,
@@ -155,7 +162,7 @@ impl Workflow {
             dag: None,
         });
         spec.cores = cores;
-        spec.tasks = TaskSource::Lines(self.tasks.iter().map(|t| t.id.clone()).collect());
+        spec.tasks = TaskSource::Lines(self.tasks.into_iter().map(|t| t.id).collect());
         spec.dag = Some(DagSpec { tasks: dag });
         spec.validate()?;
         Ok(spec)
@@ -183,6 +190,7 @@ impl Workflow {
     fn task(
         &self,
         t: &WfTask,
+        argv: Option<Vec<String>>,
         parents: Vec<u32>,
         producers: &HashMap<&str, &str>,
         opts: &Options,
@@ -213,7 +221,7 @@ impl Workflow {
         let argv = if opts.emulate {
             Some(emulator_argv(t, &inputs, &outputs, opts))
         } else {
-            t.argv.clone()
+            argv
         };
         DagTask {
             parents,
@@ -332,44 +340,38 @@ pub struct Prepared {
     pub uploads: Vec<inputs::Upload>,
 }
 
-/// The most bytes of a workflow file read (1 GiB).
-const MAX_WORKFLOW_FILE: u64 = 1 << 30;
-
-fn read(path: &Path) -> anyhow::Result<String> {
-    let len = std::fs::metadata(path)
-        .with_context(|| format!("cannot read {}", path.display()))?
-        .len();
-    if len > MAX_WORKFLOW_FILE {
-        bail!(
-            "{}: {len} bytes is more than the 1 GiB a workflow file may hold",
-            path.display()
-        );
-    }
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
-}
-
 /// The application `hetpilot submit` asked for, if it is a workflow (`--wfcommons`,
-/// `--dax`, or an application file with `[[task]]` tables), with its external inputs.
+/// `--dax`, or an application file with `[[task]]` tables), with its external inputs. A
+/// workflow file past the bound `limit` sets is refused before it is read.
 pub fn spec_from_args(
     args: &SubmitArgs,
     app_file: Option<&Path>,
+    limit: &SubmitLimit,
 ) -> anyhow::Result<Option<Prepared>> {
     let (path, workflow) = if let Some(p) = &args.wfcommons {
-        (p.as_path(), wfcommons::parse(&read(p)?))
+        let in_file = |r: &mut _| wfcommons::read(r).with_context(|| format!("{}", p.display()));
+        (
+            p.as_path(),
+            bounded::parse_streaming(p, FileKind::WfCommons, limit, in_file)?,
+        )
     } else if let Some(p) = &args.dax {
-        (p.as_path(), dax::parse(&read(p)?))
+        let text = bounded::read_to_string(p, FileKind::Dax, limit)?;
+        (
+            p.as_path(),
+            dax::parse(&text).with_context(|| format!("{}", p.display()))?,
+        )
     } else if let Some(p) = app_file {
-        let text = read(p)?;
+        let text = bounded::read_to_string(p, FileKind::AppFile, limit)?;
         if !tasks_file::is_workflow(&text) {
             needs_no_workflow(args)?;
             return Ok(None);
         }
-        (p, tasks_file::parse(&text, p))
+        let workflow = tasks_file::parse(&text, p).with_context(|| format!("{}", p.display()))?;
+        (p, workflow)
     } else {
         needs_no_workflow(args)?;
         return Ok(None);
     };
-    let workflow = workflow.with_context(|| format!("{}", path.display()))?;
     if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
         bail!("--time-scale must be a number >= 0");
     }
@@ -390,9 +392,6 @@ pub fn spec_from_args(
     let uploads = external_uploads(&workflow, args, &opts.prefix)
         .with_context(|| format!("{}", path.display()))?;
     opts.external = uploads.as_deref().map(inputs::staged_sizes);
-    let spec = workflow
-        .to_spec(&opts)
-        .with_context(|| format!("{}", path.display()))?;
     if let Some(m) = workflow.makespan_secs {
         eprintln!(
             "workflow `{}`: {} tasks, recorded makespan {m} s",
@@ -400,6 +399,9 @@ pub fn spec_from_args(
             workflow.tasks.len()
         );
     }
+    let spec = workflow
+        .into_spec(&opts)
+        .with_context(|| format!("{}", path.display()))?;
     Ok(Some(Prepared {
         spec,
         uploads: uploads.unwrap_or_default(),
@@ -462,7 +464,8 @@ fn external_uploads(
     }
     if !files.is_empty() {
         eprintln!(
-            "note: the workflow's {} external inputs (read by tasks, written by none) are not              staged; give --inputs-dir DIR to store and stage them",
+            "note: the workflow's {} external inputs (read by tasks, written by none) are not \
+             staged; give --inputs-dir DIR to store and stage them",
             files.len()
         );
     }
@@ -473,3 +476,5 @@ fn external_uploads(
 mod cores_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wfcommons_fuzz_tests;

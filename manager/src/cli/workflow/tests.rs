@@ -31,7 +31,7 @@ fn the_blast_instance_reads_as_a_fork_join_with_runtimes_and_staged_files() {
     let wf = wfcommons::parse(&sample("blast-chameleon-small-001.json")).unwrap();
     assert_eq!(wf.tasks.len(), 43);
     assert_eq!(wf.makespan_secs, Some(1279.3));
-    let spec = wf.to_spec(&opts(true)).unwrap();
+    let spec = wf.into_spec(&opts(true)).unwrap();
     let d = dag(&spec);
     let TaskSource::Lines(names) = &spec.tasks else {
         panic!()
@@ -71,7 +71,7 @@ fn montage_and_epigenomics_instances_read_and_their_edges_match_parents() {
     ] {
         let spec = wfcommons::parse(&sample(file))
             .unwrap()
-            .to_spec(&opts(false))
+            .into_spec(&opts(false))
             .unwrap();
         assert_eq!(dag(&spec).tasks.len(), n, "{file}");
         let edges: usize = dag(&spec).tasks.iter().map(|t| t.parents.len()).sum();
@@ -85,7 +85,7 @@ fn montage_and_epigenomics_instances_read_and_their_edges_match_parents() {
 fn a_montage_dax_names_each_jobs_outputs_after_the_job() {
     let wf = dax::parse(&sample("Montage_25.xml")).unwrap();
     assert_eq!(wf.tasks.len(), 25);
-    let spec = wf.to_spec(&opts(true)).unwrap();
+    let spec = wf.into_spec(&opts(true)).unwrap();
     let TaskSource::Lines(names) = &spec.tasks else {
         panic!()
     };
@@ -147,7 +147,7 @@ runtime = "30s"
 "#;
     assert!(tasks_file::is_workflow(text));
     let wf = tasks_file::parse(text, Path::new("pipe.toml")).unwrap();
-    let spec = wf.to_spec(&opts(false)).unwrap();
+    let spec = wf.into_spec(&opts(false)).unwrap();
     assert_eq!(spec.max_attempts, 2);
     let d = dag(&spec);
     assert_eq!(
@@ -164,7 +164,7 @@ fn task_file_error(text: &str) -> String {
         Ok(wf) => wf,
         Err(e) => return format!("{e:#}"),
     };
-    format!("{:#}", wf.to_spec(&opts(false)).unwrap_err())
+    format!("{:#}", wf.into_spec(&opts(false)).unwrap_err())
 }
 
 #[test]
@@ -213,10 +213,48 @@ fn a_version_1_4_flat_instance_reads_files_by_link() {
          "files": [{"name": "f", "sizeInBytes": 10, "link": "input"}]}]}}"#;
     let spec = wfcommons::parse(text)
         .unwrap()
-        .to_spec(&opts(true))
+        .into_spec(&opts(true))
         .unwrap();
     let d = dag(&spec);
     assert_eq!(d.tasks[1].parents, [0]);
     assert_eq!(d.tasks[0].outputs[0].uri, "wf-1/f");
     assert_eq!(d.tasks[1].inputs[0].uri, "wf-1/f");
+}
+
+#[test]
+fn a_list_of_more_tasks_than_a_workflow_may_have_is_refused_at_the_first_one_too_many() {
+    let max = hetpilot_protocol::dag::MAX_DAG_TASKS;
+    let list = |n: usize| format!("[{}0]", "0,".repeat(n - 1));
+    let instance = |n: usize| {
+        format!(
+            r#"{{"schemaVersion": "1.5", "workflow": {{"execution": {{"tasks": {}"#,
+            list(n)
+        )
+    };
+    // Cut short after the list: refused for its length before the end is reached.
+    let err = format!("{:#}", wfcommons::parse(&instance(max + 1)).unwrap_err());
+    assert!(
+        err.contains("more than 1000000 execution tasks (the most one workflow may have)"),
+        "{err}"
+    );
+    let err = format!("{:#}", wfcommons::parse(&instance(max)).unwrap_err());
+    assert!(err.contains("EOF"), "{err}");
+}
+
+#[test]
+fn a_task_without_an_id_is_refused_only_in_the_list_its_version_reads() {
+    let junk = r#"{"tasks": [{"parents": []}]}"#;
+    let split = r#"{"schemaVersion": "1.5", "workflow": {"tasks": [7],
+        "specification": {"tasks": [{"id": "a"}]}}}"#;
+    assert_eq!(wfcommons::parse(split).unwrap().tasks.len(), 1);
+    let flat = format!(
+        r#"{{"schemaVersion": "1.4", "workflow": {{"specification": {junk},
+            "tasks": [{{"id": "a"}}]}}}}"#
+    );
+    assert_eq!(wfcommons::parse(&flat).unwrap().tasks.len(), 1);
+    let err = format!(
+        "{:#}",
+        wfcommons::parse(&flat.replace("1.4", "1.5")).unwrap_err()
+    );
+    assert!(err.contains("specification task #0 has no id"), "{err}");
 }

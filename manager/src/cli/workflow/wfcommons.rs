@@ -5,13 +5,19 @@
 //! `workflow.specification.tasks[]{id, parents, children, inputFiles, outputFiles}`,
 //! `workflow.specification.files[]{id, sizeInBytes}`, and
 //! `workflow.execution.tasks[]{id, runtimeInSeconds, coreCount, command}`. Edges are
-//! `parents` ∪ the reverse of `children`. Unknown fields are ignored.
+//! `parents` ∪ the reverse of `children`. Unknown fields are ignored, and one of an
+//! unexpected type reads as absent (see [`lenient`]): the file streams into typed structs
+//! that keep only what the workflow uses, and a task list is refused at its first task past
+//! the most one workflow may have.
 
+use super::lenient::{self, List, Object, Scalar, Strings};
 use super::{WfFile, WfTask, Workflow};
 use anyhow::{bail, Context};
-use serde::Deserialize;
+use hetpilot_protocol::dag::MAX_DAG_TASKS;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use std::io::Read;
 
 /// The schema versions read.
 const VERSIONS: [&str; 3] = ["1.4", "1.5", "1.6"];
@@ -23,21 +29,220 @@ struct Instance {
     name: Option<String>,
     #[serde(default)]
     schema_version: Option<String>,
-    workflow: Value,
+    workflow: Object<Section>,
+}
+
+/// `workflow`: 1.4's `tasks`, or 1.5's `specification` and `execution`.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Section {
+    /// 1.4's tasks (`None` in place of one without an id).
+    #[serde(deserialize_with = "task_list")]
+    tasks: Option<Vec<Option<WfTask>>>,
+    makespan_in_seconds: Scalar,
+    specification: Object<Specification>,
+    execution: Object<Execution>,
+}
+
+/// 1.4: a task with its files.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct FlatTask {
+    id: Scalar,
+    name: Scalar,
+    parents: Strings,
+    runtime_in_seconds: Scalar,
+    cores: Scalar,
+    #[serde(deserialize_with = "argv")]
+    command: Option<Vec<String>>,
+    files: List<Object<FlatFile>>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
+struct FlatFile {
+    name: Scalar,
+    size_in_bytes: Scalar,
+    link: Scalar,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Specification {
+    /// Each task with its `children` (`None` in place of one without an id); file sizes
+    /// come later, from `files`.
+    #[serde(deserialize_with = "spec_tasks")]
+    tasks: Option<Vec<Option<SpecEntry>>>,
+    /// Each file's size, by its id.
+    #[serde(deserialize_with = "file_sizes")]
+    files: Option<HashMap<String, u64>>,
+}
+
+/// A specification task as read, with the ids of its `children` list.
+type SpecEntry = (WfTask, Vec<String>);
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct SpecTask {
+    id: Scalar,
+    name: Scalar,
+    parents: Strings,
+    children: Strings,
+    input_files: Strings,
+    output_files: Strings,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct SpecFile {
+    id: Scalar,
+    size_in_bytes: Scalar,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Execution {
+    /// Each task's run, by its id (the last of one id).
+    #[serde(deserialize_with = "runs")]
+    tasks: Option<HashMap<String, Run>>,
+    makespan_in_seconds: Scalar,
+}
+
+/// 1.5: what a task's run recorded.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Run {
+    id: Scalar,
+    runtime_in_seconds: Scalar,
+    core_count: Scalar,
+    #[serde(deserialize_with = "argv")]
+    command: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct Command {
-    #[serde(default)]
     program: Option<String>,
-    #[serde(default)]
     arguments: Vec<Value>,
+}
+
+/// A list of tasks is refused past the most one workflow may have, as soon as it is reached.
+const TOO_MANY_TASKS: &str = "tasks (the most one workflow may have)";
+
+/// 1.4's tasks, each as the workflow's task as it streams in.
+fn task_list<'de, D>(d: D) -> Result<Option<Vec<Option<WfTask>>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    lenient::collect(
+        d,
+        MAX_DAG_TASKS,
+        TOO_MANY_TASKS,
+        |_, t: Object<FlatTask>| Ok(Some(flat_task(t.0.unwrap_or_default()))),
+    )
+}
+
+/// A 1.4 task (`None`: it has no id). A task without an id is refused only once the schema
+/// version says this list is the workflow's, so it is kept as `None` until then.
+fn flat_task(t: FlatTask) -> Option<WfTask> {
+    let mut task = WfTask {
+        id: id_or_name(t.id, t.name)?,
+        parents: t.parents.0,
+        runtime_secs: t.runtime_in_seconds.as_f64(),
+        cores: t.cores.as_f64(),
+        argv: t.command,
+        ..WfTask::default()
+    };
+    for f in t.files.into_vec().into_iter().filter_map(|f| f.0) {
+        let Some(name) = f.name.into_string() else {
+            continue;
+        };
+        let file = WfFile {
+            name,
+            size: f.size_in_bytes.as_u64(),
+        };
+        match f.link {
+            Scalar::Str(l) if l == "output" => task.outputs.push(file),
+            _ => task.inputs.push(file),
+        }
+    }
+    Some(task)
+}
+
+/// 1.5's specification tasks, as tasks and their `children`, as they stream in.
+fn spec_tasks<'de, D>(d: D) -> Result<Option<Vec<Option<SpecEntry>>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    lenient::collect(
+        d,
+        MAX_DAG_TASKS,
+        TOO_MANY_TASKS,
+        |_, t: Object<SpecTask>| {
+            let t = t.0.unwrap_or_default();
+            let Some(id) = id_or_name(t.id, t.name) else {
+                return Ok(Some(None));
+            };
+            let unsized_files = |ids: Strings| -> Vec<WfFile> {
+                ids.0
+                    .into_iter()
+                    .map(|name| WfFile { name, size: None })
+                    .collect()
+            };
+            let task = WfTask {
+                id,
+                parents: t.parents.0,
+                inputs: unsized_files(t.input_files),
+                outputs: unsized_files(t.output_files),
+                ..WfTask::default()
+            };
+            Ok(Some(Some((task, t.children.0))))
+        },
+    )
+}
+
+/// The tasks, or an error naming the first without an id.
+fn with_ids<T>(tasks: Vec<Option<T>>, missing: impl Fn(usize) -> String) -> anyhow::Result<Vec<T>> {
+    if let Some(k) = tasks.iter().position(Option::is_none) {
+        bail!(missing(k));
+    }
+    Ok(tasks.into_iter().flatten().collect())
+}
+
+/// 1.5's file sizes, by id (files without a string id or an integer size are left out).
+fn file_sizes<'de, D>(d: D) -> Result<Option<HashMap<String, u64>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    lenient::collect(d, usize::MAX, "files", |_, f: Object<SpecFile>| {
+        Ok(f.0.and_then(|f| {
+            let size = f.size_in_bytes.as_u64()?;
+            Some((f.id.into_string()?, size))
+        }))
+    })
+}
+
+/// 1.5's runs, by task id (runs without a string id are left out).
+fn runs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<HashMap<String, Run>>, D::Error> {
+    let what = "execution tasks (the most one workflow may have)";
+    lenient::collect(d, MAX_DAG_TASKS, what, |_, r: Object<Run>| {
+        Ok(r.0.and_then(|mut r| Some((std::mem::take(&mut r.id).into_string()?, r))))
+    })
 }
 
 /// Parses a WfFormat instance.
 pub fn parse(text: &str) -> anyhow::Result<Workflow> {
     let inst: Instance = serde_json::from_str(text).context("not a WfCommons instance")?;
+    from_instance(inst)
+}
+
+/// Reads a WfFormat instance as it streams in: only what the workflow keeps is held.
+pub fn read(reader: impl Read) -> anyhow::Result<Workflow> {
+    let inst: Instance = serde_json::from_reader(reader).context("not a WfCommons instance")?;
+    from_instance(inst)
+}
+
+fn from_instance(inst: Instance) -> anyhow::Result<Workflow> {
     let version = inst.schema_version.unwrap_or_default();
     if !VERSIONS.contains(&version.as_str()) {
         bail!(
@@ -46,38 +251,39 @@ pub fn parse(text: &str) -> anyhow::Result<Workflow> {
         );
     }
     let name = inst.name.unwrap_or_else(|| "workflow".into());
+    let section = inst.workflow.0.unwrap_or_default();
     let (mut wf, children) = if version == "1.4" {
-        (flat(&inst.workflow)?, Vec::new())
+        (flat(section)?, Vec::new())
     } else {
-        split(&inst.workflow)?
+        split(section)?
     };
     wf.name = name;
     add_children_as_parents(&mut wf, children)?;
     Ok(wf)
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+/// The task's `id`, or its `name` when it has no `id`, if that is a string.
+fn id_or_name(id: Scalar, name: Scalar) -> Option<String> {
+    if id.is_present() { id } else { name }.into_string()
 }
 
-fn argv_of(command: Option<&Value>) -> Option<Vec<String>> {
-    let c: Command = serde_json::from_value(command?.clone()).ok()?;
+/// A recorded command as argv (`None` unless `program` is a string or absent and
+/// `arguments` a list or absent); each argument not a string is its JSON text.
+fn argv<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    // A command is small: it is read whole, then as a `Command` if it is one.
+    let Ok(c) = Command::deserialize(Value::deserialize(d)?) else {
+        return Ok(None);
+    };
     let mut args: Vec<String> = c
         .arguments
-        .iter()
+        .into_iter()
         .map(|a| match a {
-            Value::String(s) => s.clone(),
+            Value::String(s) => s,
             other => other.to_string(),
         })
         .collect();
     let program = c.program.filter(|p| !p.is_empty());
-    match program {
+    Ok(match program {
         // Some recorders put the program itself first among the arguments.
         Some(p) if args.first().is_some_and(|a| a.ends_with(&p)) => Some(args),
         Some(p) => {
@@ -85,129 +291,53 @@ fn argv_of(command: Option<&Value>) -> Option<Vec<String>> {
             Some(args)
         }
         None => (!args.is_empty()).then_some(args),
-    }
+    })
 }
 
 /// 1.5 / 1.6: specification and execution; also the `(child, parent)` pairs of the
 /// `children` lists.
-fn split(workflow: &Value) -> anyhow::Result<(Workflow, Vec<(String, String)>)> {
-    let spec = workflow
-        .get("specification")
-        .context("workflow.specification is missing")?;
+fn split(section: Section) -> anyhow::Result<(Workflow, Vec<(String, String)>)> {
+    let spec = section
+        .specification
+        .0
+        .context("workflow.specification is missing (or not an object)")?;
     let tasks = spec
-        .get("tasks")
-        .and_then(Value::as_array)
+        .tasks
         .context("workflow.specification.tasks is missing")?;
-    let sizes: HashMap<String, u64> = spec
-        .get("files")
-        .and_then(Value::as_array)
-        .map(|files| {
-            files
-                .iter()
-                .filter_map(|f| {
-                    Some((
-                        f.get("id")?.as_str()?.to_string(),
-                        f.get("sizeInBytes")?.as_u64()?,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let execution: HashMap<String, &Value> = workflow
-        .pointer("/execution/tasks")
-        .and_then(Value::as_array)
-        .map(|ts| {
-            ts.iter()
-                .filter_map(|t| Some((t.get("id")?.as_str()?.to_string(), t)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let file = |id: String| WfFile {
-        size: sizes.get(&id).copied(),
-        name: id,
-    };
-    let mut out = Vec::with_capacity(tasks.len());
+    let mut tasks = with_ids(tasks, |k| format!("specification task #{k} has no id"))?;
+    let sizes = spec.files.unwrap_or_default();
+    let execution = section.execution.0.unwrap_or_default();
+    let mut runs = execution.tasks.unwrap_or_default();
     let mut children = Vec::new();
-    for (k, t) in tasks.iter().enumerate() {
-        let id = t
-            .get("id")
-            .or_else(|| t.get("name"))
-            .and_then(Value::as_str)
-            .with_context(|| format!("specification task #{k} has no id"))?
-            .to_string();
-        for c in strings(t.get("children")) {
-            children.push((c, id.clone()));
-        }
-        let run = execution.get(&id);
-        out.push(WfTask {
-            parents: strings(t.get("parents")),
-            inputs: strings(t.get("inputFiles")).into_iter().map(file).collect(),
-            outputs: strings(t.get("outputFiles"))
+    for (task, kids) in &mut tasks {
+        children.extend(
+            std::mem::take(kids)
                 .into_iter()
-                .map(file)
-                .collect(),
-            runtime_secs: run.and_then(|r| r.get("runtimeInSeconds")?.as_f64()),
-            cores: run.and_then(|r| r.get("coreCount")?.as_f64()),
-            argv: run.and_then(|r| argv_of(r.get("command"))),
-            id,
-            ..WfTask::default()
-        });
+                .map(|c| (c, task.id.clone())),
+        );
+        for f in task.inputs.iter_mut().chain(&mut task.outputs) {
+            f.size = sizes.get(&f.name).copied();
+        }
+        if let Some(run) = runs.remove(&task.id) {
+            task.runtime_secs = run.runtime_in_seconds.as_f64();
+            task.cores = run.core_count.as_f64();
+            task.argv = run.command;
+        }
     }
     let wf = Workflow {
-        tasks: out,
-        makespan_secs: workflow
-            .pointer("/execution/makespanInSeconds")
-            .and_then(Value::as_f64),
+        tasks: tasks.into_iter().map(|(task, _)| task).collect(),
+        makespan_secs: execution.makespan_in_seconds.as_f64(),
         ..Workflow::default()
     };
     Ok((wf, children))
 }
 
 /// 1.4: one flat task list with `files[].link`.
-fn flat(workflow: &Value) -> anyhow::Result<Workflow> {
-    let tasks = workflow
-        .get("tasks")
-        .and_then(Value::as_array)
-        .context("workflow.tasks is missing")?;
-    let mut out = Vec::with_capacity(tasks.len());
-    for (k, t) in tasks.iter().enumerate() {
-        let id = t
-            .get("id")
-            .or_else(|| t.get("name"))
-            .and_then(Value::as_str)
-            .with_context(|| format!("task #{k} has no id or name"))?
-            .to_string();
-        let mut task = WfTask {
-            parents: strings(t.get("parents")),
-            runtime_secs: t.get("runtimeInSeconds").and_then(Value::as_f64),
-            cores: t.get("cores").and_then(Value::as_f64),
-            argv: argv_of(t.get("command")),
-            id,
-            ..WfTask::default()
-        };
-        for f in t
-            .get("files")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(name) = f.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            let file = WfFile {
-                name: name.to_string(),
-                size: f.get("sizeInBytes").and_then(Value::as_u64),
-            };
-            match f.get("link").and_then(Value::as_str) {
-                Some("output") => task.outputs.push(file),
-                _ => task.inputs.push(file),
-            }
-        }
-        out.push(task);
-    }
+fn flat(section: Section) -> anyhow::Result<Workflow> {
+    let tasks = section.tasks.context("workflow.tasks is missing")?;
     Ok(Workflow {
-        tasks: out,
-        makespan_secs: workflow.get("makespanInSeconds").and_then(Value::as_f64),
+        tasks: with_ids(tasks, |k| format!("task #{k} has no id or name"))?,
+        makespan_secs: section.makespan_in_seconds.as_f64(),
         ..Workflow::default()
     })
 }
