@@ -18,7 +18,7 @@ pub use group_commit::{Queued, StoreError, Writer};
 pub use load::{load, Loaded, StoredAgent, StoredAgentToken};
 pub use measured::measured;
 pub use pilots::{PilotCredential, StoredPilot};
-pub use read::Reader;
+pub use read::{token_id, Reader};
 pub use schema::open;
 pub use skip::SkippedRow;
 pub use write_ops::Write;

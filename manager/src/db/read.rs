@@ -102,7 +102,7 @@ impl Reader {
             .query_map(params![now_ms.min(i64::MAX as u64) as i64], |r| {
                 let hash: String = r.get(0)?;
                 Ok(AgentTokenInfo {
-                    id: crate::service::auth::token_id(&hash),
+                    id: token_id(&hash),
                     platform: r.get(1)?,
                     created_by: r.get(2)?,
                     created_at_ms: r.get::<_, i64>(3)?.max(0) as u64,
@@ -217,4 +217,10 @@ impl Reader {
                 Ok(first.zip(last).map(|(f, l)| (f as u64, l as u64)))
             })
     }
+}
+
+/// A registration token's id: the first 12 hex digits of its hash (what `token list`
+/// shows and `token revoke` takes).
+pub fn token_id(token_hash: &str) -> String {
+    token_hash.chars().take(12).collect()
 }

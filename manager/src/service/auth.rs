@@ -1,6 +1,7 @@
 //! Tokens and whom they belong to. Tokens are 256-bit random strings shown once; only their
 //! SHA-256 is stored, so a copy of the database grants nothing.
 
+pub use crate::db::token_id;
 use crate::source_ranges::SourceRanges;
 use hetpilot_protocol::AgentId;
 use rand::RngCore;
@@ -44,11 +45,6 @@ pub fn new_token(prefix: &str) -> String {
 
 pub fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
-}
-
-/// A registration token's id: the first 12 hex digits of its hash.
-pub fn token_id(token_hash: &str) -> String {
-    token_hash.chars().take(12).collect()
 }
 
 /// Every valid token's hash and its principal.
