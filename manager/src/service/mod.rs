@@ -18,6 +18,7 @@ mod retention_tests;
 mod rounds;
 mod staging_plan;
 mod store_grants;
+mod task_quotas;
 mod users;
 mod workflow;
 
@@ -59,6 +60,8 @@ pub struct Manager {
     progress: Notify,
     next_app: AtomicU64,
     next_agent: AtomicU64,
+    /// Tasks of submits between their quota check and the queues (see `task_quotas`).
+    quota_reservations: task_quotas::Reservations,
     /// Woken when something that matters to scheduling changes.
     replan: Arc<Notify>,
     pilots: Mutex<pilots::PilotBook>,
@@ -256,6 +259,7 @@ impl Manager {
             progress: Notify::new(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
+            quota_reservations: Default::default(),
             replan: Arc::new(Notify::new()),
             pilots: Mutex::new(pilot_book),
             stores,

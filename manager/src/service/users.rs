@@ -75,7 +75,7 @@ impl Manager {
             .validate()
             .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
         self.check_stores(&spec)?;
-        self.check_task_quotas(owner, spec.tasks.len())?;
+        let reserved = self.reserve_tasks(owner, spec.tasks.len())?;
         let app = AppId(next(&self.next_app));
         let tasks = spec.tasks.len();
         let spec = Arc::new(spec);
@@ -92,6 +92,8 @@ impl Manager {
         let data_intensive = spec.data_intensive;
         self.control()
             .submit(app, owner.to_string(), spec, template, now);
+        // In the queues now: they count there, not as reserved.
+        drop(reserved);
         if !data_intensive {
             // A data-intensive application's tasks wake the idle agents once its Het-HPS
             // plan is in place (`staging_plan`); pulls meanwhile lease them unplanned.
@@ -100,36 +102,6 @@ impl Manager {
         self.replan();
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })
-    }
-
-    /// Refuses an application whose tasks would exceed the owner's quotas (`[quotas]`).
-    fn check_task_quotas(&self, owner: &str, tasks: u64) -> Result<(), ServiceError> {
-        let quotas = &self.settings.quotas;
-        if tasks > quotas.tasks_per_submit {
-            return Err(ServiceError::Quota(format!(
-                "field `tasks`: {tasks} tasks is more than the {} one application may have \
-                 (quotas.tasks_per_submit); split it into several applications",
-                quotas.tasks_per_submit
-            )));
-        }
-        let have = self.control().queues().owner_tasks(owner);
-        if have.queued.saturating_add(tasks) > quotas.queued_tasks_per_user {
-            return Err(ServiceError::Quota(format!(
-                "{owner} already has {} tasks queued or running; {tasks} more would pass \
-                 the quota of {} (quotas.queued_tasks_per_user): wait for some to finish",
-                have.queued, quotas.queued_tasks_per_user
-            )));
-        }
-        if have.stored.saturating_add(tasks) > quotas.stored_tasks_per_user {
-            return Err(ServiceError::Quota(format!(
-                "{owner} already has {} tasks kept by the manager, ended ones included; \
-                 {tasks} more would pass the quota of {} (quotas.stored_tasks_per_user): \
-                 forget ended applications with `hetpilot app forget ID`, or wait for the \
-                 retention policy to forget them",
-                have.stored, quotas.stored_tasks_per_user
-            )));
-        }
-        Ok(())
     }
 
     pub fn list_apps(&self, who: &Principal) -> Result<Vec<AppSummary>, ServiceError> {
