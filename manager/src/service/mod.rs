@@ -19,6 +19,8 @@ mod rounds;
 mod staging_plan;
 mod store_grants;
 mod task_quotas;
+#[cfg(test)]
+mod test_support;
 mod users;
 mod workflow;
 

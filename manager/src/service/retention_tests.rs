@@ -7,8 +7,8 @@ use super::*;
 use crate::config::Settings;
 use crate::service::Principal;
 use hetpilot_protocol::protocol::{
-    ForgetSummary, Measurements, NewAgentToken, NewUser, Outcome, PullRequest, PurgeRequest,
-    RegisterRequest, ReportRequest, TaskResult,
+    ForgetSummary, Measurements, NewAgentToken, Outcome, PullRequest, PurgeRequest, ReportRequest,
+    TaskResult,
 };
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::AppId;
@@ -22,21 +22,12 @@ struct Site {
 }
 
 fn open(dir: &tempfile::TempDir) -> Site {
-    let settings = Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
-    let m = Manager::open(settings.clone()).unwrap();
-    let token = std::fs::read_to_string(admin_token_path(dir.path())).unwrap();
-    let admin = m.authenticate(Some(token.trim())).unwrap();
+    let (settings, m, admin) = test_support::open(dir.path(), &[]);
     Site { settings, m, admin }
 }
 
 async fn user(site: &Site, name: &str) -> Principal {
-    let token = site
-        .m
-        .create_user(&site.admin, NewUser { name: name.into() })
-        .await
-        .unwrap()
-        .token;
-    site.m.authenticate(Some(&token)).unwrap()
+    test_support::user(&site.m, &site.admin, name).await
 }
 
 async fn agent(site: &Site) -> (Principal, AgentId) {
@@ -54,25 +45,7 @@ async fn agent(site: &Site) -> (Principal, AgentId) {
         .unwrap()
         .token;
     let registration = m.authenticate(Some(&token)).unwrap();
-    let r = m
-        .register(
-            &registration,
-            None,
-            RegisterRequest {
-                platform: "local".into(),
-                hostname: "node1".into(),
-                cores: 4,
-                memory_mb: 1024,
-                slots: None,
-                batch_job_id: None,
-                walltime_end: None,
-                pilot: None,
-                zero_work: false,
-            },
-        )
-        .await
-        .unwrap();
-    (m.authenticate(Some(&r.credential)).unwrap(), r.agent)
+    test_support::local_agent(m, &registration, "node1").await
 }
 
 fn array(name: &str, n: u64) -> AppSpec {

@@ -4,36 +4,14 @@
 
 use super::*;
 use crate::config::Settings;
-use crate::service::Principal;
-use hetpilot_protocol::protocol::{NewAgentToken, NewUser, PullRequest, RegisterRequest};
+use crate::service::test_support;
+use hetpilot_protocol::protocol::{NewAgentToken, NewUser, PullRequest};
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::AgentId;
 use std::time::Duration;
 
 /// Long enough never to fire when things work; a hang fails the test instead.
 const NEVER: Duration = Duration::from_secs(60);
-
-async fn agent(m: &Manager, registration: &Principal, host: &str) -> (Principal, AgentId) {
-    let r = m
-        .register(
-            registration,
-            None,
-            RegisterRequest {
-                platform: "local".into(),
-                hostname: host.into(),
-                cores: 4,
-                memory_mb: 1024,
-                slots: None,
-                batch_job_id: None,
-                walltime_end: None,
-                pilot: None,
-                zero_work: false,
-            },
-        )
-        .await
-        .unwrap();
-    (m.authenticate(Some(&r.credential)).unwrap(), r.agent)
-}
 
 fn pull(max: u32, wait_ms: u64) -> PullRequest {
     PullRequest {
@@ -74,8 +52,8 @@ async fn pulls_are_served_while_a_plan_is_made_and_the_plan_is_installed_when_re
         .unwrap()
         .token;
     let registration = m.authenticate(Some(&registration)).unwrap();
-    let (a1, id1) = agent(&m, &registration, "node1").await;
-    let (a2, id2) = agent(&m, &registration, "node2").await;
+    let (a1, id1) = test_support::local_agent(&m, &registration, "node1").await;
+    let (a2, id2) = test_support::local_agent(&m, &registration, "node2").await;
 
     // The planner's thread will wait at the gate until the test lets it through.
     let gate = m.staging_planner.gate.clone();

@@ -91,9 +91,7 @@ impl Manager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
-    use crate::service::admin_token_path;
-    use hetpilot_protocol::protocol::NewUser;
+    use crate::service::test_support;
     use hetpilot_protocol::spec::AppSpec;
     use std::sync::Arc;
 
@@ -109,28 +107,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn a_burst_of_concurrent_submits_cannot_pass_the_quota_together() {
         let dir = tempfile::tempdir().unwrap();
-        let settings = Settings::load(
-            None,
-            &[
-                ("data_dir", dir.path().display().to_string()),
-                ("quotas.queued_tasks_per_user", "10".into()),
-            ],
-        )
-        .unwrap();
-        let m = Manager::open(settings).unwrap();
-        let token = std::fs::read_to_string(admin_token_path(dir.path())).unwrap();
-        let admin = m.authenticate(Some(token.trim())).unwrap();
-        let alice = m
-            .create_user(
-                &admin,
-                NewUser {
-                    name: "alice".into(),
-                },
-            )
-            .await
-            .unwrap()
-            .token;
-        let alice = Arc::new(m.authenticate(Some(&alice)).unwrap());
+        let quota = [("quotas.queued_tasks_per_user", "10".to_string())];
+        let (_, m, admin) = test_support::open(dir.path(), &quota);
+        let alice = Arc::new(test_support::user(&m, &admin, "alice").await);
         let submits: Vec<_> = (0..16)
             .map(|_| {
                 let (m, alice) = (Arc::clone(&m), Arc::clone(&alice));

@@ -1,0 +1,57 @@
+//! What the service's tests share: a manager on a fresh data directory, its admin, users
+//! and a registered `local` agent.
+
+use super::{admin_token_path, Manager, Principal};
+use crate::config::Settings;
+use hetpilot_protocol::protocol::{NewUser, RegisterRequest};
+use hetpilot_protocol::AgentId;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A manager on `dir` with the embedded defaults and `overrides` (key, value), and its admin.
+pub fn open(dir: &Path, overrides: &[(&str, String)]) -> (Settings, Arc<Manager>, Principal) {
+    let mut layers = vec![("data_dir", dir.display().to_string())];
+    layers.extend(overrides.iter().cloned());
+    let settings = Settings::load(None, &layers).unwrap();
+    let m = Manager::open(settings.clone()).unwrap();
+    let token = std::fs::read_to_string(admin_token_path(dir)).unwrap();
+    let admin = m.authenticate(Some(token.trim())).unwrap();
+    (settings, m, admin)
+}
+
+/// A new user `name`, authenticated.
+pub async fn user(m: &Manager, admin: &Principal, name: &str) -> Principal {
+    let token = m
+        .create_user(admin, NewUser { name: name.into() })
+        .await
+        .unwrap()
+        .token;
+    m.authenticate(Some(&token)).unwrap()
+}
+
+/// An agent of platform `local` on `host` (4 cores), registered with `registration`.
+pub async fn local_agent(
+    m: &Manager,
+    registration: &Principal,
+    host: &str,
+) -> (Principal, AgentId) {
+    let r = m
+        .register(
+            registration,
+            None,
+            RegisterRequest {
+                platform: "local".into(),
+                hostname: host.into(),
+                cores: 4,
+                memory_mb: 1024,
+                slots: None,
+                batch_job_id: None,
+                walltime_end: None,
+                pilot: None,
+                zero_work: false,
+            },
+        )
+        .await
+        .unwrap();
+    (m.authenticate(Some(&r.credential)).unwrap(), r.agent)
+}
