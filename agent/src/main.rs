@@ -420,6 +420,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             walltime_end: args.walltime_end,
             pilot: args.pilot.clone(),
             zero_work: args.zero_work,
+            resources: Default::default(),
         },
         prefetch: args.prefetch,
         work_dir,

@@ -404,6 +404,7 @@ mod tests {
             input: "in put".into(),
             files: None,
             cores: None,
+            resources: Default::default(),
         }
     }
 

@@ -146,6 +146,7 @@ mod tests {
             input: "2".into(),
             files: None,
             cores: None,
+            resources: Default::default(),
         };
         let runs = t.path().join("runs");
         let stale = runs.join("app-5/task-2.3");

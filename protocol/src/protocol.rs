@@ -5,6 +5,7 @@
 //! credential that registration returns (every other agent call).
 
 use crate::ids::{AgentId, AppId, TaskRef};
+use crate::resources::{ResourceGrant, ResourceOffer};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -87,6 +88,9 @@ pub struct RegisterRequest {
     /// the framework's own ceiling). Refused unless the manager allows it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub zero_work: bool,
+    /// GPUs and named counts the agent offers besides cores and memory.
+    #[serde(default, skip_serializing_if = "ResourceOffer::is_empty")]
+    pub resources: ResourceOffer,
 }
 
 /// The answer to a registration.
@@ -167,6 +171,9 @@ pub struct Assignment {
     /// moldable task's allocation), instead of the application's `cores`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores: Option<u32>,
+    /// The GPUs (or GPU shares) and named counts this run was granted.
+    #[serde(default, skip_serializing_if = "ResourceGrant::is_empty")]
+    pub resources: ResourceGrant,
 }
 
 /// The answer to a pull.

@@ -70,6 +70,7 @@ async fn register(url: String, token: String, i: usize) -> SimAgent {
         walltime_end: None,
         pilot: None,
         zero_work: true,
+        resources: Default::default(),
     };
     let r: RegisterResponse = http
         .post(format!("{url}/v1/agents"))

@@ -535,6 +535,7 @@ impl Queues {
             input: app.inputs.input_string(index),
             files: app.task_files(index),
             cores: app.dag.is_some().then_some(cores),
+            resources: Default::default(),
         });
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
         agent.held.insert(task, batch.lease_ms);

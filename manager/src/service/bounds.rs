@@ -272,6 +272,7 @@ mod tests {
             walltime_end: None,
             pilot: None,
             zero_work: false,
+            resources: Default::default(),
         }
     }
 

@@ -402,6 +402,7 @@ mod tests {
             walltime_end: Some(5000),
             pilot: pilot.map(String::from),
             zero_work: false,
+            resources: Default::default(),
         }
     }
 

@@ -49,6 +49,7 @@ pub async fn local_agent(
                 walltime_end: None,
                 pilot: None,
                 zero_work: false,
+                resources: Default::default(),
             },
         )
         .await
