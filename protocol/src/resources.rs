@@ -97,7 +97,7 @@ impl ResourceAmount {
 
     /// Whether it is a whole number of units.
     pub fn is_whole(self) -> bool {
-        self.0 % Self::UNIT == 0
+        self.0.is_multiple_of(Self::UNIT)
     }
 
     /// Its whole units, rounded down.
