@@ -120,6 +120,8 @@ impl Sandbox {
             staging: Default::default(),
             pilots: Default::default(),
             sandbox: Default::default(),
+            gpus_per_node: 0,
+            resources: Default::default(),
         }
     }
 

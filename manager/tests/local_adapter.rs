@@ -42,6 +42,8 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
         staging: Default::default(),
         pilots: Default::default(),
         sandbox: Default::default(),
+        gpus_per_node: 0,
+        resources: Default::default(),
     };
     let pilot = PilotSpec {
         name: "here-p1".into(),

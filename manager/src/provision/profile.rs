@@ -27,6 +27,10 @@
 //!                                 # own bubblewrap sandbox (agents refuse to start without it)
 //! account = "proj42"              # optional, passed to the batch system
 //! pilots = "shared"               # or "per-user": each pilot runs one user's tasks only
+//! gpus_per_node = 4               # optional: GPUs each pilot asks its batch system for
+//!
+//! [resources]                     # optional: named counts each pilot's node offers
+//! licenses = 2                    # (tasks ask `resources = { licenses = 1 }`)
 //!
 //! [staging]                       # optional: what Het-HPS assumes until it has measured
 //! disk_mib_per_s = 500            # LBW_i, each node's local disk
@@ -34,8 +38,12 @@
 //! ```
 
 use crate::control::StagingProfile;
+use hetpilot_protocol::resources::{
+    check_name, ResourceAmount, GPUS, MAX_GPUS_PER_AGENT, MAX_RESOURCE_NAMES,
+};
 use hetpilot_transport::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -138,6 +146,10 @@ pub struct PlatformProfile {
     pub staging: StagingProfile,
     pub pilots: PilotSharing,
     pub sandbox: Sandbox,
+    /// GPUs each pilot asks its batch system for (0: none).
+    pub gpus_per_node: u32,
+    /// Named counts each pilot's node offers besides cores, memory and GPUs.
+    pub resources: BTreeMap<String, ResourceAmount>,
 }
 
 /// A profile that cannot be used; the message names the file and the field.
@@ -194,6 +206,10 @@ struct ProfileFile {
     pilots: PilotSharing,
     #[serde(default)]
     sandbox: Sandbox,
+    #[serde(default)]
+    gpus_per_node: u32,
+    #[serde(default)]
+    resources: BTreeMap<String, ResourceAmount>,
 }
 
 fn local_login() -> String {
@@ -335,6 +351,27 @@ impl PlatformProfile {
                 return Err(invalid(field, format!("{v}: must be a positive number")));
             }
         }
+        if file.gpus_per_node > MAX_GPUS_PER_AGENT as u32 {
+            return Err(invalid(
+                "gpus_per_node",
+                format!("{}: at most {MAX_GPUS_PER_AGENT}", file.gpus_per_node),
+            ));
+        }
+        if file.resources.len() > MAX_RESOURCE_NAMES {
+            return Err(invalid(
+                "resources",
+                format!("at most {MAX_RESOURCE_NAMES} names"),
+            ));
+        }
+        for name in file.resources.keys() {
+            check_name(name).map_err(|e| invalid("resources", e.to_string()))?;
+            if name == GPUS {
+                return Err(invalid(
+                    "resources",
+                    "GPUs are `gpus_per_node`, not a named resource".into(),
+                ));
+            }
+        }
         Ok(PlatformProfile {
             name: file.name,
             adapter: file.adapter,
@@ -356,6 +393,8 @@ impl PlatformProfile {
             hosts: file.hosts,
             staging: file.staging,
             sandbox: file.sandbox,
+            gpus_per_node: file.gpus_per_node,
+            resources: file.resources,
         })
     }
 }
@@ -451,6 +490,27 @@ work_dir = "/scratch"
         );
         let err = parse("sandbox = \"docker\"\n").unwrap_err().to_string();
         assert!(err.contains("sandbox"), "{err}");
+    }
+
+    #[test]
+    fn gpus_and_named_resources_are_optional_and_validated() {
+        let p = parse("").unwrap();
+        assert_eq!((p.gpus_per_node, p.resources.len()), (0, 0));
+        let p = parse("gpus_per_node = 4\n[resources]\nlicenses = 2\nscratch_gb = 0.5\n").unwrap();
+        assert_eq!(p.gpus_per_node, 4);
+        assert_eq!(p.resources["licenses"].to_string(), "2");
+        assert_eq!(p.resources["scratch_gb"].to_string(), "0.5");
+        for (extra, field) in [
+            ("gpus_per_node = 65\n", "gpus_per_node"),
+            ("gpus_per_node = -1\n", "gpus_per_node"),
+            ("[resources]\ngpus = 2\n", "gpus_per_node"),
+            ("[resources]\nLicenses = 2\n", "resource name"),
+            ("[resources]\nlicenses = nan\n", "not a number"),
+            ("[resources]\nlicenses = -3\n", "above 0"),
+        ] {
+            let err = parse(extra).unwrap_err().to_string();
+            assert!(err.contains(field), "{extra}: {err}");
+        }
     }
 
     fn ssh_host_keys(extra: &str) -> Result<HostKeyCheck, ProfileError> {

@@ -89,6 +89,8 @@ pub fn profile(adapter: AdapterKind) -> PlatformProfile {
         staging: Default::default(),
         pilots: Default::default(),
         sandbox: Default::default(),
+        gpus_per_node: 0,
+        resources: Default::default(),
     }
 }
 
