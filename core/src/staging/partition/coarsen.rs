@@ -51,7 +51,7 @@ use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
 /// candidates it then could not join. With 200 (plus [`FALLBACK_RATED_NET`] and
 /// [`SLOW_LEVELS`]), on the tuning IMAGE instances (20k, shapes 0–2, seeds 101–103) CPU
 /// fell by 30–40 % at K = 16 and 25–37 % at K = 64, km1 moved by −15…0 % at K = 16 and
-/// −9…+5.6 % at K = 64, and on 200k by −25…0 % (docs/benchmarks/partitioner-heldout.md,
+/// −9…+5.6 % at K = 64, and on 200k by −25…0 % (docs/benchmarks/runs/2026-11-24-partitioner-heldout-and-2m/partitioner-heldout.md,
 /// "Session 9"). SAT nets have fewer than 200 pins: SAT partitions do not change.
 const MAX_RATED_NET: usize = 200;
 /// A vertex that no net up to [`MAX_RATED_NET`] pins can place is rated again with its
