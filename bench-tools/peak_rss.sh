@@ -1,6 +1,6 @@
 #!/bin/bash
 # The peak RSS that `hetpilot report` shows for /bin/true and for a task that allocates
-# 200 MiB, with the agent's own peak beside them (issue 17: a task's peak must be its own,
+# 200 MiB, with the agent's own peak beside them (a task's peak must be its own,
 # not floored at the agent's).
 #
 #   bench-tools/peak_rss.sh BIN_DIR      # BIN_DIR holds hetpilot, hetpilot-agent, hp-mem

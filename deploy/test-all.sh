@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: formatting, lints, a build of every binary, then
+# The whole test suite, as CI runs it: formatting, the documents, lints, a build of every binary, then
 # every test of every crate, including the ignored ones that need the local lab (Slurm
 # with the TORQUE/PBS qsub wrappers and an sshd on 127.0.0.1:2222, see deploy/lab/),
 # which this script starts first and stops at the end.
@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
+# README.md at most 300 lines, and the user guide (MkDocs, docs/) builds with every link whole.
+deploy/check-docs.sh
 cargo clippy --workspace --all-targets -- -D warnings
 # The pure crates stay pure: no async runtime, database, HTTP, TLS or SSH crate in their trees.
 for pure in hetpilot-core hetpilot-protocol; do

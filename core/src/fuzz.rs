@@ -1,4 +1,4 @@
-//! Test-only input generators for the parsers' property tests (issue 11): arbitrary text,
+//! Test-only input generators for the parsers' property tests: arbitrary text,
 //! and valid samples with random edits (hostile numbers and names in place of a token,
 //! lines dropped, duplicated or cut short) so that the generated inputs get past the first
 //! syntax check and reach the deeper validation.

@@ -1,4 +1,4 @@
-//! `hetpilot reproduce --quick --check` (issue 16): every committed quick table and figure
+//! `hetpilot reproduce --quick --check`: every committed quick table and figure
 //! under `docs/reproduction/*/quick/` must equal what the code produces now, so the
 //! reproduction documents cannot drift from the code. Experiments whose trace is absent
 //! (`../shared/data`) are skipped and say so; the rest run in seconds.

@@ -1,4 +1,4 @@
-//! Dispatch and submission figures for issue 2 (run: `cargo build --release --workspace
+//! Dispatch and submission figures (run: `cargo build --release --workspace
 //! --bins && cargo bench -p hetpilot-e2e --bench dispatch`; `-- quick` for 10k only).
 //!
 //! - Dispatch: N `/bin/true` tasks through one agent of S slots, from submission until the

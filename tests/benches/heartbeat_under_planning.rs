@@ -1,4 +1,4 @@
-//! Heartbeats while the manager plans (issue 15: no planning on the async runtime). Run:
+//! Heartbeats while the manager plans (no planning runs on the async runtime). Run:
 //! `cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
 //! heartbeat_under_planning` (`-- TASKS AGENTS` to change the defaults, 20000 and 16).
 //!

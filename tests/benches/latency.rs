@@ -1,4 +1,4 @@
-//! One-task latency (issue 13): a `/bin/true` task from submission to its committed end on
+//! One-task latency: a `/bin/true` task from submission to its committed end on
 //! an idle local agent, measured two ways on a release build
 //! (`cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
 //! latency -- [RUNS]`):

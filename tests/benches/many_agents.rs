@@ -1,4 +1,4 @@
-//! Many agents on one manager (issue 13): a load generator that plays N agents with the
+//! Many agents on one manager: a load generator that plays N agents with the
 //! real protocol over HTTP — register, long-poll pulls, heartbeats at the interval the
 //! manager asks for, batched reports — against one release manager on 127.0.0.1. Agents
 //! come from 250 loopback addresses (127.0.0.2-251), as agents on many hosts would, and

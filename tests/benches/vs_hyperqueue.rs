@@ -1,4 +1,4 @@
-//! hetpilot side by side with HyperQueue's own `hq` CLI (issue 13), on the same tasks in
+//! hetpilot side by side with HyperQueue's own `hq` CLI, on the same tasks in
 //! one run. HyperQueue is built from its source at tag v0.26.2 (see BENCHMARKS.md); the
 //! bench takes the binaries' paths:
 //!

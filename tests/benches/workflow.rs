@@ -1,4 +1,4 @@
-//! Workflow (DAG) figures (issue 12), on a release build:
+//! Workflow (DAG) figures, on a release build:
 //! `cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
 //! workflow -- [PART...]` with PART among `submit`, `cpu`, `chain`, `replay` (default: all).
 //!

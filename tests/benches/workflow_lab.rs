@@ -1,4 +1,4 @@
-//! The lab replay of issue 12: the Montage (2MASS dss 0.5°), Epigenomics (hep) and BLAST
+//! The workflow lab replay: the Montage (2MASS dss 0.5°), Epigenomics (hep) and BLAST
 //! (small) instances of `samples/workflows/` replayed with `--emulate` on pilots the
 //! manager submits to the local lab (`sudo deploy/lab/start.sh`, then
 //! `. /var/tmp/hetpilot-lab/env.sh`):

@@ -1,4 +1,4 @@
-//! Competing workflows live under each workflow policy (issue 12, item 5), beside the
+//! Competing workflows live under each workflow policy, beside the
 //! simulator's prediction for the same workflows:
 //! `cargo build --workspace --bins && cargo bench --profile dev -p hetpilot-e2e --bench
 //! workflow_policies -- [RUNS [TIME_SCALE]]` (default 3 runs at time scale 0.05; the

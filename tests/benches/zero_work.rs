@@ -1,4 +1,4 @@
-//! The framework's own ceiling (issue 13): tasks that end without running, on
+//! The framework's own ceiling: tasks that end without running, on
 //! `hetpilot-agent --zero-work` agents of 16 slots, all on this machine with the manager.
 //! Run on a release build: `cargo build --release --workspace --bins && cargo bench -p
 //! hetpilot-e2e --bench zero_work -- [TASKS] [AGENTS,AGENTS,...]` (default 1,000,000 tasks

@@ -1,5 +1,5 @@
-//! Measured transfer bandwidths, so the live staging model (issue 5, "the live system
-//! refines them from measured transfers") plans with what the links really deliver
+//! Measured transfer bandwidths, so the live staging model (which refines
+//! the profile's bandwidths from measured transfers) plans with what the links really deliver
 //! instead of the profile's numbers. Agents report, with each run, the bytes and
 //! milliseconds they spent fetching from or storing to each endpoint (`manager`,
 //! `http://host:port`, `sftp://host:port`, `store:NAME`); the manager keeps, per platform

@@ -1,6 +1,6 @@
 //! What the provisioner asks each platform for: the waiting work split by the two-level
-//! scheduler's shares, so pilots go where the scheduler would run the work (issue 4's
-//! "keeps the right number of pilots on every platform", with issue 6's first level).
+//! scheduler's shares, so pilots go where the scheduler would run the work and every platform keeps the right
+//! number of pilots for the share of the work the first level gives it.
 //!
 //! A planner of its own runs a round over every platform at the capacity it may reach:
 //! a profiled platform as `max_running` pilots of `cores_per_node` slots (or the agents it

@@ -209,7 +209,7 @@ fn summary_markdown(per_claim: &[Vec<Measured>]) -> String {
     md
 }
 
-/// Dynamic submission with two normalizations (issue 16's dynamic-PAF question): for each
+/// Dynamic submission with two normalizations (does PAF stay fair when applications arrive over time?): for each
 /// first level with MAF and each mean gap (and all at once), the paper's fairness (fair
 /// share over all applications) beside the fairness with fair shares over the
 /// applications present during each one's lifetime. Empty without dynamic cases.

@@ -1,4 +1,4 @@
-//! Bounded API fuzz run (issue 11, "no input panics anything"): starts a real `hetpilot
+//! Bounded API fuzz run (no input may panic anything): starts a real `hetpilot
 //! serve` on 127.0.0.1 with a fresh data directory, creates two users, a registration
 //! token, an agent, files and a few applications, then sends `--requests` seeded random
 //! requests across every `/v1` route: valid ones, mutated JSON bodies, mutated path and

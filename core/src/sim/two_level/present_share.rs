@@ -1,4 +1,4 @@
-//! An alternative fairness for dynamic submission (issue 16's dynamic-PAF question): the
+//! An alternative fairness for dynamic submission (does PAF stay fair when applications arrive over time?): the
 //! paper normalizes each application's throughput to Fastest-OneCore with a fair share of
 //! total cores / all applications. Under Poisson arrivals an application that runs while
 //! few others are present can use more than that share, and one that arrives into a full

@@ -20,17 +20,17 @@
 //!
 //! A vertex whose nets all have more than [`MAX_RATED_NET`] pins is rated only by the
 //! fallback ([`FALLBACK_RATED_NET`]), and not at all above that. In a bisection's
-//! coarsening such vertices are first merged with their twins (same nets, [`super::twins`]),
-//! which loses no km1. On IMAGE shape 2 at 20k tasks a quarter of the tasks read only files
-//! shared by more than 1,000 tasks; without this, recursive bisection's coarsening levels
-//! shrank by a median factor of only 1.22 and took most of the CPU. Tuned on the tuning set
-//! (BENCHMARKS.md, issue 18, "Session 12"; 2k/20k seeds 1–3, 200k seed 1, against the
-//! same build without it): CPU ×0.46–0.72 on IMAGE shapes 0 and 2 at 20k (shape 2, K = 16:
-//! 0.65× Mt-KaHyPar's, was 0.90×) and ×0.09 on shape 2 at 200k (34–39 → 3–4 CPU-s); km1
-//! per cell −8…+3 % (geometric mean); SAT unchanged (no SAT net has 200 pins). Merging
-//! twins in k-way coarsening as well cost km1 on IMAGE shape 0 at 200k (all twins:
-//! `tuning_image0_200000_s102`, K = 16, +34 %, 1.31× Mt-KaHyPar's; k-way levels only:
-//! +14 % on s101), so k-way levels rate twins as before.
+//! coarsening such vertices are first merged with their twins (same nets,
+//! [`super::twins`]), which loses no km1. On IMAGE shape 2 at 20k tasks a quarter of the
+//! tasks read only files shared by more than 1,000 tasks; without this, recursive
+//! bisection's coarsening levels shrank by a median factor of only 1.22 and took most of
+//! the CPU. Tuned on the tuning set (docs/decisions/007-coarsening-rated-nets-and-twins.md;
+//! 2k/20k seeds 1–3, 200k seed 1, against the same build without it): CPU ×0.46–0.72 on
+//! IMAGE shapes 0 and 2 at 20k (shape 2, K = 16: 0.65× Mt-KaHyPar's, was 0.90×) and ×0.09
+//! on shape 2 at 200k (34–39 → 3–4 CPU-s); km1 per cell −8…+3 % (geometric mean); SAT
+//! unchanged (no SAT net has 200 pins). Merging twins in k-way coarsening as well cost km1
+//! on IMAGE shape 0 at 200k (all twins: `tuning_image0_200000_s102`, K = 16, +34 %, 1.31×
+//! Mt-KaHyPar's; k-way levels only: +14 % on s101), so k-way levels rate twins as before.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -45,14 +45,16 @@ use crate::staging::hypergraph::{Hypergraph, NetId, VertexId};
 /// Nets above this size are ignored when rating (they say little about locality: a net
 /// of 200 pins adds 1/199 of its weight to each pin's rating).
 ///
-/// 1,000 (Mt-KaHyPar's value) until session 9 of issue 18. On IMAGE instances the
+/// It was 1,000 (Mt-KaHyPar's value) before
+/// docs/decisions/007-coarsening-rated-nets-and-twins.md. On IMAGE instances the
 /// 200–1,000-pin nets (popular images) made ~80 % of the rating work, and on the k-way
 /// levels whose clusters are nearly full they kept every light vertex rating hundreds of
 /// candidates it then could not join. With 200 (plus [`FALLBACK_RATED_NET`] and
 /// [`SLOW_LEVELS`]), on the tuning IMAGE instances (20k, shapes 0–2, seeds 101–103) CPU
 /// fell by 30–40 % at K = 16 and 25–37 % at K = 64, km1 moved by −15…0 % at K = 16 and
-/// −9…+5.6 % at K = 64, and on 200k by −25…0 % (docs/benchmarks/partitioner-heldout.md,
-/// "Session 9"). SAT nets have fewer than 200 pins: SAT partitions do not change.
+/// −9…+5.6 % at K = 64, and on 200k by −25…0 %
+/// (docs/decisions/007-coarsening-rated-nets-and-twins.md). SAT nets have fewer than 200
+/// pins: SAT partitions do not change.
 const MAX_RATED_NET: usize = 200;
 /// A vertex that no net up to [`MAX_RATED_NET`] pins can place is rated again with its
 /// nets up to this size (Mt-KaHyPar's threshold). Without this, vertices whose nets are all

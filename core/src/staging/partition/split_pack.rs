@@ -69,35 +69,35 @@ impl Components {
 /// of all components heavier than the slack, is not computed unless packing ends up
 /// unbalanced) when at least this many components per block are heavier than the slack.
 ///
-/// Session 10 of issue 18: wherever split-and-pack was tried on the IMAGE tuning instances
-/// (bench-tools/heldout_instances.py tuning set, seed 1, K = 16 and 64), it won whenever
-/// this count was ≥ 2.8 per block, and lost only on `tuning_image1_2000_s101`, K = 16
-/// (1.8 per block: 435,200 vs 411,648); the usual start was 40–60 % of the CPU there
-/// (`tuning_image0_20000`: ≥ 4.4 per block at K = 16, 3.9 at K = 64, usual 8–41 % worse;
-/// `tuning_image0_200000`: 3.0–3.2 at K = 16, 2.8–3.0 at K = 64, usual 48–52 % worse;
-/// `tuning_image1_20000`, K = 64: 3.3–3.7, usual 7–21 % worse). Skipping it changed no
-/// partition of the IMAGE tuning set (2k, 20k, 200k) and cut CPU by 60 % (K = 16) and 48 %
-/// (K = 64) on `tuning_image0_20000` (BENCHMARKS.md, "Session 10: IMAGE CPU"). SAT
-/// instances are not affected: packing is never worth trying there. At 2M tasks it does
-/// cost quality: on `tuning_image0_2000000_s101`, K = 16, the usual start was the better
-/// one (km1 92,160 against split-and-pack's 182,272) and took 913 of main's CPU-s; alone,
-/// split-and-pack takes 22 CPU-s.
+/// Chosen on the tuning set (docs/decisions/004-split-and-pack-start.md): wherever
+/// split-and-pack was tried on the IMAGE tuning instances (bench-tools/heldout_instances.py
+/// tuning set, seed 1, K = 16 and 64), it won whenever this count was ≥ 2.8 per block, and
+/// lost only on `tuning_image1_2000_s101`, K = 16 (1.8 per block: 435,200 vs 411,648); the
+/// usual start was 40–60 % of the CPU there (`tuning_image0_20000`: ≥ 4.4 per block at
+/// K = 16, 3.9 at K = 64, usual 8–41 % worse; `tuning_image0_200000`: 3.0–3.2 at K = 16,
+/// 2.8–3.0 at K = 64, usual 48–52 % worse; `tuning_image1_20000`, K = 64: 3.3–3.7, usual
+/// 7–21 % worse). Skipping it changed no partition of the IMAGE tuning set (2k, 20k, 200k)
+/// and cut CPU by 60 % (K = 16) and 48 % (K = 64) on `tuning_image0_20000`. SAT instances
+/// are not affected: packing is never worth trying there. At 2M tasks it does cost quality:
+/// on `tuning_image0_2000000_s101`, K = 16, the usual start was the better one (km1 92,160
+/// against split-and-pack's 182,272) and took 913 of main's CPU-s; alone, split-and-pack
+/// takes 22 CPU-s.
 const PACK_ALONE_PER_BLOCK: usize = 2;
-/// Below this many vertices both starts are always computed: the CPU target of issue 18
-/// starts at 20,000 tasks, both starts take well under a second here, and the held-out
-/// km1 margin is thinnest at 2,000 tasks (worst IMAGE ratio 1.070), where the one loss
-/// above was seen.
+/// Below this many vertices both starts are always computed: the partitioner's CPU target
+/// starts at 20,000 tasks, both starts take well under a second here, and the held-out km1
+/// margin is thinnest at 2,000 tasks (worst IMAGE ratio 1.070), where the one loss above
+/// was seen.
 const PACK_ALONE_MIN_VERTICES: usize = 10_000;
 
 /// Components are cut with the base portfolio ([`super::PartitionConfig::initial_runs`]
 /// runs per bisection), not the top bisection's many runs: there may be dozens of them.
 ///
-/// Until session 10 of issue 18 this held only for components cut in two: one cut into 3
-/// or more pieces went through recursive bisection from depth 0 (320 and 160 runs in its
-/// first bisections), which was 30–40 % of the split-and-pack start's CPU. Passing the
-/// depth on cut CPU by 30 % (K = 16) and 40 % (K = 64) on `tuning_image0_20000` and by
-/// 12–20 % on `tuning_image0_200000`; km1 stayed the same at K = 16 and moved by
-/// +0.0…+2.2 % at K = 64 (BENCHMARKS.md, "Session 10: IMAGE CPU").
+/// Before docs/decisions/004-split-and-pack-start.md this held only for components cut in
+/// two: one cut into 3 or more pieces went through recursive bisection from depth 0 (320
+/// and 160 runs in its first bisections), which was 30–40 % of the split-and-pack start's
+/// CPU. Passing the depth on cut CPU by 30 % (K = 16) and 40 % (K = 64) on
+/// `tuning_image0_20000` and by 12–20 % on `tuning_image0_200000`; km1 stayed the same at
+/// K = 16 and moved by +0.0…+2.2 % at K = 64.
 const BASE_PORTFOLIO_DEPTH: u32 = 64;
 
 /// Every component too heavy for a block is cut this many times from independent seeds
@@ -109,8 +109,8 @@ const BASE_PORTFOLIO_DEPTH: u32 = 64;
 /// two; two cuts gave 182,272 on all 60 (three as well). Over the IMAGE tuning set (2k and
 /// 20k, seeds 1–3; 200k, seed 1) two cuts never gave a worse km1, −0.7…−2.8 % per cell
 /// where split-and-pack runs (shapes 0 and 1 from 20k up), for ×1.1–1.7 of the CPU there
-/// (IMAGE shape 0 at 20k: 0.25–0.38× Mt-KaHyPar's, cell medians; BENCHMARKS.md, issue 18,
-/// "Session 12"). SAT shapes 0 and 1 never pack.
+/// (IMAGE shape 0 at 20k: 0.25–0.38× Mt-KaHyPar's, cell medians;
+/// docs/decisions/004-split-and-pack-start.md). SAT shapes 0 and 1 never pack.
 const CUT_TRIES: usize = 2;
 
 /// A piece to pack: a whole component (`piece == u32::MAX`) or one piece of a cut one.

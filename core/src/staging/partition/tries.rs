@@ -18,16 +18,16 @@ use crate::staging::partition::{seed_for, Context};
 
 /// Tries × pins stays within this budget (after preprocessing).
 ///
-/// Session 11 of issue 18, on the tuning set only (bench-tools/heldout_instances.py:
-/// IMAGE and SAT shapes 0 and 1, 2,000 tasks, 60,000 pins, seeds 101–103, k = 16 and 64,
-/// our seeds 1–6 against the median of Mt-KaHyPar's seeds 1–3; 144 runs): one try gives
-/// km1 ×1.011 Mt-KaHyPar's (geometric mean) with 7 runs over ×1.10 (worst ×1.32, IMAGE
-/// shape 1, k = 16, where our six seeds span 351,232–436,224); best of 2 / 3 / 4 / 5 tries
-/// gives ×0.992 / ×0.983 / ×0.977 / ×0.974 with 4 / 2 / 0 / 0 runs over ×1.10 (worst
-/// ×1.28 / ×1.15 / ×1.08 / ×1.07), at a median CPU of 0.38 (one try) / 0.76 / 1.11 /
-/// 1.47 / 1.89× Mt-KaHyPar's (4 tries: at most 3.1×, on SAT shape 0 at k = 16; at most
-/// 2.5 CPU-s a run). Issue 18's CPU target starts at 20,000 tasks (600,000 pins), which
-/// keep one try.
+/// Chosen on the tuning set only (docs/decisions/003-tries-on-small-inputs.md)
+/// (bench-tools/heldout_instances.py: IMAGE and SAT shapes 0 and 1, 2,000 tasks, 60,000
+/// pins, seeds 101–103, k = 16 and 64, our seeds 1–6 against the median of Mt-KaHyPar's
+/// seeds 1–3; 144 runs): one try gives km1 ×1.011 Mt-KaHyPar's (geometric mean) with 7 runs
+/// over ×1.10 (worst ×1.32, IMAGE shape 1, k = 16, where our six seeds span
+/// 351,232–436,224); best of 2 / 3 / 4 / 5 tries gives ×0.992 / ×0.983 / ×0.977 / ×0.974
+/// with 4 / 2 / 0 / 0 runs over ×1.10 (worst ×1.28 / ×1.15 / ×1.08 / ×1.07), at a median
+/// CPU of 0.38 (one try) / 0.76 / 1.11 / 1.47 / 1.89× Mt-KaHyPar's (4 tries: at most 3.1×,
+/// on SAT shape 0 at k = 16; at most 2.5 CPU-s a run). The partitioner's CPU target starts
+/// at 20,000 tasks (600,000 pins), which keep one try.
 const TRY_PIN_BUDGET: usize = 250_000;
 /// At most this many tries (see [`TRY_PIN_BUDGET`]).
 const MAX_TRIES: usize = 4;
