@@ -333,6 +333,19 @@ impl Control {
         Ok(changes)
     }
 
+    /// The batch job of an agent's pilot ended under it: the agent is lost now and what it
+    /// held goes back to its queue.
+    pub fn pilot_ended(&mut self, agent: AgentId, reason: &str, now_ms: u64) -> Vec<Change> {
+        self.journal.input(|| Input::PilotEnded {
+            agent,
+            reason: reason.to_string(),
+            now_ms,
+        });
+        let mut changes = self.queues.lose_agent(agent, reason, now_ms);
+        self.note_ended(&mut changes, now_ms);
+        changes
+    }
+
     /// Asks an agent to drain: it gets no more tasks.
     pub fn drain(&mut self, agent: AgentId) {
         self.journal.input(|| Input::Drain { agent });
