@@ -399,7 +399,7 @@ impl Manager {
 
 /// Creates the data directory, or tightens an existing one we own, to mode 0700: it holds
 /// every user's commands, environments and files.
-fn private_data_dir(dir: &Path) -> std::io::Result<()> {
+pub fn private_data_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
