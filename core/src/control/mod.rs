@@ -468,9 +468,9 @@ impl Control {
     }
 
     /// Fairshare usage of every owner known, and of `also` (who may own nothing yet).
-    pub fn usage_table(&self, also: &str, now_ms: u64) -> Vec<UserUsage> {
+    pub fn usage_table(&self, also: Option<&str>, now_ms: u64) -> Vec<UserUsage> {
         let usage = &self.policy.usage;
-        usage.table(usage.owners().chain([also]), now_ms)
+        usage.table(usage.owners().chain(also), now_ms)
     }
 
     /// The inputs journaled since the last call (empty unless journaling is on).
