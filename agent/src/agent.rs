@@ -426,12 +426,12 @@ async fn drain_on_signal_or_walltime(
             None => std::future::pending().await,
         }
     };
-    let why = tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-        _ = walltime => "the walltime end is near",
+    let event = tokio::select! {
+        _ = term.recv() => Event::Terminate("SIGTERM"),
+        _ = int.recv() => Event::Terminate("SIGINT"),
+        _ = walltime => Event::Drain("the walltime end is near"),
     };
-    let _ = events.send(Event::Drain(why));
+    let _ = events.send(event);
 }
 
 #[cfg(test)]

@@ -56,6 +56,8 @@ fn reconcile_once(states: &[(String, JobState)]) -> f64 {
             agent_idle: i % 3 == 0,
             draining: false,
             agent_lost: false,
+            agent_live: i % 10 != 0,
+            drain_ordered: false,
             exit_awaited: false,
         })
         .collect();

@@ -492,6 +492,7 @@ mod tests {
             },
             state: TaskState::Waiting,
             attempts: 0,
+            lost_attempts: 0,
             input: "a".into(),
             last: None,
             workflow,

@@ -497,6 +497,10 @@ pub struct TaskInfo {
     pub state: TaskState,
     /// Attempts so far.
     pub attempts: u32,
+    /// Of those, attempts lost to the infrastructure (its agent lost, its pilot killed, the
+    /// manager stopped): they do not count against `max_attempts`.
+    #[serde(default)]
+    pub lost_attempts: u32,
     /// Its input line, array value or parameters (as `HETPILOT_INPUT`).
     pub input: String,
     /// Its latest attempt, if any.

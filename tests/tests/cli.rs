@@ -126,6 +126,37 @@ fn submit_wait_tasks_and_logs_from_the_command_line() {
     );
 }
 
+/// Task numbers start at 0 and array values where the user said: `tasks` shows each
+/// task's input beside its number, `logs` names it, and `--json` carries it.
+#[test]
+fn tasks_and_logs_show_each_tasks_input_beside_its_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let _agent = m.agent("local", 2, &[]);
+    let o = m.cli(&["submit", "--wait", "--array", "5-7", "--", "echo", "{}"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = m.cli(&["tasks", "1"]);
+    let table = text(&o);
+    let row = |task: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(task))
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>())
+    };
+    assert_eq!(row("1.0"), Some(vec!["1.0", "5"]), "{table}");
+    assert_eq!(row("1.2"), Some(vec!["1.2", "7"]), "{table}");
+    let o = m.cli(&["tasks", "1", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(listed[1]["input"], "6", "{listed}");
+    assert_eq!(listed[1]["lost_attempts"], 0, "{listed}");
+    let o = m.cli(&["logs", "1.2"]);
+    assert!(
+        text(&o).starts_with("task 1.2 (input 7) attempt 1 of 1 on local/"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn submit_wait_returns_with_the_end_and_its_exit_code_says_how_it_ended() {
     let dir = tempfile::tempdir().unwrap();

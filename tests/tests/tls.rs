@@ -29,6 +29,38 @@ fn cli(env: &[(&str, &str)], args: &[&str]) -> Output {
         .expect("running the hetpilot CLI")
 }
 
+/// The first `serve --tls self-signed` on a data directory that does not exist yet makes
+/// it 0700 at once, and does not warn that "it was readable by others" about a directory
+/// it has just made itself.
+#[test]
+fn a_new_data_directory_is_made_private_without_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("new-data");
+    let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
+    let mut serve = Command::new(bin("hetpilot"))
+        .args(["serve", "--tls", "self-signed", "--listen"])
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--data-dir")
+        .arg(&data)
+        .env_remove("HETPILOT_CONFIG")
+        .env("RUST_LOG", "info")
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    wait_until("the manager to listen", Duration::from_secs(30), || {
+        std::fs::read_to_string(data.join("manager.url"))
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+    });
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let text = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
+    assert!(!text.contains("readable by others"), "{text}");
+}
+
 #[test]
 fn an_agent_pinning_the_fingerprint_runs_tasks_over_https() {
     let dir = tempfile::tempdir().unwrap();

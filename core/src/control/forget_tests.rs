@@ -85,7 +85,7 @@ fn success(task: TaskRef, attempt: u32, wall_ms: f64) -> TaskResult {
 }
 
 fn usage_of(c: &Control, user: &str) -> f64 {
-    c.usage_table(user, 2_000)
+    c.usage_table(Some(user), 2_000)
         .into_iter()
         .find(|u| u.user == user)
         .map_or(0.0, |u| u.usage)

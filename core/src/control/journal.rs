@@ -81,6 +81,11 @@ pub(crate) enum Input {
     Drain {
         agent: AgentId,
     },
+    PilotEnded {
+        agent: AgentId,
+        reason: String,
+        now_ms: u64,
+    },
     Partitions {
         app: AppId,
         partitions: Partitions,

@@ -333,6 +333,19 @@ impl Control {
         Ok(changes)
     }
 
+    /// The batch job of an agent's pilot ended under it: the agent is lost now and what it
+    /// held goes back to its queue.
+    pub fn pilot_ended(&mut self, agent: AgentId, reason: &str, now_ms: u64) -> Vec<Change> {
+        self.journal.input(|| Input::PilotEnded {
+            agent,
+            reason: reason.to_string(),
+            now_ms,
+        });
+        let mut changes = self.queues.lose_agent(agent, reason, now_ms);
+        self.note_ended(&mut changes, now_ms);
+        changes
+    }
+
     /// Asks an agent to drain: it gets no more tasks.
     pub fn drain(&mut self, agent: AgentId) {
         self.journal.input(|| Input::Drain { agent });
@@ -455,9 +468,9 @@ impl Control {
     }
 
     /// Fairshare usage of every owner known, and of `also` (who may own nothing yet).
-    pub fn usage_table(&self, also: &str, now_ms: u64) -> Vec<UserUsage> {
+    pub fn usage_table(&self, also: Option<&str>, now_ms: u64) -> Vec<UserUsage> {
         let usage = &self.policy.usage;
-        usage.table(usage.owners().chain([also]), now_ms)
+        usage.table(usage.owners().chain(also), now_ms)
     }
 
     /// The inputs journaled since the last call (empty unless journaling is on).

@@ -46,6 +46,9 @@ pub struct TaskSlot {
     pub state: TaskState,
     /// Leases so far (the current or last attempt number).
     pub attempt: u32,
+    /// Of those, attempts lost to the infrastructure (agent lost, pilot killed, lease
+    /// never delivered): they do not count against `max_attempts`.
+    pub lost: u32,
     /// The agent of the current or last attempt; `None` before the first lease.
     pub agent: Option<AgentId>,
 }
@@ -80,6 +83,26 @@ pub struct AppEntry {
 }
 
 impl AppEntry {
+    /// Task `index`'s array value (`start + index`), for an array application's task;
+    /// `None` for other applications (their inputs are stored with the tasks).
+    pub fn array_value(&self, index: u64) -> Option<u64> {
+        match *self.inputs {
+            TaskInputs::Array { start } if index < self.tasks.len() as u64 => {
+                start.checked_add(index)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl TaskSlot {
+    /// Attempts that count against `max_attempts`: those that ended with a result.
+    pub fn counted_attempts(&self) -> u32 {
+        self.attempt.saturating_sub(self.lost)
+    }
+}
+
+impl AppEntry {
     /// A new application with every task waiting; `template` is `spec.validate()`'s result.
     pub(crate) fn new(
         id: AppId,
@@ -102,6 +125,7 @@ impl AppEntry {
         let slot = TaskSlot {
             state: TaskState::Waiting,
             attempt: 0,
+            lost: 0,
             agent: None,
         };
         let mut app = Self::assemble(

@@ -65,6 +65,8 @@ pub struct AgentEntry {
     pub(crate) sent_apps: HashSet<AppId>,
     /// Runs the agent must kill (their application was cancelled).
     pub(crate) kill: Vec<TaskAttempt>,
+    /// The manager asked it to drain (it was not only told to stop by its batch system).
+    pub drain_ordered: bool,
 }
 
 impl AgentEntry {
@@ -84,6 +86,7 @@ impl AgentEntry {
             held: HashMap::new(),
             sent_apps: HashSet::new(),
             kill: Vec::new(),
+            drain_ordered: false,
         }
     }
 }
@@ -279,6 +282,7 @@ impl Queues {
         if let Some(agent) = self.agents.get_mut(&id) {
             if agent.state == AgentState::Active {
                 agent.state = AgentState::Draining;
+                agent.drain_ordered = true;
                 self.agent_left(id);
             }
         }
@@ -623,7 +627,7 @@ impl Queues {
         let next = match (outcome, is_current) {
             (Outcome::Success, _) => TaskState::Done,
             (_, false) => return changes, // a late failure: the task was already requeued
-            (_, true) if slot.attempt >= app.max_attempts => TaskState::Failed,
+            (_, true) if slot.counted_attempts() >= app.max_attempts => TaskState::Failed,
             (_, true) => TaskState::Waiting,
         };
         if !is_current {
@@ -681,6 +685,20 @@ impl Queues {
         changes
     }
 
+    /// An agent whose pilot's batch job ended under it (cancelled from outside, its node
+    /// lost) is declared lost now, not after the lease timeout: what it held goes back to
+    /// its queue. Nothing happens to an agent that already left or was lost.
+    pub(crate) fn lose_agent(&mut self, id: AgentId, reason: &str, now_ms: u64) -> Vec<Change> {
+        let live = self
+            .agents
+            .get(&id)
+            .is_some_and(|a| matches!(a.state, AgentState::Active | AgentState::Draining));
+        if !live {
+            return Vec::new();
+        }
+        self.release_agent(id, AgentState::Lost, reason, now_ms)
+    }
+
     /// An agent leaves; anything it still holds goes back to its queue.
     pub(crate) fn deregister(
         &mut self,
@@ -723,8 +741,9 @@ impl Queues {
         changes
     }
 
-    /// Ends the current attempts of `tasks` (held by `id`) without a result: each task
-    /// goes back to its queue, or fails when its attempts are used up.
+    /// Ends the current attempts of `tasks` (held by `id`) without a result: lost to the
+    /// infrastructure, not to the task, so each goes back to its queue and the attempt is
+    /// counted apart from `max_attempts`.
     fn give_back(
         &mut self,
         id: AgentId,
@@ -750,22 +769,15 @@ impl Queues {
                 now_ms,
                 reason: reason.to_string(),
             });
-            let next = if slot.attempt >= app.max_attempts {
-                TaskState::Failed
-            } else {
-                TaskState::Waiting
-            };
-            app.set_state(task.index, next);
-            if next == TaskState::Waiting {
-                app.enqueue(task.index);
-            }
+            app.tasks[task.index as usize].lost = slot.lost.saturating_add(1);
+            app.set_state(task.index, TaskState::Waiting);
+            app.enqueue(task.index);
             changes.push(Change::TaskState {
                 task,
-                state: next,
+                state: TaskState::Waiting,
                 attempt: slot.attempt,
                 agent: Some(id),
             });
-            settle(app, task.index, next, &mut changes);
         }
         changes
     }

@@ -178,6 +178,7 @@ fn the_dependency_state_is_rebuilt_from_stored_task_states() {
     let spec = workflow(&[&[], &[0], &[0], &[1, 2]], &[1.0; 4], 2);
     let template = spec.validate().unwrap();
     let slot = |state| TaskSlot {
+        lost: 0,
         state,
         attempt: u32::from(state != TaskState::Waiting),
         agent: (state != TaskState::Waiting).then_some(AgentId(1)),

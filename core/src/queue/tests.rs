@@ -114,6 +114,42 @@ fn success_completes_and_failure_retries_until_max_attempts() {
     assert!(!q.has_waiting());
 }
 
+/// Attempts lost to the infrastructure (a pilot killed under its agent, an agent lost)
+/// are counted apart: with `max_attempts = 1` the task is leased again, and only a run
+/// that ends with a failure uses up its attempt.
+#[test]
+fn attempts_lost_with_a_pilot_do_not_count_against_max_attempts() {
+    let mut q = queues(&[], &[1, 2]);
+    q.insert_app(app(1, 1, 1));
+    let t = q.lease(AgentId(1), 1, 0).unwrap().tasks[0].task;
+    let changes = q.lose_agent(AgentId(1), "its pilot's batch job was cancelled", 10);
+    assert!(
+        changes.iter().any(
+            |c| matches!(c, Change::AttemptLost { reason, .. } if reason.contains("cancelled"))
+        ),
+        "{changes:?}"
+    );
+    assert_eq!(
+        state(&q, t),
+        TaskState::Waiting,
+        "not failed: max_attempts untouched"
+    );
+    assert!(
+        q.lose_agent(AgentId(1), "again", 20).is_empty(),
+        "lost once"
+    );
+    let again = q.lease(AgentId(2), 1, 20).unwrap().tasks;
+    assert_eq!(again[0].attempt, 2);
+    let slot = q.app(AppId(1)).unwrap().tasks[0];
+    assert_eq!((slot.lost, slot.counted_attempts()), (1, 1));
+    q.apply_result(AgentId(2), result(t, 2, Outcome::Failed));
+    assert_eq!(
+        state(&q, t),
+        TaskState::Failed,
+        "the one counted attempt failed"
+    );
+}
+
 #[test]
 fn silent_agents_lose_their_tasks_to_the_queue() {
     let mut q = queues(&[(1, 3)], &[1, 2]);

@@ -6,7 +6,7 @@ use super::connect::{fingerprint_file, url_file};
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::config::Settings;
-use hetpilot::service::{admin_token_path, Manager};
+use hetpilot::service::{admin_token_path, private_data_dir, Manager};
 use hetpilot_transport::tls;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -171,7 +171,8 @@ fn self_signed(settings: &Settings, local: SocketAddr) -> anyhow::Result<(PathBu
         }
     }
     let dir: &Path = &settings.data_dir;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Made private from the start, as the manager makes it: the key goes in it.
+    private_data_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(tls::self_signed(dir, &names)?)
 }
 

@@ -76,6 +76,15 @@ fn ended(a: &Option<AttemptRecord>) -> String {
     }
 }
 
+/// A task's attempts, with those lost to the infrastructure (which do not count against
+/// `max_attempts`) said apart: `3 (2 lost)`.
+fn attempts(t: &TaskInfo) -> String {
+    match t.lost_attempts {
+        0 => t.attempts.to_string(),
+        lost => format!("{} ({lost} lost)", t.attempts),
+    }
+}
+
 fn row(t: &TaskInfo) -> Vec<String> {
     let wall = t
         .last
@@ -94,12 +103,12 @@ fn row(t: &TaskInfo) -> Vec<String> {
     }
     vec![
         t.task.to_string(),
+        printable(&input),
         super::workflow::view::task_state(t).into(),
-        t.attempts.to_string(),
+        attempts(t),
         ended(&t.last),
         wall,
         place,
-        input,
     ]
 }
 
@@ -118,7 +127,7 @@ pub async fn tasks(args: TasksArgs) -> anyhow::Result<()> {
     }
     print_table(
         &[
-            "TASK", "STATE", "ATTEMPTS", "LAST RUN", "WALL", "WHERE", "INPUT",
+            "TASK", "INPUT", "STATE", "ATTEMPTS", "LAST RUN", "WALL", "WHERE",
         ],
         &tasks.iter().map(row).collect::<Vec<_>>(),
     );
@@ -143,9 +152,11 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     println!(
-        "task {} attempt {} on {}/{}: {}",
+        "task {} (input {}) attempt {} of {} on {}/{}: {}",
         args.task,
+        printable(&detail.info.input),
         a.attempt,
+        attempts(&detail.info),
         a.platform,
         a.host,
         ended(&Some(a.clone()))

@@ -140,6 +140,7 @@ fn load_agents(
             "lost" => AgentState::Lost,
             _ => AgentState::Ended,
         };
+        entry.drain_ordered = entry.state == AgentState::Draining;
         Ok(StoredAgent {
             entry,
             credential_hash: col(r, 1)?,
@@ -182,7 +183,7 @@ fn load_apps(
         })
     })?;
     let mut tasks = conn.prepare(
-        "SELECT idx, input, state, attempt, agent_id FROM tasks WHERE app_id = ?1 ORDER BY idx",
+        "SELECT idx, input, state, attempt, agent_id, lost_attempts FROM tasks WHERE app_id = ?1 ORDER BY idx",
     )?;
     let mut last_run = conn.prepare("SELECT MAX(ended_ms) FROM attempts WHERE app_id = ?1")?;
     for row in rows {
@@ -256,14 +257,17 @@ fn load_app(
             (TaskSource::Array { .. }, _) => {}
         }
         let state = state_from_code(r.get(2)?).unwrap_or(TaskState::Waiting);
-        let (attempt, agent) = match (col(r, 3), col_opt_u64(r, 4)) {
-            (Ok(attempt), Ok(agent)) => (attempt, agent.map(AgentId)),
-            (Err(e), _) | (_, Err(e)) => return Ok(Err(format!("task {index}: {e}"))),
+        let (attempt, agent, lost) = match (col(r, 3), col_opt_u64(r, 4), col::<u32>(r, 5)) {
+            (Ok(attempt), Ok(agent), Ok(lost)) => (attempt, agent.map(AgentId), lost),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                return Ok(Err(format!("task {index}: {e}")))
+            }
         };
         // Tasks leased but never started before a crash stay with their agent: it was told.
         slots.push(TaskSlot {
             state,
             attempt,
+            lost: lost.min(attempt),
             agent,
         });
     }

@@ -125,7 +125,7 @@ impl Reader {
     ) -> rusqlite::Result<Vec<TaskInfo>> {
         let conn = self.conn();
         let sql = format!(
-            "SELECT t.idx, t.state, t.attempt, COALESCE(t.input, ''), {ATTEMPT_COLUMNS}
+            "SELECT t.idx, t.state, t.attempt, COALESCE(t.input, ''), {ATTEMPT_COLUMNS}, t.lost_attempts
              FROM tasks t
              LEFT JOIN attempts a ON a.app_id = t.app_id AND a.idx = t.idx AND a.attempt = t.attempt
              LEFT JOIN agents ag ON ag.id = a.agent_id
@@ -145,6 +145,7 @@ impl Reader {
             ],
             |r| {
                 let has_attempt = r.get::<_, Option<i64>>(5)?.is_some();
+                let last_column = r.as_ref().column_count() - 1;
                 Ok(TaskInfo {
                     task: TaskRef {
                         app,
@@ -152,6 +153,7 @@ impl Reader {
                     },
                     state: state_from_code(r.get(1)?).unwrap_or(TaskState::Waiting),
                     attempts: r.get(2)?,
+                    lost_attempts: r.get(last_column)?,
                     input: r.get(3)?,
                     last: if has_attempt {
                         Some(attempt_from_row(r, 4)?)

@@ -120,6 +120,12 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     add_column_if_missing(&conn, "pilots", "user", "TEXT")?;
     add_column_if_missing(&conn, "agents", "zero_work", "INTEGER NOT NULL DEFAULT 0")?;
     add_column_if_missing(&conn, "apps", "ended_ms", "INTEGER")?;
+    add_column_if_missing(
+        &conn,
+        "tasks",
+        "lost_attempts",
+        "INTEGER NOT NULL DEFAULT 0",
+    )?;
     Ok(conn)
 }
 

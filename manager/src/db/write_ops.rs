@@ -303,10 +303,16 @@ fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
             super::staging::record(tx, r)?;
         }
         Change::AttemptLost { at, now_ms, reason } => {
-            tx.prepare_cached(
+            let ended = tx.prepare_cached(
                 "UPDATE attempts SET ended_ms = ?4, error = ?5 WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3 AND outcome IS NULL",
             )?
             .execute(params![at.task.app.0 as i64, at.task.index as i64, at.attempt, *now_ms as i64, reason])?;
+            if ended > 0 {
+                tx.prepare_cached(
+                    "UPDATE tasks SET lost_attempts = lost_attempts + 1 WHERE app_id = ?1 AND idx = ?2",
+                )?
+                .execute(params![at.task.app.0 as i64, at.task.index as i64])?;
+            }
         }
         Change::AgentEnded {
             agent,

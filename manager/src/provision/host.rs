@@ -15,6 +15,10 @@ pub struct AgentActivity {
     pub draining: bool,
     /// Declared lost after missing heartbeats.
     pub lost: bool,
+    /// Still active or draining: neither lost nor gone.
+    pub live: bool,
+    /// The manager asked it to drain (it did not only stop on its own or on a signal).
+    pub drain_ordered: bool,
 }
 
 /// The manager, as the provisioner sees it.
@@ -65,6 +69,10 @@ pub trait PilotHost: Send + Sync + 'static {
 
     /// Asks a pilot's agent to finish its tasks and leave.
     fn drain_agent(&self, agent: u64);
+
+    /// The batch job of `agent`'s pilot ended under it (`reason`): the agent is lost now
+    /// and its tasks go back to their queues at once, not after the lease timeout.
+    fn pilot_ended(&self, agent: u64, reason: &str);
 
     fn set_platform_status(&self, status: PlatformStatus);
 }

@@ -11,7 +11,8 @@
 //!                                 # contact and add it to known_hosts (a changed key is
 //!                                 # refused either way)
 //! queue = "batch"                 # partition (Slurm), queue (PBS), class (LoadLeveler)
-//! nodes = 16                      # nodes on the platform
+//! nodes = 16                      # nodes on the platform (its size, checked against the
+//!                                 # partition); each pilot asks for one node
 //! cores_per_node = 8
 //! memory_per_node = "16GB"
 //! max_walltime = "24h"

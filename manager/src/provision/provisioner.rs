@@ -372,6 +372,8 @@ fn view<'a>(
         agent_idle: act.is_some_and(|a| a.idle),
         draining: act.is_some_and(|a| a.draining),
         agent_lost: act.is_some_and(|a| a.lost),
+        agent_live: act.is_some_and(|a| a.live),
+        drain_ordered: act.is_some_and(|a| a.drain_ordered),
         exit_awaited: track.awaiting_exit.contains(&p.name),
     }
 }
@@ -393,11 +395,33 @@ async fn apply<H: PilotHost>(
     for name in &d.job_started {
         m.job_started(name, now);
     }
+    for name in &d.release {
+        let Some(p) = by_name.get(name.as_str()) else {
+            continue;
+        };
+        if let Some(agent) = p.agent {
+            let job = p.batch_job_id.as_deref().unwrap_or_default();
+            m.pilot_ended(
+                agent,
+                &format!("the batch job {job} of its pilot {name} ended"),
+            );
+        }
+    }
     let mut moved = HashSet::new();
     for t in &d.transitions {
         let from = by_name[t.pilot.as_str()].state;
         if m.transition_pilot(&t.pilot, from, t.state, &t.reason) {
-            if t.state == PilotState::Failed {
+            let record = by_name[t.pilot.as_str()];
+            if d.killed.contains(&t.pilot) {
+                tracing::warn!(
+                    platform = %profile.name,
+                    pilot = %t.pilot,
+                    job = %record.batch_job_id.as_deref().unwrap_or_default(),
+                    agent = record.agent.unwrap_or_default(),
+                    reason = %t.reason,
+                    "pilot failed: its batch job ended without the manager asking (cancelled from outside, its node lost, or its agent died); its agent's tasks went back to their queues"
+                );
+            } else if t.state == PilotState::Failed {
                 tracing::warn!(platform = %profile.name, pilot = %t.pilot, reason = %t.reason, "pilot failed");
                 let kind = failure_kind(&t.reason);
                 if track.repeated.0 == kind {

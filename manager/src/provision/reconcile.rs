@@ -88,6 +88,10 @@ pub struct PilotView<'a> {
     pub draining: bool,
     /// Its agent was declared lost (missed heartbeats) while its job may still run.
     pub agent_lost: bool,
+    /// Its agent is still active or draining: the manager counts on it (and its leases).
+    pub agent_live: bool,
+    /// The manager asked its agent to drain (no work left for it, or an admin's order).
+    pub drain_ordered: bool,
     /// Its job was already seen ending without an exit status last cycle (see
     /// [`Decisions::await_exit`]).
     pub exit_awaited: bool,
@@ -126,6 +130,13 @@ pub struct Decisions {
     /// Unregistered pilots whose jobs are ending without an exit status yet (Slurm
     /// COMPLETING): decided next cycle, when the status may say why (e.g. 127).
     pub await_exit: Vec<String>,
+    /// Registered pilots whose batch jobs ended under their live agents: the agents are
+    /// gone, and what they hold goes back to the queues now.
+    pub release: Vec<String>,
+    /// Pilots (in `transitions`, failed) whose batch jobs ended without the manager
+    /// asking: cancelled from outside (`scancel`, `qdel`), their node failed, or their
+    /// agent died. Not a sign that the platform is broken.
+    pub killed: Vec<String>,
     /// New pilots to submit.
     pub submit: u32,
     /// A pilot failed in a way that says the platform is broken: back off.
@@ -198,12 +209,17 @@ fn observe_job(p: &PilotView<'_>, now: u64, policy: &Policy, d: &mut Decisions) 
             reason,
         });
     };
+    let job_gone = matches!(p.job, Some(JobState::Ended { .. } | JobState::Vanished));
+    if registered && job_gone && p.agent_live {
+        d.release.push(p.name.to_string());
+    }
     match p.job {
         Some(JobState::Ended {
             exit_code: None, ..
-        }) if !registered && !p.exit_awaited => {
+        }) if !p.exit_awaited => {
             d.await_exit.push(p.name.to_string());
-            true
+            // A registered pilot's job is gone all the same: it is no longer capacity.
+            !registered
         }
         Some(JobState::Ended { exit_code, reason }) => {
             let how = describe_end(*exit_code, reason);
@@ -215,7 +231,7 @@ fn observe_job(p: &PilotView<'_>, now: u64, policy: &Policy, d: &mut Decisions) 
                 );
                 d.back_off = true;
             } else if registered {
-                ended(d, PilotState::Ended, format!("batch job ended ({how})"));
+                registered_end(p, now, policy, &how, d);
             } else {
                 ended(
                     d,
@@ -228,11 +244,7 @@ fn observe_job(p: &PilotView<'_>, now: u64, policy: &Policy, d: &mut Decisions) 
         }
         Some(JobState::Vanished) => {
             if registered {
-                ended(
-                    d,
-                    PilotState::Ended,
-                    "batch job no longer known to the batch system".into(),
-                );
+                registered_end(p, now, policy, "no longer known to the batch system", d);
             } else {
                 ended(
                     d,
@@ -277,6 +289,29 @@ fn observe_job(p: &PilotView<'_>, now: u64, policy: &Policy, d: &mut Decisions) 
         }
         _ => true,
     }
+}
+
+/// The end of a registered pilot's batch job, `how` it ended: `ended` when the manager
+/// asked for it (it drained the agent) or the walltime came, else `failed`, as one the
+/// manager did not ask for (cancelled from outside, its node lost, its agent died).
+fn registered_end(p: &PilotView<'_>, now: u64, policy: &Policy, how: &str, d: &mut Decisions) {
+    let walltime_came = p
+        .walltime_end_ms
+        .is_some_and(|end| now.saturating_add(policy.replace_lead_ms) >= end);
+    let (state, reason) = if p.drain_ordered || walltime_came {
+        (PilotState::Ended, format!("batch job ended ({how})"))
+    } else {
+        d.killed.push(p.name.to_string());
+        (
+            PilotState::Failed,
+            format!("batch job ended without the manager asking ({how})"),
+        )
+    };
+    d.transitions.push(Transition {
+        pilot: p.name.to_string(),
+        state,
+        reason,
+    });
 }
 
 /// No work: queued pilots go away; idle agents are drained (their jobs then end).

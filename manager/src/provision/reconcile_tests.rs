@@ -32,6 +32,8 @@ fn pilot<'a>(name: &'a str, state: PilotState, job: Option<&'a JobState>) -> Pil
         agent_idle: false,
         draining: false,
         agent_lost: false,
+        agent_live: false,
+        drain_ordered: false,
         exit_awaited: false,
     }
 }
@@ -140,10 +142,14 @@ fn endings_depend_on_whether_the_agent_registered() {
         reason: String::new(),
     };
     let v = JobState::Vanished;
+    let drained = |name, job| PilotView {
+        drain_ordered: true,
+        ..pilot(name, PilotState::Running, Some(job))
+    };
     let pilots = [
-        pilot("reg-ended", PilotState::Running, Some(&e)),
+        drained("reg-ended", &e),
         pilot("unreg-ended", PilotState::Queued, Some(&e)),
-        pilot("reg-gone", PilotState::Running, Some(&v)),
+        drained("reg-gone", &v),
         pilot("unreg-gone", PilotState::Queued, Some(&v)),
     ];
     let d = decide(&input(MIN, 0, &pilots));
@@ -170,11 +176,65 @@ fn an_ended_registered_pilot_is_replaced_while_work_waits() {
         exit_code: Some(0),
         reason: String::new(),
     };
-    let pilots = [pilot("a", PilotState::Running, Some(&e))];
+    let pilots = [PilotView {
+        drain_ordered: true,
+        ..pilot("a", PilotState::Running, Some(&e))
+    }];
     let d = decide(&input(MIN, 4, &pilots));
     assert_eq!(states(&d), vec![("a", PilotState::Ended)]);
     assert!(!d.back_off);
     assert_eq!(d.submit, 1);
+}
+
+/// A registered pilot's job ending while its agent was not asked to leave (`scancel`, a
+/// node failure): its live agent is released at once, even while Slurm still shows the
+/// job COMPLETING; the pilot fails with the batch system's reason once it has one, is
+/// replaced, and is no sign of a broken platform. An end at the walltime is an end.
+#[test]
+fn a_registered_pilots_job_ending_unasked_fails_it_and_releases_its_agent_at_once() {
+    let completing = JobState::Ended {
+        exit_code: None,
+        reason: "COMPLETING".into(),
+    };
+    let cancelled = JobState::Ended {
+        exit_code: Some(143),
+        reason: "CANCELLED".into(),
+    };
+    let live = |job| PilotView {
+        agent_live: true,
+        ..pilot("a", PilotState::Running, Some(job))
+    };
+    let first = [live(&completing)];
+    let d = decide(&input(MIN, 4, &first));
+    assert_eq!(d.release, ["a"], "released while the job completes");
+    assert_eq!(d.await_exit, ["a"]);
+    assert!(d.transitions.is_empty());
+    assert_eq!(d.submit, 1, "no longer capacity");
+
+    let then = [PilotView {
+        exit_awaited: true,
+        agent_live: false,
+        ..live(&cancelled)
+    }];
+    let d = decide(&input(MIN, 4, &then));
+    assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
+    assert_eq!(
+        d.transitions[0].reason,
+        "batch job ended without the manager asking (exit 143: CANCELLED)"
+    );
+    assert_eq!(d.killed, ["a"]);
+    assert!(d.release.is_empty(), "its agent is gone already");
+    assert!(!d.back_off);
+    assert_eq!(d.submit, 1);
+
+    let at_walltime = [PilotView {
+        walltime_end_ms: Some(MIN + 1000),
+        ..live(&cancelled)
+    }];
+    let d = decide(&input(MIN, 4, &at_walltime));
+    assert_eq!(states(&d), vec![("a", PilotState::Ended)]);
+    assert!(d.killed.is_empty());
+    assert_eq!(d.release, ["a"]);
 }
 
 #[test]

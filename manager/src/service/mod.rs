@@ -331,9 +331,39 @@ impl Manager {
     }
 
     fn expire_silent_agents(&self) {
+        let changed = self.release_agents(|control| control.expire(now_ms()));
+        if changed > 0 {
+            tracing::warn!(
+                changes = changed,
+                "agents lost; their tasks went back to their queues"
+            );
+        }
+    }
+
+    /// Declares `agent` lost now (its pilot's batch job ended under it, `reason`): what it
+    /// held goes back to the queues at once.
+    pub(super) fn lose_agent(&self, agent: AgentId, reason: &str) {
+        let changed = self.release_agents(|control| control.pilot_ended(agent, reason, now_ms()));
+        if changed > 0 {
+            tracing::info!(
+                agent = agent.0,
+                reason,
+                changes = changed,
+                "agent lost with its pilot; its tasks went back to their queues"
+            );
+        }
+    }
+
+    /// Applies `release` (agents leaving the queues), stores its changes, revokes the
+    /// credentials of the agents it ended and wakes whoever waits for work; returns how
+    /// many changes it made.
+    fn release_agents(
+        &self,
+        release: impl FnOnce(&mut Control) -> Vec<crate::queue::Change>,
+    ) -> usize {
         let (changed, ended) = {
             let mut control = self.control();
-            let changes = control.expire(now_ms());
+            let changes = release(&mut control);
             let ended: Vec<AgentId> = changes
                 .iter()
                 .filter_map(|change| match change {
@@ -350,14 +380,11 @@ impl Manager {
             self.revoke_agent_credential(agent);
         }
         if changed > 0 {
-            tracing::warn!(
-                changes = changed,
-                "agents lost; their tasks went back to their queues"
-            );
             self.work.notify_waiters();
             self.progress.notify_waiters();
             self.replan();
         }
+        changed
     }
 }
 
@@ -372,7 +399,7 @@ impl Manager {
 
 /// Creates the data directory, or tightens an existing one we own, to mode 0700: it holds
 /// every user's commands, environments and files.
-fn private_data_dir(dir: &Path) -> std::io::Result<()> {
+pub fn private_data_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)

@@ -361,6 +361,8 @@ impl PilotHost for Manager {
                         idle: a.held.is_empty(),
                         draining: a.state != AgentState::Active,
                         lost: a.state == AgentState::Lost,
+                        live: matches!(a.state, AgentState::Active | AgentState::Draining),
+                        drain_ordered: a.drain_ordered,
                     },
                 ))
             })
@@ -370,6 +372,10 @@ impl PilotHost for Manager {
     /// Asks a pilot's agent to finish its tasks and leave.
     fn drain_agent(&self, agent: u64) {
         self.control().drain(AgentId(agent));
+    }
+
+    fn pilot_ended(&self, agent: u64, reason: &str) {
+        self.lose_agent(AgentId(agent), reason);
     }
 
     fn set_platform_status(&self, status: PlatformStatus) {

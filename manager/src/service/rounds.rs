@@ -79,13 +79,52 @@ impl Manager {
         Ok(self.control().bandwidth_rows())
     }
 
-    /// Fairshare usage per user; a user sees only their own row.
+    /// Fairshare usage per user; a user sees only their own row. Priorities are relative
+    /// to the users in the table, so every view computes them over the same users: the
+    /// owners of known applications (and a user who owns none yet, in their own view).
+    /// The admin is not a fairshare user: asking adds no row for them.
     pub fn usage(&self, who: &Principal) -> Result<Vec<UserUsage>, ServiceError> {
         let (name, admin) = user(who)?;
-        let mut table = self.control().usage_table(name, now_ms());
+        let also = (!admin).then_some(name);
+        let mut table = self.control().usage_table(also, now_ms());
         if !admin {
             table.retain(|u| u.user == name);
         }
         Ok(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support;
+    use hetpilot_protocol::spec::AppSpec;
+
+    fn array(name: &str) -> AppSpec {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "command": "true", "tasks": {"array": {"start": 1, "end": 3}}
+        }))
+        .unwrap()
+    }
+
+    /// A user's own `usage` and the admin's view give the same priority for that user,
+    /// and the admin, who asks, is no fairshare user.
+    #[tokio::test]
+    async fn a_users_priority_is_the_same_in_their_view_and_the_admins() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, m, admin) = test_support::open(dir.path(), &[]);
+        let alice = test_support::user(&m, &admin, "alice").await;
+        let bob = test_support::user(&m, &admin, "bob").await;
+        m.submit(&alice, array("a")).await.unwrap();
+        m.submit(&bob, array("b")).await.unwrap();
+        let seen_by_admin = m.usage(&admin).unwrap();
+        let users: Vec<&str> = seen_by_admin.iter().map(|u| u.user.as_str()).collect();
+        assert!(!users.contains(&"admin"), "{users:?}");
+        let own = m.usage(&alice).unwrap();
+        let alice_by_admin = seen_by_admin.iter().find(|u| u.user == "alice").unwrap();
+        assert_eq!(own.len(), 1);
+        assert_eq!(
+            own[0].priority, alice_by_admin.priority,
+            "{own:?} vs {seen_by_admin:?}"
+        );
     }
 }

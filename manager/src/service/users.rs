@@ -176,6 +176,7 @@ impl Manager {
             .read(move |r| r.tasks(app, state, limit.min(100_000), offset))
             .await?;
         self.annotate_workflow_tasks(app, &mut tasks);
+        self.fill_array_inputs(app, &mut tasks);
         Ok(tasks)
     }
 
@@ -195,7 +196,10 @@ impl Manager {
             })
             .await?;
         match info {
-            Some(info) if info.task == task => Ok((info, attempts)),
+            Some(mut info) if info.task == task => {
+                self.fill_array_inputs(task.app, std::slice::from_mut(&mut info));
+                Ok((info, attempts))
+            }
             _ => Err(ServiceError::NotFound(format!("no task {task}"))),
         }
     }

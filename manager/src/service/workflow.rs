@@ -8,6 +8,20 @@ use hetpilot_protocol::AppId;
 
 impl Manager {
     /// Fills in `workflow` on each row of `app`'s tasks, if `app` is a workflow.
+    /// An array task's input is its array value (`--array 1-300`: task 0 is 1), which
+    /// the store does not keep: filled in from the application.
+    pub(super) fn fill_array_inputs(&self, app: AppId, tasks: &mut [TaskInfo]) {
+        let control = self.control();
+        let Some(entry) = control.queues().app(app) else {
+            return;
+        };
+        for t in tasks.iter_mut().filter(|t| t.input.is_empty()) {
+            if let Some(value) = entry.array_value(t.task.index) {
+                t.input = value.to_string();
+            }
+        }
+    }
+
     pub(super) fn annotate_workflow_tasks(&self, app: AppId, tasks: &mut [TaskInfo]) {
         let control = self.control();
         let Some(entry) = control.queues().app(app) else {

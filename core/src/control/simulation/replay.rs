@@ -202,6 +202,14 @@ impl Replay {
                 c.drain(agent);
                 None
             }
+            Input::PilotEnded {
+                agent,
+                reason,
+                now_ms,
+            } => {
+                c.pilot_ended(agent, &reason, now_ms);
+                None
+            }
             Input::Partitions { app, partitions } => {
                 c.set_partitions(app, partitions);
                 None

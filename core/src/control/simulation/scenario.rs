@@ -325,6 +325,7 @@ fn input_time(input: &Input) -> Option<u64> {
         | Input::Report { now_ms, .. }
         | Input::Expire { now_ms }
         | Input::Deregister { now_ms, .. }
+        | Input::PilotEnded { now_ms, .. }
         | Input::RoundBegan { now_ms, .. } => Some(*now_ms),
         _ => None,
     }

@@ -262,12 +262,13 @@ async function pageApps(apps) {
       for (const t of lists[i]) {
         const last = t.last || {};
         const why = last.error || (last.signal ? `signal ${last.signal}` : `exit ${last.exit_code}`);
-        rows2.push(h('tr', {}, h('td', {}, `${t.task.app}.${t.task.index}`), h('td', {}, a.name), h('td', {}, t.attempts),
+        const attempts = t.lost_attempts ? `${t.attempts} (${t.lost_attempts} lost)` : `${t.attempts}`;
+        rows2.push(h('tr', {}, h('td', {}, `${t.task.app}.${t.task.index}`), h('td', {}, t.input), h('td', {}, a.name), h('td', {}, attempts),
           h('td', {}, last.outcome || ''), h('td', {}, why), h('td', {}, last.platform || ''),
           h('td', {}, h('pre', { class: 'tail' }, (last.output_tail || '').slice(-400)))));
       }
     });
-    out.push(table(['task', 'application', 'attempts', 'outcome', 'reason', 'platform', 'output'], rows2,
+    out.push(table(['task', 'input', 'application', 'attempts', 'outcome', 'reason', 'platform', 'output'], rows2,
       { id: 'failures' }));
   }
   return out;
