@@ -6,6 +6,7 @@ mod affinity;
 mod affinity_live;
 mod app_file;
 mod bandwidths;
+pub mod closed_pipe;
 mod connect;
 mod demo;
 mod fairshare;
