@@ -13,6 +13,7 @@ mod fairshare;
 mod forget;
 mod host_key_report;
 mod init;
+mod log_window;
 mod output;
 mod partition;
 mod pilots;
