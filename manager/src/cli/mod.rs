@@ -10,6 +10,7 @@ pub mod closed_pipe;
 mod connect;
 mod demo;
 mod fairshare;
+mod files;
 mod forget;
 mod host_key_report;
 mod init;
@@ -79,6 +80,9 @@ pub enum Command {
     Schedule(schedule::Args),
     /// Fairshare usage (core-seconds, speed- and penalty-weighted) and priority per user.
     Usage(usage::Args),
+    /// Your files in the manager's file service: `files put`, `get`, `ls`, `rm`.
+    #[command(subcommand)]
+    Files(files::FilesCommand),
     /// Measured transfer bandwidths per platform and storage endpoint (staging).
     Bandwidths(bandwidths::Args),
     /// Manage users (admin).
@@ -126,6 +130,7 @@ impl Command {
             Command::Purge(a) => block_on(forget::purge(a)),
             Command::Schedule(a) => block_on(schedule::run(a)),
             Command::Usage(a) => block_on(usage::run(a)),
+            Command::Files(c) => block_on(files::run(c)),
             Command::Bandwidths(a) => block_on(bandwidths::run(a)),
             Command::User(c) => block_on(admin::user(c)),
             Command::Token(c) => block_on(admin::token(c)),
