@@ -10,7 +10,7 @@ use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_protocol::{AppId, TaskRef};
 use hetpilot_transport::http::{self, CallError};
-use hetpilot_transport::tls::{ClientTrust, TlsError};
+use hetpilot_transport::tls::{self, ClientTrust, TlsError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
@@ -20,6 +20,12 @@ use thiserror::Error;
 pub enum ClientError {
     #[error("cannot reach the manager at {url}: {message} (is `hetpilot serve` running there?)")]
     Unreachable { url: String, message: String },
+    #[error(
+        "the manager at {url} shows a certificate from an issuer this machine does not trust \
+         (a self-signed one?): pass --tls-fingerprint SHA256 or set HETPILOT_TLS_FINGERPRINT \
+         (the admin's `hetpilot user add` prints it), or --ca-file/HETPILOT_CA_FILE"
+    )]
+    UntrustedCertificate { url: String },
     #[error("{message} (HTTP {status})")]
     Refused { status: u16, message: String },
 }
@@ -28,7 +34,7 @@ impl ClientError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ClientError::Refused { status, .. } => Some(*status),
-            ClientError::Unreachable { .. } => None,
+            ClientError::Unreachable { .. } | ClientError::UntrustedCertificate { .. } => None,
         }
     }
 }
@@ -68,6 +74,19 @@ impl Client {
         &self.base
     }
 
+    /// A request that got no answer, as the error to show.
+    fn unreachable(&self, e: &reqwest::Error) -> ClientError {
+        if tls::is_unknown_issuer(e) {
+            return ClientError::UntrustedCertificate {
+                url: self.base.clone(),
+            };
+        }
+        ClientError::Unreachable {
+            url: self.base.clone(),
+            message: http::with_causes(e),
+        }
+    }
+
     async fn call<T: DeserializeOwned>(
         &self,
         req: reqwest::RequestBuilder,
@@ -75,10 +94,7 @@ impl Client {
         http::call(req.bearer_auth(&self.token))
             .await
             .map_err(|e| match e {
-                CallError::Unreachable(e) => ClientError::Unreachable {
-                    url: self.base.clone(),
-                    message: http::with_causes(&e),
-                },
+                CallError::Unreachable(e) => self.unreachable(&e),
                 CallError::Refused { status, message } => ClientError::Refused { status, message },
             })
     }

@@ -15,6 +15,7 @@ mod forget;
 mod host_key_report;
 mod init;
 mod log_window;
+mod onboarding;
 mod output;
 mod partition;
 mod pilots;
@@ -172,8 +173,11 @@ pub fn init_tracing(verbose: u8, format: LogFormat) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // rustls-platform-verifier logs an ERROR of its own for a certificate it does not
+    // trust; the command's error already says so, and what to do.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{default},rustls_platform_verifier=off"))
+    });
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
