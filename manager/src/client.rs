@@ -1,5 +1,6 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
+use hetpilot_protocol::file_listing::FilePage;
 use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus};
 use hetpilot_protocol::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser,
@@ -9,7 +10,7 @@ use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_protocol::{AppId, TaskRef};
 use hetpilot_transport::http::{self, CallError};
-use hetpilot_transport::tls::{ClientTrust, TlsError};
+use hetpilot_transport::tls::{self, ClientTrust, TlsError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
@@ -19,6 +20,12 @@ use thiserror::Error;
 pub enum ClientError {
     #[error("cannot reach the manager at {url}: {message} (is `hetpilot serve` running there?)")]
     Unreachable { url: String, message: String },
+    #[error(
+        "the manager at {url} shows a certificate from an issuer this machine does not trust \
+         (a self-signed one?): pass --tls-fingerprint SHA256 or set HETPILOT_TLS_FINGERPRINT \
+         (the admin's `hetpilot user add` prints it), or --ca-file/HETPILOT_CA_FILE"
+    )]
+    UntrustedCertificate { url: String },
     #[error("{message} (HTTP {status})")]
     Refused { status: u16, message: String },
 }
@@ -27,7 +34,7 @@ impl ClientError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ClientError::Refused { status, .. } => Some(*status),
-            ClientError::Unreachable { .. } => None,
+            ClientError::Unreachable { .. } | ClientError::UntrustedCertificate { .. } => None,
         }
     }
 }
@@ -67,6 +74,19 @@ impl Client {
         &self.base
     }
 
+    /// A request that got no answer, as the error to show.
+    fn unreachable(&self, e: &reqwest::Error) -> ClientError {
+        if tls::is_unknown_issuer(e) {
+            return ClientError::UntrustedCertificate {
+                url: self.base.clone(),
+            };
+        }
+        ClientError::Unreachable {
+            url: self.base.clone(),
+            message: http::with_causes(e),
+        }
+    }
+
     async fn call<T: DeserializeOwned>(
         &self,
         req: reqwest::RequestBuilder,
@@ -74,10 +94,7 @@ impl Client {
         http::call(req.bearer_auth(&self.token))
             .await
             .map_err(|e| match e {
-                CallError::Unreachable(e) => ClientError::Unreachable {
-                    url: self.base.clone(),
-                    message: http::with_causes(&e),
-                },
+                CallError::Unreachable(e) => self.unreachable(&e),
                 CallError::Refused { status, message } => ClientError::Refused { status, message },
             })
     }
@@ -94,9 +111,9 @@ impl Client {
         self.call(self.get("/v1/health")).await
     }
 
-    /// `PUT /v1/files/NAME`: stores `body` as the caller's file `name` (each `/`-separated
-    /// part percent-encoded as one path segment).
-    pub async fn put_file(&self, name: &str, body: reqwest::Body) -> Result<(), ClientError> {
+    /// The URL of the caller's file `name`: each `/`-separated part percent-encoded as one
+    /// path segment.
+    fn file_url(&self, name: &str) -> Result<reqwest::Url, ClientError> {
         let refused = |message: String| ClientError::Refused {
             status: 400,
             message,
@@ -107,13 +124,25 @@ impl Client {
             .pop_if_empty()
             .extend(["v1", "files"])
             .extend(name.split('/'));
-        let req = self.http.put(url).bearer_auth(&self.token).body(body);
-        let resp = req.send().await.map_err(|e| ClientError::Unreachable {
-            url: self.base.clone(),
-            message: http::with_causes(&e),
-        })?;
+        Ok(url)
+    }
+
+    /// Sends a file request; an answer other than success becomes `Refused` with the
+    /// manager's message.
+    async fn send_file_request(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, ClientError> {
+        let resp =
+            req.bearer_auth(&self.token)
+                .send()
+                .await
+                .map_err(|e| ClientError::Unreachable {
+                    url: self.base.clone(),
+                    message: http::with_causes(&e),
+                })?;
         if resp.status().is_success() {
-            return Ok(());
+            return Ok(resp);
         }
         let status = resp.status();
         let message = match resp.json::<serde_json::Value>().await {
@@ -124,6 +153,52 @@ impl Client {
             status: status.as_u16(),
             message,
         })
+    }
+
+    /// `PUT /v1/files/NAME`: stores `body` as the caller's file `name`.
+    pub async fn put_file(&self, name: &str, body: reqwest::Body) -> Result<(), ClientError> {
+        let url = self.file_url(name)?;
+        self.send_file_request(self.http.put(url).body(body))
+            .await
+            .map(drop)
+    }
+
+    /// `GET /v1/files/NAME`: the caller's file `name`, its body still to be read (in
+    /// pieces, with `Response::chunk`).
+    pub async fn get_file(&self, name: &str) -> Result<reqwest::Response, ClientError> {
+        let url = self.file_url(name)?;
+        self.send_file_request(self.http.get(url)).await
+    }
+
+    /// `DELETE /v1/files/NAME`: removes the caller's file `name`; returns its size.
+    pub async fn remove_file(&self, name: &str) -> Result<u64, ClientError> {
+        let url = self.file_url(name)?;
+        let resp = self.send_file_request(self.http.delete(url)).await?;
+        let body: serde_json::Value = resp.json().await.map_err(|e| ClientError::Refused {
+            status: 502,
+            message: format!("the manager's answer is not JSON: {e}"),
+        })?;
+        Ok(body["size"].as_u64().unwrap_or(0))
+    }
+
+    /// `GET /v1/files`: a page of the caller's files starting with `prefix`, after `after`.
+    pub async fn list_files(
+        &self,
+        prefix: Option<&str>,
+        after: Option<&str>,
+        limit: Option<u64>,
+    ) -> Result<FilePage, ClientError> {
+        let mut q: Vec<(&str, String)> = Vec::new();
+        if let Some(p) = prefix {
+            q.push(("prefix", p.to_string()));
+        }
+        if let Some(a) = after {
+            q.push(("after", a.to_string()));
+        }
+        if let Some(l) = limit {
+            q.push(("limit", l.to_string()));
+        }
+        self.call(self.get("/v1/files").query(&q)).await
     }
 
     pub async fn submit(&self, spec: &AppSpec) -> Result<SubmitResponse, ClientError> {

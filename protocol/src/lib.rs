@@ -10,6 +10,7 @@ pub mod affinity_view;
 pub mod byte_range;
 pub mod dag;
 pub mod dashboard;
+pub mod file_listing;
 pub mod files;
 mod ids;
 pub mod pilots;

@@ -122,6 +122,21 @@ fn parse_fingerprint(text: &str) -> Result<[u8; 32], TlsError> {
     Ok(out)
 }
 
+/// Whether `e` (or one of its causes) is a server certificate that chains to no issuer the
+/// client trusts: a self-signed manager reached without its fingerprint or CA file.
+pub fn is_unknown_issuer(e: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(rustls::Error::InvalidCertificate(cert)) = e.downcast_ref::<rustls::Error>() {
+        return matches!(cert, rustls::CertificateError::UnknownIssuer);
+    }
+    // An I/O error carries the error inside it (`get_ref`, possibly another I/O error),
+    // not as its source.
+    let inner = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+        .map(|i| i as &(dyn std::error::Error + 'static));
+    inner.is_some_and(is_unknown_issuer) || e.source().is_some_and(is_unknown_issuer)
+}
+
 /// How a client trusts the manager: the system's roots unless a CA file or a pinned
 /// certificate fingerprint is given (the fingerprint wins if both are).
 #[derive(Debug, Clone, Default)]
@@ -246,6 +261,23 @@ impl ServerCertVerifier for Pinned {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_issuer_is_found_inside_nested_io_errors_and_nothing_else_is() {
+        let tls = |e: rustls::CertificateError| rustls::Error::InvalidCertificate(e);
+        let nested = |e: rustls::Error| {
+            std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        };
+        assert!(is_unknown_issuer(&nested(tls(
+            rustls::CertificateError::UnknownIssuer
+        ))));
+        assert!(!is_unknown_issuer(&nested(tls(
+            rustls::CertificateError::Expired
+        ))));
+        assert!(!is_unknown_issuer(&std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused
+        )));
+    }
 
     #[test]
     fn self_signed_is_made_once_with_a_private_key_and_reused() {

@@ -1,15 +1,24 @@
 //! Admin commands: users, agent registration tokens, agents.
 
 use super::connect::Connect;
+use super::onboarding;
 use super::output::{print_json, print_table};
 use clap::{Args as ClapArgs, Subcommand};
 use hetpilot::source_ranges::SourceRanges;
 
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
-    /// Create a user (or give an existing one a new token); prints the token once.
+    /// Create a user (or give an existing one a new token); prints, once, the lines that
+    /// let them reach the manager: URL, TLS fingerprint (when it serves HTTPS) and token.
     Add {
         name: String,
+        /// Write those lines to a new file only you can read (mode 0600), to hand over and
+        /// source (`. FILE`), instead of printing them.
+        #[arg(long, value_name = "PATH")]
+        env_file: Option<std::path::PathBuf>,
+        /// The URL the user reaches the manager at (default: the one this command used).
+        #[arg(long, value_name = "URL")]
+        public_url: Option<String>,
         #[command(flatten)]
         connect: Connect,
     },
@@ -63,10 +72,41 @@ pub struct AgentsArgs {
 }
 
 pub async fn user(cmd: UserCommand) -> anyhow::Result<()> {
-    let UserCommand::Add { name, connect } = cmd;
-    let t = connect.client()?.create_user(&name).await?;
-    println!("{}", t.token);
-    eprintln!("token for user `{name}` (shown once; give it to them as HETPILOT_TOKEN)");
+    let UserCommand::Add {
+        name,
+        env_file,
+        public_url,
+        connect,
+    } = cmd;
+    let reached = connect.resolve()?;
+    let client = hetpilot::client::Client::new(&reached.url, &reached.token, &reached.trust)?;
+    let t = client.create_user(&name).await?;
+    let url = public_url.unwrap_or_else(|| client.base().to_string());
+    let lines = onboarding::env_lines(&name, &url, &t.token, &reached.trust);
+    match env_file {
+        Some(path) => {
+            onboarding::write_env_file(&path, &lines)?;
+            eprintln!(
+                "wrote {} (mode 0600) for user `{name}`: give it to them; `. {}` sets \
+                 HETPILOT_URL, HETPILOT_TOKEN and the TLS trust",
+                path.display(),
+                path.display()
+            );
+        }
+        None => {
+            print!("{lines}");
+            eprintln!(
+                "for user `{name}`, shown once: give them these lines to paste into a shell (or \
+                 pass --env-file PATH to write them to a file)"
+            );
+        }
+    }
+    if onboarding::is_loopback(&url) {
+        eprintln!(
+            "note: {url} reaches the manager from this machine only; pass --public-url with \
+             the address other machines use"
+        );
+    }
     Ok(())
 }
 

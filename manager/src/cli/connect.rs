@@ -42,6 +42,13 @@ pub struct Connect {
     pub tls_fingerprint: Option<String>,
 }
 
+/// Where a command reaches the manager, as who, and how it trusts its certificate.
+pub struct Resolved {
+    pub url: String,
+    pub token: String,
+    pub trust: ClientTrust,
+}
+
 /// Where `hetpilot serve` records its certificate's fingerprint (when serving HTTPS).
 pub fn fingerprint_file(data_dir: &Path) -> PathBuf {
     data_dir.join("tls.fingerprint")
@@ -80,7 +87,14 @@ impl Connect {
             .transpose()
     }
 
+    /// A client of the manager these options lead to.
     pub fn client(&self) -> anyhow::Result<Client> {
+        let r = self.resolve()?;
+        Client::new(&r.url, &r.token, &r.trust).context("setting up TLS")
+    }
+
+    /// The manager's URL, the token and the trust in its certificate these options lead to.
+    pub fn resolve(&self) -> anyhow::Result<Resolved> {
         let settings = self.settings()?;
         let dir = self
             .data_dir
@@ -139,7 +153,7 @@ impl Connect {
                 (None, None) => None,
             };
         }
-        Client::new(&url, &token, &trust).context("setting up TLS")
+        Ok(Resolved { url, token, trust })
     }
 }
 

@@ -6,12 +6,16 @@ mod affinity;
 mod affinity_live;
 mod app_file;
 mod bandwidths;
+pub mod closed_pipe;
 mod connect;
 mod demo;
 mod fairshare;
+mod files;
 mod forget;
 mod host_key_report;
 mod init;
+mod log_window;
+mod onboarding;
 mod output;
 mod partition;
 mod pilots;
@@ -77,6 +81,9 @@ pub enum Command {
     Schedule(schedule::Args),
     /// Fairshare usage (core-seconds, speed- and penalty-weighted) and priority per user.
     Usage(usage::Args),
+    /// Your files in the manager's file service: `files put`, `get`, `ls`, `rm`.
+    #[command(subcommand)]
+    Files(files::FilesCommand),
     /// Measured transfer bandwidths per platform and storage endpoint (staging).
     Bandwidths(bandwidths::Args),
     /// Manage users (admin).
@@ -124,6 +131,7 @@ impl Command {
             Command::Purge(a) => block_on(forget::purge(a)),
             Command::Schedule(a) => block_on(schedule::run(a)),
             Command::Usage(a) => block_on(usage::run(a)),
+            Command::Files(c) => block_on(files::run(c)),
             Command::Bandwidths(a) => block_on(bandwidths::run(a)),
             Command::User(c) => block_on(admin::user(c)),
             Command::Token(c) => block_on(admin::token(c)),
@@ -165,8 +173,11 @@ pub fn init_tracing(verbose: u8, format: LogFormat) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // rustls-platform-verifier logs an ERROR of its own for a certificate it does not
+    // trust; the command's error already says so, and what to do.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{default},rustls_platform_verifier=off"))
+    });
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

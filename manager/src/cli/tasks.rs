@@ -1,10 +1,14 @@
 //! `hetpilot tasks` and `hetpilot logs`: individual tasks and their output.
 
 use super::connect::Connect;
+use super::log_window::{printable, write_window, Window, DEFAULT_TAIL_LINES};
 use super::output::{millis, print_json, print_table};
 use clap::Args as ClapArgs;
 use hetpilot_protocol::protocol::{AttemptRecord, TaskInfo};
 use hetpilot_protocol::{AppId, TaskRef};
+use indicatif::HumanBytes;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 
 #[derive(Debug, ClapArgs)]
 pub struct TasksArgs {
@@ -28,40 +32,75 @@ pub struct LogsArgs {
     /// Which run (default: the last).
     #[arg(long)]
     pub attempt: Option<u32>,
+    /// Show the first N lines of each stream.
+    #[arg(long, value_name = "N", conflicts_with_all = ["tail", "all"])]
+    pub head: Option<u64>,
+    /// Show the last N lines of each stream (default: the last 100).
+    #[arg(long, value_name = "N", conflicts_with = "all")]
+    pub tail: Option<u64>,
+    /// Show all of each stream, however long.
+    #[arg(long)]
+    pub all: bool,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub connect: Connect,
 }
 
-/// Reads an output file an agent reported when it is on this host (a shared filesystem or
+/// Opens an output file an agent reported when it is on this host (a shared filesystem or
 /// a local agent). The path comes from the agent, not from you, so only a regular file (no
-/// symlink) named as the agent names outputs, `app-A/task-I.N.out` or `.err`, is read.
-fn read_reported(path: &str, task: TaskRef, attempt: u32, ext: &str) -> Option<String> {
+/// symlink) named as the agent names outputs, `app-A/task-I.N.out` or `.err`, is opened.
+fn open_reported(path: &str, task: TaskRef, attempt: u32, ext: &str) -> Option<std::fs::File> {
     let path = std::path::Path::new(path);
     let name_ok = path.file_name()? == format!("task-{}.{attempt}.{ext}", task.index).as_str()
         && path.parent()?.file_name()? == format!("app-{}", task.app).as_str();
     if !name_ok {
         return None;
     }
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.file_type().is_file() {
-        return None;
-    }
-    let bytes = std::fs::read(path).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    file.metadata().ok()?.file_type().is_file().then_some(file)
 }
 
-/// Task output made safe for a terminal: control characters (escape sequences that could
-/// rewrite the screen or the title) are shown escaped, newlines and tabs kept.
-fn printable(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| match c {
-            '\n' | '\t' => vec![c],
-            c if c.is_control() => c.escape_default().collect(),
-            c => vec![c],
-        })
-        .collect()
+/// The window `--head`, `--tail` and `--all` ask for.
+fn window(args: &LogsArgs) -> Window {
+    match (args.head, args.tail, args.all) {
+        (Some(n), _, _) => Window::Head(n),
+        (_, Some(n), _) => Window::Tail(n),
+        (_, _, true) => Window::All,
+        _ => Window::Tail(DEFAULT_TAIL_LINES),
+    }
+}
+
+/// Writes the part of an output file `window` selects under a header naming it, and says
+/// on stderr what was left out and how to see it.
+fn show_output(
+    label: &str,
+    path: &str,
+    file: &mut std::fs::File,
+    window: Window,
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    writeln!(out, "--- {label} ({}) ---", printable(path))?;
+    let shown = write_window(file, window, &mut out)?;
+    out.flush()?;
+    if shown.cut() {
+        let what = match window {
+            Window::Head(n) => format!("the first {n} lines"),
+            Window::Tail(n) => format!("the last {n} lines"),
+            Window::All => "all".into(),
+        };
+        eprintln!(
+            "{label}: showed {what} ({} of {}); --head N or --tail N for other lines, --all for \
+             everything",
+            HumanBytes(shown.bytes),
+            HumanBytes(shown.of)
+        );
+    }
+    Ok(())
 }
 
 fn ended(a: &Option<AttemptRecord>) -> String {
@@ -172,9 +211,8 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
         let Some(path) = path.as_deref() else {
             continue;
         };
-        if let Some(text) = read_reported(path, args.task, a.attempt, ext) {
-            println!("--- {label} ({}) ---", printable(path));
-            print!("{}", printable(&text));
+        if let Some(mut file) = open_reported(path, args.task, a.attempt, ext) {
+            show_output(label, path, &mut file, window(&args))?;
             shown = true;
         }
     }

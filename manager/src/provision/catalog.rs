@@ -201,4 +201,44 @@ mod tests {
             );
         }
     }
+
+    /// Sourcing the lab's env.sh keeps a `HETPILOT_CONFIG` of one's own and sets the lab's
+    /// only when none is set.
+    #[test]
+    fn the_lab_env_keeps_a_config_already_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let env_sh = dir.path().join("env.sh");
+        // The heredoc expanded as start.sh expands it, with a made-up lab root.
+        let render = format!(
+            "LAB=/lab CONF=/lab/slurm.conf AGENT=/bin/agent SSH_PORT=2222\n\
+             cat > {} <<EOF\n{}\nEOF\n",
+            env_sh.display(),
+            lab_heredoc("env.sh")
+        );
+        let status = std::process::Command::new("bash")
+            .args(["-c", &render])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let config_after = |preset: Option<&str>| {
+            let mut cmd = std::process::Command::new("bash");
+            cmd.arg("-c")
+                .arg(format!(
+                    ". {} && printf %s \"$HETPILOT_CONFIG\"",
+                    env_sh.display()
+                ))
+                .env_remove("HETPILOT_CONFIG");
+            if let Some(v) = preset {
+                cmd.env("HETPILOT_CONFIG", v);
+            }
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        assert_eq!(
+            config_after(Some("/home/me/site.toml")),
+            "/home/me/site.toml"
+        );
+        assert_eq!(config_after(None), "/lab/manager.toml");
+    }
 }

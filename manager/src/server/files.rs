@@ -3,10 +3,12 @@
 //! Downloads stream from disk and honour a single `Range: bytes=A-B`; uploads stream to a
 //! synced temporary file renamed into place, so a reader never sees half a file
 //! (`hetpilot_transport::http_file`, shared with the agent's file store).
-//! `GET /v1/file-stats` (admin) counts requests and bytes.
+//! `GET /v1/files?prefix=P&after=NAME&limit=N` lists a page of the caller's own files and
+//! `DELETE /v1/files/NAME` removes one. `GET /v1/file-stats` (admin) counts requests and
+//! bytes.
 
 use super::error::ApiError;
-use super::extract::{Caller, Path};
+use super::extract::{Caller, Path, Query};
 use crate::service::{Manager, Principal, ServiceError, ServiceFile};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -14,9 +16,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
+use hetpilot_protocol::file_listing::FilePage;
 use hetpilot_protocol::AppId;
 use hetpilot_transport::beneath;
 use hetpilot_transport::http_file::{self, HttpFileError};
+use serde::Deserialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -44,7 +48,11 @@ pub fn router(manager: Arc<Manager>) -> Router {
         stats: FileStats::default(),
     });
     Router::new()
-        .route("/v1/files/{*name}", get(get_user).put(put_user))
+        .route("/v1/files", get(list_user))
+        .route(
+            "/v1/files/{*name}",
+            get(get_user).put(put_user).delete(delete_user),
+        )
         .route("/v1/apps/{app}/files/{*name}", get(get_app).put(put_app))
         .route("/v1/file-stats", get(stats))
         .layer(RequestBodyLimitLayer::new(max_file))
@@ -78,6 +86,40 @@ async fn get_user(
 ) -> Result<Response, ApiError> {
     let file = f.manager.user_file(&who, &name)?;
     send(&f, file, &name, &headers).await
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    prefix: Option<String>,
+    after: Option<String>,
+    limit: Option<u64>,
+}
+
+async fn list_user(
+    State(f): State<Arc<Files>>,
+    Caller(who): Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<FilePage>, ApiError> {
+    let m = f.manager.clone();
+    let page = tokio::task::spawn_blocking(move || {
+        m.list_user_files(&who, q.prefix.as_deref(), q.after.as_deref(), q.limit)
+    })
+    .await
+    .map_err(|e| ServiceError::Io(e.to_string()))??;
+    Ok(Json(page))
+}
+
+async fn delete_user(
+    State(f): State<Arc<Files>>,
+    Caller(who): Caller,
+    Path(name): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let m = f.manager.clone();
+    let removed = name.clone();
+    let size = tokio::task::spawn_blocking(move || m.remove_user_file(&who, &removed))
+        .await
+        .map_err(|e| ServiceError::Io(e.to_string()))??;
+    Ok(Json(serde_json::json!({ "removed": name, "size": size })))
 }
 
 async fn get_app(

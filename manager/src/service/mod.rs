@@ -7,6 +7,7 @@ mod bounds;
 mod control_lock;
 mod dashboard;
 mod error;
+mod file_listing;
 mod files;
 mod history;
 mod pilots;
