@@ -35,6 +35,8 @@ pub struct Options {
     pub staging: staging::Settings,
     /// The sandbox every task runs in, if any.
     pub sandbox: Option<Arc<Sandbox>>,
+    /// The GPUs this agent offers, which its tasks are bound to.
+    pub gpus: Arc<crate::gpu::Inventory>,
     /// Tasks' output directories and files readable by the agent's group (0750 / 0640),
     /// not its account only (0700 / 0600).
     pub group_readable_outputs: bool,
@@ -159,6 +161,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         demand: demand_tx,
         events: events_tx.clone(),
         sandbox: opts.sandbox.clone(),
+        gpus: opts.gpus.clone(),
         zero_work: opts.register.zero_work,
     };
     let reporter = tokio::spawn(

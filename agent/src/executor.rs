@@ -114,6 +114,8 @@ pub struct Executor {
     pub stager: Arc<Stager>,
     /// Each task runs in this sandbox, if set.
     pub sandbox: Option<Arc<Sandbox>>,
+    /// The agent's GPUs, which each task is bound to.
+    pub gpus: Arc<crate::gpu::Inventory>,
     /// Run no process: every task succeeds the moment it starts (`--zero-work`).
     pub zero_work: bool,
 }
@@ -416,6 +418,7 @@ impl Executor {
                     .map(|f| f.dir.as_path())
                     .or(scratch.as_deref()),
                 sandbox: self.sandbox.as_deref(),
+                gpus: Some(&self.gpus),
                 read_only: files.as_ref().map_or(&[][..], |f| &f.read_only),
             };
             match spawn::start(&a, &app, place) {

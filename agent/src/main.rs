@@ -17,6 +17,7 @@ mod corunners;
 mod depot;
 mod emulate;
 mod executor;
+mod gpu;
 mod held;
 mod output;
 mod output_dir;
@@ -33,6 +34,7 @@ mod work_dir;
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use hetpilot_protocol::protocol::RegisterRequest;
+use hetpilot_protocol::resources::{self, ResourceAmount, ResourceOffer};
 use hetpilot_transport::host_keys::{default_known_hosts, HostKeyCheck, HostKeyPolicy};
 use hetpilot_transport::tls::ClientTrust;
 use std::path::PathBuf;
@@ -80,6 +82,20 @@ enum Role {
     /// Run one emulated workflow task (what `hetpilot-emulate` commands start).
     #[command(hide = true)]
     Emulate(emulate::EmulateArgs),
+    /// List the GPUs this agent would offer (those its batch job granted), one a line:
+    /// `INDEX UUID VENDOR DEVICE_FILE MEMORY_MIB MODEL`.
+    Gpus(GpusArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct GpusArgs {
+    /// Print one JSON object (source, granted_by, gpus) instead of lines.
+    #[arg(long)]
+    json: bool,
+    /// Compare the NVIDIA GPUs found with `nvidia-smi --query-gpu=name,memory.total,uuid`;
+    /// each difference is printed on stderr and the exit status is 1 if there is any.
+    #[arg(long)]
+    check_nvidia_smi: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -114,6 +130,15 @@ struct Args {
     /// bubblewrap sandbox (the agent refuses to start if bwrap does not work here).
     #[arg(long, env = "HETPILOT_SANDBOX", value_enum, default_value_t = sandbox::Mode::None)]
     sandbox: sandbox::Mode,
+    /// Whether to offer this node's GPUs: `auto` finds them (NVML, else nvidia-smi; AMD's
+    /// through sysfs) and offers those the batch job granted; `none` offers none. Either
+    /// way, every task sees only the GPUs it was granted.
+    #[arg(long, env = "HETPILOT_GPUS_DETECT", value_enum, default_value_t = gpu::Detection::Auto)]
+    gpus: gpu::Detection,
+    /// A named resource this agent offers besides cores, memory and GPUs, e.g.
+    /// `licenses=4` or `scratch_gb=500` (repeatable).
+    #[arg(long = "resource", value_name = "NAME=N", value_parser = parse_resource)]
+    resources: Vec<(String, ResourceAmount)>,
     /// Extra tasks fetched ahead so slots never wait on the manager (default: adaptive, a
     /// slot's worth for long tasks, up to 1024 for sub-millisecond ones).
     #[arg(long)]
@@ -184,6 +209,77 @@ struct Args {
     /// self-signed` prints), instead of checking a chain.
     #[arg(long, env = "HETPILOT_TLS_FINGERPRINT")]
     tls_fingerprint: Option<String>,
+}
+
+/// `NAME=N` of `--resource`: a valid name (not `gpus`, which is detected) and amount.
+fn parse_resource(s: &str) -> Result<(String, ResourceAmount), String> {
+    let (name, amount) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: write NAME=N, e.g. licenses=4"))?;
+    let name = name.trim();
+    resources::check_name(name).map_err(|e| e.to_string())?;
+    if name == resources::GPUS {
+        return Err("GPUs are detected, not declared: use --gpus auto|none".into());
+    }
+    let x: f64 = amount
+        .trim()
+        .parse()
+        .map_err(|_| format!("{name}: `{amount}` is not a number"))?;
+    let amount = ResourceAmount::parse(x).map_err(|e| format!("{name}: {e}"))?;
+    Ok((name.to_string(), amount))
+}
+
+/// The named counts of `--resource`, each name once, at most MAX_RESOURCE_NAMES.
+fn named_resources(
+    list: &[(String, ResourceAmount)],
+) -> anyhow::Result<std::collections::BTreeMap<String, ResourceAmount>> {
+    let mut named = std::collections::BTreeMap::new();
+    for (name, amount) in list {
+        if named.insert(name.clone(), *amount).is_some() {
+            bail!("--resource {name} is given twice");
+        }
+    }
+    if named.len() > resources::MAX_RESOURCE_NAMES {
+        bail!(
+            "--resource: {} names, more than the limit of {}",
+            named.len(),
+            resources::MAX_RESOURCE_NAMES
+        );
+    }
+    Ok(named)
+}
+
+/// `hetpilot-agent gpus`: prints what this node would offer; with `--check-nvidia-smi`,
+/// fails on any difference from nvidia-smi.
+fn list_gpus(args: GpusArgs) -> anyhow::Result<()> {
+    let host = System::host_name().unwrap_or_default();
+    let inventory = gpu::detect(gpu::Detection::Auto, &|v| std::env::var(v).ok(), &host);
+    if args.json {
+        println!("{}", serde_json::to_string(&inventory)?);
+    } else {
+        print!("{}", gpu::check::lines(&inventory));
+    }
+    if args.check_nvidia_smi {
+        let out = gpu::nvidia_smi::run(gpu::check::CHECK_QUERY)?
+            .context("--check-nvidia-smi: no nvidia-smi on PATH")?;
+        let differences = gpu::check::compare(&inventory.devices(), &out)?;
+        for d in &differences {
+            eprintln!("difference: {d}");
+        }
+        if !differences.is_empty() {
+            bail!(
+                "{} difference(s) between the agent's GPUs (from {}) and nvidia-smi",
+                differences.len(),
+                inventory.source
+            );
+        }
+        eprintln!(
+            "the agent's {} GPU(s), from {}, match nvidia-smi",
+            inventory.gpus.len(),
+            inventory.source
+        );
+    }
+    Ok(())
 }
 
 fn parse_cpus(list: &str) -> anyhow::Result<Vec<usize>> {
@@ -306,6 +402,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .build()?
             .block_on(depot::serve(args)),
         Some(Role::Emulate(args)) => emulate::run(args),
+        Some(Role::Gpus(args)) => list_gpus(args),
         None => run_pilot(cli.pilot),
     }
 }
@@ -400,6 +497,14 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
         }
     };
     let hostname = System::host_name().unwrap_or_else(|_| "unknown".into());
+    let named = named_resources(&args.resources)?;
+    let gpus = gpu::detect(args.gpus, &|v| std::env::var(v).ok(), &hostname);
+    tracing::info!(
+        gpus = gpus.gpus.len(),
+        source = %gpus.source,
+        granted_by = ?gpus.granted_by,
+        "GPUs offered"
+    );
     let slots = args.slots.or_else(|| {
         let (n, var) = allocation::slots(|v| std::env::var(v).ok(), &hostname)?;
         tracing::info!(slots = n, from = var, "slots from the batch allocation");
@@ -420,8 +525,12 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
             walltime_end: args.walltime_end,
             pilot: args.pilot.clone(),
             zero_work: args.zero_work,
-            resources: Default::default(),
+            resources: ResourceOffer {
+                gpus: gpus.devices(),
+                named,
+            },
         },
+        gpus: std::sync::Arc::new(gpus),
         prefetch: args.prefetch,
         work_dir,
         drain_margin: Duration::from_secs(args.drain_margin_secs),
@@ -457,7 +566,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_bytes, parse_cpus, Cli, Role};
+    use super::{named_resources, parse_bytes, parse_cpus, Cli, Role};
     use clap::Parser;
 
     #[test]
@@ -517,6 +626,51 @@ mod tests {
         assert!(!job_script.keep_token_file);
         assert!(parse(&["--keep-token-file"]).unwrap().pilot.keep_token_file);
         assert!(parse(&["--keep-token-file", "--delete-token-file"]).is_err());
+    }
+
+    #[test]
+    fn named_resources_and_gpu_detection_flags() {
+        let parse = |extra: &[&str]| {
+            let base = ["hetpilot-agent", "--manager", "m", "--platform", "p"];
+            Cli::try_parse_from(base.iter().chain(extra)).map(|c| c.pilot)
+        };
+        let a = parse(&[
+            "--resource",
+            "licenses=4",
+            "--resource",
+            "scratch_gb=0.5",
+            "--gpus",
+            "none",
+        ])
+        .unwrap();
+        assert_eq!(a.gpus, crate::gpu::Detection::None);
+        let named = named_resources(&a.resources).unwrap();
+        assert_eq!(named["licenses"].units(), 40_000);
+        assert_eq!(named["scratch_gb"].to_string(), "0.5");
+        assert_eq!(parse(&[]).unwrap().gpus, crate::gpu::Detection::Auto);
+        for (bad, want) in [
+            ("licenses", "NAME=N"),
+            ("Licenses=1", "resource name"),
+            ("cores=2", "resource name"),
+            ("gpus=2", "--gpus auto|none"),
+            ("fpga=NaN", "is not a number"),
+            ("fpga=-1", "must be above 0"),
+            ("fpga=18446744073709551616", "more than the limit"),
+            ("fpga=x", "is not a number"),
+            ("fpga=0.00001", "finer than"),
+        ] {
+            let err = parse(&["--resource", bad]).unwrap_err().to_string();
+            assert!(err.contains(want), "{bad}: {err}");
+        }
+        assert!(parse(&["--gpus", "all"]).is_err());
+        let twice = parse(&["--resource", "a=1", "--resource", "a=2"]).unwrap();
+        assert!(named_resources(&twice.resources).is_err());
+        let many: Vec<String> = (0..17).map(|i| format!("r{i}=1")).collect();
+        let args: Vec<&str> = many
+            .iter()
+            .flat_map(|r| ["--resource", r.as_str()])
+            .collect();
+        assert!(named_resources(&parse(&args).unwrap().resources).is_err());
     }
 
     #[test]

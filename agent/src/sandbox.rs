@@ -50,6 +50,9 @@ pub struct TaskView<'a> {
     pub read_only: &'a [PathBuf],
     /// `KEY=VALUE` entries.
     pub env: &'a [&'a [u8]],
+    /// Device files the task may open (its GPUs' and their drivers' control files); the
+    /// sandbox's `/dev` has no others.
+    pub devices: &'a [PathBuf],
 }
 
 impl Sandbox {
@@ -89,6 +92,7 @@ impl Sandbox {
             run_dir: &run_dir,
             read_only: &[],
             env: &[path],
+            devices: &[],
         };
         let argv = self
             .argv(&view, &[CString::new("true").expect("no NUL")])
@@ -153,6 +157,11 @@ impl Sandbox {
             a.push(path(to)?);
             Ok::<(), String>(())
         };
+        // The fresh /dev holds null, zero, random, tty and the like: a GPU the task was
+        // granted is added, device file by device file.
+        for d in view.devices {
+            pair(&mut a, "--dev-bind", d, d)?;
+        }
         for d in &self.hidden_dirs {
             a.push(CString::new("--tmpfs").expect("no NUL"));
             a.push(path(d)?);
@@ -208,6 +217,7 @@ mod tests {
                     run_dir: Path::new("/w/runs/r"),
                     read_only: &["/w/runs/r/in".into()],
                     env: &env,
+                    devices: &[],
                 },
                 &[CString::new("cmd").unwrap(), CString::new("x y").unwrap()],
             )
@@ -227,5 +237,52 @@ mod tests {
         assert!(joined.contains("--cap-drop ALL"));
         assert!(joined.contains("--clearenv --setenv A 1=2 --setenv EMPTY  --"));
         assert_eq!(&text[text.len() - 3..], ["--", "cmd", "x y"]);
+    }
+
+    #[test]
+    fn only_the_granted_device_files_are_added_to_the_fresh_dev() {
+        let s = Sandbox {
+            bwrap: CString::new("/usr/bin/bwrap").unwrap(),
+            hidden_dirs: vec![],
+            hidden_files: vec![],
+            root: true,
+        };
+        let devices = [
+            PathBuf::from("/dev/nvidia1"),
+            PathBuf::from("/dev/nvidiactl"),
+        ];
+        let argv = s
+            .argv(
+                &TaskView {
+                    run_dir: Path::new("/w/r"),
+                    read_only: &[],
+                    env: &[],
+                    devices: &devices,
+                },
+                &[CString::new("cmd").unwrap()],
+            )
+            .unwrap();
+        let joined: String = argv
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let at = |s: &str| joined.find(s).unwrap_or_else(|| panic!("{s} in {joined}"));
+        assert!(at("--dev /dev") < at("--dev-bind /dev/nvidia1 /dev/nvidia1"));
+        assert!(joined.contains("--dev-bind /dev/nvidiactl /dev/nvidiactl"));
+        assert_eq!(joined.matches("--dev-bind").count(), 2, "{joined}");
+        // Without a grant, no device file is bound at all.
+        let bare = s
+            .argv(
+                &TaskView {
+                    run_dir: Path::new("/w/r"),
+                    read_only: &[],
+                    env: &[],
+                    devices: &[],
+                },
+                &[CString::new("cmd").unwrap()],
+            )
+            .unwrap();
+        assert!(!bare.iter().any(|c| c.to_bytes() == b"--dev-bind"));
     }
 }

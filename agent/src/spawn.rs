@@ -4,6 +4,7 @@
 //! rebuilt from the agent's environment for every task, and output pipes whose read ends
 //! are made non-blocking with one `fcntl` each.
 
+use crate::gpu::{binding, Inventory};
 use crate::output_dir::{AppDir, Rules};
 use crate::sandbox::{Sandbox, TaskView};
 use crate::spawner;
@@ -60,11 +61,19 @@ impl Prepared {
         output_dir: &Path,
         agent_env: impl Iterator<Item = (OsString, OsString)>,
     ) -> Prepared {
-        let kept = |k: &str| !k.starts_with("HETPILOT_AGENT_TOKEN") && !PER_TASK.contains(&k);
+        let kept = |k: &str| {
+            !k.starts_with("HETPILOT_AGENT_TOKEN")
+                && !PER_TASK.contains(&k)
+                && !binding::VARIABLES.contains(&k)
+        };
         // The agent's own settings (its token's file, SFTP key, a CLI token) are not the
-        // tasks' business.
+        // tasks' business, nor are the GPUs its batch job was given: each task is bound to
+        // its own.
         let mut vars: BTreeMap<OsString, OsString> = agent_env
-            .filter(|(k, _)| !k.as_encoded_bytes().starts_with(b"HETPILOT_"))
+            .filter(|(k, _)| {
+                !k.as_encoded_bytes().starts_with(b"HETPILOT_")
+                    && !k.to_str().is_some_and(|k| binding::VARIABLES.contains(&k))
+            })
             .collect();
         for (k, v) in &runtime.env {
             if kept(k) {
@@ -176,6 +185,8 @@ pub struct Place<'a> {
     pub run_dir: Option<&'a Path>,
     pub sandbox: Option<&'a Sandbox>,
     pub read_only: &'a [PathBuf],
+    /// The agent's GPUs, which the task is bound to (none: it sees no GPU).
+    pub gpus: Option<&'a Inventory>,
 }
 
 /// Starts task `a` of application `app` at `place`; errors are "could not start" reasons.
@@ -212,11 +223,19 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
         ),
     ]
     .map(|kv| cstring(kv.into_bytes(), "the task's input"));
-    let mut envp: Vec<&CStr> = Vec::with_capacity(app.env.len() + 6);
+    let no_gpus = Inventory::default();
+    let gpus = binding::bind(&a.resources, place.gpus.unwrap_or(&no_gpus))?;
+    let gpu_env = gpus
+        .env
+        .into_iter()
+        .map(|kv| cstring(kv.into_bytes(), "the GPU binding"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut envp: Vec<&CStr> = Vec::with_capacity(app.env.len() + task_env.len() + gpu_env.len());
     envp.extend(app.env.iter().map(CString::as_c_str));
     for kv in &task_env {
         envp.push(kv.as_ref().map_err(Clone::clone)?);
     }
+    envp.extend(gpu_env.iter().map(CString::as_c_str));
     let argp: Vec<&CStr> = argv.iter().map(CString::as_c_str).collect();
     // A bare name searches the application's PATH, else the agent's (as execvp would).
     let searched = match (&app.path, program.contains('/')) {
@@ -263,6 +282,7 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
                 run_dir,
                 read_only,
                 env: &env,
+                devices: &gpus.nodes,
             };
             let bwrap_argv = sandbox.argv(&view, &command)?;
             let bwrap_argp: Vec<&CStr> = bwrap_argv.iter().map(CString::as_c_str).collect();
@@ -500,5 +520,90 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.contains("NUL"), "{err}");
+    }
+
+    #[test]
+    fn a_task_sees_only_its_granted_gpu_whatever_the_agent_and_app_say() {
+        use crate::gpu::LocalGpu;
+        use hetpilot_protocol::resources::{
+            GpuDevice, GpuShare, GpuVendor, ResourceAmount, ResourceGrant,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // The agent's batch job saw two GPUs, and the application names one itself.
+        let agent_env = [("CUDA_VISIBLE_DEVICES", "0,1"), ("PATH", "/usr/bin:/bin")]
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let p = Prepared::with_env(
+            app(&[
+                ("CUDA_VISIBLE_DEVICES", "GPU-app"),
+                ("HIP_VISIBLE_DEVICES", "3"),
+            ]),
+            dir.path(),
+            dir.path(),
+            agent_env.into_iter(),
+        );
+        let gpus = crate::gpu::Inventory {
+            source: "test".into(),
+            granted_by: vec![],
+            gpus: (0..2)
+                .map(|i| LocalGpu {
+                    device: GpuDevice {
+                        index: i,
+                        uuid: format!("GPU-{i}"),
+                        model: "m".into(),
+                        memory_mib: 1,
+                        vendor: GpuVendor::Nvidia,
+                    },
+                    nodes: vec![],
+                })
+                .collect(),
+        };
+        let script = "env | grep -E '^(CUDA|ROCR|HIP)_VISIBLE_DEVICES=|^HETPILOT_GPU' | sort";
+        let show = |grant: ResourceGrant| {
+            let mut t = task(&["/bin/sh", "-c", script]);
+            t.resources = grant;
+            let place = Place {
+                gpus: Some(&gpus),
+                ..Place::default()
+            };
+            let c = start(&t, &p, place).unwrap();
+            let mut status = 0;
+            // SAFETY: c.pid is our child; status is a live local.
+            assert_eq!(unsafe { libc::waitpid(c.pid, &mut status, 0) }, c.pid);
+            let mut out = String::new();
+            std::fs::File::from(c.stdout)
+                .read_to_string(&mut out)
+                .unwrap();
+            out
+        };
+        let half = ResourceGrant {
+            gpus: vec![GpuShare {
+                index: 1,
+                uuid: "GPU-1".into(),
+                amount: ResourceAmount::parse(0.5).unwrap(),
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            show(half),
+            "CUDA_VISIBLE_DEVICES=GPU-1\nHETPILOT_GPUS=1\nHETPILOT_GPU_SHARE=0.5\n\
+             HIP_VISIBLE_DEVICES=-1\nROCR_VISIBLE_DEVICES=-1\n"
+        );
+        assert_eq!(
+            show(ResourceGrant::default()),
+            "CUDA_VISIBLE_DEVICES=\nHETPILOT_GPUS=\nHETPILOT_GPU_SHARE=\n\
+             HIP_VISIBLE_DEVICES=-1\nROCR_VISIBLE_DEVICES=-1\n"
+        );
+        let foreign = ResourceGrant {
+            gpus: vec![GpuShare {
+                index: 5,
+                uuid: "GPU-5".into(),
+                amount: ResourceAmount::whole(1).unwrap(),
+            }],
+            ..Default::default()
+        };
+        let mut t = task(&["/bin/true"]);
+        t.resources = foreign;
+        let err = start(&t, &p, Place::default()).err().unwrap();
+        assert!(err.contains("not one of this agent's"), "{err}");
     }
 }

@@ -104,6 +104,10 @@ pub fn configure(
             "HETPILOT_LAB_KNOWN_HOSTS".into(),
             known_hosts().display().to_string(),
         ),
+        (
+            "HETPILOT_LAB_GPU_BIN".into(),
+            lab_dir().join("gpu/bin").display().to_string(),
+        ),
         ("SLURM_CONF".into(), slurm_conf().display().to_string()),
     ]
 }

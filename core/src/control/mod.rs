@@ -24,6 +24,7 @@ pub(crate) mod placement;
 mod policy_state;
 pub(crate) mod profiling;
 pub(crate) mod provision_demand;
+mod resource_fit;
 mod round;
 mod scheduler_config;
 pub(crate) mod scheduling;
@@ -41,6 +42,8 @@ pub use forget::Forgotten;
 pub(crate) use journal::{Input, Output};
 pub use measured::{AgentResources, AppResources, CarriedUsage, Measured, Run};
 pub use provision_demand::Capacity;
+use provision_demand::Requests;
+pub use resource_fit::NodeResources;
 pub use round::{RoundDone, RoundJob};
 pub use scheduler_config::SchedulerConfig;
 pub use scheduling::{RoundError, RoundStep};
@@ -394,6 +397,7 @@ impl Control {
             agents,
             weights,
             reachable,
+            requests: Requests::new(),
             workflows,
             workflow_policy: policy.workflow_policy,
             now_ms,

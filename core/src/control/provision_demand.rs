@@ -11,17 +11,22 @@
 //! (`policy = "round-robin"`) or without profiles, every platform sees all the waiting work.
 
 use super::profiling::RunStats;
+use super::resource_fit::{eligible_platforms, NodeResources};
 use super::scheduling::{LiveAgent, LiveApp, Planner, RoundError};
-use hetpilot_protocol::AgentId;
+use hetpilot_protocol::resources::ResourceRequest;
+use hetpilot_protocol::{AgentId, AppId};
 use std::collections::{BTreeMap, HashMap};
 
 /// How far a profiled platform can grow.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Capacity {
     /// Pilots at once (`max_running`); each pilot is one node.
     pub nodes: u32,
     /// Cores of each node.
     pub cores_per_node: u32,
+    /// What each node offers besides cores (GPUs, named counts).
+    #[serde(default, skip_serializing_if = "NodeResources::is_empty")]
+    pub resources: NodeResources,
 }
 
 /// The agents a provisioning round sees: real agents of platforms without a profile,
@@ -55,14 +60,22 @@ pub(crate) fn capacity_agents(
 /// Waiting cores per platform and owner.
 pub(crate) type Demand = HashMap<String, BTreeMap<String, u64>>;
 
+/// What each application's tasks request besides cores (absent: nothing, a CPU-only
+/// application).
+pub(crate) type Requests = HashMap<AppId, ResourceRequest>;
+
 /// Waiting cores per platform (and, within it, per owner, for per-user pilots): each
 /// application's waiting cores split in proportion to the cores a capacity round gives it
-/// on each platform.
+/// on each platform its request fits ([`eligible_platforms`]: GPU work where the nodes
+/// have the GPUs, CPU-only work off GPU platforms while a CPU platform can take it).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn demand_by_platform(
     planner: &mut Planner,
     stats: &RunStats,
     apps: &[LiveApp],
     agents: &[LiveAgent],
+    capacities: &BTreeMap<String, Capacity>,
+    requests: &Requests,
     weights: &HashMap<String, f64>,
     now_ms: u64,
 ) -> Result<Demand, RoundError> {
@@ -72,14 +85,26 @@ pub(crate) fn demand_by_platform(
         return Ok(demand);
     }
     let view = planner.round(stats, apps, agents, weights, now_ms)?.view;
+    let cpu_only = ResourceRequest::default();
     for app in waiting {
         let cores = app.waiting * u64::from(app.cores.max(1));
+        let request = requests.get(&app.id).unwrap_or(&cpu_only);
+        let names = view.platforms.iter().map(|p| p.name.as_str());
+        let eligible = eligible_platforms(names, capacities, app.cores, request);
         let given = view.apps.iter().find(|a| a.app == app.id);
-        let total: u64 = given.map_or(0, |g| g.cores.iter().map(|&c| u64::from(c)).sum());
+        let given_on = |j: usize| given.map_or(0, |g| u64::from(g.cores[j]));
+        let total: u64 = (0..view.platforms.len())
+            .filter(|&j| eligible.contains(&view.platforms[j].name))
+            .map(given_on)
+            .sum();
         for (j, platform) in view.platforms.iter().enumerate() {
-            let share = match given {
-                Some(g) if total > 0 => (cores * u64::from(g.cores[j])).div_ceil(total),
-                _ => cores,
+            if !eligible.contains(&platform.name) {
+                continue;
+            }
+            let share = if total > 0 {
+                (cores * given_on(j)).div_ceil(total)
+            } else {
+                cores
             };
             *demand
                 .entry(platform.name.clone())
@@ -122,6 +147,7 @@ mod tests {
                 Capacity {
                     nodes: 4,
                     cores_per_node: 8,
+                    resources: NodeResources::default(),
                 },
             ),
             (
@@ -129,6 +155,7 @@ mod tests {
                 Capacity {
                     nodes: 4,
                     cores_per_node: 8,
+                    resources: NodeResources::default(),
                 },
             ),
         ])
@@ -171,11 +198,20 @@ mod tests {
 
     /// Per platform, summed over owners.
     fn demand(stats: &RunStats, apps: &[LiveApp], agents: &[LiveAgent]) -> HashMap<String, u64> {
-        demand_by_platform(&mut planner(), stats, apps, agents, &HashMap::new(), 1_000)
-            .unwrap()
-            .into_iter()
-            .map(|(p, by_owner)| (p, by_owner.values().sum()))
-            .collect()
+        demand_by_platform(
+            &mut planner(),
+            stats,
+            apps,
+            agents,
+            &BTreeMap::new(),
+            &Requests::new(),
+            &HashMap::new(),
+            1_000,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|(p, by_owner)| (p, by_owner.values().sum()))
+        .collect()
     }
 
     #[test]
@@ -188,6 +224,8 @@ mod tests {
             &measured(),
             &[app(1, 20, 1), bob],
             &agents,
+            &capacities(),
+            &Requests::new(),
             &HashMap::new(),
             1_000,
         )
@@ -221,11 +259,67 @@ mod tests {
         let one = Capacity {
             nodes: 1,
             cores_per_node: 1,
+            resources: NodeResources::default(),
         };
-        let tiny = BTreeMap::from([("fast".to_string(), one), ("slow".to_string(), one)]);
+        let tiny = BTreeMap::from([("fast".to_string(), one.clone()), ("slow".to_string(), one)]);
         let apps = [app(1, 10, 1), app(2, 10, 1), app(3, 10, 1)];
         let d = demand(&RunStats::default(), &apps, &capacity_agents(&[], &tiny));
         assert_eq!(d.values().sum::<u64>(), 40, "{d:?}");
         assert!(d["fast"] >= 20 && d["slow"] >= 20, "{d:?}");
+    }
+
+    /// `cpu`: 4 nodes of 8 cores; `gpu`: 2 nodes of 4 cores and 2 GPUs.
+    fn mixed() -> BTreeMap<String, Capacity> {
+        let node = |nodes, cores, gpus| Capacity {
+            nodes,
+            cores_per_node: cores,
+            resources: NodeResources {
+                gpus,
+                named: BTreeMap::new(),
+            },
+        };
+        BTreeMap::from([
+            ("cpu".to_string(), node(4, 8, 0)),
+            ("gpu".to_string(), node(2, 4, 2)),
+        ])
+    }
+
+    fn mixed_demand(apps: &[LiveApp], requests: &Requests) -> HashMap<String, u64> {
+        let caps = mixed();
+        let agents = capacity_agents(&[], &caps);
+        demand_by_platform(
+            &mut planner(),
+            &RunStats::default(),
+            apps,
+            &agents,
+            &caps,
+            requests,
+            &HashMap::new(),
+            1_000,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|(p, by_owner)| (p, by_owner.values().sum()))
+        .collect()
+    }
+
+    #[test]
+    fn gpu_work_asks_only_gpu_platforms_and_cpu_work_only_cpu_ones() {
+        let gpus = |n: f64| {
+            let amount = hetpilot_protocol::resources::ResourceAmount::parse(n).unwrap();
+            ResourceRequest(BTreeMap::from([("gpus".to_string(), amount)]))
+        };
+        // CPU-only work alone: nothing asked of the GPU platform, though it is idle.
+        let d = mixed_demand(&[app(1, 40, 1)], &Requests::new());
+        assert_eq!(d.get("gpu"), None, "{d:?}");
+        assert_eq!(d["cpu"], 40, "{d:?}");
+        // GPU work alone: only the GPU platform, though the CPU platform is larger.
+        let d = mixed_demand(&[app(2, 6, 1)], &Requests::from([(AppId(2), gpus(1.0))]));
+        assert_eq!(d.get("cpu"), None, "{d:?}");
+        assert_eq!(d["gpu"], 6, "{d:?}");
+        // Both, and a request no node fits (4 GPUs) asks nowhere.
+        let requests = Requests::from([(AppId(2), gpus(0.5)), (AppId(3), gpus(4.0))]);
+        let d = mixed_demand(&[app(1, 10, 1), app(2, 6, 1), app(3, 5, 1)], &requests);
+        assert_eq!((d["cpu"], d["gpu"]), (10, 6), "{d:?}");
     }
 }

@@ -7,7 +7,7 @@
 //! the blocking pool, the simulator inline: the same code either way.
 
 use super::profiling::RunStats;
-use super::provision_demand::{capacity_agents, demand_by_platform, Capacity, Demand};
+use super::provision_demand::{capacity_agents, demand_by_platform, Capacity, Demand, Requests};
 use super::scheduling::{LiveAgent, LiveApp, Planner, Round, RoundError, RoundStep};
 use crate::ptg::live::{self, WorkflowPlan, WorkflowPolicy};
 use crate::ptg::Ptg;
@@ -28,6 +28,8 @@ pub struct RoundJob {
     /// Profiled platforms that can take pilots now, with their capacities; `None`
     /// without profiles (no provisioning round).
     pub(super) reachable: Option<BTreeMap<String, Capacity>>,
+    /// What each application's tasks request besides cores, for the provisioning demand.
+    pub(super) requests: Requests,
     /// What remains of each live workflow, for the workflow policy.
     pub(super) workflows: Vec<(AppId, Ptg)>,
     pub(super) workflow_policy: WorkflowPolicy,
@@ -73,6 +75,8 @@ impl RoundJob {
                     &self.stats,
                     &self.apps,
                     &capacity,
+                    reachable,
+                    &self.requests,
                     &self.weights,
                     self.now_ms,
                 ))

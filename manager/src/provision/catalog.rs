@@ -120,6 +120,7 @@ mod tests {
                 "HETPILOT_LAB_DIR" => Some("/tmp/lab".into()),
                 "HETPILOT_LAB_KEY" => Some("/tmp/lab/id_ed25519".into()),
                 "HETPILOT_LAB_KNOWN_HOSTS" => Some("/tmp/lab/known_hosts".into()),
+                "HETPILOT_LAB_GPU_BIN" => Some("/tmp/lab/gpu/bin".into()),
                 _ => None,
             })
             .unwrap_or_else(|e| panic!("{e}"));
@@ -132,7 +133,15 @@ mod tests {
             names.push(profile.name);
         }
         names.sort();
-        for expected in ["cheetah", "darth", "gene", "lcloud", "lab-debug", "lab-big"] {
+        for expected in [
+            "cheetah",
+            "darth",
+            "gene",
+            "lcloud",
+            "lab-debug",
+            "lab-big",
+            "lab-gpu",
+        ] {
             assert!(
                 names.iter().any(|n| n == expected),
                 "{expected} missing: {names:?}"

@@ -4,18 +4,20 @@
 //! nowhere (the `blocked` reason of its summary).
 
 use super::Manager;
-use crate::control::{Capacity, StagingProfile};
+use crate::control::{Capacity, NodeResources, StagingProfile};
 use crate::provision::profile::PlatformProfile;
 use crate::queue::{AgentState, AppEntry, Queues};
 use hetpilot_protocol::pilots::PlatformStatus;
 use std::collections::BTreeMap;
 
 /// A profiled platform as its profile describes it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Shape {
     pub staging: StagingProfile,
     pub max_running: u32,
     pub profile_cores: u32,
+    /// What each node offers besides cores, as the profile says.
+    pub resources: NodeResources,
 }
 
 /// The newest active agent of `platform`'s slots: what its nodes really give a pilot.
@@ -78,6 +80,10 @@ impl Manager {
                     staging: p.staging,
                     max_running: p.max_running,
                     profile_cores: p.cores_per_node,
+                    resources: NodeResources {
+                        gpus: p.gpus_per_node,
+                        named: p.resources.clone(),
+                    },
                 };
                 (p.name.clone(), shape)
             })
@@ -122,6 +128,7 @@ impl Manager {
                 let capacity = Capacity {
                     nodes: shape.max_running,
                     cores_per_node: cores,
+                    resources: shape.resources.clone(),
                 };
                 capacities.insert(name.clone(), capacity);
             }

@@ -2,12 +2,14 @@
 //! in one call, cancel. One small module per batch system implements it; [`adapter_for`]
 //! picks one.
 
+mod gpu_check;
 mod llq;
 mod loadleveler;
 mod pbs;
 mod process;
 mod qstat;
 pub mod queue_check;
+mod resources;
 pub mod script;
 mod slurm;
 

@@ -13,6 +13,7 @@
 //!   `resources_min` of walltime, ncpus, nodes and GPUs, and the queue's user and group
 //!   ACLs against `id -un` / `id -Gn` on the login side. PBS has no command that says
 //!   whether an account is valid.
+//! - GPUs, when the profile sets `gpus_per_node`: the nodes' own (module `gpu_check`).
 //! - LoadLeveler: `llclass -l CLASS`: `Wall_clock_limit`, `Max_total_tasks`,
 //!   `Max_processors`, `Max_node` and `Maximum_slots`.
 
@@ -246,6 +247,7 @@ pub fn slurm(
         }
         Err(e) => out.push(warn(format!("CPUs of partition `{name}`: {e}"))),
     }
+    out.extend(super::gpu_check::slurm(runner, profile, name));
     if let Some(account) = &profile.account {
         out.push(slurm_account(runner, p, account));
     }
@@ -306,6 +308,10 @@ fn slurm_test_only(
     );
     let mut argv = vec!["sbatch", "--test-only", "-p", partition, "-N", &nodes];
     argv.extend(["--ntasks-per-node", &cores, "-t", &time]);
+    let gres = format!("--gres=gpu:{}", profile.gpus_per_node);
+    if profile.gpus_per_node > 0 {
+        argv.push(&gres);
+    }
     if let Some(account) = &profile.account {
         argv.extend(["-A", account]);
     }
@@ -354,7 +360,8 @@ pub fn pbs(
             names.join(", ")
         ))];
     };
-    let mut out = judge_pbs_queue(name, q, pilot);
+    let mut out = judge_pbs_queue(name, q, pilot, profile.gpus_per_node);
+    out.extend(super::gpu_check::pbs(runner, profile));
     for (kind, command) in [("user", "id -un"), ("group", "id -Gn")] {
         if !q.get(&format!("acl_{kind}_enable")).is_some_and(|v| yes(v)) {
             continue;
@@ -384,7 +391,12 @@ pub fn pbs(
 }
 
 /// The limits of PBS queue `name` (its `qstat -Q -f` attributes) against a pilot.
-fn judge_pbs_queue(name: &str, q: &qstat::Attributes, pilot: &PilotSpec) -> Vec<Finding> {
+fn judge_pbs_queue(
+    name: &str,
+    q: &qstat::Attributes,
+    pilot: &PilotSpec,
+    gpus_per_node: u32,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let attr = |k: &str| q.get(k).map(String::as_str);
     let kind = attr("queue_type").unwrap_or("unknown");
@@ -414,13 +426,15 @@ fn judge_pbs_queue(name: &str, q: &qstat::Attributes, pilot: &PilotSpec) -> Vec<
     }
     let cpus = u64::from(pilot.nodes) * u64::from(pilot.cores_per_node);
     let nodes = u64::from(pilot.nodes);
+    let gpus = nodes * u64::from(gpus_per_node);
     let limits = [
         ("resources_max.ncpus", cpus, "cores", true),
         ("resources_max.nodect", nodes, "nodes", true),
         ("resources_max.nodes", nodes, "nodes", true),
         ("resources_min.ncpus", cpus, "cores", false),
         ("resources_min.nodect", nodes, "nodes", false),
-        ("resources_min.ngpus", 0, "GPUs", false),
+        ("resources_max.ngpus", gpus, "GPUs", true),
+        ("resources_min.ngpus", gpus, "GPUs", false),
     ];
     for (key, asked, what, is_max) in limits {
         let Some(limit) = attr(key).and_then(leading_count) else {

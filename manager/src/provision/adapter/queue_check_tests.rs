@@ -259,3 +259,64 @@ fn loadleveler_class_limits_are_read_from_the_long_listing() {
     let f = fails(&findings);
     assert!(f[0].starts_with("class `Paralel` does not exist"), "{f:?}");
 }
+
+#[test]
+fn a_gpu_profile_on_a_cpu_partition_fails_before_sbatch_test_only() {
+    let (mut p, spec) = lab(AdapterKind::Slurm, "small", 2);
+    p.gpus_per_node = 2;
+    let runner = FakeRunner::new(&[
+        (0, SCONTROL_LAB, ""),
+        (0, "2\n2\n", ""),
+        (0, "(null)\n", ""),
+    ]);
+    let findings = slurm(&runner, &p, &spec);
+    assert_eq!(
+        fails(&findings),
+        [
+            "the nodes of partition `small` have no GPUs (sinfo %G: (null)); the profile asks \
+          for 2 a node (gpus_per_node): use a GPU partition or queue, or set gpus_per_node = 0"
+        ]
+    );
+    assert_eq!(
+        runner.calls().len(),
+        3,
+        "no sbatch --test-only after a failure"
+    );
+}
+
+#[test]
+fn a_gpu_profile_s_test_only_job_asks_for_its_gpus() {
+    let (mut p, spec) = lab(AdapterKind::Slurm, "small", 2);
+    p.gpus_per_node = 2;
+    let test_only = "sbatch: Job 3 to start at 2026-11-27T21:00:00 using 2 processors on nodes \
+                     n5 in partition gpu\n";
+    let runner = FakeRunner::new(&[
+        (0, SCONTROL_LAB, ""),
+        (0, "2\n", ""),
+        (0, "gpu:2\n", ""),
+        (0, "", test_only),
+    ]);
+    let findings = slurm(&runner, &p, &spec);
+    assert!(fails(&findings).is_empty(), "{:?}", texts(&findings));
+    assert!(
+        runner.calls()[3].contains(&"--gres=gpu:2".to_string()),
+        "{:?}",
+        runner.calls()[3]
+    );
+}
+
+#[test]
+fn a_pbs_queue_with_too_few_gpus_fails_naming_the_limit() {
+    let (mut p, spec) = lab(AdapterKind::Pbs, "gpuq", 2);
+    p.gpus_per_node = 2;
+    let queues = "Queue: gpuq\n    queue_type = Execution\n    resources_max.ngpus = 1\n    \
+                  enabled = True\n    started = True\n";
+    let nodes = "g1\n    state = free\n    gpus = 2\n";
+    let runner = FakeRunner::new(&[(0, queues, ""), (0, nodes, "")]);
+    let findings = pbs(&runner, &p, &spec);
+    assert_eq!(
+        fails(&findings),
+        ["queue `gpuq` takes jobs of at most 1 GPUs (resources_max.ngpus); pilots ask for 2"]
+    );
+    assert_eq!(runner.calls()[1], ["pbsnodes", "-a"]);
+}

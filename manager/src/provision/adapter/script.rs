@@ -2,6 +2,7 @@
 //! quoting of every value that reaches the shell, and validation of every value that
 //! reaches a batch directive.
 
+use super::resources::{agent_resource_flags, gpu_placeholders};
 use super::{AdapterError, JobScript, PilotSpec};
 use crate::provision::profile::{PlatformProfile, Sandbox};
 use std::time::Duration;
@@ -108,14 +109,11 @@ fn body(profile: &PlatformProfile, pilot: &PilotSpec) -> String {
             ("agent_binary", q(&profile.agent_binary)),
             (
                 "agent_args",
-                Some(
-                    if pilot.probe {
-                        "--version"
-                    } else {
-                        "--delete-token-file"
-                    }
-                    .into(),
-                ),
+                Some(if pilot.probe {
+                    "--version".into()
+                } else {
+                    format!("--delete-token-file{}", agent_resource_flags(profile))
+                }),
             ),
             (
                 "sandbox",
@@ -162,20 +160,19 @@ pub(super) fn render_batch(
         Some(v) => word(field, v),
         None => Ok(None),
     };
-    let text = fill(
-        template,
-        &[
-            ("job_name", word("pilot name", &pilot.name)?),
-            ("queue", optional("queue", &profile.queue)?),
-            ("account", optional("account", &profile.account)?),
-            ("nodes", Some(pilot.nodes.to_string())),
-            ("cores_per_node", Some(pilot.cores_per_node.to_string())),
-            ("walltime", Some(hms(pilot.walltime))),
-            ("stdout_path", word("work_dir", &stdout_path)?),
-            ("stderr_path", word("work_dir", &stderr_path)?),
-            ("body", Some(body(profile, pilot).trim_end().to_string())),
-        ],
-    );
+    let mut values = vec![
+        ("job_name", word("pilot name", &pilot.name)?),
+        ("queue", optional("queue", &profile.queue)?),
+        ("account", optional("account", &profile.account)?),
+        ("nodes", Some(pilot.nodes.to_string())),
+        ("cores_per_node", Some(pilot.cores_per_node.to_string())),
+        ("walltime", Some(hms(pilot.walltime))),
+        ("stdout_path", word("work_dir", &stdout_path)?),
+        ("stderr_path", word("work_dir", &stderr_path)?),
+        ("body", Some(body(profile, pilot).trim_end().to_string())),
+    ];
+    values.extend(gpu_placeholders(profile));
+    let text = fill(template, &values);
     Ok(JobScript {
         path: pilot.script_path.clone(),
         text,
