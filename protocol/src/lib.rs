@@ -14,6 +14,7 @@ pub mod files;
 mod ids;
 pub mod pilots;
 pub mod protocol;
+pub mod resource_fields;
 pub mod resources;
 pub mod spec;
 pub mod template;

@@ -27,6 +27,8 @@ fn array(name: &str, n: u64) -> AppSpec {
         outputs: vec![],
         data_intensive: false,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     }
 }
 

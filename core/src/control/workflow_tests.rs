@@ -36,6 +36,8 @@ fn workflow(name: &str, tasks: Vec<DagTask>) -> AppSpec {
         outputs: vec![],
         data_intensive: false,
         dag: Some(DagSpec { tasks }),
+        gpus: None,
+        resources: Default::default(),
     }
 }
 

@@ -21,6 +21,8 @@ fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
         outputs: vec![],
         data_intensive: false,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
