@@ -59,6 +59,7 @@ fn control(apps: &[(&str, u64)]) -> Control {
             memory_mb: 0,
             batch_job_id: None,
             only_user: None,
+            resources: Default::default(),
         },
         0,
     );

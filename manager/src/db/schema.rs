@@ -120,6 +120,9 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     add_column_if_missing(&conn, "pilots", "user", "TEXT")?;
     add_column_if_missing(&conn, "agents", "zero_work", "INTEGER NOT NULL DEFAULT 0")?;
     add_column_if_missing(&conn, "apps", "ended_ms", "INTEGER")?;
+    // GPUs and named counts: an agent's offer, and what each attempt was granted (JSON).
+    add_column_if_missing(&conn, "agents", "resources", "TEXT")?;
+    add_column_if_missing(&conn, "attempts", "resources", "TEXT")?;
     Ok(conn)
 }
 
