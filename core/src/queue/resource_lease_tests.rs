@@ -237,8 +237,10 @@ fn cpu_tasks_leave_a_gpu_agent_the_cores_its_waiting_gpu_tasks_need() {
 fn a_workflow_task_takes_its_own_gpus() {
     let mut wf = spec(0, None);
     wf.tasks = TaskSource::Lines(vec!["prep".into(), "train".into()]);
-    let mut train = DagTask::default();
-    train.gpus = Some(amount(1.0));
+    let train = DagTask {
+        gpus: Some(amount(1.0)),
+        ..DagTask::default()
+    };
     wf.dag = Some(DagSpec {
         tasks: vec![DagTask::default(), train],
     });
