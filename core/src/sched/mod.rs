@@ -16,6 +16,7 @@ pub(crate) mod scheduler;
 pub(crate) mod second_level;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
+pub mod variants;
 pub mod test_profiles;
 pub(crate) mod weighted_max_min;
 
