@@ -16,8 +16,8 @@ pub(crate) mod scheduler;
 pub(crate) mod second_level;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
-pub mod variants;
 pub mod test_profiles;
+pub mod variants;
 pub(crate) mod weighted_max_min;
 
 pub use affinity::{CoRunnerAffinity, PlatformAffinity};

@@ -70,7 +70,8 @@ impl FirstLevelInput {
     pub(crate) fn feasible_demand(&self) -> Vec<u64> {
         (0..self.apps.len())
             .map(|a| {
-                let reach: u64 = self.platforms_by_affinity(a)
+                let reach: u64 = self
+                    .platforms_by_affinity(a)
                     .iter()
                     .map(|&p| self.capacity[p])
                     .fold(0, u64::saturating_add);

@@ -124,11 +124,8 @@ pub(crate) fn capacities(
                     let gpu_cores = gpu_column.map_or(0, |g| u64::from(g.slot_cores));
                     let cores = u64::from(platform.cores_per_node);
                     let per = u64::from(c.slot_cores.max(1));
-                    let (base, extra) = if nodes == 0 {
-                        (0, 0)
-                    } else {
-                        (held / nodes, held % nodes)
-                    };
+                    let base = held.checked_div(nodes).unwrap_or(0);
+                    let extra = held.checked_rem(nodes).unwrap_or(0);
                     let left = |gpu_slots: u64| {
                         cores.saturating_sub(gpu_slots.saturating_mul(gpu_cores)) / per
                     };

@@ -82,7 +82,12 @@ fn provider_affinity_first_gives_every_gpu_to_the_application_that_gains_most() 
         assert_eq!(gpu[best], 8, "{order:?}: {gpu:?}");
         assert_eq!(gpu.iter().sum::<u64>(), 8, "{order:?}: {gpu:?}");
         // Its GPU tasks run the GPU variant, and every slot is handed out.
-        assert_eq!(p.variants_on(best, 0)[0], (0, 8), "{:?}", p.variants_on(best, 0));
+        assert_eq!(
+            p.variants_on(best, 0)[0],
+            (0, 8),
+            "{:?}",
+            p.variants_on(best, 0)
+        );
         let used: u64 = p.slots.iter().flatten().sum();
         assert_eq!(used, p.capacity.iter().sum::<u64>(), "{:?}", p.slots);
     }
@@ -149,10 +154,17 @@ fn hostile_snapshots_are_refused_with_the_field_named() {
     let platforms = platforms();
     let scheduler = VariantScheduler::new(SchedulerSettings::default()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let cases: Vec<(Box<dyn Fn(&mut VariantApplication)>, &str)> = vec![
-        (Box::new(|a| a.runtime_s[0][1] = f64::NAN), "runtime_s[0][1]"),
+    type Spoil = Box<dyn Fn(&mut VariantApplication)>;
+    let cases: Vec<(Spoil, &str)> = vec![
+        (
+            Box::new(|a| a.runtime_s[0][1] = f64::NAN),
+            "runtime_s[0][1]",
+        ),
         (Box::new(|a| a.runtime_s[1][0] = -3.0), "runtime_s[1][0]"),
-        (Box::new(|a| a.runtime_s.pop().map(drop).unwrap_or(())), "runtime_s"),
+        (
+            Box::new(|a| a.runtime_s.pop().map(drop).unwrap_or(())),
+            "runtime_s",
+        ),
         (Box::new(|a| a.variants[0].cores = 0), "variants[0].cores"),
         (Box::new(|a| a.variants.clear()), "variants"),
         (Box::new(|a| a.variants[0] = cpu_variant()), "variants"),
@@ -168,6 +180,9 @@ fn hostile_snapshots_are_refused_with_the_field_named() {
             applications: &apps,
         };
         let err = scheduler.plan(&snapshot, &mut rng).unwrap_err().to_string();
-        assert!(err.contains(&format!("applications[0].{field}")), "{field}: {err}");
+        assert!(
+            err.contains(&format!("applications[0].{field}")),
+            "{field}: {err}"
+        );
     }
 }
