@@ -89,16 +89,12 @@ impl Manager {
             })
             .await?;
         let spec = Arc::try_unwrap(spec).unwrap_or_else(|shared| (*shared).clone());
-        let data_intensive = spec.data_intensive;
+        // Wakes the idle agents (a data-intensive application's once its Het-HPS plan is
+        // bound, see `staging_plan`).
         self.control()
             .submit(app, owner.to_string(), spec, template, now);
         // In the queues now: they count there, not as reserved.
         drop(reserved);
-        if !data_intensive {
-            // A data-intensive application's tasks wake the idle agents once its Het-HPS
-            // plan is in place (`staging_plan`); pulls meanwhile lease them unplanned.
-            self.work.notify_waiters();
-        }
         self.replan();
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })
@@ -134,7 +130,7 @@ impl Manager {
         let deadline = tokio::time::Instant::now()
             + std::time::Duration::from_millis(wait_ms.min(MAX_APP_WAIT_MS));
         loop {
-            let progress = self.progress.notified();
+            let progress = self.waiters.progress.notified();
             tokio::pin!(progress);
             progress.as_mut().enable();
             let s = self.visible(who, app)?;
@@ -209,7 +205,6 @@ impl Manager {
         };
         if cancelled {
             stored.await?;
-            self.progress.notify_waiters();
             self.replan();
         }
         self.visible(who, app)
