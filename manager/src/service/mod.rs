@@ -32,6 +32,7 @@ pub use error::ServiceError;
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
 pub use staging_plan::StagingStatus;
+pub use users::{TaskPage, MAX_TASK_PAGE};
 
 use crate::config::Settings;
 use crate::control::{Control, ControlSettings};
