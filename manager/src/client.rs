@@ -229,15 +229,21 @@ impl Client {
         self.call(self.get(&format!("/v1/apps/{app}/report"))).await
     }
 
+    /// One page of an application's tasks in index order: at most `limit`, each with an
+    /// index greater than `after`.
     pub async fn tasks(
         &self,
         app: AppId,
         state: Option<&str>,
         limit: u64,
+        after: Option<u64>,
     ) -> Result<Vec<TaskInfo>, ClientError> {
         let mut q = vec![("limit", limit.to_string())];
         if let Some(s) = state {
             q.push(("state", s.to_string()));
+        }
+        if let Some(a) = after {
+            q.push(("after", a.to_string()));
         }
         self.call(self.get(&format!("/v1/apps/{app}/tasks")).query(&q))
             .await

@@ -2,7 +2,9 @@
 
 use super::connect::Connect;
 use super::log_window::{printable, write_window, Window, DEFAULT_TAIL_LINES};
+use super::listing::{more_line, JsonArray, Partial};
 use super::output::{millis, print_json, print_table};
+use super::task_pages::{self, Query};
 use clap::Args as ClapArgs;
 use hetpilot_protocol::protocol::{AttemptRecord, TaskInfo};
 use hetpilot_protocol::{AppId, TaskRef};
@@ -16,9 +18,16 @@ pub struct TasksArgs {
     /// Only tasks in this state (waiting, leased, running, done, failed, cancelled).
     #[arg(long)]
     pub state: Option<String>,
-    /// At most this many tasks.
-    #[arg(long, default_value_t = 100)]
-    pub limit: u64,
+    /// At most this many tasks (default: 100 in the table; every task with --json).
+    #[arg(long, conflicts_with = "all")]
+    pub limit: Option<u64>,
+    /// Every task, in the table too.
+    #[arg(long)]
+    pub all: bool,
+    /// Only tasks whose index is greater: where a cut listing goes on.
+    #[arg(long)]
+    pub after: Option<u64>,
+    /// Every task as a JSON array; with --limit, cut short, an object saying how to go on.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -152,14 +161,59 @@ fn row(t: &TaskInfo) -> Vec<String> {
 }
 
 pub async fn tasks(args: TasksArgs) -> anyhow::Result<()> {
-    let tasks = args
-        .connect
-        .client()?
-        .tasks(args.app, args.state.as_deref(), args.limit)
+    let client = args.connect.client()?;
+    let q = Query {
+        app: args.app,
+        state: args.state.as_deref(),
+        after: args.after,
+        limit: match args.limit {
+            Some(n) => Some(n),
+            None if args.all || args.json => None,
+            None => Some(100),
+        },
+    };
+    if args.json && q.limit.is_none() {
+        let mut array = JsonArray::new(std::io::BufWriter::new(std::io::stdout()))?;
+        task_pages::each(&client, &q, |rows| {
+            rows.iter().try_for_each(|t| array.push(t))
+        })
         .await?;
+        return Ok(array.finish()?);
+    }
+    let (tasks, more) = task_pages::collect(&client, &q).await?;
+    let last = tasks
+        .last()
+        .map_or(args.after.unwrap_or(0), |t| t.task.index);
+    if args.json && more {
+        let state = args
+            .state
+            .map(|s| format!(" --state {s}"))
+            .unwrap_or_default();
+        return print_json(&Partial {
+            partial: true,
+            rows: &tasks,
+            after: last,
+            next: format!("hetpilot tasks {} --json{state} --after {last}", args.app),
+        });
+    }
     if args.json {
         return print_json(&tasks);
     }
+    let more = if more {
+        let matching = match (&q.after, q.state) {
+            (Some(_), _) => None,
+            (None, state) => {
+                let mut counts = client.app(args.app).await?.counts;
+                match state.and_then(hetpilot_protocol::protocol::TaskState::parse) {
+                    Some(s) => Some(*counts.get_mut(s)),
+                    None => Some(counts.total()),
+                }
+            }
+        };
+        more_line(tasks.len(), matching, last)
+    } else {
+        None
+    };
     if tasks.is_empty() {
         println!("no tasks");
         return Ok(());
@@ -170,6 +224,9 @@ pub async fn tasks(args: TasksArgs) -> anyhow::Result<()> {
         ],
         &tasks.iter().map(row).collect::<Vec<_>>(),
     );
+    if let Some(line) = more {
+        println!("{line}");
+    }
     Ok(())
 }
 

@@ -160,7 +160,7 @@ impl Manager {
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(req.wait_ms).min(MAX_WAIT);
         loop {
-            let notified = self.work.notified();
+            let notified = self.waiters.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let (batch, leased, leases_stored, drain, kill, platform) = {
@@ -289,8 +289,6 @@ impl Manager {
             let committing = std::time::Instant::now();
             results_stored.await?;
             self.metrics.store_commit(committing.elapsed());
-            self.work.notify_waiters();
-            self.progress.notify_waiters();
         }
         self.metrics.reported(&platform, &summary);
         Ok(ReportResponse {
@@ -344,7 +342,6 @@ impl Manager {
         };
         if given_back > 0 {
             tracing::warn!(agent = %id, tasks = given_back, "leases that never reached their agent went back to their queues");
-            self.work.notify_waiters();
         }
         let grants = self.store_grants(held);
         Ok(HeartbeatResponse {
@@ -367,8 +364,6 @@ impl Manager {
         };
         stored.await?;
         self.revoke_agent_credential(id);
-        self.work.notify_waiters();
-        self.progress.notify_waiters();
         self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())

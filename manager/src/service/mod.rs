@@ -26,6 +26,7 @@ mod task_quotas;
 #[cfg(test)]
 mod test_support;
 mod users;
+mod wake;
 mod workflow;
 
 pub use crate::clock::now_ms;
@@ -35,6 +36,7 @@ pub use error::ServiceError;
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
 pub use staging_plan::StagingStatus;
+pub use users::{TaskPage, MAX_TASK_PAGE};
 
 use crate::config::Settings;
 use crate::control::{Control, ControlSettings};
@@ -48,6 +50,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
+use wake::Waiters;
 
 pub struct Manager {
     pub settings: Settings,
@@ -59,11 +62,8 @@ pub struct Manager {
     writer: Writer,
     reader: Arc<Reader>,
     tokens: Tokens,
-    /// Woken whenever tasks become available, for long-polling agents.
-    work: Notify,
-    /// Woken whenever tasks end (recorded, cancelled, failed with a lost agent), for
-    /// clients waiting on an application.
-    progress: Notify,
+    /// Agents and clients in a long poll, woken as the control plane decides (`wake`).
+    waiters: Waiters,
     next_app: AtomicU64,
     next_agent: AtomicU64,
     /// Tasks of submits between their quota check and the queues (see `task_quotas`).
@@ -261,8 +261,7 @@ impl Manager {
             writer: Writer::spawn(conn),
             reader,
             tokens,
-            work: Notify::new(),
-            progress: Notify::new(),
+            waiters: Waiters::default(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
             quota_reservations: Default::default(),
@@ -283,6 +282,7 @@ impl Manager {
             self.control.lock().unwrap_or_else(|p| p.into_inner()),
             self.journal.as_ref(),
             &self.writer,
+            &self.waiters,
         )
     }
 
@@ -384,8 +384,6 @@ impl Manager {
             self.revoke_agent_credential(agent);
         }
         if changed > 0 {
-            self.work.notify_waiters();
-            self.progress.notify_waiters();
             self.replan();
         }
         changed

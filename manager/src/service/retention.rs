@@ -41,7 +41,6 @@ impl Manager {
             (summary, self.store_forgotten(&control, vec![forgotten]))
         };
         stored.await?;
-        self.progress.notify_waiters();
         tracing::info!(%app, tasks = summary.tasks, by = name, "application forgotten");
         Ok(summary)
     }
@@ -123,9 +122,6 @@ impl Manager {
                 self.store_forgotten(&control, forgotten)
             };
             stored.await?;
-        }
-        if total.apps > 0 {
-            self.progress.notify_waiters();
         }
         Ok(total)
     }
