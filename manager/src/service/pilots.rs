@@ -25,6 +25,10 @@ pub struct PilotBook {
     pub(super) shapes: BTreeMap<String, Shape>,
     /// The cores per pilot each profiled platform is planned with (see `platforms`).
     pub(super) planned_cores: BTreeMap<String, u32>,
+    /// The round of platform checks under way (see `platform_checks`).
+    pub(super) check_round: u64,
+    /// Why each platform that failed the latest round of checks failed.
+    pub(super) check_failures: BTreeMap<String, String>,
     next: u64,
 }
 
@@ -380,6 +384,10 @@ impl PilotHost for Manager {
 
     fn set_platform_status(&self, status: PlatformStatus) {
         self.book().platforms.insert(status.name.clone(), status);
+    }
+
+    fn check_failure(&self, platform: &str) -> Option<String> {
+        self.platform_check_failure(platform)
     }
 }
 
