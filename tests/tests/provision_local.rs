@@ -63,6 +63,13 @@ fn local_pilots_run_an_application_and_end_when_work_is_done() {
         std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
         0o700
     );
+    // The pilot's directory and its outputs are private, as the manager's work directory.
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&pdir), 0o700);
+    for output in ["out", "err"] {
+        let path = pdir.join(format!("{name}.{output}"));
+        assert_eq!(mode(&path), 0o600, "{}", path.display());
+    }
     let text = std::fs::read_to_string(&script).unwrap();
     assert!(text.contains("HETPILOT_AGENT_TOKEN_FILE"), "{text}");
     assert!(text.contains("--delete-token-file"), "{text}");
