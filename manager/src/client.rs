@@ -1,7 +1,7 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
 use hetpilot_protocol::file_listing::FilePage;
-use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus};
+use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus, PlatformsReloaded};
 use hetpilot_protocol::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser,
     PurgeRequest, SubmitResponse, TaskDetail, TaskInfo, TokenResponse,
@@ -344,5 +344,11 @@ impl Client {
 
     pub async fn platform_status(&self) -> Result<Vec<PlatformStatus>, ClientError> {
         self.call(self.get("/v1/platforms")).await
+    }
+
+    /// Asks the manager to re-read and re-check the platforms' profiles (admin).
+    pub async fn reload_platforms(&self) -> Result<PlatformsReloaded, ClientError> {
+        self.call(self.post("/v1/platforms/reload", &serde_json::json!({})))
+            .await
     }
 }

@@ -423,6 +423,10 @@ pub struct AppSummary {
     pub ended_at_ms: Option<u64>,
     /// Its tasks by state.
     pub counts: StateCounts,
+    /// Attempts of its tasks lost to the infrastructure (a pilot killed, an agent lost):
+    /// they do not count against `max_attempts`.
+    #[serde(default)]
+    pub lost_attempts: u64,
     /// Why no available platform can run its waiting tasks now, e.g. "no available
     /// platform: lab-typo unavailable: sbatch: error: invalid partition specified: smal";
     /// absent when some platform can.

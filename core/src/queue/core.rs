@@ -834,6 +834,7 @@ impl Queues {
                 reason: reason.to_string(),
             });
             app.tasks[task.index as usize].lost = slot.lost.saturating_add(1);
+            app.lost_attempts = app.lost_attempts.saturating_add(1);
             app.set_state(task.index, TaskState::Waiting);
             app.enqueue(task.index);
             changes.push(Change::TaskState {

@@ -94,6 +94,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/bandwidths", get(scheduling_views::bandwidths))
         .route("/v1/pilots", get(pilots::list))
         .route("/v1/platforms", get(pilots::platforms))
+        .route("/v1/platforms/reload", post(pilots::reload_platforms))
         .route("/v1/whoami", get(dashboard_views::whoami))
         .route("/v1/affinity", get(dashboard_views::affinity))
         .route("/v1/staging", get(dashboard_views::staging))

@@ -11,6 +11,7 @@ mod file_listing;
 mod files;
 mod history;
 mod pilots;
+mod platform_checks;
 mod platforms;
 mod register_source;
 mod resource_check;
@@ -35,6 +36,7 @@ pub use auth::Principal;
 pub use error::ServiceError;
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
+pub use platform_checks::ReloadReply;
 pub use staging_plan::StagingStatus;
 pub use users::{TaskPage, MAX_TASK_PAGE};
 
@@ -71,6 +73,8 @@ pub struct Manager {
     /// Woken when something that matters to scheduling changes.
     replan: Arc<Notify>,
     pilots: Mutex<pilots::PilotBook>,
+    /// Where reloads of the platform profiles go (`serve` sets it; see `platform_checks`).
+    platform_reloads: std::sync::OnceLock<tokio::sync::mpsc::Sender<ReloadReply>>,
     /// The secrets of `[[storage]]`, for grants to agents.
     stores: store_grants::StoreKeys,
     /// Bytes each user keeps in the file service.
@@ -267,6 +271,7 @@ impl Manager {
             quota_reservations: Default::default(),
             replan: Arc::new(Notify::new()),
             pilots: Mutex::new(pilot_book),
+            platform_reloads: Default::default(),
             stores,
             file_usage: files::FileUsage::default(),
             staging_planner: Default::default(),

@@ -60,6 +60,7 @@ fn summary(app: &AppEntry, offers: &Offers) -> AppSummary {
         cancelled: app.cancelled,
         ended_at_ms: app.ended_ms,
         counts: app.counts,
+        lost_attempts: app.lost_attempts,
         blocked: offers.blocked(app),
         workflow: app.workflow_progress(),
     }
