@@ -17,6 +17,7 @@ pub mod pilots;
 pub mod protocol;
 pub mod resources;
 pub mod spec;
+pub mod task_output;
 pub mod template;
 pub mod views;
 

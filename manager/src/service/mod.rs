@@ -19,6 +19,7 @@ mod retention_tests;
 mod rounds;
 mod staging_plan;
 mod store_grants;
+mod task_outputs;
 mod task_quotas;
 #[cfg(test)]
 mod test_support;
@@ -32,6 +33,7 @@ pub use error::ServiceError;
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
 pub use staging_plan::StagingStatus;
+pub use task_outputs::StoredOutput;
 
 use crate::config::Settings;
 use crate::control::{Control, ControlSettings};
@@ -72,6 +74,8 @@ pub struct Manager {
     stores: store_grants::StoreKeys,
     /// Bytes each user keeps in the file service.
     file_usage: files::FileUsage,
+    /// Task outputs asked of agents for readers (`task_outputs`).
+    output_requests: task_outputs::OutputRequests,
     /// The background Het-HPS planner (see `staging_plan`).
     staging_planner: staging_plan::StagingPlanner,
     /// What the dashboard charts over time (see `history`).
@@ -267,6 +271,7 @@ impl Manager {
             pilots: Mutex::new(pilot_book),
             stores,
             file_usage: files::FileUsage::default(),
+            output_requests: Default::default(),
             staging_planner: Default::default(),
             history: Default::default(),
             metrics: Default::default(),
