@@ -7,6 +7,7 @@ use hetpilot_protocol::protocol::{
     PurgeRequest, SubmitResponse, TaskDetail, TaskInfo, TokenResponse,
 };
 use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::task_output::OutputStream;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_protocol::{AppId, TaskRef};
 use hetpilot_transport::http::{self, CallError};
@@ -153,6 +154,26 @@ impl Client {
             status: status.as_u16(),
             message,
         })
+    }
+
+    /// `GET /v1/tasks/TASK/output`: one stream of run `attempt` of `task`, fetched through
+    /// the manager (which asks the agent for it when it has not got it); `range` is a
+    /// `Range` header value such as `bytes=-65536`. Its body is still to be read.
+    pub async fn task_output(
+        &self,
+        task: TaskRef,
+        attempt: u32,
+        stream: OutputStream,
+        range: Option<&str>,
+    ) -> Result<reqwest::Response, ClientError> {
+        let mut req = self.get(&format!("/v1/tasks/{task}/output")).query(&[
+            ("attempt", attempt.to_string()),
+            ("stream", stream.as_str().to_string()),
+        ]);
+        if let Some(range) = range {
+            req = req.header(reqwest::header::RANGE, range);
+        }
+        self.send_file_request(req).await
     }
 
     /// `PUT /v1/files/NAME`: stores `body` as the caller's file `name`.

@@ -188,6 +188,9 @@ pub struct PullResponse {
     /// Runs to kill now (their application was cancelled, or another run completed them).
     #[serde(default)]
     pub kill: Vec<TaskAttempt>,
+    /// Outputs of this agent's runs to send to the manager (someone asked to read them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub send_output: Vec<crate::task_output::OutputWanted>,
     /// When these leases were granted (manager time, unix ms); echoed in heartbeats.
     pub lease_ms: u64,
     /// Fresh grants to the file stores these tasks' applications use.
@@ -350,6 +353,9 @@ pub struct HeartbeatResponse {
     /// Runs to kill now (their application was cancelled, or another run completed them).
     #[serde(default)]
     pub kill: Vec<TaskAttempt>,
+    /// Outputs of this agent's runs to send to the manager (someone asked to read them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub send_output: Vec<crate::task_output::OutputWanted>,
     /// Fresh grants to the file stores the applications of the held tasks use, so no grant
     /// expires under a running task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -120,6 +120,7 @@ mod tests {
                 at,
                 agent: AgentId(1),
                 now_ms: 5,
+                resources: Default::default(),
             },
             Change::Started { at, now_ms: 6 },
             task_state(TaskState::Running),

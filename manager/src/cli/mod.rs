@@ -22,6 +22,7 @@ mod output;
 mod partition;
 mod pilots;
 mod platforms;
+mod remote_output;
 mod reproduce;
 mod schedule;
 mod serve;

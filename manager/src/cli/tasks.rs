@@ -4,9 +4,11 @@ use super::connect::Connect;
 use super::log_window::{printable, write_window, Window, DEFAULT_TAIL_LINES};
 use super::listing::{more_line, JsonArray, Partial};
 use super::output::{millis, print_json, print_table};
+use super::remote_output;
 use super::task_pages::{self, Query};
 use clap::Args as ClapArgs;
 use hetpilot_protocol::protocol::{AttemptRecord, TaskInfo};
+use hetpilot_protocol::task_output::OutputStream;
 use hetpilot_protocol::{AppId, TaskRef};
 use indicatif::HumanBytes;
 use std::io::Write;
@@ -84,18 +86,21 @@ fn window(args: &LogsArgs) -> Window {
     }
 }
 
-/// Writes the part of an output file `window` selects under a header naming it, and says
-/// on stderr what was left out and how to see it.
+/// Writes the part of an output file `window` selects under `header`, and says on stderr
+/// what was left out and how to see it; `size` is the whole output's size when `file`
+/// holds only a part of it.
 fn show_output(
     label: &str,
-    path: &str,
+    header: &str,
     file: &mut std::fs::File,
     window: Window,
+    size: Option<u64>,
 ) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    writeln!(out, "--- {label} ({}) ---", printable(path))?;
-    let shown = write_window(file, window, &mut out)?;
+    writeln!(out, "{header}")?;
+    let mut shown = write_window(file, window, &mut out)?;
     out.flush()?;
+    shown.of = size.unwrap_or(shown.of);
     if shown.cut() {
         let what = match window {
             Window::Head(n) => format!("the first {n} lines"),
@@ -231,7 +236,8 @@ pub async fn tasks(args: TasksArgs) -> anyhow::Result<()> {
 }
 
 pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
-    let detail = args.connect.client()?.task(args.task).await?;
+    let client = args.connect.client()?;
+    let detail = client.task(args.task).await?;
     if args.json {
         return print_json(&detail);
     }
@@ -261,16 +267,45 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
         println!("error: {e}");
     }
     let mut shown = false;
-    for (label, ext, path) in [
-        ("stdout", "out", &a.stdout_path),
-        ("stderr", "err", &a.stderr_path),
+    for (label, stream, path) in [
+        ("stdout", OutputStream::Stdout, &a.stdout_path),
+        ("stderr", OutputStream::Stderr, &a.stderr_path),
     ] {
         let Some(path) = path.as_deref() else {
             continue;
         };
-        if let Some(mut file) = open_reported(path, args.task, a.attempt, ext) {
-            show_output(label, path, &mut file, window(&args))?;
+        let shown_path = printable(path);
+        if let Some(mut file) = open_reported(path, args.task, a.attempt, stream.as_str()) {
+            let header = format!("--- {label} ({shown_path}) ---");
+            show_output(label, &header, &mut file, window(&args), None)?;
             shown = true;
+            continue;
+        }
+        // Not on this host (or not readable here): through the manager, from the agent.
+        match remote_output::fetch(&client, args.task, a.attempt, stream, window(&args)).await {
+            Ok(mut fetched) => {
+                let header = format!(
+                    "--- {label} (from the manager: {shown_path} on {} is not readable here) ---",
+                    printable(&a.host)
+                );
+                let size = fetched.kept.saturating_add(fetched.skipped);
+                show_output(label, &header, &mut fetched.file, window(&args), Some(size))?;
+                if fetched.skipped > 0 {
+                    eprintln!(
+                        "{label}: the manager keeps only its last {} (limits.max_output_mib); \
+                         the first {} are on {} only",
+                        HumanBytes(fetched.kept),
+                        HumanBytes(fetched.skipped),
+                        printable(&a.host)
+                    );
+                }
+                shown = true;
+            }
+            Err(e) => eprintln!(
+                "{label}: {shown_path} is not readable here, and the manager could not fetch it: \
+                 {}",
+                printable(&e.to_string())
+            ),
         }
     }
     if !shown {

@@ -22,6 +22,7 @@ mod metrics_state;
 mod pilots;
 mod rate;
 mod scheduling_views;
+mod task_outputs;
 mod ui;
 mod users;
 
@@ -107,6 +108,8 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .with_state(manager.clone())
         // Staging: the file service streams bodies up to its per-file limit.
         .merge(files::router(manager.clone()))
+        // Task outputs agents send on request, up to `max_output_mib`.
+        .merge(task_outputs::router(manager.clone()))
         .layer(from_fn_with_state(manager.clone(), auth::authenticate))
         .route(
             "/v1/health",

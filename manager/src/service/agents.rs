@@ -20,7 +20,7 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 const MAX_RESULTS: usize = 10_000;
 
 /// The agent a credential belongs to, which must be the one named in the path.
-fn agent(who: &Principal, path_agent: AgentId) -> Result<AgentId, ServiceError> {
+pub(super) fn agent(who: &Principal, path_agent: AgentId) -> Result<AgentId, ServiceError> {
     match who {
         Principal::Agent(id) if *id == path_agent => Ok(*id),
         Principal::Agent(id) => Err(ServiceError::Forbidden(format!(
@@ -174,9 +174,11 @@ impl Manager {
                     .flatten();
                 (batch, leased, leases_stored, drain, kill, platform)
             };
+            let send_output = self.outputs_to_send(id);
             if !batch.tasks.is_empty()
                 || drain
                 || !kill.is_empty()
+                || !send_output.is_empty()
                 || tokio::time::Instant::now() >= deadline
             {
                 if leased {
@@ -196,6 +198,7 @@ impl Manager {
                     tasks: batch.tasks,
                     drain,
                     kill,
+                    send_output,
                     lease_ms: batch.lease_ms,
                 });
             }
@@ -347,6 +350,7 @@ impl Manager {
         Ok(HeartbeatResponse {
             drain,
             kill,
+            send_output: self.outputs_to_send(id),
             grants,
         })
     }

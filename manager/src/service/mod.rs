@@ -23,6 +23,7 @@ mod retention_tests;
 mod rounds;
 mod staging_plan;
 mod store_grants;
+mod task_outputs;
 mod task_quotas;
 #[cfg(test)]
 mod test_support;
@@ -38,6 +39,7 @@ pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
 pub use platform_checks::ReloadReply;
 pub use staging_plan::StagingStatus;
+pub use task_outputs::StoredOutput;
 pub use users::{TaskPage, MAX_TASK_PAGE};
 
 use crate::config::Settings;
@@ -79,6 +81,8 @@ pub struct Manager {
     stores: store_grants::StoreKeys,
     /// Bytes each user keeps in the file service.
     file_usage: files::FileUsage,
+    /// Task outputs asked of agents for readers (`task_outputs`).
+    output_requests: task_outputs::OutputRequests,
     /// The background Het-HPS planner (see `staging_plan`).
     staging_planner: staging_plan::StagingPlanner,
     /// What the dashboard charts over time (see `history`).
@@ -274,6 +278,7 @@ impl Manager {
             platform_reloads: Default::default(),
             stores,
             file_usage: files::FileUsage::default(),
+            output_requests: Default::default(),
             staging_planner: Default::default(),
             history: Default::default(),
             metrics: Default::default(),
