@@ -179,7 +179,7 @@ impl Manager {
                 to_tell.insert(wanted);
             }
         }
-        self.work.notify_waiters();
+        self.waiters.work.notify_waiters();
         Ok(())
     }
 
