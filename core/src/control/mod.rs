@@ -24,6 +24,8 @@ pub(crate) mod placement;
 mod policy_state;
 pub(crate) mod profiling;
 pub(crate) mod provision_demand;
+#[cfg(test)]
+mod resource_demand_tests;
 mod resource_fit;
 mod round;
 mod scheduler_config;
@@ -43,7 +45,6 @@ pub use forget::Forgotten;
 pub(crate) use journal::{Input, Output};
 pub use measured::{AgentResources, AppResources, CarriedUsage, Measured, Run};
 pub use provision_demand::Capacity;
-use provision_demand::Requests;
 pub use resource_fit::NodeResources;
 pub use round::{RoundDone, RoundJob};
 pub use scheduler_config::SchedulerConfig;
@@ -423,6 +424,7 @@ impl Control {
         });
         let (apps, agents) = round::live_state(&self.queues);
         let workflows = round::live_workflows(&self.queues, self.policy.workflow_policy);
+        let requests = round::live_requests(&self.queues, &apps);
         let policy = &mut self.policy;
         policy.speeds = policy.stats.speeds();
         let weights = policy
@@ -441,7 +443,7 @@ impl Control {
             agents,
             weights,
             reachable,
-            requests: Requests::new(),
+            requests,
             workflows,
             workflow_policy: policy.workflow_policy,
             now_ms,

@@ -146,6 +146,18 @@ pub(super) fn live_workflows(queues: &Queues, policy: WorkflowPolicy) -> Vec<(Ap
 }
 
 /// The applications with waiting tasks and the active agents, as a round sees them.
+/// What each application with waiting tasks requests besides cores (only those that
+/// request something), for the provisioning demand: GPU work asks for pilots only where
+/// nodes have the GPUs and named counts it needs.
+pub(super) fn live_requests(queues: &Queues, apps: &[LiveApp]) -> Requests {
+    apps.iter()
+        .filter_map(|live| {
+            let app = queues.app(live.id)?;
+            (!app.request.is_empty()).then(|| (live.id, app.request.clone()))
+        })
+        .collect()
+}
+
 pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
     let apps = queues
         .apps()

@@ -1,0 +1,80 @@
+//! The provisioning demand through the whole control plane sees what each application
+//! requests besides cores: GPU work asks for pilots of the GPU platform only, and CPU
+//! work never for it while a CPU platform has room.
+
+use super::*;
+use crate::control::resource_fit::NodeResources;
+use hetpilot_protocol::resources::ResourceAmount;
+use hetpilot_protocol::spec::TaskSource;
+
+fn app(name: &str, n: u64, gpus: Option<f64>) -> AppSpec {
+    AppSpec {
+        name: name.into(),
+        command: "run {}".into(),
+        tasks: TaskSource::Array { start: 1, end: n },
+        cores: 1,
+        memory_mb: 0,
+        env: Default::default(),
+        workdir: None,
+        max_attempts: 1,
+        timeout_secs: None,
+        output_dir: None,
+        inputs: vec![],
+        outputs: vec![],
+        data_intensive: false,
+        dag: None,
+        gpus: gpus.map(|g| ResourceAmount::parse(g).unwrap()),
+        resources: Default::default(),
+    }
+}
+
+#[test]
+fn gpu_work_asks_for_gpu_pilots_and_cpu_work_for_cpu_pilots() {
+    let settings = ControlSettings {
+        scheduler: SchedulerConfig::default(),
+        fairshare: FairshareConfig::default(),
+        lease_timeout_ms: 60_000,
+        store_io_mib_per_s: Default::default(),
+    };
+    let mut c = Control::new(&settings, Measured::default()).unwrap();
+    let capacity = |gpus| Capacity {
+        nodes: 2,
+        cores_per_node: 8,
+        resources: NodeResources {
+            gpus,
+            named: Default::default(),
+        },
+    };
+    c.use_profiles(
+        BTreeMap::from([
+            ("cpu".to_string(), StagingProfile::default()),
+            ("gpu".to_string(), StagingProfile::default()),
+        ]),
+        BTreeMap::from([
+            ("cpu".to_string(), capacity(0)),
+            ("gpu".to_string(), capacity(4)),
+        ]),
+    );
+    for (i, spec) in [app("train", 8, Some(1.0)), app("sweep", 40, None)]
+        .into_iter()
+        .enumerate()
+    {
+        let template = spec.validate().unwrap();
+        c.submit(AppId(i as u64 + 1), format!("user{i}"), spec, template, 0);
+    }
+    let job = c.begin_round(&HashSet::new(), 1_000).unwrap();
+    let warnings = c.finish_round(job.run());
+    assert!(warnings.round.is_none(), "{:?}", warnings.round);
+    let gpu = c.demand_by_user("gpu");
+    let cpu = c.demand_by_user("cpu");
+    assert!(gpu.get("user0").is_some_and(|&d| d > 0), "gpu: {gpu:?}");
+    assert!(
+        !gpu.contains_key("user1"),
+        "CPU work on the GPU platform: {gpu:?}"
+    );
+    assert!(
+        !cpu.contains_key("user0"),
+        "GPU work on the CPU platform: {cpu:?}"
+    );
+    assert!(cpu.get("user1").is_some_and(|&d| d > 0), "cpu: {cpu:?}");
+}
