@@ -148,6 +148,18 @@ pub trait BatchAdapter: Send + Sync {
         job: &BatchJobId,
     ) -> Result<(), AdapterError>;
 
+    /// Runs `argv` where pilot `job`'s files are: the login side, or the ssh adapter's
+    /// target host (the login side for a pilot never submitted, `None`).
+    fn run_beside(
+        &self,
+        runner: &dyn CommandRunner,
+        _profile: &PlatformProfile,
+        _job: Option<&BatchJobId>,
+        argv: &[&str],
+    ) -> Result<CommandOutput, AdapterError> {
+        Ok(runner.run(argv, None)?)
+    }
+
     /// What the batch system says about `profile`'s partition, queue or class and account
     /// for pilots shaped like `pilot` (see [`queue_check`]); nothing to ask without a
     /// batch system.
