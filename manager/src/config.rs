@@ -12,7 +12,7 @@ mod storage;
 
 pub use limits::LimitsConfig;
 pub use metrics::MetricsConfig;
-pub use provision::ProvisionSettings;
+pub use provision::{DirRetention, ProvisionSettings};
 pub use quotas::Quotas;
 pub use retention::RetentionConfig;
 pub use storage::StorageConfig;
@@ -321,6 +321,34 @@ mod tests {
         let file = dir.path().join("bad.toml");
         std::fs::write(&file, "listen = [1,2\n").unwrap();
         assert!(Settings::load(Some(&file), &[]).is_err());
+    }
+
+    #[test]
+    fn pilot_dir_retention_is_bounded_and_a_bad_one_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hetpilot.toml");
+        let load = |value: &str| {
+            std::fs::write(
+                &file,
+                format!("[provision]\ninterval_secs = 1\npilot_dir_retention_secs = {value}\n"),
+            )
+            .unwrap();
+            Settings::load(Some(&file), &[])
+        };
+        let retention = |s: Settings| s.provision.pilot_dir_retention_secs.after_ms();
+        assert_eq!(retention(load("90").unwrap()), Some(90_000));
+        assert_eq!(retention(load("0").unwrap()), None, "0 keeps them for ever");
+        assert_eq!(
+            retention(Settings::load(None, &[]).unwrap()),
+            Some(86_400_000)
+        );
+        for bad in ["31536001", "-1", "\"1d\"", "1.5"] {
+            let err = load(bad).unwrap_err().to_string();
+            assert!(err.contains("hetpilot.toml"), "{bad}: {err}");
+            assert!(err.contains("line 3"), "{bad}: {err}");
+        }
+        let err = load("99999999999").unwrap_err().to_string();
+        assert!(err.contains("over a year"), "{err}");
     }
 
     #[test]

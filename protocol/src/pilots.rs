@@ -84,6 +84,10 @@ pub struct PilotRecord {
     /// The one user whose tasks it runs (`pilots = "per-user"` platforms); `None`: anyone's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// When its directory on the platform was removed, its batch output kept in the
+    /// manager's data directory (`[provision] pilot_dir_retention_secs` after it ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir_removed_ms: Option<u64>,
 }
 
 /// The answer to `POST /v1/platforms/reload`: the profiles were re-read; their checks run

@@ -9,6 +9,8 @@
 //! backoff_max_secs = 600      # ... at most this long
 //! credential_ttl_secs = 86400 # a pilot's registration credential expires after this
 //! cancel_on_shutdown = true   # a manager stopped by SIGTERM/SIGINT cancels its pilots
+//! pilot_dir_retention_secs = 86400 # an ended pilot's directory is removed this long after
+//!                             #   (its batch output kept in DATA_DIR/pilot-logs/); 0: never
 //! ```
 
 use serde::Deserialize;
@@ -27,6 +29,8 @@ pub struct ProvisionSettings {
     /// of its pilots that are still queued or running. `false` keeps them for a manager
     /// restarted soon after (their agents wait `--give-up-secs` for it).
     pub cancel_on_shutdown: bool,
+    /// How long an ended pilot's directory (`<work_dir>/<pilot>/`) stays on its platform.
+    pub pilot_dir_retention_secs: DirRetention,
     /// The SHA-256 fingerprint of the manager's HTTPS certificate, which pilots' agents pin
     /// (`HETPILOT_TLS_FINGERPRINT`); set by `hetpilot serve`, not configured.
     #[serde(skip)]
@@ -43,8 +47,43 @@ impl Default for ProvisionSettings {
             backoff_max_secs: 600.0,
             credential_ttl_secs: 86400.0,
             cancel_on_shutdown: true,
+            pilot_dir_retention_secs: DirRetention(DirRetention::DEFAULT_SECS),
             manager_tls_fingerprint: None,
         }
+    }
+}
+
+/// Seconds an ended pilot's directory is kept; 0: for ever. Out of range is refused when
+/// the configuration is read (a file's error names its line).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(try_from = "u64")]
+pub struct DirRetention(u64);
+
+impl DirRetention {
+    /// A day: time to look into a failed pilot's work files; its batch output is kept by
+    /// the manager anyway, and a busy platform's pilot directories do not pile up.
+    pub const DEFAULT_SECS: u64 = 86_400;
+    /// A year.
+    pub const MAX_SECS: u64 = 365 * 86_400;
+
+    /// How long after its end a pilot's directory is removed; `None`: never.
+    pub fn after_ms(self) -> Option<u64> {
+        (self.0 > 0).then(|| self.0.saturating_mul(1000))
+    }
+}
+
+impl TryFrom<u64> for DirRetention {
+    type Error = String;
+
+    fn try_from(secs: u64) -> Result<Self, String> {
+        if secs > Self::MAX_SECS {
+            return Err(format!(
+                "pilot_dir_retention_secs = {secs} is over a year ({} s); 0 keeps pilot \
+                 directories for ever",
+                Self::MAX_SECS
+            ));
+        }
+        Ok(DirRetention(secs))
     }
 }
 

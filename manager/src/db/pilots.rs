@@ -33,13 +33,14 @@ pub fn upsert_pilot(
     tx.prepare_cached(
         "INSERT INTO pilots (name, platform, batch_job_id, state, reason, submitted_ms,
             job_started_ms, registered_ms, ended_ms, agent_id, walltime_end_ms,
-            credential_hash, credential_expires_ms, user)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+            credential_hash, credential_expires_ms, user, dir_removed_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
          ON CONFLICT(name) DO UPDATE SET batch_job_id = excluded.batch_job_id,
             state = excluded.state, reason = excluded.reason,
             job_started_ms = excluded.job_started_ms, registered_ms = excluded.registered_ms,
             ended_ms = excluded.ended_ms, agent_id = excluded.agent_id,
             walltime_end_ms = excluded.walltime_end_ms,
+            dir_removed_ms = excluded.dir_removed_ms,
             credential_hash = CASE WHEN excluded.state = 'queued'
                 THEN COALESCE(excluded.credential_hash, credential_hash) END,
             credential_expires_ms = CASE WHEN excluded.state = 'queued'
@@ -60,6 +61,7 @@ pub fn upsert_pilot(
         credential.map(|c| c.hash.as_str()),
         credential.map(|c| c.expires_ms as i64),
         r.user,
+        opt(r.dir_removed_ms),
     ])?;
     Ok(())
 }
@@ -72,7 +74,7 @@ pub fn load_pilots(
     let mut stmt = conn.prepare(
         "SELECT name, platform, batch_job_id, state, reason, submitted_ms, job_started_ms,
             registered_ms, ended_ms, agent_id, walltime_end_ms, credential_hash,
-            credential_expires_ms, user
+            credential_expires_ms, user, dir_removed_ms
          FROM pilots ORDER BY submitted_ms, name",
     )?;
     each_row(&mut stmt, [], "pilots", skipped, |r| {
@@ -97,6 +99,7 @@ pub fn load_pilots(
                 agent: col_opt_u64(r, 9)?,
                 walltime_end_ms: col_opt_u64(r, 10)?,
                 user: col(r, 13)?,
+                dir_removed_ms: col_opt_u64(r, 14)?,
             },
             credential,
         })
@@ -121,6 +124,7 @@ mod tests {
             agent: None,
             walltime_end_ms: None,
             user: None,
+            dir_removed_ms: None,
         }
     }
 

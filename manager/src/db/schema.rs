@@ -118,6 +118,7 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     add_column_if_missing(&conn, "agent_tokens", "created_ms", "INTEGER")?;
     add_column_if_missing(&conn, "agent_tokens", "register_from", "TEXT")?;
     add_column_if_missing(&conn, "pilots", "user", "TEXT")?;
+    add_column_if_missing(&conn, "pilots", "dir_removed_ms", "INTEGER")?;
     add_column_if_missing(&conn, "agents", "zero_work", "INTEGER NOT NULL DEFAULT 0")?;
     add_column_if_missing(&conn, "apps", "ended_ms", "INTEGER")?;
     add_column_if_missing(

@@ -76,6 +76,14 @@ pub trait PilotHost: Send + Sync + 'static {
 
     fn set_platform_status(&self, status: PlatformStatus);
 
+    /// The final pilots of `platform` that ended at or before `ended_by_ms` and whose
+    /// directory on the platform was not removed yet, oldest first.
+    fn ended_pilot_dirs(&self, platform: &str, ended_by_ms: u64) -> Vec<PilotRecord>;
+
+    /// Keeps `contents`, the end of pilot `pilot`'s batch output file `file` (a plain file
+    /// name), in the manager's data directory.
+    fn keep_pilot_log(&self, pilot: &str, file: &str, contents: &[u8]) -> std::io::Result<()>;
+
     /// Why `platform` failed its latest checks (`serve` runs them at start and on every
     /// reload): no pilot is submitted to it meanwhile. `None` when it passed or was not
     /// checked.

@@ -12,6 +12,8 @@
 //! - A pilot's record and states are wire types: `hetpilot_protocol::pilots`.
 //! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
 //! - [`shutdown`]: a manager stopping cleanly stops the loops and cancels its pilots.
+//! - `pilot_dirs`: ended pilots' directories removed after their retention, their batch
+//!   output kept by the manager.
 //! - [`host`]: the narrow trait through which the provisioner talks to the manager.
 //! - [`reconcile`]: the pure decision core: per platform, which pilots to submit, cancel,
 //!   drain or mark failed.
@@ -22,6 +24,7 @@
 pub mod adapter;
 pub mod catalog;
 pub mod host;
+mod pilot_dirs;
 pub mod profile;
 pub mod provisioner;
 pub mod reconcile;

@@ -136,6 +136,9 @@ async fn run<H: PilotHost>(
         }
         let Some(m) = manager.upgrade() else { break };
         cycle(&m, &platform, &url, &settings, &mut track).await;
+        if track.down.is_none() {
+            super::pilot_dirs::clean(&m, &platform, &settings).await;
+        }
         let name = &platform.profile.name;
         let check_failure = m.check_failure(name);
         let unavailable = track

@@ -260,6 +260,7 @@ impl PilotHost for Manager {
             agent: None,
             walltime_end_ms: None,
             user: user.map(str::to_string),
+            dir_removed_ms: None,
         };
         self.writer
             .commit(Write::Pilot {
@@ -334,6 +335,49 @@ impl PilotHost for Manager {
             .filter(|r| r.platform == platform && !r.state.is_final())
             .cloned()
             .collect()
+    }
+
+    fn ended_pilot_dirs(&self, platform: &str, ended_by_ms: u64) -> Vec<PilotRecord> {
+        let mut due: Vec<PilotRecord> = self
+            .book()
+            .records
+            .values()
+            .filter(|r| {
+                r.platform == platform
+                    && r.state.is_final()
+                    && r.dir_removed_ms.is_none()
+                    && r.ended_ms.is_some_and(|end| end <= ended_by_ms)
+            })
+            .cloned()
+            .collect();
+        due.sort_by_key(|r| r.ended_ms);
+        due
+    }
+
+    /// Writes `DATA_DIR/pilot-logs/<pilot>/<file>` (0600, in 0700 directories).
+    fn keep_pilot_log(&self, pilot: &str, file: &str, contents: &[u8]) -> std::io::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let safe = crate::provision::profile::is_safe_name;
+        if !safe(pilot) || !safe(file) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("`{pilot}/{file}` is not a pilot's log file name"),
+            ));
+        }
+        let dir = self.settings.data_dir.join("pilot-logs").join(pilot);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(dir.join(file))?
+            .write_all(contents)
     }
 
     /// The cores a pilot of `platform` brings, as its agents registered them.

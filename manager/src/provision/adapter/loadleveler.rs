@@ -208,7 +208,14 @@ exec "$agent" --delete-token-file
         assert_eq!(id.0, "meso-d.16247");
         assert_eq!(
             runner.calls()[0],
-            ["llsubmit", "/scratch/hetpilot/darth-p17.job"]
+            [
+                "sh",
+                "-c",
+                "umask 077 && exec \"$@\"",
+                "hetpilot-submit",
+                "llsubmit",
+                "/scratch/hetpilot/darth-p17.job"
+            ]
         );
         assert!(parse_llsubmit("llsubmit: 2512-... syntax error\n").is_err());
     }

@@ -148,6 +148,18 @@ pub trait BatchAdapter: Send + Sync {
         job: &BatchJobId,
     ) -> Result<(), AdapterError>;
 
+    /// Runs `argv` where pilot `job`'s files are: the login side, or the ssh adapter's
+    /// target host (the login side for a pilot never submitted, `None`).
+    fn run_beside(
+        &self,
+        runner: &dyn CommandRunner,
+        _profile: &PlatformProfile,
+        _job: Option<&BatchJobId>,
+        argv: &[&str],
+    ) -> Result<CommandOutput, AdapterError> {
+        Ok(runner.run(argv, None)?)
+    }
+
     /// What the batch system says about `profile`'s partition, queue or class and account
     /// for pilots shaped like `pilot` (see [`queue_check`]); nothing to ask without a
     /// batch system.
@@ -217,15 +229,24 @@ fn command_failed(argv: &[&str], out: &CommandOutput) -> AdapterError {
     }
 }
 
+/// Runs the words after it with umask 077: the batch system creates the job's own output
+/// files (`#SBATCH --output`, `-o`/`-e`) with the umask of the submission (Slurm passes it
+/// on as `SLURM_UMASK`), so they are private to the site user like the pilot directory.
+const SUBMIT_PRIVATELY: [&str; 4] = ["sh", "-c", "umask 077 && exec \"$@\"", "hetpilot-submit"];
+
 /// Writes the job script with mode 0700 and runs `submit` (the submit command's argv,
-/// ending with the script path); returns what it printed on stdout.
+/// ending with the script path) under umask 077; returns what it printed on stdout.
 fn write_and_submit(
     runner: &dyn CommandRunner,
     script: &JobScript,
     submit: &[&str],
 ) -> Result<String, AdapterError> {
     runner.write_file(&script.path, script.text.as_bytes(), 0o700)?;
-    let out = run_ok(runner, submit, None)?;
+    let argv: Vec<&str> = SUBMIT_PRIVATELY.iter().chain(submit).copied().collect();
+    let out = runner.run(&argv, None)?;
+    if out.status != 0 {
+        return Err(command_failed(submit, &out));
+    }
     tracing::info!(script = %script.path, place = %runner.place(), command = submit[0], "submitted");
     Ok(out.stdout)
 }
@@ -236,6 +257,27 @@ pub(crate) mod testing;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The submission wrapper really runs the submit command under umask 077, with its
+    /// words untouched, and a failure names the submit command, not the wrapper.
+    #[test]
+    fn batch_submissions_run_under_umask_077() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job 1; rm -rf x.sh").display().to_string();
+        let script = JobScript {
+            path: path.clone(),
+            text: "#!/bin/sh\n".into(),
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+            host: None,
+        };
+        let runner = crate::provision::runner::LocalRunner;
+        let printed =
+            write_and_submit(&runner, &script, &["sh", "-c", "umask; echo \"$0\"", &path]).unwrap();
+        assert_eq!(printed, format!("0077\n{path}\n"));
+        let err = write_and_submit(&runner, &script, &["false", &path]).unwrap_err();
+        assert!(err.to_string().starts_with("`false "), "{err}");
+    }
 
     #[test]
     fn a_failed_commands_output_is_one_line() {

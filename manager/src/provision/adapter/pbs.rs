@@ -55,8 +55,12 @@ impl BatchAdapter for Pbs {
         script: &JobScript,
     ) -> Result<BatchJobId, AdapterError> {
         // -o/-e on the command line too: Slurm's qsub wrapper ignores them in the script.
+        // `-W umask=077` makes the job's output files private (PBS Pro, TORQUE, and
+        // Slurm's qsub wrapper, which passes it on as SLURM_UMASK).
         let argv = [
             "qsub",
+            "-W",
+            "umask=077",
             "-o",
             &script.stdout_path,
             "-e",
@@ -236,7 +240,13 @@ mod tests {
         assert_eq!(
             runner.calls()[0],
             [
+                "sh",
+                "-c",
+                "umask 077 && exec \"$@\"",
+                "hetpilot-submit",
                 "qsub",
+                "-W",
+                "umask=077",
                 "-o",
                 "/scratch/hetpilot/darth-p17.out",
                 "-e",

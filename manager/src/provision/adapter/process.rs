@@ -10,7 +10,7 @@ use super::{
     command_failed, run_ok, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
 };
 use crate::provision::profile::{AdapterKind, Login, PlatformProfile};
-use crate::provision::runner::{CommandRunner, RunnerError, SshRunner};
+use crate::provision::runner::{CommandOutput, CommandRunner, RunnerError, SshRunner};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -249,6 +249,23 @@ impl BatchAdapter for Process {
             Some(start) => format!("{host}:{pid}@{start}"),
             None => format!("{host}:{pid}"),
         }))
+    }
+
+    fn run_beside(
+        &self,
+        runner: &dyn CommandRunner,
+        profile: &PlatformProfile,
+        job: Option<&BatchJobId>,
+        argv: &[&str],
+    ) -> Result<CommandOutput, AdapterError> {
+        let Some(job) = job else {
+            return Ok(runner.run(argv, None)?);
+        };
+        let host = split_id(job)?.host;
+        Ok(self
+            .runner_for(runner, profile, host)?
+            .get()
+            .run(argv, None)?)
     }
 
     fn poll(

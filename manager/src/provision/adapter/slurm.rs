@@ -309,10 +309,15 @@ exec "$agent" --delete-token-file
         assert_eq!(
             runner.calls(),
             vec![vec![
+                "sh",
+                "-c",
+                "umask 077 && exec \"$@\"",
+                "hetpilot-submit",
                 "sbatch",
                 "--parsable",
                 "/scratch/hetpilot/darth-p17.job"
-            ]]
+            ]],
+            "sbatch runs under umask 077: Slurm creates the job's output files with it"
         );
     }
 
