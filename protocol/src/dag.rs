@@ -11,9 +11,10 @@
 //! two tasks, and anything past the bounds below.
 
 use crate::files::{store_of, FileDecl, FileTemplates};
+use crate::resources::{ResourceAmount, ResourceRequest, GPUS};
 use crate::spec::SpecError;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The most tasks one workflow may hold.
 pub const MAX_DAG_TASKS: usize = 1_000_000;
@@ -69,6 +70,20 @@ pub struct DagTask {
     /// / p)`; `None`: [`DEFAULT_SERIAL_FRACTION`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial_fraction: Option<f64>,
+    /// The task's own GPUs (whole devices or a share of one); `None`: the application's.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::resource_fields::de_gpus"
+    )]
+    pub gpus: Option<ResourceAmount>,
+    /// The task's own named counts, each replacing the application's of that name.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::resource_fields::de_named"
+    )]
+    pub resources: BTreeMap<String, ResourceAmount>,
 }
 
 /// The most cores one workflow task may reserve.
@@ -87,6 +102,21 @@ impl DagTask {
     pub fn most_cores(&self, app_cores: u32) -> u32 {
         let least = self.least_cores(app_cores);
         self.max_cores.map_or(least, |m| m.max(least))
+    }
+
+    /// What a run of this task asks for besides cores and memory: the application's
+    /// request `app`, with the task's own `gpus` and named counts in place of the
+    /// application's of the same name.
+    pub fn resource_request(&self, app: &ResourceRequest) -> ResourceRequest {
+        if self.gpus.is_none() && self.resources.is_empty() {
+            return app.clone();
+        }
+        let mut request = app.clone();
+        request.0.extend(self.resources.clone());
+        if let Some(g) = self.gpus {
+            request.0.insert(GPUS.to_string(), g);
+        }
+        request
     }
 }
 
@@ -147,6 +177,11 @@ impl DagSpec {
             }
             check_task(i, t, names)?;
             check_cores(t, &names[i])?;
+            crate::resource_fields::request_of(
+                t.gpus,
+                &t.resources,
+                &format!("task `{}`: ", names[i]),
+            )?;
         }
         check_producers(self, names)?;
         match find_cycle(self) {
@@ -427,6 +462,32 @@ mod tests {
     }
 
     #[test]
+    fn a_task_asks_for_its_own_resources_over_the_applications() {
+        let amount = |x| ResourceAmount::parse(x).unwrap();
+        let mut d = dag(&[&[], &[0]]);
+        d.tasks[1].gpus = Some(amount(0.5));
+        d.tasks[1].resources.insert("fpga".into(), amount(2.0));
+        d.check(&names(2)).unwrap();
+        let app = ResourceRequest(
+            [
+                ("gpus".to_string(), amount(1.0)),
+                ("fpga".to_string(), amount(1.0)),
+            ]
+            .into(),
+        );
+        assert_eq!(d.tasks[0].resource_request(&app), app);
+        let own = d.tasks[1].resource_request(&app);
+        assert_eq!((own.gpus(), own.0["fpga"]), (amount(0.5), amount(2.0)));
+        d.tasks[1].gpus = Some(amount(3.5));
+        let err = d.check(&names(2)).unwrap_err().to_string();
+        assert!(err.starts_with("field `gpus`: task `t1`:"), "{err}");
+        d.tasks[1].gpus = None;
+        d.tasks[1].resources.insert("gpus".into(), amount(1.0));
+        let err = d.check(&names(2)).unwrap_err().to_string();
+        assert!(err.starts_with("field `resources`: task `t1`:"), "{err}");
+    }
+
+    #[test]
     fn a_tasks_cores_are_bounded_and_its_range_ordered() {
         let with = |cores, max_cores, serial_fraction| {
             let mut d = dag(&[&[]]);
@@ -535,6 +596,8 @@ mod tests {
             outputs: vec![],
             data_intensive: true,
             dag: Some(dag(&[&[], &[0]])),
+            gpus: None,
+            resources: Default::default(),
         };
         let err = spec.validate().unwrap_err().to_string();
         assert!(err.starts_with("field `data_intensive`"), "{err}");

@@ -15,6 +15,7 @@ pub mod files;
 mod ids;
 pub mod pilots;
 pub mod protocol;
+pub mod resource_fields;
 pub mod resources;
 pub mod spec;
 pub mod template;

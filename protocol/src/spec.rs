@@ -2,6 +2,7 @@
 //! needs, environment, retry and timeout policy) and its validation.
 
 use crate::files::{FileDecl, FileTemplates, InputKind};
+use crate::resources::{ResourceAmount, ResourceRequest};
 use crate::template::{Inputs, TaskInput, Template, TemplateError};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -123,6 +124,22 @@ pub struct AppSpec {
     /// tasks are then `lines`, one per task, each its name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dag: Option<crate::dag::DagSpec>,
+    /// GPUs each task needs: whole devices (`2`) or a share of one device (`0.25`);
+    /// `None`: a CPU-only task.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::resource_fields::de_gpus"
+    )]
+    pub gpus: Option<ResourceAmount>,
+    /// Named counts each task needs besides cores, memory and GPUs (`fpga = 1`), as the
+    /// platforms' profiles and agents offer them.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::resource_fields::de_named"
+    )]
+    pub resources: BTreeMap<String, ResourceAmount>,
 }
 
 /// Why an application was refused; nothing is stored when this is returned.
@@ -214,6 +231,7 @@ impl AppSpec {
             });
         }
         let template = Template::parse(&self.command, &self.tasks.inputs())?;
+        self.resource_request()?;
         self.check_files()?;
         if let Some(dag) = &self.dag {
             let TaskSource::Lines(names) = &self.tasks else {
@@ -239,6 +257,12 @@ impl AppSpec {
             dag.check(names)?;
         }
         Ok(template)
+    }
+
+    /// What each task asks for besides cores and memory (a workflow task may ask for its
+    /// own, see [`crate::dag::DagTask::resource_request`]); an error names the bad field.
+    pub fn resource_request(&self) -> Result<ResourceRequest, SpecError> {
+        crate::resource_fields::request_of(self.gpus, &self.resources, "")
     }
 
     /// Refuses a NUL byte anywhere a task's argv or environment is made from (the command,
@@ -358,6 +382,8 @@ mod tests {
             outputs: vec![],
             data_intensive: false,
             dag: None,
+            gpus: None,
+            resources: BTreeMap::new(),
         }
     }
 
@@ -494,6 +520,42 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("field `command`"));
+    }
+
+    #[test]
+    fn resource_requests_travel_and_hostile_ones_are_refused_naming_the_field() {
+        let mut s = spec(TaskSource::Array { start: 1, end: 2 });
+        s.gpus = Some(ResourceAmount::parse(0.25).unwrap());
+        s.resources
+            .insert("fpga".into(), ResourceAmount::whole(1).unwrap());
+        s.validate().unwrap();
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains(r#""gpus":0.25"#), "{json}");
+        let back: AppSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.resource_request().unwrap().gpus().units(), 2_500);
+        // An application stored before resources existed still reads back, CPU-only.
+        let plain = spec(TaskSource::Array { start: 1, end: 2 });
+        let old = serde_json::to_string(&plain).unwrap();
+        assert!(!old.contains("gpus") && !old.contains("resources"), "{old}");
+        assert!(serde_json::from_str::<AppSpec>(&old)
+            .unwrap()
+            .resource_request()
+            .unwrap()
+            .is_empty());
+        let hostile = old.replace(r#""cores":1"#, r#""cores":1,"gpus":-3"#);
+        let err = serde_json::from_str::<AppSpec>(&hostile)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("field `gpus`: -3 must be above 0"), "{err}");
+        s.resources
+            .insert("gpus".into(), ResourceAmount::whole(1).unwrap());
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.starts_with("field `resources`:"), "{err}");
+        s.resources.clear();
+        s.gpus = Some(ResourceAmount::parse(2.5).unwrap());
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.starts_with("field `gpus`:"), "{err}");
     }
 
     #[test]

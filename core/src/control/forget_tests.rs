@@ -27,6 +27,8 @@ fn array(name: &str, n: u64) -> AppSpec {
         outputs: vec![],
         data_intensive: false,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     }
 }
 
@@ -57,6 +59,7 @@ fn control(apps: &[(&str, u64)]) -> Control {
             memory_mb: 0,
             batch_job_id: None,
             only_user: None,
+            resources: Default::default(),
         },
         0,
     );

@@ -97,6 +97,9 @@ pub struct AgentJoin {
     pub batch_job_id: Option<String>,
     /// A per-user pilot's agent runs only this user's tasks.
     pub only_user: Option<String>,
+    /// The GPUs and named counts it offers (checked at registration).
+    #[serde(default)]
+    pub resources: hetpilot_protocol::resources::ResourceOffer,
 }
 
 impl Control {
@@ -124,16 +127,24 @@ impl Control {
         self.policy.scheduling
     }
 
-    /// Restores the applications and agents the store recorded (start-up only, before
-    /// any event).
-    pub fn restore(&mut self, apps: Vec<crate::queue::AppEntry>, agents: Vec<AgentEntry>) {
+    /// Restores the applications and agents the store recorded, and the resources each
+    /// held task was granted (start-up only, before any event).
+    pub fn restore(
+        &mut self,
+        apps: Vec<crate::queue::AppEntry>,
+        agents: Vec<AgentEntry>,
+        grants: &std::collections::HashMap<
+            hetpilot_protocol::TaskRef,
+            hetpilot_protocol::resources::ResourceGrant,
+        >,
+    ) {
         for app in apps {
             self.queues.insert_app(app);
         }
         for agent in agents {
             self.queues.insert_agent(agent);
         }
-        self.queues.reattach_leases();
+        self.queues.reattach_leases(grants);
         self.journal.restored();
     }
 
@@ -202,7 +213,8 @@ impl Control {
         self.policy.usage.agent(&resources);
         self.policy.agents.insert(join.agent, resources);
         let mut entry =
-            AgentEntry::new(join.agent, join.platform, join.hostname, join.slots, now_ms);
+            AgentEntry::new(join.agent, join.platform, join.hostname, join.slots, now_ms)
+                .with_resources(join.resources);
         entry.batch_job_id = join.batch_job_id;
         entry.cores = join.cores.max(join.slots);
         entry.only_user = join.only_user;

@@ -505,6 +505,8 @@ mod tests {
             outputs: Vec::new(),
             data_intensive: false,
             dag: None,
+            gpus: None,
+            resources: Default::default(),
         };
         let template = spec.validate().unwrap();
         AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

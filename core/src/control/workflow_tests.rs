@@ -36,6 +36,8 @@ fn workflow(name: &str, tasks: Vec<DagTask>) -> AppSpec {
         outputs: vec![],
         data_intensive: false,
         dag: Some(DagSpec { tasks }),
+        gpus: None,
+        resources: Default::default(),
     }
 }
 
@@ -64,6 +66,7 @@ fn control(workflows: &str, apps: Vec<AppSpec>, slots: u32) -> Control {
             memory_mb: 0,
             batch_job_id: None,
             only_user: None,
+            resources: Default::default(),
         },
         0,
     );

@@ -1,6 +1,7 @@
 //! One application's queue: its tasks' states and attempts, and the waiting order.
 
 use hetpilot_protocol::protocol::{AppRuntime, StateCounts, TaskState};
+use hetpilot_protocol::resources::ResourceRequest;
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::template::{TaskInput, Template};
 use hetpilot_protocol::{AgentId, AppId};
@@ -80,6 +81,9 @@ pub struct AppEntry {
     pub counts: StateCounts,
     /// A workflow's dependency state (`None`: independent tasks).
     pub dag: Option<super::dag::DagState>,
+    /// What each task asks for besides cores and memory (a workflow task may ask for its
+    /// own, see [`AppEntry::task_request`]).
+    pub request: ResourceRequest,
 }
 
 impl AppEntry {
@@ -114,6 +118,8 @@ impl AppEntry {
         let n = spec.tasks.len();
         let dag = spec.dag.take();
         let runtime = runtime_of(id, &owner, &spec);
+        // `spec.validate()` checked it; were it unfit anyway, the tasks ask for nothing.
+        let request = spec.resource_request().unwrap_or_default();
         let data_intensive = spec.data_intensive;
         let inputs = match spec.tasks {
             TaskSource::Lines(lines) => {
@@ -139,6 +145,7 @@ impl AppEntry {
             now_ms,
             vec![slot; n as usize],
         );
+        app.request = request;
         // `spec.validate()` checked the DAG; were it unfit anyway, no task runs out of order.
         if app.attach_dag(dag).is_err() {
             app.cancelled = true;
@@ -170,6 +177,9 @@ impl AppEntry {
             submitted_ms,
             tasks,
         );
+        app.request = spec
+            .resource_request()
+            .map_err(|e| format!("stored resource request: {e}"))?;
         app.attach_dag(dag)?;
         Ok(app)
     }
@@ -201,6 +211,7 @@ impl AppEntry {
             waiting: VecDeque::new(),
             counts: StateCounts::default(),
             dag: None,
+            request: ResourceRequest::default(),
         };
         app.rebuild_index();
         app
@@ -284,6 +295,19 @@ impl AppEntry {
         match &self.dag {
             Some(dag) => dag.held_cores(index, self.runtime.cores),
             None => self.runtime.cores,
+        }
+    }
+
+    /// What a run of task `index` asks for besides cores and memory: a workflow task's own
+    /// request over the application's, else the application's.
+    pub fn task_request(&self, index: u64) -> ResourceRequest {
+        match self
+            .dag
+            .as_ref()
+            .and_then(|d| d.spec.tasks.get(index as usize))
+        {
+            Some(t) => t.resource_request(&self.request),
+            None => self.request.clone(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The changes the queues make, in the order they were made, for the store to persist.
 
 use hetpilot_protocol::protocol::{TaskAttempt, TaskResult, TaskState};
+use hetpilot_protocol::resources::ResourceGrant;
 use hetpilot_protocol::{AgentId, AppId, TaskRef};
 
 /// One change to the queues, to be persisted before anyone is answered.
@@ -14,6 +15,8 @@ pub enum Change {
         agent: AgentId,
         /// When (manager time, unix ms).
         now_ms: u64,
+        /// The GPUs and named counts the run was granted (empty for most runs).
+        resources: ResourceGrant,
     },
     /// The agent started the task.
     Started {

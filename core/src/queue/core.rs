@@ -4,9 +4,11 @@ use super::app::AppEntry;
 use super::changes::Change;
 use super::partitions::Partitions;
 use super::plan::{wanted, LeasePlan};
+use super::resource_pool::ResourcePool;
 use hetpilot_protocol::protocol::{
     AppRuntime, Assignment, Outcome, TaskAttempt, TaskResult, TaskState,
 };
+use hetpilot_protocol::resources::{ResourceGrant, ResourceOffer};
 use hetpilot_protocol::{AgentId, AppId, TaskRef};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use thiserror::Error;
@@ -67,6 +69,10 @@ pub struct AgentEntry {
     pub(crate) kill: Vec<TaskAttempt>,
     /// The manager asked it to drain (it was not only told to stop by its batch system).
     pub drain_ordered: bool,
+    /// Its GPUs and named counts, with what its runs hold of them.
+    pub(crate) pool: ResourcePool,
+    /// What each held task was granted from the pool (only non-empty grants).
+    pub(crate) grants: HashMap<TaskRef, ResourceGrant>,
 }
 
 impl AgentEntry {
@@ -87,7 +93,33 @@ impl AgentEntry {
             sent_apps: HashSet::new(),
             kill: Vec::new(),
             drain_ordered: false,
+            pool: ResourcePool::default(),
+            grants: HashMap::new(),
         }
+    }
+
+    /// The agent offering `offer` besides its cores.
+    pub fn with_resources(mut self, offer: ResourceOffer) -> Self {
+        self.pool = ResourcePool::new(offer);
+        self
+    }
+
+    /// Its GPUs and named counts, with what its runs hold of them.
+    pub fn pool(&self) -> &ResourcePool {
+        &self.pool
+    }
+
+    /// What the run of `task` it holds was granted, if anything.
+    pub fn grant(&self, task: TaskRef) -> Option<&ResourceGrant> {
+        self.grants.get(&task)
+    }
+
+    /// Forgets the lease of `task`, giving back what it was granted; whether it held it.
+    pub(crate) fn drop_lease(&mut self, task: TaskRef) -> bool {
+        if let Some(grant) = self.grants.remove(&task) {
+            self.pool.release(&grant);
+        }
+        self.held.remove(&task).is_some()
     }
 }
 
@@ -201,8 +233,9 @@ impl Queues {
     }
 
     /// After loading: gives every agent back the tasks recorded as leased to it, in one
-    /// pass over all tasks. Such leases count as older than any the agent can confirm.
-    pub(crate) fn reattach_leases(&mut self) {
+    /// pass over all tasks, with the resources each was granted (`grants`, as recorded
+    /// with the lease). Such leases count as older than any the agent can confirm.
+    pub(crate) fn reattach_leases(&mut self, grants: &HashMap<TaskRef, ResourceGrant>) {
         for app in self.apps.values() {
             for (i, slot) in app.tasks.iter().enumerate() {
                 let held = !slot.state.is_final() && slot.state != TaskState::Waiting;
@@ -211,13 +244,15 @@ impl Queues {
                     .filter(|_| held)
                     .and_then(|a| self.agents.get_mut(&a))
                 {
-                    agent.held.insert(
-                        TaskRef {
-                            app: app.id,
-                            index: i as u64,
-                        },
-                        0,
-                    );
+                    let task = TaskRef {
+                        app: app.id,
+                        index: i as u64,
+                    };
+                    agent.held.insert(task, 0);
+                    if let Some(grant) = grants.get(&task).filter(|g| !g.is_empty()) {
+                        agent.pool.hold(grant);
+                        agent.grants.insert(task, grant.clone());
+                    }
                 }
             }
         }
@@ -469,7 +504,7 @@ impl Queues {
 
     /// Leases one waiting task of `app_id` to `id` if it fits in `remaining` slots;
     /// returns the slots it takes (0: nothing leased).
-    fn lease_one(
+    pub(super) fn lease_one(
         &mut self,
         id: AgentId,
         app_id: AppId,
@@ -494,19 +529,28 @@ impl Queues {
         if app.runtime.cores > 1 && !self.parallel_fits(id, app_id) {
             return 0;
         }
+        if app.request.is_empty() && !self.cpu_task_fits(id, app.runtime.cores) {
+            return 0;
+        }
         let app = self.apps.get_mut(&app_id).expect("looked up above");
+        let agent = self.agents.get_mut(&id).expect("checked by the caller");
+        let Some(grant) = agent.pool.take(&app.request) else {
+            return 0;
+        };
         let planned = self
             .partitions
             .get_mut(&app_id)
             .and_then(|p| p.next(id, |t| app.tasks[t as usize].state == TaskState::Waiting));
         let Some(index) = planned.or_else(|| app.pop_waiting(id)) else {
+            agent.pool.release(&grant);
             return 0;
         };
         let cores = app.runtime.cores;
-        self.lease_task(id, app_id, index, cores, remaining, now_ms, batch)
+        self.lease_task(id, app_id, index, cores, grant, remaining, now_ms, batch)
     }
 
-    /// Leases task `index` of `app_id`, which takes `cores`, to `id`; returns `cores`.
+    /// Leases task `index` of `app_id`, which takes `cores` and `grant` (already taken
+    /// from the agent's pool), to `id`; returns `cores`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn lease_task(
         &mut self,
@@ -514,6 +558,7 @@ impl Queues {
         app_id: AppId,
         index: u64,
         cores: u32,
+        grant: ResourceGrant,
         remaining: &mut u32,
         now_ms: u64,
         batch: &mut LeaseBatch,
@@ -531,6 +576,7 @@ impl Queues {
             at,
             agent: id,
             now_ms,
+            resources: grant.clone(),
         });
         batch.tasks.push(Assignment {
             task,
@@ -539,10 +585,13 @@ impl Queues {
             input: app.inputs.input_string(index),
             files: app.task_files(index),
             cores: app.dag.is_some().then_some(cores),
-            resources: Default::default(),
+            resources: grant.clone(),
         });
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
         agent.held.insert(task, batch.lease_ms);
+        if !grant.is_empty() {
+            agent.grants.insert(task, grant);
+        }
         if agent.sent_apps.insert(app_id) {
             batch.apps.push(app.runtime.clone());
         }
@@ -612,7 +661,7 @@ impl Queues {
             result: Box::new(result),
         }];
         if let Some(agent) = self.agents.get_mut(&id) {
-            if agent.held.remove(&task).is_some() {
+            if agent.drop_lease(task) {
                 agent.kill.retain(|k| k.task != task);
             }
         }
@@ -727,8 +776,11 @@ impl Queues {
         let was_active = agent.state == AgentState::Active;
         agent.state = state;
         agent.kill.clear();
-        let mut held: Vec<TaskRef> = agent.held.drain().map(|(t, _)| t).collect();
+        let mut held: Vec<TaskRef> = agent.held.keys().copied().collect();
         held.sort();
+        for task in &held {
+            agent.drop_lease(*task);
+        }
         if was_active {
             self.agent_left(id);
         }
@@ -805,7 +857,7 @@ impl Queues {
         }
         missing.sort();
         for task in &missing {
-            agent.held.remove(task);
+            agent.drop_lease(*task);
         }
         Ok(self.give_back(id, &missing, "the lease never reached the agent", now_ms))
     }

@@ -1,5 +1,6 @@
 //! Leasing a workflow's tasks: each task with its own cores (a moldable one with its
-//! planned allocation), within the asking agent's free slots, and, when a workflow policy
+//! planned allocation) and its own GPUs and named counts, within the asking agent's free
+//! slots and resources, and, when a workflow policy
 //! planned the competing workflows, the ready task planned earliest among all of them in
 //! place of the one the application order asked for: the first level decides how many of
 //! an agent's slots go to workflows, the policy which workflow's task fills each.
@@ -27,9 +28,17 @@ impl Queues {
             return 0;
         };
         let free = (*remaining).min(self.free_slots(id));
+        let reserve = self.gpu_reserve(id);
         let app = self.apps.get_mut(&app_id).expect("picked from the apps");
         let Some(index) = app.pop_waiting(id) else {
             return 0;
+        };
+        let request = app.task_request(index);
+        // A CPU-only task leaves the cores GPU work waiting for this agent's GPUs needs.
+        let free = if request.is_empty() {
+            free.saturating_sub(reserve)
+        } else {
+            free
         };
         let app_cores = app.runtime.cores;
         let dag = app.dag.as_mut().expect("a workflow");
@@ -38,7 +47,12 @@ impl Queues {
             dag.push_ready(index);
             return 0;
         }
-        self.lease_task(id, app_id, index, cores, remaining, now_ms, batch)
+        let agent = self.agents.get_mut(&id).expect("checked by the caller");
+        let Some(grant) = agent.pool.take(&request) else {
+            app.dag.as_mut().expect("a workflow").push_ready(index);
+            return 0;
+        };
+        self.lease_task(id, app_id, index, cores, grant, remaining, now_ms, batch)
     }
 
     /// The workflow whose task goes to `id` when `asked` is asked for: `asked` without a

@@ -33,6 +33,8 @@ fn workflow(tasks: &[(u32, f64)]) -> AppSpec {
                 })
                 .collect(),
         }),
+        gpus: None,
+        resources: Default::default(),
     }
 }
 

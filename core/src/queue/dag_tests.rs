@@ -34,6 +34,8 @@ fn workflow(parents: &[&[u32]], runtimes: &[f64], max_attempts: u32) -> AppSpec 
                 })
                 .collect(),
         }),
+        gpus: None,
+        resources: Default::default(),
     }
 }
 

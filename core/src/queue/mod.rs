@@ -8,8 +8,10 @@ mod core;
 mod dag;
 mod dag_lease;
 mod forget;
+mod gpu_reserve;
 mod partitions;
 mod plan;
+mod resource_pool;
 mod staging;
 
 pub use app::{AppEntry, TaskInputs, TaskSlot};
@@ -20,12 +22,15 @@ pub use dag_lease::PLAN_WAIT_MS;
 pub use forget::{ForgetError, OwnerTasks};
 pub use partitions::Partitions;
 pub(crate) use plan::{LeasePlan, PlatformPlan};
+pub use resource_pool::ResourcePool;
 pub use staging::{StagingDue, StagingRequest};
 
 #[cfg(test)]
 mod dag_lease_tests;
 #[cfg(test)]
 mod dag_tests;
+#[cfg(test)]
+mod resource_lease_tests;
 #[cfg(test)]
 mod staging_tests;
 #[cfg(test)]

@@ -21,6 +21,8 @@ fn data_app(id: u64, groups: &[&str]) -> AppEntry {
         outputs: vec![],
         data_intensive: true,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

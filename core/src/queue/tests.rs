@@ -4,6 +4,7 @@ use super::*;
 use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult, TaskState};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::{AgentId, AppId, TaskRef};
+use std::collections::HashMap;
 
 fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
     let spec = AppSpec {
@@ -21,6 +22,8 @@ fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
         outputs: vec![],
         data_intensive: false,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
@@ -283,7 +286,7 @@ fn restart_reattaches_held_tasks_to_their_agent() {
         4,
         0,
     ));
-    q.reattach_leases();
+    q.reattach_leases(&HashMap::new());
     assert_eq!(q.agent(AgentId(1)).unwrap().held.len(), 2);
     assert_eq!(q.app(AppId(1)).unwrap().counts.running, 2);
     assert_eq!(q.app(AppId(1)).unwrap().counts.waiting, 1);

@@ -210,6 +210,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         outputs: file.outputs,
         data_intensive: file.data_intensive,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     };
     if let Err(e) = spec.validate() {
         let field = match &e {

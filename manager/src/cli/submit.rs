@@ -122,6 +122,8 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
         outputs: vec![],
         data_intensive: false,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     };
     spec.validate()?;
     Ok(spec)

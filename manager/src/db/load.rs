@@ -1,16 +1,17 @@
 //! Recovery: rebuilds the live state (applications, tasks, agents, credentials) from the
 //! database when the manager starts, so nothing acknowledged is lost across a crash.
 
-use super::schema::state_from_code;
+use super::schema::{state_code, state_from_code};
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
 use crate::queue::{AgentEntry, AgentState, AppEntry, TaskInputs, TaskSlot};
 use crate::source_ranges::SourceRanges;
 use hetpilot_protocol::protocol::TaskState;
+use hetpilot_protocol::resources::{ResourceGrant, ResourceOffer};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::template::{Inputs, Template};
-use hetpilot_protocol::{AgentId, AppId};
+use hetpilot_protocol::{AgentId, AppId, TaskRef};
 use rusqlite::{params, Connection};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 pub struct StoredAgent {
     pub entry: AgentEntry,
@@ -41,6 +42,8 @@ pub struct Loaded {
     pub pilots: Vec<super::StoredPilot>,
     pub next_app: u64,
     pub next_agent: u64,
+    /// What each leased or running task's current attempt was granted besides cores.
+    pub grants: HashMap<TaskRef, ResourceGrant>,
     /// Rows that could not be read back and were left out (see `skip`).
     pub skipped: Vec<SkippedRow>,
 }
@@ -89,6 +92,7 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
     let agents = load_agents(conn, now_ms, &mut skipped)?;
     let apps = load_apps(conn, now_ms, &mut skipped)?;
     let pilots = super::pilots::load_pilots(conn, &mut skipped)?;
+    let grants = load_grants(conn, &mut skipped)?;
     let next_app = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM apps", [], |r| {
         r.get::<_, i64>(0)
     })?;
@@ -107,6 +111,7 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
         pilots,
         next_app: next_app.max(1),
         next_agent: u64::try_from(next_agent).unwrap_or(1).max(1),
+        grants,
         skipped,
     })
 }
@@ -117,7 +122,8 @@ fn load_agents(
     skipped: &mut Vec<SkippedRow>,
 ) -> rusqlite::Result<Vec<StoredAgent>> {
     let mut stmt = conn.prepare(
-        "SELECT id, credential_hash, platform, hostname, slots, batch_job_id, registered_ms, state, cores
+        "SELECT id, credential_hash, platform, hostname, slots, batch_job_id, registered_ms, state, cores,
+            resources
          FROM agents",
     )?;
     each_row(&mut stmt, [], "agents", skipped, |r| {
@@ -131,6 +137,11 @@ fn load_agents(
             col_u64(r, 6)?,
         );
         entry.batch_job_id = col(r, 5)?;
+        if let Some(offer) = col::<Option<String>>(r, 9)? {
+            let offer: ResourceOffer =
+                serde_json::from_str(&offer).map_err(|e| format!("column `resources`: {e}"))?;
+            entry = entry.with_resources(offer);
+        }
         entry.cores = col::<u32>(r, 8).unwrap_or(slots).max(slots);
         entry.last_seen_ms = now_ms;
         let active = state == "active" || state == "draining";
@@ -147,6 +158,33 @@ fn load_agents(
             active,
         })
     })
+}
+
+/// What the current attempt of each leased or running task was granted.
+fn load_grants(
+    conn: &Connection,
+    skipped: &mut Vec<SkippedRow>,
+) -> rusqlite::Result<HashMap<TaskRef, ResourceGrant>> {
+    let mut stmt = conn.prepare(
+        "SELECT a.app_id, a.idx, a.resources FROM attempts a
+         JOIN tasks t ON t.app_id = a.app_id AND t.idx = a.idx AND t.attempt = a.attempt
+         WHERE a.resources IS NOT NULL AND t.state IN (?1, ?2)",
+    )?;
+    let held = params![
+        state_code(TaskState::Leased),
+        state_code(TaskState::Running)
+    ];
+    let rows = each_row(&mut stmt, held, "attempts", skipped, |r| {
+        let task = TaskRef {
+            app: AppId(col_u64(r, 0)?),
+            index: col_u64(r, 1)?,
+        };
+        let grant: String = col(r, 2)?;
+        let grant: ResourceGrant =
+            serde_json::from_str(&grant).map_err(|e| format!("column `resources`: {e}"))?;
+        Ok((task, grant))
+    })?;
+    Ok(rows.into_iter().collect())
 }
 
 /// An application's row, before its tasks are read.

@@ -126,6 +126,9 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
         "lost_attempts",
         "INTEGER NOT NULL DEFAULT 0",
     )?;
+    // GPUs and named counts: an agent's offer, and what each attempt was granted (JSON).
+    add_column_if_missing(&conn, "agents", "resources", "TEXT")?;
+    add_column_if_missing(&conn, "attempts", "resources", "TEXT")?;
     Ok(conn)
 }
 

@@ -162,8 +162,8 @@ impl Write {
             } => {
                 tx.execute(
                     "INSERT INTO agents (id, credential_hash, platform, hostname, cores, memory_mb, slots,
-                        batch_job_id, walltime_end, registered_ms, state, zero_work)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'active', ?11)",
+                        batch_job_id, walltime_end, registered_ms, state, zero_work, resources)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'active', ?11, ?12)",
                     params![
                         agent.0 as i64,
                         credential_hash,
@@ -175,7 +175,10 @@ impl Write {
                         r.batch_job_id,
                         r.walltime_end.map(|w| w as i64),
                         *now_ms as i64,
-                        r.zero_work
+                        r.zero_work,
+                        (!r.resources.is_empty()).then(|| {
+                            serde_json::to_string(&r.resources).expect("offers serialize")
+                        })
                     ],
                 )?;
             }
@@ -230,7 +233,12 @@ fn submit(
 
 fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
     match change {
-        Change::Leased { at, agent, now_ms } => {
+        Change::Leased {
+            at,
+            agent,
+            now_ms,
+            resources,
+        } => {
             tx.prepare_cached("UPDATE tasks SET state = ?3, attempt = ?4, agent_id = ?5 WHERE app_id = ?1 AND idx = ?2")?
                 .execute(params![
                     at.task.app.0 as i64,
@@ -239,10 +247,12 @@ fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
                     at.attempt,
                     agent.0 as i64
                 ])?;
+            let grant = (!resources.is_empty())
+                .then(|| serde_json::to_string(resources).expect("grants serialize"));
             tx.prepare_cached(
-                "INSERT OR IGNORE INTO attempts (app_id, idx, attempt, agent_id, leased_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR IGNORE INTO attempts (app_id, idx, attempt, agent_id, leased_ms, resources) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
-            .execute(params![at.task.app.0 as i64, at.task.index as i64, at.attempt, agent.0 as i64, *now_ms as i64])?;
+            .execute(params![at.task.app.0 as i64, at.task.index as i64, at.attempt, agent.0 as i64, *now_ms as i64, grant])?;
         }
         Change::Started { at, now_ms } => {
             tx.prepare_cached("UPDATE tasks SET state = ?4 WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3 AND state = ?5")?

@@ -67,6 +67,7 @@ impl Manager {
             _ => {}
         }
         bounds::check_register(&req)?;
+        super::resource_check::check_offer(&req.resources)?;
         if req.zero_work && !self.settings.allow_zero_work {
             return Err(ServiceError::Forbidden(
                 "this manager does not take zero-work agents (their tasks end without \
@@ -115,6 +116,7 @@ impl Manager {
             memory_mb: req.memory_mb,
             batch_job_id: req.batch_job_id.clone(),
             only_user: pilot.and_then(|p| self.pilot_user(p)),
+            resources: req.resources.clone(),
         };
         self.control().agent_joined(join, now);
         self.tokens.insert(hash, Principal::Agent(id));

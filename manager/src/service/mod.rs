@@ -13,6 +13,9 @@ mod history;
 mod pilots;
 mod platforms;
 mod register_source;
+mod resource_check;
+#[cfg(test)]
+mod resource_tests;
 mod retention;
 #[cfg(test)]
 mod retention_tests;
@@ -215,7 +218,7 @@ impl Manager {
             agents.push(a.entry);
         }
         if apps > 0 || !agents.is_empty() {
-            control.restore(loaded.apps, agents);
+            control.restore(loaded.apps, agents, &loaded.grants);
         }
         if journal.is_some() {
             control.start_journal(&control_settings);

@@ -25,6 +25,8 @@ pub struct PilotBook {
     pub(super) shapes: BTreeMap<String, Shape>,
     /// The cores per pilot each profiled platform is planned with (see `platforms`).
     pub(super) planned_cores: BTreeMap<String, u32>,
+    /// What each profiled platform's pilots offer besides cores (see `resource_check`).
+    pub(super) resources: BTreeMap<String, super::resource_check::PlatformResources>,
     next: u64,
 }
 

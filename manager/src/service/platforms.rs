@@ -73,6 +73,7 @@ impl Manager {
     /// Takes what the profiled platforms' profiles say: their staging numbers and how far
     /// the provisioner may grow them.
     pub fn use_profiles(&self, profiles: &[PlatformProfile]) {
+        self.book().resources = super::resource_check::PlatformResources::of_profiles(profiles);
         self.book().shapes = profiles
             .iter()
             .map(|p| {

@@ -75,6 +75,7 @@ impl Manager {
             .validate()
             .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
         self.check_stores(&spec)?;
+        self.check_resources(&spec)?;
         let reserved = self.reserve_tasks(owner, spec.tasks.len())?;
         let app = AppId(next(&self.next_app));
         let tasks = spec.tasks.len();

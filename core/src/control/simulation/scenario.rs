@@ -351,5 +351,7 @@ pub(super) fn spec_of(app: &ScenarioApp) -> AppSpec {
         outputs: Vec::new(),
         data_intensive: false,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     }
 }

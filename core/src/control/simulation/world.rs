@@ -260,6 +260,7 @@ impl<'a> World<'a> {
                 memory_mb: 0,
                 batch_job_id: None,
                 only_user: None,
+                resources: Default::default(),
             },
             now,
         );

@@ -160,6 +160,8 @@ impl Workflow {
             outputs: vec![],
             data_intensive: false,
             dag: None,
+            gpus: None,
+            resources: Default::default(),
         });
         spec.cores = cores;
         spec.tasks = TaskSource::Lines(self.tasks.into_iter().map(|t| t.id).collect());

@@ -134,6 +134,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
         outputs: vec![],
         data_intensive: false,
         dag: None,
+        gpus: None,
+        resources: Default::default(),
     };
     Ok(Workflow {
         name: base.name.clone(),
