@@ -3,6 +3,7 @@
 
 use anyhow::{anyhow, bail, Context};
 use hetpilot_protocol::files::FileDecl;
+use hetpilot_protocol::resources::ResourceAmount;
 use hetpilot_protocol::spec::{AppSpec, SpecError, TaskSource};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -40,6 +41,18 @@ struct AppFile {
     /// Plan input staging with Het-HPS (`data_intensive = true`).
     #[serde(default)]
     data_intensive: bool,
+    /// GPUs each task needs (`gpus = 1`, or `gpus = 0.25` to share a device).
+    #[serde(
+        default,
+        deserialize_with = "hetpilot_protocol::resource_fields::de_gpus"
+    )]
+    gpus: Option<ResourceAmount>,
+    /// Named counts each task needs (`resources = { fpga = 1 }`).
+    #[serde(
+        default,
+        deserialize_with = "hetpilot_protocol::resource_fields::de_named"
+    )]
+    resources: BTreeMap<String, ResourceAmount>,
 }
 
 /// Parses `512M`, `2G`, `1024K`, `300` (MiB) into MiB.
@@ -210,8 +223,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         outputs: file.outputs,
         data_intensive: file.data_intensive,
         dag: None,
-        gpus: None,
-        resources: Default::default(),
+        gpus: file.gpus,
+        resources: file.resources,
     };
     if let Err(e) = spec.validate() {
         let field = match &e {
@@ -258,6 +271,30 @@ mod tests {
         assert_eq!(spec.tasks, TaskSource::Lines(vec!["a".into(), "b".into()]));
         assert_eq!(spec.memory_mb, 1024);
         assert_eq!(spec.timeout_secs, Some(120));
+    }
+
+    #[test]
+    fn gpu_and_named_requests_load_and_hostile_ones_name_the_field() {
+        let file =
+            |extra: &str| format!("command = \"train {{}}\"\n{extra}\n[tasks]\narray = \"1-4\"\n");
+        let p = Path::new("train.toml");
+        let spec = parse(&file("gpus = 0.25\nresources = { fpga = 1 }"), p).unwrap();
+        assert_eq!(spec.gpus.unwrap().to_string(), "0.25");
+        assert_eq!(spec.resources["fpga"].to_string(), "1");
+        for (extra, want) in [
+            ("gpus = nan", "field `gpus`: NaN is not a number"),
+            ("gpus = -1", "field `gpus`: -1 must be above 0"),
+            ("gpus = 1.5", "whole devices"),
+            (
+                "resources = { gpus = 1 }",
+                "ask for GPUs with the `gpus` field",
+            ),
+            ("resources = { fpga = 0.00001 }", "field `resources.fpga`"),
+            ("resources = { Bad = 1 }", "resource name"),
+        ] {
+            let e = parse(&file(extra), p).unwrap_err().to_string();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use super::status::{self, Progress};
 use super::submit_limit::SubmitLimit;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
+use hetpilot_protocol::resources::ResourceAmount;
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,6 +35,12 @@ pub struct Args {
     /// Memory per task, like 512M or 2G.
     #[arg(long)]
     pub memory: Option<String>,
+    /// GPUs per task: whole devices (2) or a share of one device (0.25).
+    #[arg(long, value_name = "N")]
+    pub gpus: Option<f64>,
+    /// A named count each task needs, as the platforms offer it (e.g. `fpga=1`); repeat.
+    #[arg(long = "resource", value_name = "NAME=N")]
+    pub resource: Vec<String>,
     /// Runs of a task before it is marked failed.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: u32,
@@ -71,6 +78,24 @@ pub struct Args {
     /// The command template, after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+/// `--resource NAME=N` flags as a `resources` table.
+fn named_resources(flags: &[String]) -> anyhow::Result<BTreeMap<String, ResourceAmount>> {
+    let mut named = BTreeMap::new();
+    for flag in flags {
+        let (name, n) = flag
+            .split_once('=')
+            .with_context(|| format!("--resource {flag}: expected NAME=N"))?;
+        let amount = n
+            .trim()
+            .parse::<f64>()
+            .map_err(anyhow::Error::from)
+            .and_then(|x| Ok(ResourceAmount::parse(x)?))
+            .with_context(|| format!("--resource {flag}"))?;
+        named.insert(name.trim().to_string(), amount);
+    }
+    Ok(named)
 }
 
 fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
@@ -122,8 +147,12 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
         outputs: vec![],
         data_intensive: false,
         dag: None,
-        gpus: None,
-        resources: Default::default(),
+        gpus: args
+            .gpus
+            .map(ResourceAmount::parse)
+            .transpose()
+            .context("--gpus")?,
+        resources: named_resources(&args.resource)?,
     };
     spec.validate()?;
     Ok(spec)

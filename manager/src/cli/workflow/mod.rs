@@ -59,6 +59,11 @@ pub struct WfTask {
     pub inputs: Vec<WfFile>,
     /// Files it writes.
     pub outputs: Vec<WfFile>,
+    /// GPUs it used or asks for (WfCommons `gpuCount`, a `[[task]]`'s `gpus`); 0 or
+    /// none: a CPU-only task.
+    pub gpus: Option<f64>,
+    /// Named counts it asks for (a `[[task]]`'s `resources`).
+    pub resources: BTreeMap<String, hetpilot_protocol::resources::ResourceAmount>,
 }
 
 /// A workflow read from a file.
@@ -132,7 +137,10 @@ impl Workflow {
                 }
             }
             cores = cores.max(task_cores(t));
-            dag.push(self.task(t, argv, parents, &producers, opts));
+            let mut task = self.task(t, argv, parents, &producers, opts);
+            task.gpus = task_gpus(t)?;
+            task.resources = t.resources.clone();
+            dag.push(task);
         }
         // Each task reserves its own cores; the application's are the widest task's.
         let cores = self.base.as_ref().map_or(cores, |b| b.cores.max(cores));
@@ -236,6 +244,18 @@ impl Workflow {
             outputs,
             ..DagTask::default()
         }
+    }
+}
+
+/// The GPUs task `t` asks for: none for a missing or zero count; a hostile one (NaN,
+/// negative, past the bound, finer than 0.0001) is refused naming the task.
+fn task_gpus(t: &WfTask) -> anyhow::Result<Option<hetpilot_protocol::resources::ResourceAmount>> {
+    match t.gpus {
+        None => Ok(None),
+        Some(0.0) => Ok(None),
+        Some(x) => hetpilot_protocol::resources::ResourceAmount::parse(x)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("task `{}`: gpus: {e}", t.id)),
     }
 }
 

@@ -42,6 +42,14 @@ struct TaskTable {
     inputs: Vec<FileDecl>,
     #[serde(default)]
     outputs: Vec<FileDecl>,
+    /// The task's own GPUs (whole devices or a share of one).
+    gpus: Option<f64>,
+    /// The task's own named counts (`resources = { fpga = 1 }`).
+    #[serde(
+        default,
+        deserialize_with = "hetpilot_protocol::resource_fields::de_named"
+    )]
+    resources: BTreeMap<String, hetpilot_protocol::resources::ResourceAmount>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,6 +64,18 @@ struct WorkflowFile {
     output_dir: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// GPUs each task needs unless it says its own.
+    #[serde(
+        default,
+        deserialize_with = "hetpilot_protocol::resource_fields::de_gpus"
+    )]
+    gpus: Option<hetpilot_protocol::resources::ResourceAmount>,
+    /// Named counts each task needs unless it says its own.
+    #[serde(
+        default,
+        deserialize_with = "hetpilot_protocol::resource_fields::de_named"
+    )]
+    resources: BTreeMap<String, hetpilot_protocol::resources::ResourceAmount>,
     task: Vec<TaskTable>,
 }
 
@@ -102,6 +122,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
             moldable: t.max_cores.map(|m| (m, t.serial_fraction)),
             inputs: files(t.inputs),
             outputs: files(t.outputs),
+            gpus: t.gpus,
+            resources: t.resources,
         });
     }
     let default_name = path
@@ -134,8 +156,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
         outputs: vec![],
         data_intensive: false,
         dag: None,
-        gpus: None,
-        resources: Default::default(),
+        gpus: file.gpus,
+        resources: file.resources,
     };
     Ok(Workflow {
         name: base.name.clone(),

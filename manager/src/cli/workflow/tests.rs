@@ -258,3 +258,34 @@ fn a_task_without_an_id_is_refused_only_in_the_list_its_version_reads() {
     );
     assert!(err.contains("specification task #0 has no id"), "{err}");
 }
+
+#[test]
+fn task_tables_and_wfcommons_gpu_counts_ask_for_gpus() {
+    let text = "name = \"w\"\ngpus = 1\n[[task]]\nid = \"prep\"\ncommand = \"true\"\ngpus = 0.5\n\
+                [[task]]\nid = \"train\"\ncommand = \"true\"\nafter = [\"prep\"]\nresources = { fpga = 2 }\n";
+    let wf = super::tasks_file::parse(text, std::path::Path::new("w.toml")).unwrap();
+    let spec = wf.into_spec(&opts(false)).unwrap();
+    spec.validate().unwrap();
+    assert_eq!(spec.gpus.unwrap().to_string(), "1");
+    let d = dag(&spec);
+    assert_eq!(d.tasks[0].gpus.unwrap().to_string(), "0.5");
+    assert_eq!(d.tasks[1].resources["fpga"].to_string(), "2");
+    let hostile = text.replace("gpus = 0.5", "gpus = -0.5");
+    let wf = super::tasks_file::parse(&hostile, std::path::Path::new("w.toml")).unwrap();
+    let err = wf.into_spec(&opts(false)).unwrap_err().to_string();
+    assert!(
+        err.contains("task `prep`: gpus: -0.5 must be above 0"),
+        "{err}"
+    );
+    let mut t = WfTask {
+        id: "a".into(),
+        gpus: Some(0.0),
+        ..WfTask::default()
+    };
+    assert_eq!(super::task_gpus(&t).unwrap(), None, "gpuCount 0: CPU-only");
+    t.gpus = Some(f64::NAN);
+    assert!(super::task_gpus(&t)
+        .unwrap_err()
+        .to_string()
+        .contains("not a number"));
+}

@@ -53,6 +53,7 @@ struct FlatTask {
     parents: Strings,
     runtime_in_seconds: Scalar,
     cores: Scalar,
+    gpu_count: Scalar,
     #[serde(deserialize_with = "argv")]
     command: Option<Vec<String>>,
     files: List<Object<FlatFile>>,
@@ -115,6 +116,7 @@ struct Run {
     id: Scalar,
     runtime_in_seconds: Scalar,
     core_count: Scalar,
+    gpu_count: Scalar,
     #[serde(deserialize_with = "argv")]
     command: Option<Vec<String>>,
 }
@@ -150,6 +152,7 @@ fn flat_task(t: FlatTask) -> Option<WfTask> {
         parents: t.parents.0,
         runtime_secs: t.runtime_in_seconds.as_f64(),
         cores: t.cores.as_f64(),
+        gpus: t.gpu_count.as_f64(),
         argv: t.command,
         ..WfTask::default()
     };
@@ -321,6 +324,7 @@ fn split(section: Section) -> anyhow::Result<(Workflow, Vec<(String, String)>)> 
         if let Some(run) = runs.remove(&task.id) {
             task.runtime_secs = run.runtime_in_seconds.as_f64();
             task.cores = run.core_count.as_f64();
+            task.gpus = run.gpu_count.as_f64();
             task.argv = run.command;
         }
     }
