@@ -148,6 +148,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         url: runs_dir.display().to_string(),
         message: format!("cannot resolve the agent's run and cache directories: {e}"),
     })?;
+    let outputs = crate::sent_outputs::KeptOutputs::default();
     let executor = Executor {
         output_rules: Arc::new(output_rules),
         stager: Arc::new(stager),
@@ -163,6 +164,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         sandbox: opts.sandbox.clone(),
         gpus: opts.gpus.clone(),
         zero_work: opts.register.zero_work,
+        outputs: outputs.clone(),
     };
     let reporter = tokio::spawn(
         reporter::run(
@@ -180,6 +182,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         abandoned: abandoned.clone(),
         started: started.clone(),
         grants,
+        outputs,
     };
     let puller = tokio::spawn(
         pull_loop(api.clone(), base.clone(), demand_rx, channels.clone())
@@ -254,6 +257,8 @@ struct Channels {
     abandoned: Arc<Mutex<Option<String>>>,
     /// Grants to depots (file stores), refreshed from pull and heartbeat answers.
     grants: Grants,
+    /// Finished runs' outputs, sent when the manager asks.
+    outputs: crate::sent_outputs::KeptOutputs,
 }
 
 impl Channels {
@@ -332,6 +337,7 @@ async fn pull_loop(api: Api, base: String, mut demand: watch::Receiver<Demand>, 
                 if !resp.kill.is_empty() {
                     let _ = events.send(Event::Kill(resp.kill));
                 }
+                ch.outputs.send(&api, &base, resp.send_output);
                 if !resp.tasks.is_empty() {
                     let (ack, acked) = oneshot::channel();
                     let _ = events.send(Event::Assign {
@@ -383,6 +389,7 @@ async fn heartbeat_loop(api: Api, base: String, every: Duration, ch: Channels) {
                 if !r.kill.is_empty() {
                     let _ = events.send(Event::Kill(r.kill));
                 }
+                ch.outputs.send(&api, &base, r.send_output);
                 if r.drain {
                     let _ = events.send(Event::Drain("the manager asked this agent to drain"));
                 }

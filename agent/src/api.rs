@@ -125,4 +125,36 @@ impl Api {
             },
         })
     }
+
+    /// PUTs `len` bytes of `file` to `path` (a task output the manager asked for),
+    /// saying that `skipped` bytes before them were left out.
+    pub async fn put_output(
+        &self,
+        path: &str,
+        file: tokio::fs::File,
+        len: u64,
+        skipped: u64,
+    ) -> Result<(), String> {
+        let url = format!("{}{}", self.base, path);
+        let resp = self
+            .http
+            .put(&url)
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(600))
+            .header(reqwest::header::CONTENT_LENGTH, len)
+            .header(hetpilot_protocol::task_output::SKIPPED_HEADER, skipped)
+            .body(reqwest::Body::from(file))
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {url}: {}", http::with_causes(&e)))?;
+        if !resp.status().is_success() {
+            let status = resp.status();
+            let body = resp.text().await.unwrap_or_default();
+            return Err(format!(
+                "{url} refused the output ({status}): {}",
+                body.trim()
+            ));
+        }
+        Ok(())
+    }
 }

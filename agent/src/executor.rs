@@ -118,6 +118,8 @@ pub struct Executor {
     pub gpus: Arc<crate::gpu::Inventory>,
     /// Run no process: every task succeeds the moment it starts (`--zero-work`).
     pub zero_work: bool,
+    /// Where finished runs' outputs are, for the manager to ask for.
+    pub outputs: crate::sent_outputs::KeptOutputs,
 }
 
 struct State {
@@ -609,6 +611,8 @@ impl Executor {
                 .into_iter()
                 .flatten()
                 .collect();
+                self.outputs
+                    .record(at, stdout.path.clone(), stderr.path.clone());
                 let path = |c: Option<PathBuf>| c.map(|p| p.to_string_lossy().into_owned());
                 TaskResult {
                     task: at.task,

@@ -24,6 +24,7 @@ mod output_dir;
 mod reporter;
 mod runner;
 mod sandbox;
+mod sent_outputs;
 mod spawn;
 mod spawner;
 mod staging;

@@ -1,4 +1,5 @@
 set -eu
+umask 077
 {{setup}}
 export HETPILOT_URL={{manager_url}} HETPILOT_PLATFORM={{platform}} HETPILOT_PILOT={{pilot}}
 export HETPILOT_AGENT_TOKEN_FILE={{credential_path}} HETPILOT_WORK_DIR={{work_dir}}

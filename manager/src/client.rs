@@ -1,12 +1,13 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
 use hetpilot_protocol::file_listing::FilePage;
-use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus};
+use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus, PlatformsReloaded};
 use hetpilot_protocol::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser,
     PurgeRequest, SubmitResponse, TaskDetail, TaskInfo, TokenResponse,
 };
 use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::task_output::OutputStream;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_protocol::{AppId, TaskRef};
 use hetpilot_transport::http::{self, CallError};
@@ -155,6 +156,26 @@ impl Client {
         })
     }
 
+    /// `GET /v1/tasks/TASK/output`: one stream of run `attempt` of `task`, fetched through
+    /// the manager (which asks the agent for it when it has not got it); `range` is a
+    /// `Range` header value such as `bytes=-65536`. Its body is still to be read.
+    pub async fn task_output(
+        &self,
+        task: TaskRef,
+        attempt: u32,
+        stream: OutputStream,
+        range: Option<&str>,
+    ) -> Result<reqwest::Response, ClientError> {
+        let mut req = self.get(&format!("/v1/tasks/{task}/output")).query(&[
+            ("attempt", attempt.to_string()),
+            ("stream", stream.as_str().to_string()),
+        ]);
+        if let Some(range) = range {
+            req = req.header(reqwest::header::RANGE, range);
+        }
+        self.send_file_request(req).await
+    }
+
     /// `PUT /v1/files/NAME`: stores `body` as the caller's file `name`.
     pub async fn put_file(&self, name: &str, body: reqwest::Body) -> Result<(), ClientError> {
         let url = self.file_url(name)?;
@@ -229,15 +250,21 @@ impl Client {
         self.call(self.get(&format!("/v1/apps/{app}/report"))).await
     }
 
+    /// One page of an application's tasks in index order: at most `limit`, each with an
+    /// index greater than `after`.
     pub async fn tasks(
         &self,
         app: AppId,
         state: Option<&str>,
         limit: u64,
+        after: Option<u64>,
     ) -> Result<Vec<TaskInfo>, ClientError> {
         let mut q = vec![("limit", limit.to_string())];
         if let Some(s) = state {
             q.push(("state", s.to_string()));
+        }
+        if let Some(a) = after {
+            q.push(("after", a.to_string()));
         }
         self.call(self.get(&format!("/v1/apps/{app}/tasks")).query(&q))
             .await
@@ -338,5 +365,11 @@ impl Client {
 
     pub async fn platform_status(&self) -> Result<Vec<PlatformStatus>, ClientError> {
         self.call(self.get("/v1/platforms")).await
+    }
+
+    /// Asks the manager to re-read and re-check the platforms' profiles (admin).
+    pub async fn reload_platforms(&self) -> Result<PlatformsReloaded, ClientError> {
+        self.call(self.post("/v1/platforms/reload", &serde_json::json!({})))
+            .await
     }
 }

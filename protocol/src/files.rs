@@ -38,9 +38,16 @@ pub struct FileDecl {
     /// Lowercase hex SHA-256 of the content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// The file's name in the task's directory, one path component taken literally, when
+    /// it is not the one the URI gives (an input's last component, an output's path): a
+    /// workflow's program reads `in.txt` and writes `out.txt` while the files are stored
+    /// under the workflow's own names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
-/// A declaration is either a bare string or a table with `uri`, `size` and `sha256`.
+/// A declaration is either a bare string or a table with `uri`, `size`, `sha256` and
+/// `name`.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum DeclRepr {
@@ -51,6 +58,8 @@ enum DeclRepr {
         size: Option<u64>,
         #[serde(default)]
         sha256: Option<String>,
+        #[serde(default)]
+        name: Option<String>,
     },
 }
 
@@ -61,8 +70,19 @@ impl From<DeclRepr> for FileDecl {
                 uri,
                 size: None,
                 sha256: None,
+                name: None,
             },
-            DeclRepr::Full { uri, size, sha256 } => FileDecl { uri, size, sha256 },
+            DeclRepr::Full {
+                uri,
+                size,
+                sha256,
+                name,
+            } => FileDecl {
+                uri,
+                size,
+                sha256,
+                name,
+            },
         }
     }
 }
@@ -218,6 +238,18 @@ fn check_components(uri: &str, path: &str) -> Result<(), FileError> {
         return Err(invalid(
             uri,
             "contains a `..` component, which could escape its root",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a declared name in the task's directory: one real path component.
+fn check_declared_name(uri: &str, name: &str) -> Result<(), FileError> {
+    check_relative(uri, name)?;
+    if name.contains('/') || name == "." {
+        return Err(invalid(
+            uri,
+            format!("its name `{name}` in the task's directory must be one path component"),
         ));
     }
     Ok(())
@@ -546,6 +578,13 @@ impl Compiled {
             for (template, decl) in decls {
                 let uri = template.render(index, input).concat();
                 let (source, name) = parse(&uri).map_err(|e| (field, e))?;
+                let name = match &decl.name {
+                    Some(declared) => {
+                        check_declared_name(&uri, declared).map_err(|e| (field, e))?;
+                        declared.clone()
+                    }
+                    None => name,
+                };
                 if !seen.insert(name.clone()) {
                     return Err((
                         field,
@@ -782,5 +821,36 @@ mod tests {
         };
         let (_, err) = t.compile(&Inputs::Lines).err().unwrap();
         assert!(err.to_string().contains("64 hexadecimal"), "{err}");
+    }
+
+    #[test]
+    fn a_declared_name_places_the_file_in_the_task_directory_under_it() {
+        let decl = |uri: &str, name: &str| FileDecl {
+            name: Some(name.into()),
+            ..FileDecl::from(uri)
+        };
+        let t = FileTemplates::literal(
+            "alice",
+            &[decl("wf-1/J1__in.txt", "in.txt")],
+            &[decl("wf-1/J2__out.txt", "out.txt")],
+        );
+        let files = t.for_task(0, "").unwrap();
+        assert_eq!(files.inputs[0].name, "in.txt");
+        assert_eq!(
+            files.inputs[0].source,
+            Source::Service("wf-1/J1__in.txt".into())
+        );
+        assert_eq!(files.outputs[0].name, "out.txt");
+        assert_eq!(
+            files.outputs[0].source,
+            Source::Service("wf-1/J2__out.txt".into())
+        );
+        for bad in ["a/b", "..", ".", "", "/etc"] {
+            let t = FileTemplates::literal("alice", &[decl("wf-1/x", bad)], &[]);
+            assert!(t.for_task(0, "").is_err(), "`{bad}` is refused");
+        }
+        let same = FileTemplates::literal("alice", &[decl("wf-1/a", "f")], &[decl("wf-1/b", "f")]);
+        let (_, err) = same.for_task(0, "").unwrap_err();
+        assert!(err.to_string().contains("also named `f`"), "{err}");
     }
 }

@@ -19,6 +19,7 @@ pub mod protocol;
 pub mod resource_fields;
 pub mod resources;
 pub mod spec;
+pub mod task_output;
 pub mod template;
 pub mod views;
 

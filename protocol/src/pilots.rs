@@ -86,6 +86,14 @@ pub struct PilotRecord {
     pub user: Option<String>,
 }
 
+/// The answer to `POST /v1/platforms/reload`: the profiles were re-read; their checks run
+/// in the background and show in each platform's status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformsReloaded {
+    /// The platforms now configured with a profile.
+    pub platforms: Vec<String>,
+}
+
 /// A platform's provisioning status, as `hetpilot platforms` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformStatus {

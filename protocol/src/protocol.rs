@@ -188,6 +188,9 @@ pub struct PullResponse {
     /// Runs to kill now (their application was cancelled, or another run completed them).
     #[serde(default)]
     pub kill: Vec<TaskAttempt>,
+    /// Outputs of this agent's runs to send to the manager (someone asked to read them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub send_output: Vec<crate::task_output::OutputWanted>,
     /// When these leases were granted (manager time, unix ms); echoed in heartbeats.
     pub lease_ms: u64,
     /// Fresh grants to the file stores these tasks' applications use.
@@ -350,6 +353,9 @@ pub struct HeartbeatResponse {
     /// Runs to kill now (their application was cancelled, or another run completed them).
     #[serde(default)]
     pub kill: Vec<TaskAttempt>,
+    /// Outputs of this agent's runs to send to the manager (someone asked to read them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub send_output: Vec<crate::task_output::OutputWanted>,
     /// Fresh grants to the file stores the applications of the held tasks use, so no grant
     /// expires under a running task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -423,6 +429,10 @@ pub struct AppSummary {
     pub ended_at_ms: Option<u64>,
     /// Its tasks by state.
     pub counts: StateCounts,
+    /// Attempts of its tasks lost to the infrastructure (a pilot killed, an agent lost):
+    /// they do not count against `max_attempts`.
+    #[serde(default)]
+    pub lost_attempts: u64,
     /// Why no available platform can run its waiting tasks now, e.g. "no available
     /// platform: lab-typo unavailable: sbatch: error: invalid partition specified: smal";
     /// absent when some platform can.

@@ -1,6 +1,7 @@
 //! Workflow (DAG) figures, on a release build:
 //! `cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
-//! workflow -- [PART...]` with PART among `submit`, `cpu`, `chain`, `replay` (default: all).
+//! workflow -- [PART...]` with PART among `submit`, `cpu`, `chain`, `replay`, `idle`
+//! (default: all).
 //!
 //! - `submit`: a 100,000-task Montage-shaped DAG (25,000 mProject, 50,000 mDiffFit with
 //!   two parents each, one mConcatFit over every mDiffFit, mBgModel, 24,995 mBackground,
@@ -18,6 +19,11 @@
 //! - `replay`: the Montage (dss 0.5°), Epigenomics (hep) and BLAST (small) instances of
 //!   `samples/workflows/` run with `--emulate --time-scale 0.1` on two local agents of
 //!   4 slots each; the makespan (first start to last end) × 10 beside the recorded one.
+//! - `idle`: every sample workflow (the three WfCommons instances and the Montage DAX) with
+//!   `--emulate --time-scale 0.001 --size-scale 0.0001`, submitted by the CLI to two idle
+//!   local agents of 4 slots each, fresh for each run: submit (the CLI process's start) to
+//!   the first task's start, and to the last task's committed end. Five runs each, median
+//!   and maximum: how long a researcher's workflow waits for agents that sit idle.
 
 use hetpilot_e2e::proc_stats::cpu_ms;
 use hetpilot_e2e::{free_port, wait_until, Manager};
@@ -304,6 +310,78 @@ fn replay_part() {
     }
 }
 
+/// Milliseconds since the Unix epoch (the manager's clock, on the same host).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn idle_part() {
+    const RUNS: usize = 5;
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/workflows");
+    for (flag, file) in [
+        ("--wfcommons", "montage-chameleon-dss-05d-001.json"),
+        (
+            "--wfcommons",
+            "epigenomics-chameleon-hep-1seq-100k-001.json",
+        ),
+        ("--wfcommons", "blast-chameleon-small-001.json"),
+        ("--dax", "Montage_25.xml"),
+    ] {
+        let (mut first, mut done) = (Vec::new(), Vec::new());
+        let mut tasks = 0;
+        for _ in 0..RUNS {
+            let dir = tempfile::tempdir().unwrap();
+            let m = manager(dir.path(), false);
+            let _agents: Vec<_> = (0..2).map(|_| m.agent("local", 4, &[])).collect();
+            wait_until("two agents to register", Duration::from_secs(30), || {
+                let (_, agents) = m.http().get("/v1/agents", &m.admin);
+                (agents.as_array()?.len() == 2).then_some(())
+            });
+            let path = samples.join(file);
+            let submitted = unix_ms();
+            let out = m.cli(&[
+                "submit",
+                flag,
+                path.to_str().unwrap(),
+                "--emulate",
+                "--time-scale",
+                "0.001",
+                "--size-scale",
+                "0.0001",
+                "--json",
+            ]);
+            assert!(out.status.success(), "{out:?}");
+            let app = serde_json::from_slice::<Value>(&out.stdout).unwrap()["app"]
+                .as_u64()
+                .unwrap();
+            let summary = m.wait_finished(app, Duration::from_secs(600));
+            assert_eq!(summary["counts"]["failed"], 0, "{summary}");
+            tasks = summary["counts"]["done"].as_u64().unwrap();
+            let (start, end): (i64, i64) = m
+                .db()
+                .query_row(
+                    "SELECT MIN(started_ms), MAX(ended_ms) FROM attempts WHERE app_id = ?1",
+                    [app as i64],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            first.push((start - submitted) as f64);
+            done.push((end - submitted) as f64);
+        }
+        let max = |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max);
+        println!(
+            "{file} ({tasks} tasks), idle agents, {RUNS} runs: submit to first start median              {:.0} ms (max {:.0}); submit to done median {:.0} ms (max {:.0})",
+            median(first.clone()),
+            max(&first),
+            median(done.clone()),
+            max(&done)
+        );
+    }
+}
+
 fn main() {
     let parts: Vec<String> = std::env::args()
         .skip(1)
@@ -321,5 +399,8 @@ fn main() {
     }
     if want("replay") {
         replay_part();
+    }
+    if want("idle") {
+        idle_part();
     }
 }

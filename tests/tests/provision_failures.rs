@@ -13,13 +13,22 @@ use std::time::Duration;
 
 const FAST: &str = "interval_secs = 0.2\nbackoff_base_secs = 0.5\nbackoff_max_secs = 60";
 
-/// A manager whose only platform, `broken`, starts pilots whose agent binary is missing;
-/// `extra` are more environment variables for it.
+/// A manager whose only platform, `broken`, starts pilots whose agent exits at once
+/// without registering (it answers only the `--version` of the platform checks `serve`
+/// runs at start, so the platform passes them); `extra` are more environment variables.
 fn broken_platform(dir: &Path, extra: &[(&str, &str)], flags: &[&str]) -> Manager {
     let profile = local_profile(dir, "broken", 2, "max_queued = 1\nmax_running = 1");
+    let agent = dir.join("exits-at-once");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\n[ \"${1:-}\" = --version ] && { echo stand-in; exit 0; }\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     let text = std::fs::read_to_string(&profile).unwrap().replace(
         &bin("hetpilot-agent").display().to_string(),
-        "/nonexistent/hetpilot-agent",
+        &agent.display().to_string(),
     );
     std::fs::write(&profile, text).unwrap();
     let mut env: Vec<(String, String)> = configure(dir, &[("broken", &profile)], FAST);

@@ -63,6 +63,13 @@ fn local_pilots_run_an_application_and_end_when_work_is_done() {
         std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
         0o700
     );
+    // The pilot's directory and its outputs are private, as the manager's work directory.
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&pdir), 0o700);
+    for output in ["out", "err"] {
+        let path = pdir.join(format!("{name}.{output}"));
+        assert_eq!(mode(&path), 0o600, "{}", path.display());
+    }
     let text = std::fs::read_to_string(&script).unwrap();
     assert!(text.contains("HETPILOT_AGENT_TOKEN_FILE"), "{text}");
     assert!(text.contains("--delete-token-file"), "{text}");
@@ -142,7 +149,8 @@ fn per_user_pilots_run_only_their_users_tasks() {
 
 /// A provisioned pilot's job script hands its agent that pilot's own credential, never a
 /// reusable platform token: it registers only that pilot's agent, once. The profile's
-/// agent here is a stand-in that keeps a copy of what it was given.
+/// agent here is a stand-in that keeps a copy of what it was given (and answers the
+/// `--version` of the platform checks `serve` runs at start).
 #[test]
 fn a_pilots_job_script_carries_only_its_own_single_use_credential() {
     use std::os::unix::fs::PermissionsExt;
@@ -152,7 +160,8 @@ fn a_pilots_job_script_carries_only_its_own_single_use_credential() {
     std::fs::write(
         &stand_in,
         format!(
-            "#!/bin/sh\n{{ cat \"$HETPILOT_AGENT_TOKEN_FILE\"; echo \"$HETPILOT_PILOT\"; }} \
+            "#!/bin/sh\n[ \"${{1:-}}\" = --version ] && {{ echo stand-in; exit 0; }}\n\
+             {{ cat \"$HETPILOT_AGENT_TOKEN_FILE\"; echo \"$HETPILOT_PILOT\"; }} \
              > {0}.part && mv {0}.part {0}\nexec sleep 300\n",
             captured.display()
         ),

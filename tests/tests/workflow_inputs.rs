@@ -310,3 +310,77 @@ fn an_emulated_replay_runs_under_the_bwrap_sandbox_with_the_agent_binary_hidden(
         "{said}"
     );
 }
+
+/// A WfCommons workflow whose real programs read and write plain names (`in.txt`,
+/// `mid.txt`, `out.txt`), as a published instance's commands do.
+fn plain_names_workflow(dir: &Path) -> PathBuf {
+    let wf = json!({
+        "schemaVersion": "1.5", "name": "plain",
+        "workflow": {
+            "specification": {
+                "tasks": [
+                    {"id": "upper", "parents": [], "children": ["count"],
+                     "inputFiles": ["in.txt"], "outputFiles": ["mid.txt"]},
+                    {"id": "count", "parents": ["upper"], "children": [],
+                     "inputFiles": ["mid.txt"], "outputFiles": ["out.txt"]}
+                ],
+                "files": [{"id": "in.txt", "sizeInBytes": 15},
+                          {"id": "mid.txt", "sizeInBytes": 15},
+                          {"id": "out.txt", "sizeInBytes": 18}]
+            },
+            "execution": {"makespanInSeconds": 1, "tasks": [
+                {"id": "upper", "runtimeInSeconds": 0.1, "command": {"program": "sh",
+                 "arguments": ["-c", "tr a-z A-Z < in.txt > mid.txt"]}},
+                {"id": "count", "runtimeInSeconds": 0.1, "command": {"program": "sh",
+                 "arguments": ["-c", "wc -c < mid.txt > out.txt && cat mid.txt >> out.txt"]}}
+            ]}
+        }
+    });
+    let path = dir.join("plain.json");
+    std::fs::write(&path, wf.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_workflows_real_programs_read_and_write_their_files_by_plain_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 10.0);
+    let _agents = [m.agent("local", 2, &[]), m.agent("local", 2, &[])];
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).unwrap();
+    std::fs::write(inputs.join("in.txt"), "hello workflow\n").unwrap();
+    let wf = plain_names_workflow(dir.path());
+    let app = submit(
+        &m,
+        &[
+            "--wfcommons",
+            wf.to_str().unwrap(),
+            "--inputs-dir",
+            inputs.to_str().unwrap(),
+        ],
+    );
+    let summary = m.wait_finished(app, LONG);
+    let tasks = tasks_by_name(&m, app);
+    assert_eq!(
+        summary["counts"]["done"], 2,
+        "both ran unwrapped: {summary}\n{tasks:?}"
+    );
+    // Stored under the workflow's prefix, written by the program as `out.txt`.
+    let stored = files_by_name(&dir.path().join("files"));
+    let out = &stored["out.txt"];
+    assert_eq!(out.len(), 1, "{stored:?}");
+    assert!(
+        out[0]
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("wf-"),
+        "{out:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&out[0]).unwrap(),
+        "15\nHELLO WORKFLOW\n"
+    );
+}

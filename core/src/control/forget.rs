@@ -49,6 +49,8 @@ impl Control {
             }));
         }
         if !gone.is_empty() {
+            // Whoever waits on a forgotten application hears it is gone.
+            self.wake.progress = true;
             self.queues.forget_sent(&gone);
             self.policy.stats.forget(&gone);
         }
@@ -78,5 +80,6 @@ impl Control {
                 changes.push(Change::AppEnded { app, now_ms });
             }
         }
+        self.wake.merge(super::Wake::of_changes(changes));
     }
 }

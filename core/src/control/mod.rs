@@ -33,6 +33,7 @@ pub mod simulation;
 pub(crate) mod staging_model;
 mod staging_plan;
 pub(crate) mod usage;
+pub mod wake;
 #[cfg(test)]
 mod workflow_tests;
 
@@ -50,6 +51,7 @@ pub use scheduling::{RoundError, RoundStep};
 pub use settings::ControlSettings;
 pub use staging_model::{request_files, RequestFiles, StagingProfile};
 pub use staging_plan::{PlannedStaging, StagingJob};
+pub use wake::Wake;
 
 use crate::ptg::live::WorkflowPolicy;
 use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportCheck, ReportError};
@@ -67,6 +69,8 @@ pub struct Control {
     queues: Queues,
     policy: PolicyState,
     journal: Journal,
+    /// Whom the inputs since the last [`Control::take_wake`] are to wake.
+    wake: Wake,
 }
 
 /// Why a finished round changed less than it would have.
@@ -114,12 +118,19 @@ impl Control {
             queues,
             policy,
             journal: Journal::default(),
+            wake: Wake::default(),
         })
     }
 
     /// The queues, to read.
     pub fn queues(&self) -> &Queues {
         &self.queues
+    }
+
+    /// Whom the inputs since the last call are to wake (see [`wake`]); the shell takes it
+    /// once per locked section.
+    pub fn take_wake(&mut self) -> Wake {
+        std::mem::take(&mut self.wake)
     }
 
     /// Whether scheduling rounds run at all (not with `policy = "round-robin"`).
@@ -184,9 +195,23 @@ impl Control {
             cores: spec.cores,
             memory_mb: spec.memory_mb,
         });
+        let data_intensive = spec.data_intensive;
+        let workflow = spec.dag.is_some();
         let entry = crate::queue::AppEntry::new(app, owner, spec, template, now_ms);
         self.queues.insert_app(entry);
-        self.queues.mark_ended(app, now_ms);
+        if self.queues.mark_ended(app, now_ms) {
+            self.wake.progress = true;
+        }
+        if data_intensive {
+            // Its Het-HPS plan wakes the idle agents once bound; this, if it is late.
+            self.wake
+                .merge(Wake::work_after(now_ms, wake::STAGING_PLAN_WAIT_MS));
+        } else {
+            self.wake.work = true;
+        }
+        if workflow && self.queues.plans_workflows() {
+            self.wake.merge(wake::workflow_plan_deadline(now_ms));
+        }
     }
 
     /// Cancels an application at `now_ms`: waiting tasks end now, running ones are to be
@@ -219,6 +244,10 @@ impl Control {
         entry.cores = join.cores.max(join.slots);
         entry.only_user = join.only_user;
         self.queues.insert_agent(entry);
+        if self.queues.plans_workflows() {
+            // Its pulls wait this long for the round that plans the workflows for it.
+            self.wake.merge(wake::workflow_plan_deadline(now_ms));
+        }
     }
 
     /// Leases up to `max_slots` worth of tasks to `agent` (see [`Queues::lease`]).
@@ -373,7 +402,10 @@ impl Control {
             app,
             partitions: partitions.clone(),
         });
-        self.queues.set_partitions(app, partitions)
+        let bound = self.queues.set_partitions(app, partitions);
+        // Idle agents may take the planned tasks now.
+        self.wake.work |= bound;
+        bound
     }
 
     /// Starts a round: copies what it reads and takes the planners. `None` without a
@@ -432,7 +464,7 @@ impl Control {
         match done.round {
             Ok(round) => {
                 policy.view = round.view;
-                self.queues.set_plan(round.plan);
+                self.wake.work |= self.queues.set_plan(round.plan);
             }
             Err(e) => warnings.round = Some(e),
         }

@@ -154,3 +154,26 @@ fn a_moldable_task_is_leased_with_its_hcpa_allocation() {
     round(&mut c, 20);
     assert_eq!(lease(&mut c, 4, 30), vec![(1, Some(3)), (1, Some(1))]);
 }
+
+#[test]
+fn a_round_that_plans_a_waiting_workflow_wakes_idle_agents_and_a_repeat_does_not() {
+    let mut c = control("cafm-k-shelves", vec![bag("w", 4, 1.0)], 2);
+    let submitted = c.take_wake();
+    assert!(submitted.work, "a submission wakes idle agents");
+    assert_eq!(
+        submitted.work_at_ms,
+        Some(crate::queue::PLAN_WAIT_MS),
+        "and again when its wait for a plan ends"
+    );
+    // Unplanned, the workflow's tasks wait for the round.
+    assert!(lease(&mut c, 2, 1).is_empty());
+    round(&mut c, 2);
+    assert!(c.take_wake().work, "the plan lets the idle agent lease");
+    round(&mut c, 3);
+    let again = c.take_wake();
+    assert!(
+        !again.work,
+        "the same plan again leases nothing new: {again:?}"
+    );
+    assert_eq!(lease(&mut c, 2, 4).len(), 2);
+}

@@ -79,6 +79,9 @@ pub struct AppEntry {
     pub(crate) waiting: VecDeque<u64>,
     /// Its tasks by state, kept up to date with every change.
     pub counts: StateCounts,
+    /// Attempts of its tasks lost to the infrastructure (the sum of the tasks' `lost`),
+    /// kept up to date with every change.
+    pub lost_attempts: u64,
     /// A workflow's dependency state (`None`: independent tasks).
     pub dag: Option<super::dag::DagState>,
     /// What each task asks for besides cores and memory (a workflow task may ask for its
@@ -210,6 +213,7 @@ impl AppEntry {
             tasks,
             waiting: VecDeque::new(),
             counts: StateCounts::default(),
+            lost_attempts: 0,
             dag: None,
             request: ResourceRequest::default(),
         };
@@ -395,9 +399,11 @@ impl AppEntry {
     /// Rebuilds counts and the waiting queue from the task slots (after loading).
     pub(crate) fn rebuild_index(&mut self) {
         self.counts = StateCounts::default();
+        self.lost_attempts = 0;
         self.waiting.clear();
         for (i, slot) in self.tasks.iter().enumerate() {
             *self.counts.get_mut(slot.state) += 1;
+            self.lost_attempts = self.lost_attempts.saturating_add(u64::from(slot.lost));
             if slot.state == TaskState::Waiting && self.dag.is_none() {
                 self.waiting.push_back(i as u64);
             }

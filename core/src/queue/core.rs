@@ -217,6 +217,11 @@ impl Queues {
         self.workflow_planning = planning;
     }
 
+    /// Whether scheduling rounds plan workflows (an unplanned one's tasks wait for it).
+    pub(crate) fn plans_workflows(&self) -> bool {
+        self.workflow_planning
+    }
+
     /// How long an agent may stay silent before it is declared lost, milliseconds.
     pub fn lease_timeout_ms(&self) -> u64 {
         self.lease_timeout_ms
@@ -323,17 +328,24 @@ impl Queues {
         }
     }
 
-    /// Replaces the lease plan (the last scheduling round's decision).
-    pub(crate) fn set_plan(&mut self, mut plan: LeasePlan) {
+    /// Replaces the lease plan (the last scheduling round's decision); returns whether a
+    /// workflow that waited for its first plan has one now. Leasing is otherwise work
+    /// conserving: a new plan reorders what agents lease, but makes nothing leasable
+    /// that was not.
+    pub(crate) fn set_plan(&mut self, mut plan: LeasePlan) -> bool {
+        let mut newly_planned = false;
         self.parallel = std::mem::take(&mut plan.parallel);
         let workflows = std::mem::take(&mut plan.workflows);
         for app in self.apps.values_mut() {
             if let Some(dag) = &mut app.dag {
+                let waited = !dag.planned();
                 dag.set_plan(workflows.get(&app.id).cloned());
+                newly_planned |= waited && dag.planned();
             }
         }
         self.plan = plan;
         self.explored.clear();
+        newly_planned
     }
 
     /// Leases up to `max_slots` worth of tasks to `agent`. The lease plan goes first:
@@ -822,6 +834,7 @@ impl Queues {
                 reason: reason.to_string(),
             });
             app.tasks[task.index as usize].lost = slot.lost.saturating_add(1);
+            app.lost_attempts = app.lost_attempts.saturating_add(1);
             app.set_state(task.index, TaskState::Waiting);
             app.enqueue(task.index);
             changes.push(Change::TaskState {

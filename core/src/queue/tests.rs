@@ -145,6 +145,11 @@ fn attempts_lost_with_a_pilot_do_not_count_against_max_attempts() {
     assert_eq!(again[0].attempt, 2);
     let slot = q.app(AppId(1)).unwrap().tasks[0];
     assert_eq!((slot.lost, slot.counted_attempts()), (1, 1));
+    assert_eq!(
+        q.app(AppId(1)).unwrap().lost_attempts,
+        1,
+        "the application counts its lost attempts"
+    );
     q.apply_result(AgentId(2), result(t, 2, Outcome::Failed));
     assert_eq!(
         state(&q, t),

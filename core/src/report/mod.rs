@@ -18,5 +18,6 @@ pub mod stats;
 pub mod tlpa;
 pub mod two_level;
 pub mod two_level_claims;
+pub mod variants;
 
 pub use chart::ChartError;

@@ -153,6 +153,51 @@ pub(crate) fn platform_affinities(
     }
 }
 
+/// Platform affinity over columns some applications cannot run on: `runtime[a][c]` is
+/// application `a`'s mean task runtime on column `c` (seconds), `None` where it cannot run
+/// there. The metrics are [`platform_affinities`]' over the columns each application can
+/// run on (RPA's column means over the applications that can run there); a column an
+/// application cannot run on gets affinity 0.
+pub(crate) fn affinities_with_gaps(
+    runtime: &[Vec<Option<f64>>],
+    metric: PlatformAffinity,
+) -> Vec<Vec<f64>> {
+    let columns = runtime.first().map_or(0, Vec::len);
+    let spread = |row: Vec<Option<f64>>| -> Vec<f64> {
+        let known: Vec<f64> = row.iter().flatten().copied().collect();
+        let mut ratios = leave_one_out_ratio(&known).into_iter();
+        row.iter()
+            .map(|r| r.and_then(|_| ratios.next()).unwrap_or(0.0))
+            .collect()
+    };
+    match metric {
+        PlatformAffinity::Throughput => runtime
+            .iter()
+            .map(|row| row.iter().map(|r| r.map_or(0.0, |r| 3600.0 / r)).collect())
+            .collect(),
+        PlatformAffinity::Egocentric => runtime.iter().map(|row| spread(row.clone())).collect(),
+        PlatformAffinity::Reciprocal => {
+            let means: Vec<f64> = (0..columns)
+                .map(|c| {
+                    let known: Vec<f64> = runtime.iter().filter_map(|row| row[c]).collect();
+                    known.iter().sum::<f64>() / known.len().max(1) as f64
+                })
+                .collect();
+            runtime
+                .iter()
+                .map(|row| {
+                    spread(
+                        row.iter()
+                            .zip(&means)
+                            .map(|(r, mean)| r.map(|r| r / mean))
+                            .collect(),
+                    )
+                })
+                .collect()
+        }
+    }
+}
+
 /// For each position P: mean of the other entries over the entry at P (EPA's formula).
 fn leave_one_out_ratio(row: &[f64]) -> Vec<f64> {
     if row.len() < 2 {
@@ -192,6 +237,31 @@ pub(crate) fn co_runner_affinity(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gaps_leave_the_metrics_of_full_rows_unchanged_and_score_zero() {
+        let p = profile();
+        let apps: Vec<usize> = (0..p.applications().len()).collect();
+        let platforms: Vec<usize> = (0..p.platforms().len()).collect();
+        let full: Vec<Vec<Option<f64>>> = apps
+            .iter()
+            .map(|&a| platforms.iter().map(|&q| Some(p.one_core(a, q))).collect())
+            .collect();
+        for metric in PlatformAffinity::ALL {
+            assert_eq!(
+                affinities_with_gaps(&full, metric),
+                platform_affinities(&p, &apps, &platforms, metric),
+                "{metric}"
+            );
+        }
+        // Application 1 cannot run on column 0: its EPA is over column 1 alone.
+        let gapped = vec![vec![Some(100.0), Some(200.0)], vec![None, Some(50.0)]];
+        let epa = affinities_with_gaps(&gapped, PlatformAffinity::Egocentric);
+        assert_eq!(epa[1], vec![0.0, 1.0]);
+        assert_eq!(epa[0], vec![2.0, 0.5]);
+        let rpa = affinities_with_gaps(&gapped, PlatformAffinity::Reciprocal);
+        assert_eq!(rpa[1][0], 0.0);
+    }
     use crate::sched::profile::{
         ApplicationProfile, CombinationSpec, ProfiledPlatform, RuntimeDistribution,
     };

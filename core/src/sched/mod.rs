@@ -17,6 +17,7 @@ pub(crate) mod second_level;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
 pub mod test_profiles;
+pub mod variants;
 pub(crate) mod weighted_max_min;
 
 pub use affinity::{CoRunnerAffinity, PlatformAffinity};

@@ -222,6 +222,7 @@ fn first_level_input(
         affinity,
         speed,
         entitlement,
+        feasible: vec![vec![true; profile_platforms.len()]; profile_apps.len()],
         previous,
     }
 }

@@ -12,3 +12,4 @@ pub mod fairshare_suitability;
 pub mod ptg;
 pub mod staging;
 pub mod two_level;
+pub mod variants;

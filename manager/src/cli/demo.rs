@@ -333,7 +333,7 @@ async fn follow_all(
             let c = s.counts;
             bar.set_length(c.total());
             bar.set_position(c.finished());
-            bar.set_message(format!("running {}", c.running + c.leased));
+            bar.set_message(format!("running {} leased {}", c.running, c.leased));
             line.push(format!("{name} {}/{}", c.finished(), c.total()));
             all_done &= s.is_finished();
         }

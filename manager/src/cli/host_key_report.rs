@@ -2,6 +2,7 @@
 //! each host of the ssh adapter), whether known_hosts lists the key it presents, does not
 //! know it yet (with its fingerprint and the command that adds it), or lists another key.
 
+use super::check_output::println;
 use hetpilot::provision::runner::look_up_host_key;
 use hetpilot::provision::{AdapterKind, Login, PlatformProfile};
 use hetpilot_transport::host_keys::{HostKeyPolicy, Listing};

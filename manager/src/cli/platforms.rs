@@ -7,6 +7,7 @@
 //! `AGENT --version`, waited for). Any failure makes it exit non-zero; `--dry-run` prints
 //! the scripts and contacts nothing.
 
+use super::check_output::println;
 use super::connect::Connect;
 use super::host_key_report;
 use super::output::{age, print_json, print_table};
@@ -36,6 +37,9 @@ pub struct Args {
 pub enum PlatformsCommand {
     /// Validate every configured platform profile (no manager needed).
     Check(CheckArgs),
+    /// Make the manager re-read the platforms' profiles and re-check them (as SIGHUP to
+    /// `hetpilot serve` does); the checks' results show in `hetpilot platforms`.
+    Reload,
 }
 
 #[derive(Debug, ClapArgs)]
@@ -53,9 +57,23 @@ pub struct CheckArgs {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(PlatformsCommand::Check(check)) = args.command {
-        let config = args.connect.config;
-        return tokio::task::spawn_blocking(move || run_check(config, check)).await?;
+    match args.command {
+        Some(PlatformsCommand::Check(check)) => {
+            let config = args.connect.config;
+            return tokio::task::spawn_blocking(move || run_check(config, check)).await?;
+        }
+        Some(PlatformsCommand::Reload) => {
+            let reloaded = args.connect.client()?.reload_platforms().await?;
+            if args.json {
+                return print_json(&reloaded);
+            }
+            println!(
+                "profiles re-read: {}; their checks run now (see `hetpilot platforms`)",
+                reloaded.platforms.join(", ")
+            );
+            return Ok(());
+        }
+        None => {}
     }
     let platforms = args.connect.client()?.platform_status().await?;
     if args.json {
@@ -155,7 +173,7 @@ fn run_check(config: Option<PathBuf>, args: CheckArgs) -> anyhow::Result<()> {
 }
 
 /// Checks one profile, printing a line per check; returns the number of failures.
-fn check_one(profile: &PlatformProfile, url: &str, args: &CheckArgs) -> usize {
+pub(super) fn check_one(profile: &PlatformProfile, url: &str, args: &CheckArgs) -> usize {
     let mut failures = 0;
     let adapter = adapter_for(profile.adapter);
     let spec = pilot_spec(profile, url, "check-p0");

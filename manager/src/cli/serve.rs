@@ -3,6 +3,7 @@
 //! loopback addresses only, unless `--insecure-http` says otherwise.
 
 use super::connect::{fingerprint_file, url_file};
+use super::serve_platforms::{serve_reloads, ServedPlatforms};
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::config::Settings;
@@ -10,6 +11,7 @@ use hetpilot::service::{admin_token_path, private_data_dir, Manager};
 use hetpilot_transport::tls;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where `--tls` gets its certificate.
 #[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
@@ -18,7 +20,7 @@ pub enum TlsMode {
     SelfSigned,
 }
 
-#[derive(Debug, ClapArgs)]
+#[derive(Debug, Clone, ClapArgs)]
 pub struct Args {
     /// Configuration file (TOML); `HETPILOT_CONFIG` also works.
     #[arg(long, env = "HETPILOT_CONFIG")]
@@ -104,10 +106,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut provision = settings.provision.clone();
     provision.manager_tls_fingerprint = fingerprint.clone();
     let manager = Manager::open_journaled(settings, args.journal.as_deref())?;
-    manager.use_profiles(&profiles);
     let cancel_on_shutdown = provision.cancel_on_shutdown;
-    let provisioning =
-        hetpilot::provision::provisioner::start(&manager, profiles, advertise, provision);
+    let platforms = Arc::new(tokio::sync::Mutex::new(ServedPlatforms::start(
+        manager.clone(),
+        args.clone(),
+        profiles,
+        advertise,
+        provision,
+    )));
+    let reloads = serve_reloads(platforms.clone())?;
     match cert.as_ref().zip(fingerprint) {
         Some(((cert, _), fp)) => {
             std::fs::write(fingerprint_file(&data_dir), format!("{fp}\n"))
@@ -130,7 +137,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     println!("data directory: {}", data_dir.display());
     println!("admin token:    {}", admin_token_path(&data_dir).display());
     hetpilot::server::serve(manager.clone(), listener, tls_config, shutdown_signal()).await?;
-    let cancelled = provisioning.shutdown(&manager, cancel_on_shutdown).await;
+    // Taken between reloads, so none is cut short.
+    let mut served = platforms.lock().await;
+    reloads.abort();
+    let cancelled = served.shutdown(cancel_on_shutdown).await;
     if cancel_on_shutdown && cancelled > 0 {
         println!("cancelled {cancelled} pilot(s)");
     }

@@ -52,28 +52,37 @@ fn row(a: &AppSummary) -> Vec<String> {
         state.into(),
         c.total().to_string(),
         c.waiting.to_string(),
-        (c.leased + c.running).to_string(),
+        c.leased.to_string(),
+        c.running.to_string(),
         c.done.to_string(),
         c.failed.to_string(),
         c.cancelled.to_string(),
+        a.lost_attempts.to_string(),
         format!("{pct:.1}%"),
     ]
 }
 
+/// The columns of [`print_summaries`]: `LEASED` tasks were handed to an agent that has not
+/// started them yet (prefetched), `RUNNING` ones have started; `LOST ATTEMPTS` ended with
+/// their pilot or agent and did not count against `max_attempts`.
+const SUMMARY_HEADER: [&str; 13] = [
+    "APP",
+    "NAME",
+    "OWNER",
+    "STATE",
+    "TASKS",
+    "WAITING",
+    "LEASED",
+    "RUNNING",
+    "DONE",
+    "FAILED",
+    "CANCELLED",
+    "LOST ATTEMPTS",
+    "PROGRESS",
+];
+
 pub fn print_summaries(apps: &[AppSummary]) {
-    let header = [
-        "APP",
-        "NAME",
-        "OWNER",
-        "STATE",
-        "TASKS",
-        "WAITING",
-        "RUNNING",
-        "DONE",
-        "FAILED",
-        "CANCELLED",
-        "PROGRESS",
-    ];
+    let header = SUMMARY_HEADER;
     print_table(&header, &apps.iter().map(row).collect::<Vec<_>>());
     for a in apps {
         super::workflow::view::print_progress(a);
@@ -149,7 +158,10 @@ pub async fn follow(
                 bar.set_position(c.finished());
                 bar.set_message(match &s.blocked {
                     Some(_) => "blocked".to_string(),
-                    None => format!("running {} failed {}", c.running + c.leased, c.failed),
+                    None => format!(
+                        "running {} leased {} failed {}",
+                        c.running, c.leased, c.failed
+                    ),
                 });
             }
             Progress::Lines
@@ -293,4 +305,43 @@ pub async fn cancel(args: AppArgs) -> anyhow::Result<()> {
         s.counts.done + s.counts.failed
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetpilot_protocol::protocol::StateCounts;
+
+    fn column(row: &[String], name: &str) -> String {
+        let at = SUMMARY_HEADER.iter().position(|h| *h == name).expect(name);
+        row[at].clone()
+    }
+
+    /// 44 tasks started on 44 slots and 35 prefetched: the table says so, not "79 running".
+    #[test]
+    fn leased_and_running_tasks_and_lost_attempts_are_shown_apart() {
+        let summary = AppSummary {
+            app: AppId(3),
+            name: "sweep".into(),
+            owner: "alice".into(),
+            submitted_at_ms: 0,
+            cancelled: false,
+            ended_at_ms: None,
+            counts: StateCounts {
+                waiting: 221,
+                leased: 35,
+                running: 44,
+                ..StateCounts::default()
+            },
+            lost_attempts: 7,
+            blocked: None,
+            workflow: None,
+        };
+        let shown = row(&summary);
+        assert_eq!(shown.len(), SUMMARY_HEADER.len());
+        assert_eq!(column(&shown, "RUNNING"), "44");
+        assert_eq!(column(&shown, "LEASED"), "35");
+        assert_eq!(column(&shown, "LOST ATTEMPTS"), "7");
+        assert_eq!(column(&shown, "TASKS"), "300");
+    }
 }

@@ -1,10 +1,14 @@
 //! `hetpilot tasks` and `hetpilot logs`: individual tasks and their output.
 
 use super::connect::Connect;
+use super::listing::{more_line, JsonArray, Partial};
 use super::log_window::{printable, write_window, Window, DEFAULT_TAIL_LINES};
 use super::output::{millis, print_json, print_table};
+use super::remote_output;
+use super::task_pages::{self, Query};
 use clap::Args as ClapArgs;
 use hetpilot_protocol::protocol::{AttemptRecord, TaskInfo};
+use hetpilot_protocol::task_output::OutputStream;
 use hetpilot_protocol::{AppId, TaskRef};
 use indicatif::HumanBytes;
 use std::io::Write;
@@ -16,9 +20,16 @@ pub struct TasksArgs {
     /// Only tasks in this state (waiting, leased, running, done, failed, cancelled).
     #[arg(long)]
     pub state: Option<String>,
-    /// At most this many tasks.
-    #[arg(long, default_value_t = 100)]
-    pub limit: u64,
+    /// At most this many tasks (default: 100 in the table; every task with --json).
+    #[arg(long, conflicts_with = "all")]
+    pub limit: Option<u64>,
+    /// Every task, in the table too.
+    #[arg(long)]
+    pub all: bool,
+    /// Only tasks whose index is greater: where a cut listing goes on.
+    #[arg(long)]
+    pub after: Option<u64>,
+    /// Every task as a JSON array; with --limit, cut short, an object saying how to go on.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -75,18 +86,21 @@ fn window(args: &LogsArgs) -> Window {
     }
 }
 
-/// Writes the part of an output file `window` selects under a header naming it, and says
-/// on stderr what was left out and how to see it.
+/// Writes the part of an output file `window` selects under `header`, and says on stderr
+/// what was left out and how to see it; `size` is the whole output's size when `file`
+/// holds only a part of it.
 fn show_output(
     label: &str,
-    path: &str,
+    header: &str,
     file: &mut std::fs::File,
     window: Window,
+    size: Option<u64>,
 ) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    writeln!(out, "--- {label} ({}) ---", printable(path))?;
-    let shown = write_window(file, window, &mut out)?;
+    writeln!(out, "{header}")?;
+    let mut shown = write_window(file, window, &mut out)?;
     out.flush()?;
+    shown.of = size.unwrap_or(shown.of);
     if shown.cut() {
         let what = match window {
             Window::Head(n) => format!("the first {n} lines"),
@@ -152,14 +166,59 @@ fn row(t: &TaskInfo) -> Vec<String> {
 }
 
 pub async fn tasks(args: TasksArgs) -> anyhow::Result<()> {
-    let tasks = args
-        .connect
-        .client()?
-        .tasks(args.app, args.state.as_deref(), args.limit)
+    let client = args.connect.client()?;
+    let q = Query {
+        app: args.app,
+        state: args.state.as_deref(),
+        after: args.after,
+        limit: match args.limit {
+            Some(n) => Some(n),
+            None if args.all || args.json => None,
+            None => Some(100),
+        },
+    };
+    if args.json && q.limit.is_none() {
+        let mut array = JsonArray::new(std::io::BufWriter::new(std::io::stdout()))?;
+        task_pages::each(&client, &q, |rows| {
+            rows.iter().try_for_each(|t| array.push(t))
+        })
         .await?;
+        return Ok(array.finish()?);
+    }
+    let (tasks, more) = task_pages::collect(&client, &q).await?;
+    let last = tasks
+        .last()
+        .map_or(args.after.unwrap_or(0), |t| t.task.index);
+    if args.json && more {
+        let state = args
+            .state
+            .map(|s| format!(" --state {s}"))
+            .unwrap_or_default();
+        return print_json(&Partial {
+            partial: true,
+            rows: &tasks,
+            after: last,
+            next: format!("hetpilot tasks {} --json{state} --after {last}", args.app),
+        });
+    }
     if args.json {
         return print_json(&tasks);
     }
+    let more = if more {
+        let matching = match (&q.after, q.state) {
+            (Some(_), _) => None,
+            (None, state) => {
+                let mut counts = client.app(args.app).await?.counts;
+                match state.and_then(hetpilot_protocol::protocol::TaskState::parse) {
+                    Some(s) => Some(*counts.get_mut(s)),
+                    None => Some(counts.total()),
+                }
+            }
+        };
+        more_line(tasks.len(), matching, last)
+    } else {
+        None
+    };
     if tasks.is_empty() {
         println!("no tasks");
         return Ok(());
@@ -170,11 +229,15 @@ pub async fn tasks(args: TasksArgs) -> anyhow::Result<()> {
         ],
         &tasks.iter().map(row).collect::<Vec<_>>(),
     );
+    if let Some(line) = more {
+        println!("{line}");
+    }
     Ok(())
 }
 
 pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
-    let detail = args.connect.client()?.task(args.task).await?;
+    let client = args.connect.client()?;
+    let detail = client.task(args.task).await?;
     if args.json {
         return print_json(&detail);
     }
@@ -204,16 +267,45 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
         println!("error: {e}");
     }
     let mut shown = false;
-    for (label, ext, path) in [
-        ("stdout", "out", &a.stdout_path),
-        ("stderr", "err", &a.stderr_path),
+    for (label, stream, path) in [
+        ("stdout", OutputStream::Stdout, &a.stdout_path),
+        ("stderr", OutputStream::Stderr, &a.stderr_path),
     ] {
         let Some(path) = path.as_deref() else {
             continue;
         };
-        if let Some(mut file) = open_reported(path, args.task, a.attempt, ext) {
-            show_output(label, path, &mut file, window(&args))?;
+        let shown_path = printable(path);
+        if let Some(mut file) = open_reported(path, args.task, a.attempt, stream.as_str()) {
+            let header = format!("--- {label} ({shown_path}) ---");
+            show_output(label, &header, &mut file, window(&args), None)?;
             shown = true;
+            continue;
+        }
+        // Not on this host (or not readable here): through the manager, from the agent.
+        match remote_output::fetch(&client, args.task, a.attempt, stream, window(&args)).await {
+            Ok(mut fetched) => {
+                let header = format!(
+                    "--- {label} (from the manager: {shown_path} on {} is not readable here) ---",
+                    printable(&a.host)
+                );
+                let size = fetched.kept.saturating_add(fetched.skipped);
+                show_output(label, &header, &mut fetched.file, window(&args), Some(size))?;
+                if fetched.skipped > 0 {
+                    eprintln!(
+                        "{label}: the manager keeps only its last {} (limits.max_output_mib); \
+                         the first {} are on {} only",
+                        HumanBytes(fetched.kept),
+                        HumanBytes(fetched.skipped),
+                        printable(&a.host)
+                    );
+                }
+                shown = true;
+            }
+            Err(e) => eprintln!(
+                "{label}: {shown_path} is not readable here, and the manager could not fetch it: \
+                 {}",
+                printable(&e.to_string())
+            ),
         }
     }
     if !shown {

@@ -7,6 +7,8 @@
 //! max_submit_mib = 64              # POST /v1/apps
 //! max_results_mib = 8              # an agent's results
 //! max_file_mib = 4096              # one upload to the file service
+//! max_output_mib = 64              # one task stream an agent sends for `hetpilot logs`
+//!                                  #   (a longer one: its last this many MiB)
 //! max_large_requests = 4           # submits whose bodies are read at once ...
 //! # max_large_requests_per_user = 2 # ... of which one caller holds at most this many
 //!                                  #   (default: half of max_large_requests, at least 1)
@@ -32,6 +34,7 @@ pub struct LimitsConfig {
     pub max_submit_mib: u64,
     pub max_results_mib: u64,
     pub max_file_mib: u64,
+    pub max_output_mib: u64,
     pub max_large_requests: usize,
     /// `None`: half of `max_large_requests`, at least one.
     pub max_large_requests_per_user: Option<usize>,
@@ -53,6 +56,7 @@ impl Default for LimitsConfig {
             max_submit_mib: 64,
             max_results_mib: 8,
             max_file_mib: 4096,
+            max_output_mib: 64,
             max_large_requests: 4,
             max_large_requests_per_user: None,
             header_read_timeout_secs: 10.0,
@@ -76,6 +80,7 @@ impl LimitsConfig {
             ("limits.max_submit_mib", self.max_submit_mib),
             ("limits.max_results_mib", self.max_results_mib),
             ("limits.max_file_mib", self.max_file_mib),
+            ("limits.max_output_mib", self.max_output_mib),
             ("limits.max_large_requests", self.max_large_requests as u64),
             (
                 "limits.max_large_requests_per_user",
@@ -112,6 +117,7 @@ impl LimitsConfig {
             ("limits.max_submit_mib", self.max_submit_mib, 1 << 14),
             ("limits.max_results_mib", self.max_results_mib, 1 << 14),
             ("limits.max_file_mib", self.max_file_mib, 1 << 30),
+            ("limits.max_output_mib", self.max_output_mib, 1 << 14),
         ];
         if let Some((field, v, max)) = sizes.iter().find(|(_, v, max)| v > max) {
             return Some((
@@ -154,6 +160,11 @@ impl LimitsConfig {
 
     pub fn file_bytes(&self) -> usize {
         (self.max_file_mib << 20) as usize
+    }
+
+    /// The most bytes of one task stream an agent sends for `hetpilot logs`.
+    pub fn output_bytes(&self) -> u64 {
+        self.max_output_mib << 20
     }
 
     pub fn header_read_timeout(&self) -> Duration {

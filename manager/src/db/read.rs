@@ -122,6 +122,7 @@ impl Reader {
         state: Option<TaskState>,
         limit: u64,
         offset: u64,
+        after: Option<u64>,
     ) -> rusqlite::Result<Vec<TaskInfo>> {
         let conn = self.conn();
         let sql = format!(
@@ -129,7 +130,7 @@ impl Reader {
              FROM tasks t
              LEFT JOIN attempts a ON a.app_id = t.app_id AND a.idx = t.idx AND a.attempt = t.attempt
              LEFT JOIN agents ag ON ag.id = a.agent_id
-             WHERE t.app_id = ?1 AND (?2 IS NULL OR t.state = ?2)
+             WHERE t.app_id = ?1 AND (?2 IS NULL OR t.state = ?2) AND (?5 IS NULL OR t.idx > ?5)
              ORDER BY t.idx LIMIT ?3 OFFSET ?4"
         );
         let code = state.map(super::schema::state_code);
@@ -141,7 +142,9 @@ impl Reader {
                 i64::try_from(app.0).unwrap_or(i64::MAX),
                 code,
                 i64::try_from(limit).unwrap_or(i64::MAX),
-                i64::try_from(offset).unwrap_or(i64::MAX)
+                i64::try_from(offset).unwrap_or(i64::MAX),
+                // Past i64::MAX: no task index is greater.
+                after.map(|a| i64::try_from(a).unwrap_or(i64::MAX))
             ],
             |r| {
                 let has_attempt = r.get::<_, Option<i64>>(5)?.is_some();

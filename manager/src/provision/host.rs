@@ -75,4 +75,11 @@ pub trait PilotHost: Send + Sync + 'static {
     fn pilot_ended(&self, agent: u64, reason: &str);
 
     fn set_platform_status(&self, status: PlatformStatus);
+
+    /// Why `platform` failed its latest checks (`serve` runs them at start and on every
+    /// reload): no pilot is submitted to it meanwhile. `None` when it passed or was not
+    /// checked.
+    fn check_failure(&self, _platform: &str) -> Option<String> {
+        None
+    }
 }

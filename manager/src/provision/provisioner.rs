@@ -137,7 +137,12 @@ async fn run<H: PilotHost>(
         let Some(m) = manager.upgrade() else { break };
         cycle(&m, &platform, &url, &settings, &mut track).await;
         let name = &platform.profile.name;
-        let unavailable = track.down.as_ref().or(track.failing.as_ref());
+        let check_failure = m.check_failure(name);
+        let unavailable = track
+            .down
+            .as_ref()
+            .or(track.failing.as_ref())
+            .or(check_failure.as_ref());
         match (was_available, unavailable) {
             (true, Some(reason)) => {
                 tracing::warn!(platform = %name, %reason, "platform unavailable");
@@ -174,6 +179,13 @@ async fn blocking<T: Send + 'static>(
     match tokio::task::spawn_blocking(move || f(&p)).await {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(e) => Err(format!("adapter call aborted: {e}")),
+    }
+}
+
+/// The login side or batch system answered again: its failure is no longer shown.
+fn recovered(track: &mut Track) {
+    if track.down.take().is_some() {
+        track.last_failure.clear();
     }
 }
 
@@ -225,7 +237,7 @@ async fn cycle<H: PilotHost>(
                 fail(track, now_ms(), settings, e, true);
                 return;
             }
-            track.down = None;
+            recovered(track);
         }
         HashMap::new()
     } else {
@@ -235,7 +247,7 @@ async fn cycle<H: PilotHost>(
         .await
         {
             Ok(jobs) => {
-                track.down = None;
+                recovered(track);
                 jobs
             }
             Err(e) => {
@@ -289,7 +301,13 @@ async fn cycle<H: PilotHost>(
         awaiting_exit.extend(d.await_exit.iter().cloned());
         back_off |= d.back_off;
         apply(m, platform, &mine, &d, now, track, settings).await;
-        for _ in 0..d.submit {
+        // A platform that failed its checks gets no pilot until they pass.
+        let submissions = if m.check_failure(&profile.name).is_some() {
+            0
+        } else {
+            d.submit
+        };
+        for _ in 0..submissions {
             if let Err(e) = submit(m, platform, url, settings, track, user.as_deref()).await {
                 tracing::warn!(platform = %profile.name, error = %e, "submission failed; backing off");
                 fail(track, now_ms(), settings, e, true);
@@ -529,6 +547,8 @@ async fn submit<H: PilotHost>(
         Ok(job) => {
             tracing::info!(platform = %profile.name, pilot = %record.name, job = %job, "pilot submitted");
             track.down = None;
+            // A submission that works says the last failure is no longer true.
+            track.last_failure.clear();
             // Its agent may have registered already (the local and ssh adapters start it
             // at once): then it is running, not waiting.
             m.update_pilot(&record.name, |r| {

@@ -23,6 +23,7 @@ mod metrics_state;
 mod pilots;
 mod rate;
 mod scheduling_views;
+mod task_outputs;
 mod ui;
 mod users;
 
@@ -95,6 +96,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/bandwidths", get(scheduling_views::bandwidths))
         .route("/v1/pilots", get(pilots::list))
         .route("/v1/platforms", get(pilots::platforms))
+        .route("/v1/platforms/reload", post(pilots::reload_platforms))
         .route("/v1/whoami", get(dashboard_views::whoami))
         .route("/v1/affinity", get(dashboard_views::affinity))
         .route("/v1/staging", get(dashboard_views::staging))
@@ -107,6 +109,8 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .with_state(manager.clone())
         // Staging: the file service streams bodies up to its per-file limit.
         .merge(files::router(manager.clone()))
+        // Task outputs agents send on request, up to `max_output_mib`.
+        .merge(task_outputs::router(manager.clone()))
         .layer(from_fn_with_state(manager.clone(), auth::authenticate))
         .route(
             "/v1/health",

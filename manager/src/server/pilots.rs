@@ -4,7 +4,7 @@ use super::error::ApiError;
 use super::extract::{Caller, Json};
 use crate::service::{Manager, PlatformStatus};
 use axum::extract::State;
-use hetpilot_protocol::pilots::PilotRecord;
+use hetpilot_protocol::pilots::{PilotRecord, PlatformsReloaded};
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;
@@ -18,4 +18,11 @@ pub async fn platforms(
     Caller(who): Caller,
 ) -> Result<Vec<PlatformStatus>> {
     Ok(Json(m.list_platform_status(&who)?))
+}
+
+pub async fn reload_platforms(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+) -> Result<PlatformsReloaded> {
+    Ok(Json(m.reload_platforms(&who).await?))
 }

@@ -2,7 +2,7 @@
 
 use super::error::ApiError;
 use super::extract::{Caller, Json, Path, Query};
-use crate::service::{Manager, ServiceError};
+use crate::service::{Manager, ServiceError, TaskPage};
 use axum::extract::State;
 use hetpilot_protocol::protocol::{
     AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser, PurgeRequest,
@@ -61,6 +61,8 @@ pub struct TaskQuery {
     state: Option<String>,
     limit: Option<u64>,
     offset: Option<u64>,
+    /// Only tasks whose index is greater: the last index of the page before.
+    after: Option<u64>,
 }
 
 pub async fn tasks(
@@ -82,8 +84,11 @@ pub async fn tasks(
             &who,
             app,
             state,
-            q.limit.unwrap_or(1000),
-            q.offset.unwrap_or(0),
+            TaskPage {
+                limit: q.limit.unwrap_or(1000),
+                offset: q.offset.unwrap_or(0),
+                after: q.after,
+            },
         )
         .await?,
     ))

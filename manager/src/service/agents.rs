@@ -20,7 +20,7 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 const MAX_RESULTS: usize = 10_000;
 
 /// The agent a credential belongs to, which must be the one named in the path.
-fn agent(who: &Principal, path_agent: AgentId) -> Result<AgentId, ServiceError> {
+pub(super) fn agent(who: &Principal, path_agent: AgentId) -> Result<AgentId, ServiceError> {
     match who {
         Principal::Agent(id) if *id == path_agent => Ok(*id),
         Principal::Agent(id) => Err(ServiceError::Forbidden(format!(
@@ -160,7 +160,7 @@ impl Manager {
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(req.wait_ms).min(MAX_WAIT);
         loop {
-            let notified = self.work.notified();
+            let notified = self.waiters.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let (batch, leased, leases_stored, drain, kill, platform) = {
@@ -174,9 +174,11 @@ impl Manager {
                     .flatten();
                 (batch, leased, leases_stored, drain, kill, platform)
             };
+            let send_output = self.outputs_to_send(id);
             if !batch.tasks.is_empty()
                 || drain
                 || !kill.is_empty()
+                || !send_output.is_empty()
                 || tokio::time::Instant::now() >= deadline
             {
                 if leased {
@@ -196,6 +198,7 @@ impl Manager {
                     tasks: batch.tasks,
                     drain,
                     kill,
+                    send_output,
                     lease_ms: batch.lease_ms,
                 });
             }
@@ -289,8 +292,6 @@ impl Manager {
             let committing = std::time::Instant::now();
             results_stored.await?;
             self.metrics.store_commit(committing.elapsed());
-            self.work.notify_waiters();
-            self.progress.notify_waiters();
         }
         self.metrics.reported(&platform, &summary);
         Ok(ReportResponse {
@@ -344,12 +345,12 @@ impl Manager {
         };
         if given_back > 0 {
             tracing::warn!(agent = %id, tasks = given_back, "leases that never reached their agent went back to their queues");
-            self.work.notify_waiters();
         }
         let grants = self.store_grants(held);
         Ok(HeartbeatResponse {
             drain,
             kill,
+            send_output: self.outputs_to_send(id),
             grants,
         })
     }
@@ -367,8 +368,6 @@ impl Manager {
         };
         stored.await?;
         self.revoke_agent_credential(id);
-        self.work.notify_waiters();
-        self.progress.notify_waiters();
         self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())

@@ -3,7 +3,9 @@
 //! before the lock is released, so the file holds the inputs in the order the control plane
 //! took them; the changes it returns are queued for the store under the lock too
 //! ([`ControlGuard::persist`]), so a change can never land after, and undo, a later one.
+//! Whom the section's inputs wake (see `wake`) is woken as the lock is released.
 
+use super::wake::Waiters;
 use crate::control::Control;
 use crate::db::{Queued, Write, Writer};
 use crate::queue::Change;
@@ -35,6 +37,7 @@ pub(super) struct ControlGuard<'a> {
     guard: MutexGuard<'a, Control>,
     journal: Option<&'a JournalFile>,
     writer: &'a Writer,
+    waiters: &'a Waiters,
 }
 
 impl<'a> ControlGuard<'a> {
@@ -42,11 +45,13 @@ impl<'a> ControlGuard<'a> {
         guard: MutexGuard<'a, Control>,
         journal: Option<&'a JournalFile>,
         writer: &'a Writer,
+        waiters: &'a Waiters,
     ) -> Self {
         ControlGuard {
             guard,
             journal,
             writer,
+            waiters,
         }
     }
 
@@ -77,6 +82,13 @@ impl DerefMut for ControlGuard<'_> {
 
 impl Drop for ControlGuard<'_> {
     fn drop(&mut self) {
+        let wake = self.guard.take_wake();
+        if !wake.is_empty() {
+            // What the section changed was queued for the store above, in order before
+            // anything the woken make: a lease of a released child commits after the
+            // parent's result, and a client's answer waits for every queued write.
+            self.waiters.deliver(wake, super::now_ms());
+        }
         let Some(journal) = self.journal else {
             return;
         };

@@ -12,6 +12,7 @@ mod file_listing;
 mod files;
 mod history;
 mod pilots;
+mod platform_checks;
 mod platforms;
 mod register_source;
 mod resource_check;
@@ -23,10 +24,12 @@ mod retention_tests;
 mod rounds;
 mod staging_plan;
 mod store_grants;
+mod task_outputs;
 mod task_quotas;
 #[cfg(test)]
 mod test_support;
 mod users;
+mod wake;
 mod workflow;
 
 pub use crate::clock::now_ms;
@@ -35,7 +38,10 @@ pub use auth::Principal;
 pub use error::ServiceError;
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
+pub use platform_checks::ReloadReply;
 pub use staging_plan::StagingStatus;
+pub use task_outputs::StoredOutput;
+pub use users::{TaskPage, MAX_TASK_PAGE};
 
 use crate::config::Settings;
 use crate::control::{Control, ControlSettings};
@@ -49,6 +55,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
+use wake::Waiters;
 
 pub struct Manager {
     pub settings: Settings,
@@ -60,11 +67,8 @@ pub struct Manager {
     writer: Writer,
     reader: Arc<Reader>,
     tokens: Tokens,
-    /// Woken whenever tasks become available, for long-polling agents.
-    work: Notify,
-    /// Woken whenever tasks end (recorded, cancelled, failed with a lost agent), for
-    /// clients waiting on an application.
-    progress: Notify,
+    /// Agents and clients in a long poll, woken as the control plane decides (`wake`).
+    waiters: Waiters,
     next_app: AtomicU64,
     next_agent: AtomicU64,
     /// Tasks of submits between their quota check and the queues (see `task_quotas`).
@@ -72,10 +76,14 @@ pub struct Manager {
     /// Woken when something that matters to scheduling changes.
     replan: Arc<Notify>,
     pilots: Mutex<pilots::PilotBook>,
+    /// Where reloads of the platform profiles go (`serve` sets it; see `platform_checks`).
+    platform_reloads: std::sync::OnceLock<tokio::sync::mpsc::Sender<ReloadReply>>,
     /// The secrets of `[[storage]]`, for grants to agents.
     stores: store_grants::StoreKeys,
     /// Bytes each user keeps in the file service.
     file_usage: files::FileUsage,
+    /// Task outputs asked of agents for readers (`task_outputs`).
+    output_requests: task_outputs::OutputRequests,
     /// The background Het-HPS planner (see `staging_plan`).
     staging_planner: staging_plan::StagingPlanner,
     /// What the dashboard charts over time (see `history`).
@@ -262,15 +270,16 @@ impl Manager {
             writer: Writer::spawn(conn),
             reader,
             tokens,
-            work: Notify::new(),
-            progress: Notify::new(),
+            waiters: Waiters::default(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
             quota_reservations: Default::default(),
             replan: Arc::new(Notify::new()),
             pilots: Mutex::new(pilot_book),
+            platform_reloads: Default::default(),
             stores,
             file_usage: files::FileUsage::default(),
+            output_requests: Default::default(),
             staging_planner: Default::default(),
             history: Default::default(),
             metrics: Default::default(),
@@ -284,6 +293,7 @@ impl Manager {
             self.control.lock().unwrap_or_else(|p| p.into_inner()),
             self.journal.as_ref(),
             &self.writer,
+            &self.waiters,
         )
     }
 
@@ -385,8 +395,6 @@ impl Manager {
             self.revoke_agent_credential(agent);
         }
         if changed > 0 {
-            self.work.notify_waiters();
-            self.progress.notify_waiters();
             self.replan();
         }
         changed

@@ -27,6 +27,10 @@ pub struct PilotBook {
     pub(super) planned_cores: BTreeMap<String, u32>,
     /// What each profiled platform's pilots offer besides cores (see `resource_check`).
     pub(super) resources: BTreeMap<String, super::resource_check::PlatformResources>,
+    /// The round of platform checks under way (see `platform_checks`).
+    pub(super) check_round: u64,
+    /// Why each platform that failed the latest round of checks failed.
+    pub(super) check_failures: BTreeMap<String, String>,
     next: u64,
 }
 
@@ -382,6 +386,10 @@ impl PilotHost for Manager {
 
     fn set_platform_status(&self, status: PlatformStatus) {
         self.book().platforms.insert(status.name.clone(), status);
+    }
+
+    fn check_failure(&self, platform: &str) -> Option<String> {
+        self.platform_check_failure(platform)
     }
 }
 

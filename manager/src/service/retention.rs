@@ -41,7 +41,7 @@ impl Manager {
             (summary, self.store_forgotten(&control, vec![forgotten]))
         };
         stored.await?;
-        self.progress.notify_waiters();
+        self.remove_outputs(vec![app]).await;
         tracing::info!(%app, tasks = summary.tasks, by = name, "application forgotten");
         Ok(summary)
     }
@@ -107,6 +107,7 @@ impl Manager {
     async fn forget_ended_by(&self, cutoff_ms: u64) -> Result<ForgetSummary, ServiceError> {
         let due = self.control().queues().ended_by(cutoff_ms);
         let mut total = ForgetSummary::default();
+        let mut apps = Vec::new();
         for chunk in due.chunks(APPS_PER_LOCK) {
             let stored = {
                 let mut control = self.control();
@@ -117,15 +118,14 @@ impl Manager {
                     .filter_map(Result::ok)
                     .collect();
                 total.apps += forgotten.len() as u64;
+                apps.extend(forgotten.iter().map(|f| f.app));
                 total.tasks = forgotten
                     .iter()
                     .fold(total.tasks, |n, f| n.saturating_add(f.tasks));
                 self.store_forgotten(&control, forgotten)
             };
             stored.await?;
-        }
-        if total.apps > 0 {
-            self.progress.notify_waiters();
+            self.remove_outputs(std::mem::take(&mut apps)).await;
         }
         Ok(total)
     }

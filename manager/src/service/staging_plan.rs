@@ -9,8 +9,9 @@
 //! with no lock held, and installs each one under the control lock in one step. Pulls never
 //! wait for a plan: meanwhile agents lease by the plan in place (an earlier agent set's,
 //! whose lists of departed agents went to the pool) or, with none, first come, first served.
-//! A data-intensive submission does not wake the idle agents itself: the planner does once
-//! the plan is in place, and an agent that pulls before then leases unplanned.
+//! A data-intensive submission does not wake the idle agents at once: binding its plan
+//! does (or, if the plan is late, a deadline: `control::wake`), and an agent that pulls
+//! before then leases unplanned.
 //!
 //! A plan is made with what is measured when it is made: an application's first plan uses
 //! the profiles' numbers, later plans (a new agent set, a new application) the measured ones.
@@ -107,8 +108,6 @@ impl Manager {
                 s.planning = 0;
                 s.installed += installed;
             });
-            // Idle agents may now take the planned tasks.
-            self.work.notify_waiters();
         }
     }
 

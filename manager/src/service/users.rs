@@ -37,6 +37,21 @@ pub(super) fn admin(who: &Principal) -> Result<&str, ServiceError> {
 /// Longest an application's summary waits for progress.
 pub const MAX_APP_WAIT_MS: u64 = 60_000;
 
+/// Most task rows one `GET /v1/apps/ID/tasks` answers: longer listings page on with
+/// `after`.
+pub const MAX_TASK_PAGE: u64 = 100_000;
+
+/// Which of an application's task rows to list, in index order.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskPage {
+    /// At most this many (1 to [`MAX_TASK_PAGE`]).
+    pub limit: u64,
+    /// Skipping this many first.
+    pub offset: u64,
+    /// Only tasks whose index is greater (the cursor of the page before).
+    pub after: Option<u64>,
+}
+
 fn summary(app: &AppEntry, offers: &Offers) -> AppSummary {
     AppSummary {
         app: app.id,
@@ -46,6 +61,7 @@ fn summary(app: &AppEntry, offers: &Offers) -> AppSummary {
         cancelled: app.cancelled,
         ended_at_ms: app.ended_ms,
         counts: app.counts,
+        lost_attempts: app.lost_attempts,
         blocked: offers.blocked(app),
         workflow: app.workflow_progress(),
     }
@@ -91,16 +107,12 @@ impl Manager {
             })
             .await?;
         let spec = Arc::try_unwrap(spec).unwrap_or_else(|shared| (*shared).clone());
-        let data_intensive = spec.data_intensive;
+        // Wakes the idle agents (a data-intensive application's once its Het-HPS plan is
+        // bound, see `staging_plan`).
         self.control()
             .submit(app, owner.to_string(), spec, template, now);
         // In the queues now: they count there, not as reserved.
         drop(reserved);
-        if !data_intensive {
-            // A data-intensive application's tasks wake the idle agents once its Het-HPS
-            // plan is in place (`staging_plan`); pulls meanwhile lease them unplanned.
-            self.work.notify_waiters();
-        }
         self.replan();
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })
@@ -136,7 +148,7 @@ impl Manager {
         let deadline = tokio::time::Instant::now()
             + std::time::Duration::from_millis(wait_ms.min(MAX_APP_WAIT_MS));
         loop {
-            let progress = self.progress.notified();
+            let progress = self.waiters.progress.notified();
             tokio::pin!(progress);
             progress.as_mut().enable();
             let s = self.visible(who, app)?;
@@ -170,12 +182,21 @@ impl Manager {
         who: &Principal,
         app: AppId,
         state: Option<TaskState>,
-        limit: u64,
-        offset: u64,
+        page: TaskPage,
     ) -> Result<Vec<TaskInfo>, ServiceError> {
         self.visible(who, app)?;
+        let TaskPage {
+            limit,
+            offset,
+            after,
+        } = page;
+        if !(1..=MAX_TASK_PAGE).contains(&limit) {
+            return Err(ServiceError::BadRequest(format!(
+                "field `limit`: {limit} is not in 1-{MAX_TASK_PAGE}; page on with `after`                  (the last task index of the page before)"
+            )));
+        }
         let mut tasks = self
-            .read(move |r| r.tasks(app, state, limit.min(100_000), offset))
+            .read(move |r| r.tasks(app, state, limit, offset, after))
             .await?;
         self.annotate_workflow_tasks(app, &mut tasks);
         self.fill_array_inputs(app, &mut tasks);
@@ -192,7 +213,7 @@ impl Manager {
         let (info, attempts) = self
             .read(move |r| {
                 Ok((
-                    r.tasks(task.app, None, 1, task.index)?.pop(),
+                    r.tasks(task.app, None, 1, task.index, None)?.pop(),
                     r.attempts(task)?,
                 ))
             })
@@ -215,7 +236,6 @@ impl Manager {
         };
         if cancelled {
             stored.await?;
-            self.progress.notify_waiters();
             self.replan();
         }
         self.visible(who, app)

@@ -26,6 +26,15 @@ impl AffinityFirstState<'_> {
     pub(crate) fn open_platforms(&self) -> Vec<usize> {
         (0..self.free.len()).filter(|&p| self.free[p] > 0).collect()
     }
+
+    /// Whether some application with unmet demand can run on a column with free cores.
+    fn work_left(&self) -> bool {
+        self.needy().into_iter().any(|a| {
+            self.open_platforms()
+                .into_iter()
+                .any(|p| self.input.feasible[a][p])
+        })
+    }
 }
 
 /// Run Algorithm 1 with `favor` as line 8 (it returns the favored matrix Z[a][p]).
@@ -42,10 +51,16 @@ pub(super) fn allocate(
         free: input.capacity.clone(),
         round: 0,
     };
-    // Line 7: while cores are free and some application needs more.
-    while state.free.iter().any(|&f| f > 0) && state.unmet.iter().any(|&u| u > 0) {
-        // Line 8: favored pairs; line 9: if none, fall back to median-affinity users.
+    // Line 7: while cores are free and some application needs more (and can run there).
+    while state.work_left() {
+        // Line 8: favored pairs (never one that cannot run); line 9: if none, fall back to
+        // median-affinity users.
         let mut favored = favor(&state);
+        for (row, feasible) in favored.iter_mut().zip(&input.feasible) {
+            for (z, &ok) in row.iter_mut().zip(feasible) {
+                *z &= ok;
+            }
+        }
         if !favored.iter().flatten().any(|&z| z) {
             favored = median_fallback(&state);
         }
@@ -103,14 +118,22 @@ pub(super) fn allocate(
 }
 
 /// Line 9 (Section 5.3.1): each platform with free cores goes to the needy applications
-/// whose affinity to it is at least the median over the needy applications.
+/// whose affinity to it is at least the median over the needy applications that can run
+/// there.
 fn median_fallback(state: &AffinityFirstState) -> Vec<Vec<bool>> {
     let input = state.input;
     let n = input.apps.len();
     let m = input.platforms.len();
     let mut z = vec![vec![false; m]; n];
-    let needy = state.needy();
     for p in state.open_platforms() {
+        let needy: Vec<usize> = state
+            .needy()
+            .into_iter()
+            .filter(|&a| input.feasible[a][p])
+            .collect();
+        if needy.is_empty() {
+            continue;
+        }
         let mut values: Vec<f64> = needy.iter().map(|&a| input.affinity[a][p]).collect();
         values.sort_by(|x, y| x.total_cmp(y));
         let median = values[(values.len() - 1) / 2];

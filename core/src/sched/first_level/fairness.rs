@@ -4,7 +4,7 @@
 
 use rand::RngCore;
 
-use super::{FirstLevelInput, FirstLevelPolicy};
+use super::{fill_leftovers, FirstLevelInput, FirstLevelPolicy};
 use crate::sched::settings::SchedulerSettings;
 use crate::sched::weighted_max_min::weighted_fair_share;
 
@@ -20,26 +20,37 @@ impl FirstLevelPolicy for Fairness {
         let n = input.apps.len();
         let m = input.platforms.len();
         let total: u64 = input.capacity.iter().sum();
-        let target = weighted_fair_share(total, &input.demand, &input.entitlement);
+        let target = weighted_fair_share(total, &input.feasible_demand(), &input.entitlement);
         let mut alloc = vec![vec![0u64; m]; n];
         let mut missing = target.clone();
         let mut free = input.capacity.clone();
         if total == 0 {
             return alloc;
         }
-        // Each application's target, split over platforms in proportion to their cores;
-        // the floors always fit, the remainders are placed below.
+        // Each application's target, split over the platforms it can run on in proportion
+        // to their cores; the floors always fit, the remainders are placed below.
+        let reach: Vec<u64> = (0..n)
+            .map(|a| {
+                (0..m)
+                    .filter(|&p| input.feasible[a][p])
+                    .map(|p| input.capacity[p])
+                    .sum()
+            })
+            .collect();
         for p in 0..m {
             for a in 0..n {
-                let ideal = target[a] as u128 * input.capacity[p] as u128 / total as u128;
+                if !input.feasible[a][p] || reach[a] == 0 {
+                    continue;
+                }
+                let ideal = target[a] as u128 * input.capacity[p] as u128 / reach[a] as u128;
                 let give = (ideal as u64).min(missing[a]).min(free[p]);
                 alloc[a][p] += give;
                 missing[a] -= give;
                 free[p] -= give;
             }
         }
-        // Rounding leftovers: each application takes them from the platforms with the most
-        // free cores, one at a time, in turn.
+        // Rounding leftovers: each application takes them from the platforms it can run on
+        // with the most free cores, one at a time, in turn.
         loop {
             let mut progressed = false;
             for a in 0..n {
@@ -47,7 +58,7 @@ impl FirstLevelPolicy for Fairness {
                     continue;
                 }
                 if let Some(p) = (0..m)
-                    .filter(|&p| free[p] > 0)
+                    .filter(|&p| free[p] > 0 && input.feasible[a][p])
                     .max_by_key(|&p| (free[p], std::cmp::Reverse(p)))
                 {
                     alloc[a][p] += 1;
@@ -60,6 +71,8 @@ impl FirstLevelPolicy for Fairness {
                 break;
             }
         }
+        // A target an application could not reach (its platforms were full) goes to others.
+        fill_leftovers(input, &mut alloc);
         alloc
     }
 }

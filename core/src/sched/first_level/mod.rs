@@ -45,18 +45,73 @@ pub(crate) struct FirstLevelInput {
     pub(crate) fastest_runtime: Vec<f64>,
     /// Cores each application held on each platform in the previous round.
     pub(crate) previous: Vec<Vec<u32>>,
+    /// Whether application `a` can run on column `p` at all, `feasible[a][p]`: false where
+    /// none of its variants fits the platform (a GPU variant on a node without GPUs). Every
+    /// pair is feasible when each column is a plain platform.
+    pub(crate) feasible: Vec<Vec<bool>>,
 }
 
 impl FirstLevelInput {
-    /// Platforms in decreasing affinity for application `a` (ties to the lower index).
+    /// The platforms application `a` can run on, in decreasing affinity (ties to the
+    /// lower index).
     pub(crate) fn platforms_by_affinity(&self, a: usize) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.platforms.len()).collect();
+        let mut order: Vec<usize> = (0..self.platforms.len())
+            .filter(|&p| self.feasible[a][p])
+            .collect();
         order.sort_by(|&x, &y| {
             self.affinity[a][y]
                 .total_cmp(&self.affinity[a][x])
                 .then(x.cmp(&y))
         });
         order
+    }
+
+    /// Each application's demand, capped by the capacity of the columns it can run on.
+    pub(crate) fn feasible_demand(&self) -> Vec<u64> {
+        (0..self.apps.len())
+            .map(|a| {
+                let reach: u64 = self
+                    .platforms_by_affinity(a)
+                    .iter()
+                    .map(|&p| self.capacity[p])
+                    .fold(0, u64::saturating_add);
+                self.demand[a].min(reach)
+            })
+            .collect()
+    }
+}
+
+/// Hands out what a policy left free: in turn, each application with unmet demand takes
+/// one slot of its highest-affinity feasible column that still has free slots, until no
+/// application can take any. Makes an allocation maximal when feasibility splits the
+/// columns (a fair share an application cannot use goes to those that can).
+pub(crate) fn fill_leftovers(input: &FirstLevelInput, alloc: &mut [Vec<u64>]) {
+    let m = input.platforms.len();
+    let mut free: Vec<u64> = (0..m)
+        .map(|p| {
+            let used: u64 = alloc.iter().map(|row| row[p]).sum();
+            input.capacity[p].saturating_sub(used)
+        })
+        .collect();
+    let mut unmet: Vec<u64> = alloc
+        .iter()
+        .zip(&input.demand)
+        .map(|(row, &d)| d.saturating_sub(row.iter().sum()))
+        .collect();
+    let orders: Vec<Vec<usize>> = (0..alloc.len())
+        .map(|a| input.platforms_by_affinity(a))
+        .collect();
+    let mut turn: Vec<usize> = (0..alloc.len()).filter(|&a| unmet[a] > 0).collect();
+    while !turn.is_empty() {
+        turn.retain(|&a| {
+            let Some(&p) = orders[a].iter().find(|&&p| free[p] > 0) else {
+                return false;
+            };
+            alloc[a][p] += 1;
+            free[p] -= 1;
+            unmet[a] -= 1;
+            unmet[a] > 0
+        });
     }
 }
 
@@ -139,6 +194,7 @@ pub(crate) mod tests {
             age_s: vec![0.0; n],
             fastest_runtime: vec![100.0; n],
             previous: vec![vec![0; m]; n],
+            feasible: vec![vec![true; m]; n],
         }
     }
 
@@ -148,8 +204,17 @@ pub(crate) mod tests {
             demand in proptest::collection::vec(0u64..400, 0..7),
             capacity in proptest::collection::vec(0u64..300, 1..5),
             seed in any::<u64>(),
+            infeasible in proptest::collection::vec(any::<bool>(), 0..35),
         ) {
-            let inp = input(demand.clone(), capacity.clone());
+            let mut inp = input(demand.clone(), capacity.clone());
+            // Some (application, column) pairs cannot run at all (a GPU variant on a CPU
+            // platform); without any, the allocation must also be work-conserving.
+            for (k, &off) in infeasible.iter().enumerate() {
+                let (a, p) = (k / capacity.len(), k % capacity.len());
+                if a < demand.len() && off {
+                    inp.feasible[a][p] = false;
+                }
+            }
             for (name, build) in POLICIES {
                 let settings = SchedulerSettings { d_unit: 3, ..Default::default() };
                 let policy = build(&settings);
@@ -164,11 +229,19 @@ pub(crate) mod tests {
                     let got: u64 = alloc[a].iter().sum();
                     prop_assert!(got <= d, "{} over demand for {}", name, a);
                 }
-                // Work conservation: cores stay idle only if every demand is met.
-                let total_used: u64 = alloc.iter().flatten().sum();
-                let total_cap: u64 = capacity.iter().sum();
-                let total_demand: u64 = demand.iter().sum();
-                prop_assert_eq!(total_used, total_cap.min(total_demand), "{} not work-conserving", name);
+                // Never an infeasible pair; and maximal: no application with unmet demand
+                // could still take a free slot of a column it can run on.
+                for (a, row) in alloc.iter().enumerate() {
+                    let unmet = demand[a] - row.iter().sum::<u64>();
+                    for (p, &cap) in capacity.iter().enumerate() {
+                        let free = cap - alloc.iter().map(|r| r[p]).sum::<u64>();
+                        if !inp.feasible[a][p] {
+                            prop_assert_eq!(row[p], 0, "{} used infeasible ({}, {})", name, a, p);
+                        } else {
+                            prop_assert!(unmet == 0 || free == 0, "{} left ({}, {}) idle: {:?}", name, a, p, alloc);
+                        }
+                    }
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 
 use rand::RngCore;
 
-use super::{FirstLevelInput, FirstLevelPolicy};
+use super::{fill_leftovers, FirstLevelInput, FirstLevelPolicy};
 use crate::sched::settings::SchedulerSettings;
 use crate::sched::weighted_max_min::weighted_fair_share;
 
@@ -27,20 +27,20 @@ impl FirstLevelPolicy for PlatformAffinityRoundRobin {
         let mut free = input.capacity.clone();
         // Line 7: fair share, unneeded cores redistributed.
         let total: u64 = free.iter().sum();
-        let fair = weighted_fair_share(total, &input.demand, &input.entitlement);
+        let fair = weighted_fair_share(total, &input.feasible_demand(), &input.entitlement);
         let mut missing = fair;
-        // Each application's platforms by decreasing affinity, with a cursor that skips
-        // exhausted platforms (line 10), so a turn costs O(1) amortized.
+        // Each application's feasible platforms by decreasing affinity, with a cursor that
+        // skips exhausted platforms (line 10), so a turn costs O(1) amortized.
         let orders: Vec<Vec<usize>> = (0..n).map(|a| input.platforms_by_affinity(a)).collect();
         let mut cursor = vec![0usize; n];
         let mut turn: Vec<usize> = (0..n).filter(|&a| missing[a] > 0).collect();
         // Line 8: until every fair share is handed out.
         while !turn.is_empty() {
             turn.retain(|&a| {
-                while cursor[a] < m && free[orders[a][cursor[a]]] == 0 {
+                while cursor[a] < orders[a].len() && free[orders[a][cursor[a]]] == 0 {
                     cursor[a] += 1;
                 }
-                if cursor[a] == m {
+                if cursor[a] == orders[a].len() {
                     return false;
                 }
                 let p = orders[a][cursor[a]];
@@ -52,6 +52,8 @@ impl FirstLevelPolicy for PlatformAffinityRoundRobin {
                 missing[a] > 0
             });
         }
+        // A share an application could not use (its columns were full) goes to others.
+        fill_leftovers(input, &mut alloc);
         alloc
     }
 }

@@ -82,12 +82,12 @@ impl FirstLevelPolicy for MaxMinWaterFill {
             .map(|a| Reverse(Level(0.0, a)))
             .collect();
         while let Some(Reverse(Level(_, a))) = heap.pop() {
-            while cursor[a] < m && free[orders[a][cursor[a]]] == 0 {
+            while cursor[a] < orders[a].len() && free[orders[a][cursor[a]]] == 0 {
                 cursor[a] += 1;
             }
-            if cursor[a] == m {
-                // No platform has free cores left: nobody else can get any either.
-                break;
+            if cursor[a] == orders[a].len() {
+                // No platform it can run on has free cores left; others may still have some.
+                continue;
             }
             let p = orders[a][cursor[a]];
             let d = self.d_unit.min(missing[a]).min(free[p]);

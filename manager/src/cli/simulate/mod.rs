@@ -9,6 +9,7 @@ pub mod live;
 mod ptg;
 mod staging;
 pub mod two_level;
+mod variants;
 mod workflows;
 
 use clap::Subcommand;
@@ -36,6 +37,8 @@ pub enum Kind {
     /// Several parallel task graphs on one cluster: the 19 algorithms of the multiple-PTG
     /// paper on its 1,500 scenarios, with its figures and tables.
     Ptg(ptg::Args),
+    /// GPU and CPU variants of applications: first-fit variants against affinity plans.
+    Variants(variants::Args),
     /// Workflow files competing for P cores under a workflow policy: what the live
     /// manager's plan predicts (stretch, makespan).
     Workflows(workflows::Args),
@@ -49,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(Kind::Staging(a)) => staging::run(a),
         Some(Kind::Live(a)) => live::run(a),
         Some(Kind::Ptg(a)) => ptg::run(a),
+        Some(Kind::Variants(a)) => variants::run(a),
         Some(Kind::Workflows(a)) => workflows::run(a),
     }
 }

@@ -206,6 +206,7 @@ impl Workflow {
         opts: &Options,
     ) -> DagTask {
         let external = |f: &WfFile| opts.external.as_ref()?.get(&f.name).copied();
+        let declared = declared_names(t, producers);
         let staged = |f: &WfFile| FileDecl {
             uri: if self.literal_files {
                 f.name.clone()
@@ -214,6 +215,12 @@ impl Workflow {
             },
             size: external(f).or_else(|| f.size.map(|s| scaled_size(s, opts))),
             sha256: None,
+            // The program finds the file under the name the workflow gives it.
+            name: if self.literal_files {
+                None
+            } else {
+                declared.get(f.name.as_str()).cloned()
+            },
         };
         // Files some task writes are staged, and external inputs stored before the
         // submission (unless the file says where each lives).
@@ -271,6 +278,34 @@ fn task_cores(t: &WfTask) -> u32 {
 }
 
 /// A file's name in the file service: under the submission's prefix, one component.
+/// The name each of `t`'s files has in its directory: the workflow's own name (a DAX
+/// job's `JOB__NAME` back to `NAME`), where it is one path component and no other file of
+/// the task has it. A file left out keeps its staged name.
+fn declared_names<'a>(t: &'a WfTask, producers: &HashMap<&str, &str>) -> HashMap<&'a str, String> {
+    let logical = |f: &'a WfFile| -> (&'a str, &'a str) {
+        let producer = producers.get(f.name.as_str()).copied().unwrap_or(&t.id);
+        let name = f
+            .name
+            .strip_prefix(producer)
+            .and_then(|rest| rest.strip_prefix("__"))
+            .filter(|rest| !rest.is_empty())
+            .unwrap_or(&f.name);
+        (f.name.as_str(), name)
+    };
+    let all: Vec<(&str, &str)> = t.inputs.iter().chain(&t.outputs).map(logical).collect();
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for (_, name) in &all {
+        *uses.entry(name).or_default() += 1;
+    }
+    let one_component = |n: &str| {
+        !n.is_empty() && n != "." && n != ".." && n.len() <= 255 && !n.contains(['/', '\0'])
+    };
+    all.into_iter()
+        .filter(|(_, name)| uses[name] == 1 && one_component(name))
+        .map(|(staged, name)| (staged, name.to_string()))
+        .collect()
+}
+
 fn staged_name(prefix: &str, id: &str) -> String {
     let flat: String = id
         .chars()
@@ -314,13 +349,15 @@ fn emulator_argv(
     ];
     for f in inputs {
         argv.push("--read".into());
-        argv.push(base(&f.uri));
+        argv.push(f.name.clone().unwrap_or_else(|| base(&f.uri)));
     }
     for f in outputs {
-        // An output is written under the name its destination gives it (a relative name
-        // whole, a URI's last component).
-        let name = hetpilot_protocol::files::parse_output(&f.uri)
-            .map_or_else(|_| base(&f.uri), |(_, name)| name);
+        // An output is written under its declared name, else the name its destination
+        // gives it (a relative name whole, a URI's last component).
+        let name = f.name.clone().unwrap_or_else(|| {
+            hetpilot_protocol::files::parse_output(&f.uri)
+                .map_or_else(|_| base(&f.uri), |(_, name)| name)
+        });
         argv.push("--write".into());
         argv.push(format!("{name}={}", f.size.unwrap_or(0)));
     }

@@ -58,9 +58,11 @@ fn the_blast_instance_reads_as_a_fork_join_with_runtimes_and_staged_files() {
     let argv = b.argv.as_ref().unwrap();
     assert_eq!(argv[..3], ["hetpilot-emulate", "--runtime", "4.899"]);
     assert!(argv.windows(2).any(|w| w == ["--read", "small.fasta.0"]));
-    assert!(argv
-        .iter()
-        .any(|a| a.starts_with("wf-1/small.fasta.0.out=")));
+    // Stored under the workflow's prefix, seen by the task under its own name.
+    assert_eq!(b.inputs[0].name.as_deref(), Some("small.fasta.0"));
+    assert_eq!(b.outputs[0].uri, "wf-1/small.fasta.0.out");
+    assert_eq!(b.outputs[0].name.as_deref(), Some("small.fasta.0.out"));
+    assert!(argv.iter().any(|a| a.starts_with("small.fasta.0.out=")));
 }
 
 #[test]
@@ -100,6 +102,21 @@ fn a_montage_dax_names_each_jobs_outputs_after_the_job() {
         .collect();
     assert_eq!(fits.len(), t.parents.len(), "{fits:?}");
     assert!(fits.iter().all(|u| u.starts_with("wf-1/ID000")));
+    // Many files one name: each keeps its staged name in the task's directory.
+    assert!(t
+        .inputs
+        .iter()
+        .filter(|f| f.uri.ends_with("__fit.txt"))
+        .all(|f| f.name.is_none()));
+    // One mDiffFit writes one fit.txt: under that name.
+    let diff = names.iter().position(|n| n == "ID00006").unwrap();
+    let outputs = &dag(&spec).tasks[diff].outputs;
+    assert!(
+        outputs
+            .iter()
+            .any(|f| f.uri.ends_with("ID00006__fit.txt") && f.name.as_deref() == Some("fit.txt")),
+        "{outputs:?}"
+    );
 }
 
 #[test]

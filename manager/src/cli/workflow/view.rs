@@ -22,14 +22,9 @@ pub fn print_progress(a: &AppSummary) {
         _ => format!("; critical path {:.0} s", w.critical_path_secs),
     };
     println!(
-        "workflow {}: blocked {}, ready {}, running {}, done {}, failed {}, cancelled {}{stretch}",
-        a.app,
-        w.blocked,
-        w.ready,
-        c.leased + c.running,
-        c.done,
-        c.failed,
-        c.cancelled
+        "workflow {}: blocked {}, ready {}, leased {}, running {}, done {}, failed {}, \
+         cancelled {}{stretch}",
+        a.app, w.blocked, w.ready, c.leased, c.running, c.done, c.failed, c.cancelled
     );
 }
 

@@ -169,6 +169,7 @@ mod tests {
 # @ environment = COPY_ALL
 # @ queue
 set -eu
+umask 077
 module load gcc/12
 export HETPILOT_URL='http://manager.example:8080' HETPILOT_PLATFORM='darth' HETPILOT_PILOT='darth-p17'
 export HETPILOT_AGENT_TOKEN_FILE='/scratch/hetpilot/darth-p17.token' HETPILOT_WORK_DIR='/scratch/hetpilot'

@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 /// and start time (setsid does not fork here: a background child of a non-interactive
 /// shell is not a process-group leader, so the pid printed is the session's; setsid and
 /// nohup exec, so the start time stays the agent's).
-const LAUNCH: &str = r#"setsid nohup /bin/sh "$1" </dev/null >>"$2" 2>>"$3" &
+const LAUNCH: &str = r#"umask 077
+setsid nohup /bin/sh "$1" </dev/null >>"$2" 2>>"$3" &
 pid=$!
 echo "$pid $(LC_ALL=C ps -o lstart= -p "$pid" 2>/dev/null)""#;
 

@@ -261,6 +261,7 @@ mod tests {
 #SBATCH --output=/scratch/hetpilot/darth-p17.out
 #SBATCH --error=/scratch/hetpilot/darth-p17.err
 set -eu
+umask 077
 module load gcc/12
 export HETPILOT_URL='http://manager.example:8080' HETPILOT_PLATFORM='darth' HETPILOT_PILOT='darth-p17'
 export HETPILOT_AGENT_TOKEN_FILE='/scratch/hetpilot/darth-p17.token' HETPILOT_WORK_DIR='/scratch/hetpilot'
@@ -287,7 +288,10 @@ exec "$agent" --delete-token-file
             !text.contains("--partition") && !text.contains("--account"),
             "{text}"
         );
-        assert!(text.contains("set -eu\nexport HETPILOT_URL="), "{text}");
+        assert!(
+            text.contains("set -eu\numask 077\nexport HETPILOT_URL="),
+            "{text}"
+        );
     }
 
     #[test]

@@ -220,11 +220,14 @@ async function seedHistory() {
 
 async function pageApps(apps) {
   const total = (k) => apps.reduce((a, x) => a + x.counts[k], 0);
+  const lost = apps.reduce((a, x) => a + (x.lost_attempts || 0), 0);
   const out = [h('h2', {}, 'Applications'),
     h('div', { class: 'cards' },
       card('applications', apps.length, 'apps.count'),
       card('waiting', total('waiting'), 'apps.waiting'),
-      card('leased + running', total('leased') + total('running'), 'apps.in_flight'),
+      card('leased (not started)', total('leased'), 'apps.leased'),
+      card('running', total('running'), 'apps.running'),
+      card('lost attempts', lost, 'apps.lost_attempts'),
       card('done', total('done'), 'apps.done'),
       card('failed', total('failed'), 'apps.failed'))];
   const shown = apps.slice(-8).map((a) => a.app);
@@ -245,12 +248,14 @@ async function pageApps(apps) {
       h('td', {}, a.app), h('td', {}, a.name), h('td', {}, a.owner),
       h('td', {}, h('span', { class: 'bar' }, h('span', { style: `width:${pct.toFixed(1)}%` })),
         ' ', h('span', { 'data-k': k('percent') }, pct.toFixed(1)), '%'),
-      num(c.waiting, k('waiting')), num(c.leased + c.running, k('in_flight')),
+      num(c.waiting, k('waiting')), num(c.leased, k('leased')), num(c.running, k('running')),
       num(c.done, k('done')), num(c.failed, k('failed')), num(c.cancelled, k('cancelled')),
+      num(a.lost_attempts || 0, k('lost_attempts')),
       h('td', { class: 'muted' }, a.blocked || (a.cancelled ? 'cancelled' : '')));
   });
   out.push(h('h2', {}, 'Progress'),
-    table(['app', 'name', 'owner', 'progress', 'waiting', 'in flight', 'done', 'failed', 'cancelled', 'note'],
+    table(['app', 'name', 'owner', 'progress', 'waiting', 'leased', 'running', 'done', 'failed', 'cancelled',
+      'lost attempts', 'note'],
       rows, { id: 'apps-table' }));
   out.push(...await workflowSection(apps));
   const failing = apps.filter((a) => a.counts.failed > 0).slice(-5);
@@ -297,12 +302,12 @@ function workflowTable(flows) {
     const stretch = !finished && w.critical_path_secs > 0
       ? (elapsed + w.remaining_path_secs) / w.critical_path_secs : null;
     return h('tr', {}, h('td', {}, a.app), h('td', {}, a.name),
-      num(w.blocked, k('blocked')), num(w.ready, k('ready')), num(c.leased + c.running, k('running')),
+      num(w.blocked, k('blocked')), num(w.ready, k('ready')), num(c.leased, k('leased')), num(c.running, k('running')),
       num(c.done, k('done')), num(c.failed, k('failed')), num(c.cancelled, k('cancelled')),
       num(w.critical_path_secs, k('critical_path'), 1),
       stretch === null ? h('td', { class: 'muted' }, '-') : num(stretch, k('stretch'), 2));
   });
-  return table(['app', 'name', 'blocked', 'ready', 'running', 'done', 'failed', 'cancelled',
+  return table(['app', 'name', 'blocked', 'ready', 'leased', 'running', 'done', 'failed', 'cancelled',
     'critical path (s)', 'stretch estimate'], rows, { id: 'workflow-table' });
 }
 
