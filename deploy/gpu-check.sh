@@ -68,7 +68,8 @@ HETPILOT_URL=$(cat "$work/manager/manager.url")
 HETPILOT_TOKEN=$(cat "$work/manager/admin.token")
 export HETPILOT_URL HETPILOT_TOKEN
 
-# start_agent NAME SLOTS [FLAGS...]: an agent of platform `local` with its own work dir.
+# start_agent NAME SLOTS [FLAGS...]: an agent of platform `local` with its own work dir,
+# once it has registered its GPUs (the manager refuses GPU work no agent offers GPUs for).
 start_agent() {
     local name=$1 slots=$2
     shift 2
@@ -78,6 +79,13 @@ start_agent() {
     HETPILOT_AGENT_TOKEN=$token "$agent" --manager "$HETPILOT_URL" --platform local \
         --slots "$slots" --work-dir "$work/$name" "$@" 2>"$work/$name.log" &
     pids+=($!)
+    for _ in $(seq 300); do
+        # `hetpilot agents`: AGENT PLATFORM HOST SLOTS STATE HELD GPUS ("2 (0 in use)") ...
+        "$hetpilot" agents 2>/dev/null |
+            awk -v n="$n" '$5 == "active" && $7 == n { found = 1 } END { exit !found }' && return
+        sleep 0.1
+    done
+    fail "agent $name did not register its $n GPU(s): $(tail -3 "$work/$name.log" | tr '\n' ' ')"
 }
 
 # stop_last_agent: stops the agent started last, so the next case gets a fresh one.

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod affinity_view;
+pub mod agent_resources;
 pub mod byte_range;
 pub mod dag;
 pub mod dashboard;

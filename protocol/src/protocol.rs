@@ -575,6 +575,12 @@ pub struct AgentInfo {
     /// The applications of those attempts: the co-runners on its node.
     #[serde(default)]
     pub apps: Vec<AppId>,
+    /// Its GPUs, with how much of each its runs hold now.
+    #[serde(default)]
+    pub gpus: Vec<crate::agent_resources::AgentGpu>,
+    /// Its named counts besides GPUs, offered and in use.
+    #[serde(default)]
+    pub resources: Vec<crate::agent_resources::AgentResource>,
 }
 
 /// `POST /v1/users` (admin).

@@ -1,12 +1,21 @@
 //! GPU pilots against the real local lab (`deploy/lab/start.sh`), whose partition `gpu`
 //! is node n5 with two fake GPUs (device nodes that gres.conf names, and a fake
 //! `nvidia-smi` that lab-gpu.toml puts on the pilot's PATH): a pilot there gets both from
-//! Slurm (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES); CPU-only work never
-//! makes the manager submit a pilot to the GPU partition while a CPU partition can take it.
+//! Slurm (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES) and registers them, its tasks are bound to
+//! their own devices or share them; CPU-only work never makes the manager submit a pilot to
+//! the GPU partition while a CPU partition can take it.
 
+use hetpilot_e2e::gpu_tasks::{report_dir, reports, together};
 use hetpilot_e2e::lab::{self, configure, pilots, start_tls_manager};
-use hetpilot_e2e::{array_app, wait_until};
+use hetpilot_e2e::{array_app, wait_until, Manager};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
+
+/// The UUIDs the lab's fake `nvidia-smi` gives its two devices.
+const LAB_GPU_0: &str = "GPU-1ab0d000-0000-4000-8000-000000000000";
+const LAB_GPU_1: &str = "GPU-1ab0d000-0000-4000-8000-000000000001";
 
 const FAST: &str = "interval_secs = 0.5\nregister_timeout_secs = 120\nbackoff_base_secs = 2\nbackoff_max_secs = 30";
 
@@ -68,4 +77,76 @@ fn cpu_only_work_never_gets_a_gpu_pilot_while_a_cpu_partition_can_take_it() {
         on_gpu.is_empty(),
         "CPU-only work got GPU pilots: {on_gpu:?}"
     );
+}
+
+/// Submits `n` tasks asking `gpus` each that run [`together`], reporting to `dir`, and waits
+/// until they have ended; returns each task's (devices, share, running together).
+fn run_together(m: &Manager, dir: &Path, gpus: f64, n: usize) -> Vec<(String, String, usize)> {
+    let command = format!("sh -c '{}'", together(dir, n));
+    let mut spec = array_app("gpu-together", &command, n as u64);
+    spec["gpus"] = gpus.into();
+    let app = m.submit(spec);
+    let summary = m.wait_finished(app, Duration::from_secs(240));
+    assert_eq!(summary["counts"]["done"], n, "{summary}");
+    reports(dir, n)
+}
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn a_gpu_pilot_registers_both_gpus_and_binds_each_task_to_its_own_or_a_shared_device() {
+    let _lab = lab::require();
+    let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
+    let gpu = lab::shipped_profile("lab-gpu");
+    let env = configure(dir.path(), &[("lab-gpu", &gpu)], FAST);
+    let m = start_tls_manager(dir.path(), &env);
+
+    // Two whole-GPU tasks, running at the same time, see different devices.
+    let whole = report_dir(dir.path(), "whole", true);
+    let r = run_together(&m, &whole, 1.0, 2);
+    assert!(
+        r.iter()
+            .all(|(_, share, running)| share == "1" && *running == 2),
+        "{r:?}"
+    );
+    let mut seen: Vec<&str> = r.iter().map(|(uuid, _, _)| uuid.as_str()).collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [LAB_GPU_0, LAB_GPU_1],
+        "each task sees its own device"
+    );
+
+    // The pilot's agent registered the two devices Slurm granted its job.
+    let (status, agents) = m.http().get("/v1/agents", &m.admin);
+    assert_eq!(status, 200, "{agents}");
+    let agent = agents
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["platform"] == "lab-gpu")
+        .unwrap_or_else(|| panic!("no lab-gpu agent: {agents}"));
+    let uuids: Vec<&Value> = agent["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| &g["uuid"])
+        .collect();
+    assert_eq!(uuids, [LAB_GPU_0, LAB_GPU_1], "{agent}");
+    assert_eq!(agent["gpus"][0]["model"], "NVIDIA Lab Fake 16GB", "{agent}");
+    assert_eq!(agent["gpus"][0]["memory_mib"], 16384, "{agent}");
+
+    // Four half-GPU tasks share the two devices two by two.
+    let half = report_dir(dir.path(), "half", true);
+    let r = run_together(&m, &half, 0.5, 4);
+    assert!(
+        r.iter()
+            .all(|(_, share, running)| share == "0.5" && *running == 4),
+        "{r:?}"
+    );
+    let mut per_device: BTreeMap<&str, usize> = BTreeMap::new();
+    for (uuid, _, _) in &r {
+        *per_device.entry(uuid.as_str()).or_default() += 1;
+    }
+    assert_eq!(per_device, BTreeMap::from([(LAB_GPU_0, 2), (LAB_GPU_1, 2)]));
 }

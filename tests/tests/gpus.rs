@@ -2,6 +2,7 @@
 //! `qsub`s there): what the agent offers, kept to the batch job's grant, checked against
 //! nvidia-smi; and, with the manager's GPU leasing, tasks bound to their own devices.
 
+use hetpilot_e2e::gpu_tasks::{report_dir, reports, together};
 use hetpilot_e2e::{bin, wait_until, Manager};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -133,34 +134,30 @@ fn the_check_against_nvidia_smi_fails_on_a_difference() {
     );
 }
 
-/// What each task of `app` wrote: `CUDA_VISIBLE_DEVICES HETPILOT_GPU_SHARE RUNNING`.
-fn reports(dir: &Path, n: usize) -> Vec<(String, String, usize)> {
-    (0..n)
-        .map(|i| {
-            let text = std::fs::read_to_string(dir.join(format!("{i}.env")))
-                .unwrap_or_else(|e| panic!("task {i} left no report: {e}"));
-            let mut f = text.split_whitespace();
-            let mut next = || f.next().unwrap_or_default().to_string();
-            (next(), next(), next().parse().unwrap_or(0))
-        })
-        .collect()
+/// `hetpilot agents --json`, as admin.
+fn agents(m: &Manager) -> Vec<Value> {
+    let out = m.cli(&["agents", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// A task command that marks itself started, waits (bounded) until `n` tasks have, and
-/// reports its devices, its share and how many tasks were running together.
-fn together(dir: &Path, n: usize) -> String {
-    let d = dir.display();
-    format!(
-        "touch {d}/$HETPILOT_INDEX.started; i=0; \
-         while [ $(ls {d}/*.started | wc -l) -lt {n} ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; \
-         echo \"${{CUDA_VISIBLE_DEVICES:--}} ${{HETPILOT_GPU_SHARE:--}} $(ls {d}/*.started | wc -l)\" > {d}/$HETPILOT_INDEX.env"
-    )
+/// The value of the sample `line_start` (name and labels) in `/metrics`, read as admin.
+fn metric(m: &Manager, line_start: &str) -> Option<f64> {
+    let resp = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", m.url))
+        .bearer_auth(&m.admin)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let text = resp.text().unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(line_start))
+        .and_then(|v| v.trim().parse().ok())
 }
 
-/// Needs the manager's GPU leasing (`submit --gpus`, filling each assignment's grant from
-/// the agents' registered GPUs), which lands separately from the agent's side.
+/// The manager leases each task its devices (or a share of one) from the agent's
+/// registered GPUs, and the agent binds the task to them.
 #[test]
-#[ignore = "needs the manager's GPU leasing (submit --gpus and assignment grants)"]
 fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path(), 30.0);
@@ -180,9 +177,18 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
         .spawn()
         .unwrap();
 
+    // The agent registers both devices, none in use.
+    let gpus = wait_until("the agent to register", Duration::from_secs(20), || {
+        agents(&m).first().map(|a| a["gpus"].clone())
+    });
+    assert_eq!(gpus.as_array().map(Vec::len), Some(2), "{gpus}");
+    assert_eq!(gpus[1]["uuid"], UUID_B, "{gpus}");
+    assert_eq!(gpus[1]["model"], "NVIDIA A100-SXM4-80GB", "{gpus}");
+    assert_eq!(gpus[1]["memory_mib"], 81920, "{gpus}");
+    assert_eq!(gpus[1]["in_use"], 0.0, "{gpus}");
+
     // Two whole-GPU tasks, running at the same time, see different devices.
-    let whole = dir.path().join("whole");
-    std::fs::create_dir_all(&whole).unwrap();
+    let whole = report_dir(dir.path(), "whole", true);
     let out = m.cli(&[
         "submit",
         "--wait",
@@ -210,12 +216,12 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
         "each task sees exactly its own device"
     );
 
-    // Four half-GPU tasks share the two devices two by two.
-    let half = dir.path().join("half");
-    std::fs::create_dir_all(&half).unwrap();
+    // Four half-GPU tasks share the two devices two by two; while they run, the agents
+    // list and the metrics show both devices taken.
+    let half = report_dir(dir.path(), "half", false);
     let out = m.cli(&[
         "submit",
-        "--wait",
+        "--json",
         "--gpus",
         "0.5",
         "--array",
@@ -226,6 +232,48 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
         &together(&half, 4),
     ]);
     assert!(out.status.success(), "{out:?}");
+    let app = serde_json::from_slice::<Value>(&out.stdout).unwrap()["app"]
+        .as_u64()
+        .unwrap();
+    wait_until(
+        "four half-GPU tasks to start",
+        Duration::from_secs(30),
+        || {
+            let started = std::fs::read_dir(&half)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().extension() == Some("started".as_ref()))
+                .count();
+            (started == 4).then_some(())
+        },
+    );
+    let held = agents(&m)[0]["gpus"].clone();
+    for g in held.as_array().unwrap() {
+        assert_eq!(
+            (g["in_use"].as_f64(), g["tasks"].as_u64()),
+            (Some(1.0), Some(2)),
+            "{held}"
+        );
+    }
+    let table = String::from_utf8(m.cli(&["agents"]).stdout).unwrap();
+    assert!(table.contains("2 (2 in use)"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(UUID_B) && l.contains("NVIDIA A100-SXM4-80GB")),
+        "{table}"
+    );
+    let labels = "{platform=\"local\",resource=\"gpus\"}";
+    assert_eq!(
+        metric(&m, &format!("hetpilot_agent_resources_used{labels}")),
+        Some(2.0)
+    );
+    assert_eq!(
+        metric(&m, &format!("hetpilot_agent_resources_free{labels}")),
+        Some(0.0)
+    );
+    std::fs::write(half.join("release"), "").unwrap();
+    let summary = m.wait_finished(app, Duration::from_secs(30));
+    assert_eq!(summary["counts"]["done"], 4, "{summary}");
     let r = reports(&half, 4);
     assert!(
         r.iter()
@@ -237,10 +285,13 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
         *per_device.entry(uuid.as_str()).or_default() += 1;
     }
     assert_eq!(per_device, BTreeMap::from([(UUID_A, 2), (UUID_B, 2)]));
+    assert_eq!(
+        metric(&m, &format!("hetpilot_agent_resources_free{labels}")),
+        Some(2.0)
+    );
 
     // A CPU-only task on the same agent sees no GPU.
-    let cpu = dir.path().join("cpu");
-    std::fs::create_dir_all(&cpu).unwrap();
+    let cpu = report_dir(dir.path(), "cpu", true);
     let out = m.cli(&[
         "submit",
         "--wait",

@@ -1,5 +1,6 @@
 //! Admin commands: users, agent registration tokens, agents.
 
+use super::agent_resources;
 use super::connect::Connect;
 use super::onboarding;
 use super::output::{print_json, print_table};
@@ -187,6 +188,7 @@ pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
                 a.slots.to_string(),
                 a.state.clone(),
                 a.tasks_held.to_string(),
+                agent_resources::gpus_cell(a),
                 a.batch_job_id.clone().unwrap_or_default(),
             ]
         })
@@ -199,9 +201,11 @@ pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
             "SLOTS",
             "STATE",
             "HELD",
+            "GPUS",
             "BATCH JOB",
         ],
         &rows,
     );
+    agent_resources::print(&agents);
     Ok(())
 }

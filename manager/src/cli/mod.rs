@@ -4,6 +4,7 @@
 mod admin;
 mod affinity;
 mod affinity_live;
+mod agent_resources;
 mod app_file;
 mod bandwidths;
 mod check_output;

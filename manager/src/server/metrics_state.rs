@@ -1,7 +1,9 @@
 //! State metrics, read from the manager's views at scrape time: tasks by state, agents
-//! and pilots by state, pilots' batch-queue waits, the allocation and its fairness,
-//! fairshare usage and priority, staging bytes and measured bandwidths.
+//! and pilots by state, agents' GPUs and named counts used and free, pilots' batch-queue
+//! waits, the allocation and its fairness, fairshare usage and priority, staging bytes and
+//! measured bandwidths.
 
+use super::metrics_resources;
 use crate::control::allocation_fairness;
 use crate::service::{now_ms, Manager, Principal, ServiceError};
 use hetpilot_protocol::pilots::PilotState;
@@ -149,7 +151,9 @@ fn states(c: &hetpilot_protocol::protocol::StateCounts) -> [(&'static str, u64);
 fn agents_and_pilots(r: &mut Registry, m: &Manager, admin: &Principal) -> Result<(), ServiceError> {
     let agents: Family<PlatformStateLabels, Gauge> = Family::default();
     let slots: Family<PlatformLabel, Gauge> = Family::default();
-    for a in m.list_agents(admin)? {
+    let listed = m.list_agents(admin)?;
+    metrics_resources::register(r, &listed);
+    for a in listed {
         let l = PlatformStateLabels {
             platform: a.platform.clone(),
             state: a.state.clone(),

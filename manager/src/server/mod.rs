@@ -18,6 +18,7 @@ mod files;
 mod large_bodies;
 mod long_poll;
 mod metrics;
+mod metrics_resources;
 mod metrics_state;
 mod pilots;
 mod rate;

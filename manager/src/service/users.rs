@@ -1,6 +1,7 @@
 //! What users and admins can do: submit, list, inspect, cancel; create users and agent
 //! registration tokens. A user sees only their own applications; admins see all.
 
+use super::agent_resources;
 use super::platforms::Offers;
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::db::Write;
@@ -442,6 +443,8 @@ impl Manager {
                     apps.dedup();
                     apps
                 },
+                gpus: agent_resources::gpus(a),
+                resources: agent_resources::named(a),
             })
             .collect();
         agents.sort_by_key(|a| a.agent);

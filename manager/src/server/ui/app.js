@@ -480,6 +480,31 @@ async function pagePlatforms() {
           (a.apps || []).map((id) => `${id} ${state.names.get(id) || ''}`.trim()).join(', ')),
         h('td', { 'data-k': `agent.${a.agent}.state` }, a.state), h('td', {}, a.batch_job_id || '-'),
         h('td', {}, ago(a.last_seen_ms)))), { id: 'agents-table' }));
+  out.push(...gpuTables(live));
+  return out;
+}
+
+// The GPUs and named counts of live agents: each device with its share in use and the
+// runs on it, each named count offered and in use (from the manager's lease pool).
+function gpuTables(live) {
+  const out = [];
+  const devices = live.flatMap((a) => (a.gpus || []).map((g) => ({ a, g })));
+  if (devices.length) {
+    out.push(h('h2', {}, `GPUs (${devices.length} on live agents)`),
+      table(['agent', 'platform', 'gpu', 'model', 'memory (MiB)', 'in use', 'tasks', 'uuid'],
+        devices.map(({ a, g }) => h('tr', {}, h('td', {}, a.agent), h('td', {}, a.platform),
+          h('td', {}, g.index), h('td', { 'data-k': `gpu.${a.agent}.${g.index}.model` }, g.model),
+          num(g.memory_mib, `gpu.${a.agent}.${g.index}.memory`), num(g.in_use, `gpu.${a.agent}.${g.index}.in_use`),
+          num(g.tasks, `gpu.${a.agent}.${g.index}.tasks`), h('td', { class: 'muted' }, g.uuid))), { id: 'gpus-table' }));
+  }
+  const named = live.flatMap((a) => (a.resources || []).map((r) => ({ a, r })));
+  if (named.length) {
+    out.push(h('h2', {}, 'Named resources'),
+      table(['agent', 'platform', 'resource', 'offered', 'in use'],
+        named.map(({ a, r }) => h('tr', {}, h('td', {}, a.agent), h('td', {}, a.platform), h('td', {}, r.name),
+          num(r.offered, `resource.${a.agent}.${r.name}.offered`), num(r.in_use, `resource.${a.agent}.${r.name}.in_use`))),
+        { id: 'resources-table' }));
+  }
   return out;
 }
 
