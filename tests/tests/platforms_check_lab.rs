@@ -162,12 +162,12 @@ fn platforms_check_asks_slurm_and_pbs_about_partitions_queues_and_cores() {
     };
     assert_eq!(
         fails("lab-typo"),
-        ["partition `smal` does not exist (partitions: big, debug, small)"],
+        ["partition `smal` does not exist (partitions: big, debug, gpu, small)"],
         "{out}"
     );
     assert_eq!(
         fails("lab-pbs-typo"),
-        ["queue `smal` does not exist (queues: big, debug, small)"],
+        ["queue `smal` does not exist (queues: big, debug, gpu, small)"],
         "{out}"
     );
     assert_eq!(
