@@ -8,6 +8,17 @@
 //! - LoadLeveler: the task geometry in `LOADL_PROCESSOR_LIST` (one host name per task;
 //!   this host's tasks), else `LOADL_TOTAL_TASKS` (pilots are one node).
 
+/// This node's name as its batch system knows it: Slurm's node name (`SLURMD_NODENAME`,
+/// which differs from the host name where one host runs several slurmd, and is what
+/// `--nodelist` takes), else `hostname`. The agents of a multi-node pilot register one per
+/// node under these names.
+pub fn node_name(var: impl Fn(&str) -> Option<String>, hostname: String) -> String {
+    var("SLURMD_NODENAME")
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or(hostname)
+}
+
 /// The slots the allocation gives this node and the variable they came from; `None`
 /// outside a batch job (or when no variable holds a positive count). `var` looks a
 /// variable up; `hostname` is this node's name.
@@ -53,7 +64,15 @@ pub fn slots(var: impl Fn(&str) -> Option<String>, hostname: &str) -> Option<(u3
 
 #[cfg(test)]
 mod tests {
-    use super::slots;
+    use super::{node_name, slots};
+
+    #[test]
+    fn slurm_s_node_name_comes_before_the_host_name() {
+        let host = || "vm".to_string();
+        assert_eq!(node_name(env(&[]), host()), "vm");
+        assert_eq!(node_name(env(&[("SLURMD_NODENAME", "n2")]), host()), "n2");
+        assert_eq!(node_name(env(&[("SLURMD_NODENAME", " ")]), host()), "vm");
+    }
 
     /// A job's environment and the slots expected from it.
     type Case<'a> = (&'a [(&'a str, &'a str)], Option<(u32, &'a str)>);

@@ -518,7 +518,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
         registration_token: token,
         register: RegisterRequest {
             platform,
-            hostname,
+            hostname: allocation::node_name(|v| std::env::var(v).ok(), hostname),
             cores,
             memory_mb: sys.total_memory() / (1024 * 1024),
             slots,

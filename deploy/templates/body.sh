@@ -11,4 +11,4 @@ if [ ! -x "$agent" ]; then
     echo "hetpilot: the agent binary $agent is missing or not executable on $(hostname); fix agent_binary in the platform profile" >&2
     exit 127
 fi
-exec "$agent" {{agent_args}}
+{{launch}}

@@ -106,6 +106,7 @@ impl Sandbox {
             queue: queue.map(String::from),
             account: None,
             nodes: 2,
+            nodes_per_pilot: 1,
             cores_per_node: 2,
             memory_per_node_mb: 1024,
             max_walltime: Duration::from_secs(600),

@@ -28,6 +28,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
         queue: None,
         account: None,
         nodes: 1,
+        nodes_per_pilot: 1,
         cores_per_node: 1,
         memory_per_node_mb: 512,
         max_walltime: Duration::from_secs(600),

@@ -1,7 +1,9 @@
 //! Pilots as the manager shows them (`GET /v1/pilots`, `GET /v1/platforms`): a pilot is one
-//! batch job that should start one agent. Its states, as stored and shown by `hetpilot
-//! pilots`: queued → running (its agent registered) → ended, or failed/cancelled; and each
-//! platform's provisioning status.
+//! batch job that starts one agent on each node of its allocation (one node unless the
+//! platform's profile sets `nodes_per_pilot`); its agents form one group, drained and
+//! released together when the allocation ends. Its states, as stored and shown by
+//! `hetpilot pilots`: queued → running (its first agent registered) → ended, or
+//! failed/cancelled; and each platform's provisioning status.
 
 use serde::{Deserialize, Serialize};
 
@@ -77,7 +79,7 @@ pub struct PilotRecord {
     pub registered_ms: Option<u64>,
     /// When it reached a final state (unix ms).
     pub ended_ms: Option<u64>,
-    /// The agent it brought up.
+    /// The agent it brought up (on a multi-node pilot, the first of its group to register).
     pub agent: Option<u64>,
     /// When its batch job's walltime ends (unix ms), once known.
     pub walltime_end_ms: Option<u64>,
@@ -88,6 +90,37 @@ pub struct PilotRecord {
     /// manager's data directory (`[provision] pilot_dir_retention_secs` after it ended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir_removed_ms: Option<u64>,
+    /// Nodes its batch job asks for: one agent registers from each.
+    #[serde(default = "one_node")]
+    pub nodes: u32,
+    /// The agents of its allocation that registered, in order, each from its own node.
+    #[serde(default)]
+    pub members: Vec<PilotMember>,
+}
+
+fn one_node() -> u32 {
+    1
+}
+
+/// One agent of a pilot's group: the node it runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PilotMember {
+    /// The agent's id.
+    pub agent: u64,
+    /// The node's name as its agent registered it (Slurm's node name under Slurm).
+    pub hostname: String,
+}
+
+impl PilotRecord {
+    /// Whether some of its nodes' agents have yet to register (while it is not final).
+    pub fn awaits_members(&self) -> bool {
+        !self.state.is_final() && self.members.len() < self.nodes as usize
+    }
+
+    /// Its agents' ids, in registration order.
+    pub fn agent_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.members.iter().map(|m| m.agent)
+    }
 }
 
 /// The answer to `POST /v1/platforms/reload`: the profiles were re-read; their checks run

@@ -566,6 +566,10 @@ pub struct AgentInfo {
     pub state: String,
     /// The batch job that started it, if any.
     pub batch_job_id: Option<String>,
+    /// The pilot whose group it belongs to (one agent per node of the pilot's allocation),
+    /// while that pilot runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pilot: Option<String>,
     /// When it registered (unix ms).
     pub registered_at_ms: u64,
     /// When the manager last heard from it (unix ms).

@@ -190,6 +190,7 @@ pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
                 a.tasks_held.to_string(),
                 agent_resources::gpus_cell(a),
                 a.batch_job_id.clone().unwrap_or_default(),
+                a.pilot.clone().unwrap_or_default(),
             ]
         })
         .collect();
@@ -203,6 +204,7 @@ pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
             "HELD",
             "GPUS",
             "BATCH JOB",
+            "PILOT",
         ],
         &rows,
     );

@@ -1,9 +1,10 @@
 //! The `pilots` table: one row per pilot, replaced whole on every change, and read back at
-//! start so a restarted manager keeps following its pilots' batch jobs. A queued pilot's
-//! registration credential (its SHA-256 only) is kept until its agent registers.
+//! start so a restarted manager keeps following its pilots' batch jobs. A pilot's
+//! registration credential (its SHA-256 only) is kept until the agents of all its nodes
+//! registered; its group (`members`: each agent and its node, JSON) is kept with it.
 
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
-use hetpilot_protocol::pilots::{PilotRecord, PilotState};
+use hetpilot_protocol::pilots::{PilotMember, PilotRecord, PilotState};
 use rusqlite::{params, Connection, Transaction};
 
 /// A pilot's registration credential: only its hash, and when it expires.
@@ -15,7 +16,7 @@ pub struct PilotCredential {
 
 pub struct StoredPilot {
     pub record: PilotRecord,
-    /// Still usable (the pilot is queued and its agent has not registered).
+    /// Still usable (some of the pilot's nodes' agents have not registered).
     pub credential: Option<PilotCredential>,
 }
 
@@ -24,26 +25,29 @@ fn opt(v: Option<u64>) -> Option<i64> {
 }
 
 /// Inserts or replaces a pilot's row. The credential is set when given, kept while the
-/// pilot is queued, and erased once it is not.
+/// pilot awaits agents ([`PilotRecord::awaits_members`]), and erased once it does not.
 pub fn upsert_pilot(
     tx: &Transaction<'_>,
     r: &PilotRecord,
     credential: Option<&PilotCredential>,
 ) -> rusqlite::Result<()> {
+    let members = serde_json::to_string(&r.members)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     tx.prepare_cached(
         "INSERT INTO pilots (name, platform, batch_job_id, state, reason, submitted_ms,
             job_started_ms, registered_ms, ended_ms, agent_id, walltime_end_ms,
-            credential_hash, credential_expires_ms, user, dir_removed_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+            credential_hash, credential_expires_ms, user, dir_removed_ms, nodes, members)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?17, ?18)
          ON CONFLICT(name) DO UPDATE SET batch_job_id = excluded.batch_job_id,
             state = excluded.state, reason = excluded.reason,
             job_started_ms = excluded.job_started_ms, registered_ms = excluded.registered_ms,
             ended_ms = excluded.ended_ms, agent_id = excluded.agent_id,
             walltime_end_ms = excluded.walltime_end_ms,
             dir_removed_ms = excluded.dir_removed_ms,
-            credential_hash = CASE WHEN excluded.state = 'queued'
+            nodes = excluded.nodes, members = excluded.members,
+            credential_hash = CASE WHEN ?16
                 THEN COALESCE(excluded.credential_hash, credential_hash) END,
-            credential_expires_ms = CASE WHEN excluded.state = 'queued'
+            credential_expires_ms = CASE WHEN ?16
                 THEN COALESCE(excluded.credential_expires_ms, credential_expires_ms) END",
     )?
     .execute(params![
@@ -62,6 +66,9 @@ pub fn upsert_pilot(
         credential.map(|c| c.expires_ms as i64),
         r.user,
         opt(r.dir_removed_ms),
+        r.awaits_members(),
+        i64::from(r.nodes),
+        members,
     ])?;
     Ok(())
 }
@@ -74,7 +81,7 @@ pub fn load_pilots(
     let mut stmt = conn.prepare(
         "SELECT name, platform, batch_job_id, state, reason, submitted_ms, job_started_ms,
             registered_ms, ended_ms, agent_id, walltime_end_ms, credential_hash,
-            credential_expires_ms, user, dir_removed_ms
+            credential_expires_ms, user, dir_removed_ms, nodes, members
          FROM pilots ORDER BY submitted_ms, name",
     )?;
     each_row(&mut stmt, [], "pilots", skipped, |r| {
@@ -84,6 +91,27 @@ pub fn load_pilots(
         let credential = match (hash, col_opt_u64(r, 12)?) {
             (Some(hash), Some(expires_ms)) => Some(PilotCredential { hash, expires_ms }),
             _ => None,
+        };
+        let agent = col_opt_u64(r, 9)?;
+        let nodes = match col_opt_u64(r, 15)? {
+            // Rows from before multi-node pilots: one node.
+            None => 1,
+            Some(n) => u32::try_from(n)
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("column `nodes`: {n} is not a node count"))?,
+        };
+        let members = match col::<Option<String>>(r, 16)? {
+            Some(json) => serde_json::from_str::<Vec<PilotMember>>(&json)
+                .map_err(|e| format!("column `members`: {e}"))?,
+            // Rows from before groups: the one agent, its node unrecorded.
+            None => agent
+                .map(|agent| PilotMember {
+                    agent,
+                    hostname: String::new(),
+                })
+                .into_iter()
+                .collect(),
         };
         Ok(StoredPilot {
             record: PilotRecord {
@@ -96,10 +124,12 @@ pub fn load_pilots(
                 job_started_ms: col_opt_u64(r, 6)?,
                 registered_ms: col_opt_u64(r, 7)?,
                 ended_ms: col_opt_u64(r, 8)?,
-                agent: col_opt_u64(r, 9)?,
+                agent,
                 walltime_end_ms: col_opt_u64(r, 10)?,
                 user: col(r, 13)?,
                 dir_removed_ms: col_opt_u64(r, 14)?,
+                nodes,
+                members,
             },
             credential,
         })
@@ -125,6 +155,8 @@ mod tests {
             walltime_end_ms: None,
             user: None,
             dir_removed_ms: None,
+            nodes: 1,
+            members: Vec::new(),
         }
     }
 
@@ -149,6 +181,10 @@ mod tests {
 
         r.state = PilotState::Running;
         r.agent = Some(7);
+        r.members.push(PilotMember {
+            agent: 7,
+            hostname: "n1".into(),
+        });
         r.registered_ms = Some(10);
         let tx = conn.transaction().unwrap();
         upsert_pilot(&tx, &r, None).unwrap();
@@ -156,6 +192,45 @@ mod tests {
         let loaded = load_pilots(&conn, &mut Vec::new()).unwrap();
         assert_eq!(loaded[0].record, r);
         assert_eq!(loaded[0].credential, None, "erased once registered");
+    }
+
+    /// A two-node pilot keeps its credential while running with one agent, and its group
+    /// (each agent with its node) round-trips; the credential goes once both registered.
+    #[test]
+    fn a_multi_node_pilot_keeps_its_credential_until_its_group_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::db::open(&dir.path().join("db")).unwrap();
+        let mut r = PilotRecord {
+            nodes: 2,
+            ..submitting()
+        };
+        let cred = PilotCredential {
+            hash: "h".into(),
+            expires_ms: 99,
+        };
+        let store = |conn: &mut Connection, r: &PilotRecord, c: Option<&PilotCredential>| {
+            let tx = conn.transaction().unwrap();
+            upsert_pilot(&tx, r, c).unwrap();
+            tx.commit().unwrap();
+            load_pilots(conn, &mut Vec::new()).unwrap().remove(0)
+        };
+        store(&mut conn, &r, Some(&cred));
+        r.state = PilotState::Running;
+        r.agent = Some(3);
+        r.members.push(PilotMember {
+            agent: 3,
+            hostname: "n2".into(),
+        });
+        let loaded = store(&mut conn, &r, None);
+        assert_eq!(loaded.record, r);
+        assert_eq!(loaded.credential, Some(cred), "one node still to come");
+        r.members.push(PilotMember {
+            agent: 4,
+            hostname: "n3".into(),
+        });
+        let loaded = store(&mut conn, &r, None);
+        assert_eq!(loaded.record, r);
+        assert_eq!(loaded.credential, None, "erased once the group is whole");
     }
 
     /// A write is ordered when it is queued, not when its commit is awaited: the service

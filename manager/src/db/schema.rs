@@ -119,6 +119,9 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     add_column_if_missing(&conn, "agent_tokens", "register_from", "TEXT")?;
     add_column_if_missing(&conn, "pilots", "user", "TEXT")?;
     add_column_if_missing(&conn, "pilots", "dir_removed_ms", "INTEGER")?;
+    // Multi-node pilots: the nodes asked for and the group of agents (JSON) registered.
+    add_column_if_missing(&conn, "pilots", "nodes", "INTEGER")?;
+    add_column_if_missing(&conn, "pilots", "members", "TEXT")?;
     add_column_if_missing(&conn, "agents", "zero_work", "INTEGER NOT NULL DEFAULT 0")?;
     add_column_if_missing(&conn, "apps", "ended_ms", "INTEGER")?;
     add_column_if_missing(

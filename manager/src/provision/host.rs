@@ -26,14 +26,16 @@ pub trait PilotHost: Send + Sync + 'static {
     /// Why a pilot could not be created.
     type Error: std::fmt::Display + Send;
 
-    /// Creates a pilot on `platform` (for `user` only, on a per-user platform) with its own
-    /// registration credential valid for `ttl_ms`, committed before it returns; returns the
-    /// record and the credential to write on the platform.
+    /// Creates a pilot of `nodes` nodes on `platform` (for `user` only, on a per-user
+    /// platform) with its own registration credential valid for `ttl_ms` (for one agent per
+    /// node), committed before it returns; returns the record and the credential to write
+    /// on the platform.
     fn new_pilot(
         &self,
         platform: &str,
         ttl_ms: u64,
         user: Option<&str>,
+        nodes: u32,
     ) -> impl Future<Output = Result<(PilotRecord, String), Self::Error>> + Send;
 
     /// Changes a pilot's record and persists it. `change` runs under the lock that orders

@@ -12,7 +12,10 @@
 //!                                 # refused either way)
 //! queue = "batch"                 # partition (Slurm), queue (PBS), class (LoadLeveler)
 //! nodes = 16                      # nodes on the platform (its size, checked against the
-//!                                 # partition); each pilot asks for one node
+//!                                 # partition)
+//! nodes_per_pilot = 1             # optional: nodes each pilot's batch job asks for (at
+//!                                 # most `nodes`; ssh: at most `hosts`); its script starts
+//!                                 # one agent on each, and they form one group
 //! cores_per_node = 8
 //! memory_per_node = "16GB"
 //! max_walltime = "24h"
@@ -132,7 +135,10 @@ pub struct PlatformProfile {
     pub login: Login,
     pub queue: Option<String>,
     pub account: Option<String>,
+    /// The platform's size in nodes.
     pub nodes: u32,
+    /// Nodes each pilot's batch job asks for; one agent starts on each.
+    pub nodes_per_pilot: u32,
     pub cores_per_node: u32,
     pub memory_per_node_mb: u64,
     pub max_walltime: Duration,
@@ -185,6 +191,8 @@ struct ProfileFile {
     account: Option<String>,
     #[serde(default = "one")]
     nodes: u32,
+    #[serde(default = "one")]
+    nodes_per_pilot: u32,
     cores_per_node: u32,
     memory_per_node: String,
     max_walltime: String,
@@ -296,6 +304,7 @@ impl PlatformProfile {
         if file.nodes == 0 {
             return Err(invalid("nodes", "must be at least 1".into()));
         }
+        check_nodes_per_pilot(&file).map_err(|problem| invalid("nodes_per_pilot", problem))?;
         let memory_per_node_mb = crate::trace::parse_size(&file.memory_per_node)
             .map_err(|e| invalid("memory_per_node", e.to_string()))?
             / (1024 * 1024);
@@ -380,6 +389,7 @@ impl PlatformProfile {
             queue: file.queue,
             account: file.account,
             nodes: file.nodes,
+            nodes_per_pilot: file.nodes_per_pilot,
             cores_per_node: file.cores_per_node,
             memory_per_node_mb,
             max_walltime,
@@ -397,6 +407,36 @@ impl PlatformProfile {
             gpus_per_node: file.gpus_per_node,
             resources: file.resources,
         })
+    }
+
+    /// Cores one pilot brings: its nodes × cores per node.
+    pub fn cores_per_pilot(&self) -> u64 {
+        u64::from(self.nodes_per_pilot) * u64::from(self.cores_per_node)
+    }
+}
+
+/// A pilot fits the platform: at least one node, at most the platform's `nodes` (the ssh
+/// adapter's: its `hosts`, one agent on each), and one on the manager's own machine.
+fn check_nodes_per_pilot(file: &ProfileFile) -> Result<(), String> {
+    let n = file.nodes_per_pilot;
+    if n == 0 {
+        return Err("must be at least 1".into());
+    }
+    if n > file.nodes {
+        return Err(format!(
+            "{n}: more than the platform's `nodes` ({})",
+            file.nodes
+        ));
+    }
+    match file.adapter {
+        AdapterKind::Local if n > 1 => Err(format!(
+            "{n}: the local adapter starts agents on this machine only: use 1"
+        )),
+        AdapterKind::Ssh if n as usize > file.hosts.len() => Err(format!(
+            "{n}: more than the {} `hosts` the ssh adapter starts agents on",
+            file.hosts.len()
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -511,6 +551,49 @@ work_dir = "/scratch"
         ] {
             let err = parse(extra).unwrap_err().to_string();
             assert!(err.contains(field), "{extra}: {err}");
+        }
+    }
+
+    #[test]
+    fn nodes_per_pilot_defaults_to_one_and_fits_the_platform() {
+        let p = parse("nodes = 16\n").unwrap();
+        assert_eq!(
+            (p.nodes, p.nodes_per_pilot, p.cores_per_pilot()),
+            (16, 1, 4)
+        );
+        let p = parse("nodes = 16\nnodes_per_pilot = 4\n").unwrap();
+        assert_eq!((p.nodes_per_pilot, p.cores_per_pilot()), (4, 16));
+        let ssh = "adapter = \"ssh\"\nhosts = [\"h1\", \"h2\"]\nnodes = 8\n";
+        let base = BASE.replace("adapter = \"slurm\"\n", "");
+        let with =
+            |extra: &str| PlatformProfile::parse(&format!("{base}{extra}"), Path::new("p.toml"));
+        assert_eq!(
+            with(&format!("{ssh}nodes_per_pilot = 2\n"))
+                .unwrap()
+                .nodes_per_pilot,
+            2
+        );
+        for (text, problem) in [
+            (format!("{BASE}nodes_per_pilot = 0\n"), "at least 1"),
+            (
+                format!("{BASE}nodes = 2\nnodes_per_pilot = 3\n"),
+                "more than the platform's `nodes` (2)",
+            ),
+            (format!("{BASE}nodes_per_pilot = -1\n"), "nodes_per_pilot"),
+            (
+                format!("{base}{ssh}nodes_per_pilot = 3\n"),
+                "more than the 2 `hosts`",
+            ),
+            (
+                format!("{base}adapter = \"local\"\nnodes = 2\nnodes_per_pilot = 2\n"),
+                "local adapter",
+            ),
+        ] {
+            let err = PlatformProfile::parse(&text, Path::new("p.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("nodes_per_pilot"), "{text}: {err}");
+            assert!(err.contains(problem), "{text}: {err}");
         }
     }
 

@@ -267,7 +267,7 @@ async fn cycle<H: PilotHost>(
         }
     };
     now = now_ms();
-    let agents: Vec<u64> = pilots.iter().filter_map(|p| p.agent).collect();
+    let agents: Vec<u64> = pilots.iter().flat_map(|p| p.agent_ids()).collect();
     let activity = m.agent_activity(&agents);
     let mut awaiting_exit = HashSet::new();
     let mut submitted_earlier = 0u32;
@@ -283,10 +283,12 @@ async fn cycle<H: PilotHost>(
         let caps = Caps {
             max_queued: profile.max_queued.saturating_sub(others_queued),
             max_running: profile.max_running.saturating_sub(others_live),
+            // Each of a pilot's nodes brings what one agent registered.
             cores_per_pilot: u64::from(
                 m.registered_cores(&profile.name)
                     .unwrap_or(profile.cores_per_node),
-            ),
+            )
+            .saturating_mul(u64::from(profile.nodes_per_pilot)),
         };
         let views: Vec<PilotView<'_>> = mine
             .iter()
@@ -377,7 +379,10 @@ fn view<'a>(
     profile: &PlatformProfile,
 ) -> PilotView<'a> {
     let walltime = profile.pilot_walltime.as_millis() as u64;
-    let act = p.agent.and_then(|a| activity.get(&a));
+    // A pilot's group: idle, draining or lost when all its agents are; live while any is.
+    let acts: Vec<&AgentActivity> = p.agent_ids().filter_map(|a| activity.get(&a)).collect();
+    let all = |f: fn(&AgentActivity) -> bool| !acts.is_empty() && acts.iter().all(|a| f(a));
+    let any = |f: fn(&AgentActivity) -> bool| acts.iter().any(|a| f(a));
     PilotView {
         name: &p.name,
         state: p.state,
@@ -390,11 +395,11 @@ fn view<'a>(
         walltime_end_ms: p
             .walltime_end_ms
             .or(p.job_started_ms.map(|s| s.saturating_add(walltime))),
-        agent_idle: act.is_some_and(|a| a.idle),
-        draining: act.is_some_and(|a| a.draining),
-        agent_lost: act.is_some_and(|a| a.lost),
-        agent_live: act.is_some_and(|a| a.live),
-        drain_ordered: act.is_some_and(|a| a.drain_ordered),
+        agent_idle: all(|a| a.idle),
+        draining: all(|a| a.draining),
+        agent_lost: all(|a| a.lost),
+        agent_live: any(|a| a.live),
+        drain_ordered: any(|a| a.drain_ordered),
         exit_awaited: track.awaiting_exit.contains(&p.name),
     }
 }
@@ -420,8 +425,9 @@ async fn apply<H: PilotHost>(
         let Some(p) = by_name.get(name.as_str()) else {
             continue;
         };
-        if let Some(agent) = p.agent {
-            let job = p.batch_job_id.as_deref().unwrap_or_default();
+        // The allocation ended: every agent of its group goes, with what it held.
+        let job = p.batch_job_id.as_deref().unwrap_or_default();
+        for agent in p.agent_ids() {
             m.pilot_ended(
                 agent,
                 &format!("the batch job {job} of its pilot {name} ended"),
@@ -479,9 +485,11 @@ async fn apply<H: PilotHost>(
         }
     }
     for name in &d.drain {
-        if let Some(agent) = by_name.get(name.as_str()).and_then(|p| p.agent) {
-            tracing::info!(platform = %profile.name, pilot = %name, "no waiting tasks for this platform: draining its agent");
-            m.drain_agent(agent);
+        if let Some(p) = by_name.get(name.as_str()) {
+            tracing::info!(platform = %profile.name, pilot = %name, agents = p.members.len(), "no waiting tasks for this platform: draining its agents");
+            for agent in p.agent_ids() {
+                m.drain_agent(agent);
+            }
         }
     }
     if d.back_off {
@@ -495,15 +503,15 @@ async fn apply<H: PilotHost>(
     }
 }
 
-/// The spec of pilot `name` on `profile`: one node, the profile's pilot walltime, and its
-/// script, credential and work directory in `<work_dir>/<name>/`.
+/// The spec of pilot `name` on `profile`: its `nodes_per_pilot` nodes, the profile's pilot
+/// walltime, and its script, credential and work directory in `<work_dir>/<name>/`.
 pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec {
     let dir = format!("{}/{}", profile.work_dir.trim_end_matches('/'), name);
     PilotSpec {
         name: name.to_string(),
         manager_url: url.to_string(),
         tls_fingerprint: None,
-        nodes: 1,
+        nodes: profile.nodes_per_pilot,
         cores_per_node: profile.cores_per_node,
         walltime: profile.pilot_walltime,
         script_path: format!("{dir}/job.sh"),
@@ -527,7 +535,12 @@ async fn submit<H: PilotHost>(
 ) -> Result<(), String> {
     let profile = &platform.profile;
     let (record, token) = m
-        .new_pilot(&profile.name, settings.credential_ttl_ms(), user)
+        .new_pilot(
+            &profile.name,
+            settings.credential_ttl_ms(),
+            user,
+            profile.nodes_per_pilot,
+        )
         .await
         .map_err(|e| format!("cannot create a pilot: {e}"))?;
     let mut spec = pilot_spec(profile, url, &record.name);

@@ -92,7 +92,7 @@ impl Manager {
             )));
         }
         if let Some(p) = pilot {
-            self.claim_pilot_registration(p)?;
+            self.claim_pilot_registration(p, &req.hostname)?;
         }
         let id = AgentId(next(&self.next_agent));
         let credential = auth::new_token("hpa_");
@@ -122,7 +122,10 @@ impl Manager {
         self.tokens.insert(hash, Principal::Agent(id));
         self.replan();
         if let Some(p) = pilot {
-            if let Err(e) = self.pilot_registered(p, id, req.walltime_end).await {
+            if let Err(e) = self
+                .pilot_registered(p, id, &req.hostname, req.walltime_end)
+                .await
+            {
                 // The pilot ended while its agent joined: the agent leaves at once.
                 self.agent_left(id).await?;
                 return Err(e);
@@ -164,8 +167,14 @@ impl Manager {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let (batch, leased, leases_stored, drain, kill, platform) = {
+                // A multi-node pilot's agents get tasks once its credential is closed.
+                let max = if self.held_for_its_group(id) {
+                    0
+                } else {
+                    req.max.min(8192)
+                };
                 let mut control = self.control();
-                let mut batch = control.lease(id, req.max.min(8192), now_ms())?;
+                let mut batch = control.lease(id, max, now_ms())?;
                 let leased = !batch.changes.is_empty();
                 let leases_stored = control.persist(std::mem::take(&mut batch.changes));
                 let (drain, kill) = control.heartbeat(id, now_ms())?;

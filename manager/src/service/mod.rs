@@ -11,6 +11,7 @@ mod error;
 mod file_listing;
 mod files;
 mod history;
+mod pilot_groups;
 mod pilots;
 mod platform_checks;
 mod platforms;
@@ -232,7 +233,11 @@ impl Manager {
         if journal.is_some() {
             control.start_journal(&control_settings);
         }
-        let (pilot_book, pilot_credentials) = pilots::PilotBook::restore(loaded.pilots, now);
+        let (pilot_book, pilot_credentials) = pilots::PilotBook::restore(
+            loaded.pilots,
+            now,
+            crate::config::provision::ms(settings.provision.register_timeout_secs),
+        );
         for (hash, who) in pilot_credentials {
             tokens.insert(hash, who);
         }

@@ -1,8 +1,9 @@
 //! The manager's side of pilots: their records (persisted through the writer), each
-//! pilot's own single-use registration credential, the link between a pilot and the agent
-//! it brought up, the platforms' provisioning status, and what the provisioner reads
+//! pilot's own registration credential (one use per node of its allocation: see
+//! `pilot_groups`), the link between a pilot and the agents it brought up, the platforms' provisioning status, and what the provisioner reads
 //! (demand, agents' idleness). Listing pilots and platforms is for admins only.
 
+use super::pilot_groups::{no_longer_waiting, Groups};
 use super::platforms::Shape;
 use super::users::admin;
 use super::{auth, now_ms, Manager, Principal, ServiceError};
@@ -10,16 +11,18 @@ use crate::db::{PilotCredential, StoredPilot, Write};
 use crate::provision::{AgentActivity, PilotHost};
 use crate::queue::AgentState;
 use hetpilot_protocol::pilots::PlatformStatus;
-use hetpilot_protocol::pilots::{PilotRecord, PilotState};
+use hetpilot_protocol::pilots::{PilotMember, PilotRecord, PilotState};
 use hetpilot_protocol::AgentId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Pilots and platform statuses held by the manager.
 #[derive(Default)]
 pub struct PilotBook {
-    records: BTreeMap<String, PilotRecord>,
-    /// Registration credential hash of each queued pilot, until its agent registers.
-    credentials: HashMap<String, String>,
+    pub(super) records: BTreeMap<String, PilotRecord>,
+    /// Registration credential hash of each pilot still admitting agents.
+    pub(super) credentials: HashMap<String, String>,
+    /// Registrations under way and each agent's pilot.
+    pub(super) groups: Groups,
     pub(super) platforms: BTreeMap<String, PlatformStatus>,
     /// Each profiled platform's shape, from its profile.
     pub(super) shapes: BTreeMap<String, Shape>,
@@ -35,17 +38,23 @@ pub struct PilotBook {
 }
 
 impl PilotBook {
-    /// The book recovered from the store; returns the usable credentials to re-arm.
-    pub fn restore(stored: Vec<StoredPilot>, now_ms: u64) -> (PilotBook, Vec<(String, Principal)>) {
+    /// The book recovered from the store (`window_ms`: how long after a group's first
+    /// agent the others may join); returns the usable credentials to re-arm.
+    pub fn restore(
+        stored: Vec<StoredPilot>,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> (PilotBook, Vec<(String, Principal)>) {
         let mut book = PilotBook {
             next: stored.len() as u64 + 1,
             ..PilotBook::default()
         };
+        book.groups.window_ms = window_ms;
         let mut principals = Vec::new();
         for s in stored {
             let r = s.record;
             if let Some(c) = s.credential.filter(|c| c.expires_ms > now_ms) {
-                if r.state == PilotState::Queued {
+                if book.groups.admitting(&r, now_ms) {
                     principals.push((
                         c.hash.clone(),
                         Principal::PilotRegistration {
@@ -59,6 +68,7 @@ impl PilotBook {
             }
             book.records.insert(r.name.clone(), r);
         }
+        book.groups.index(book.records.values());
         (book, principals)
     }
 }
@@ -101,11 +111,14 @@ impl Manager {
                 r.ended_ms = Some(now_ms());
             }
             let record = r.clone();
-            let revoked = if record.state == PilotState::Queued {
+            let revoked = if record.awaits_members() {
                 None
             } else {
                 book.credentials.remove(name)
             };
+            if record.state.is_final() {
+                book.disband(&record);
+            }
             let committed = self.writer.queue(Write::Pilot {
                 record,
                 credential: None,
@@ -118,40 +131,81 @@ impl Manager {
         Some(committed)
     }
 
-    /// Called when an agent registered with pilot `name`'s credential; the link is
+    /// Called when an agent registered, on node `hostname`, with pilot `name`'s
+    /// credential: the first makes the pilot running, each joins its group. The link is
     /// committed before the agent is answered, so a restart keeps it. Refused when the
     /// pilot stopped waiting meanwhile (the provisioner gave up on it or cancelled it).
     pub(super) async fn pilot_registered(
         &self,
         name: &str,
         agent: AgentId,
+        hostname: &str,
         walltime_end_s: Option<u64>,
     ) -> Result<(), ServiceError> {
         let now = now_ms();
         let mut linked = false;
         let committed = self.change_pilot(name, |r| {
-            if r.state != PilotState::Queued {
-                return;
+            match r.state {
+                PilotState::Queued => {
+                    r.state = PilotState::Running;
+                    r.reason = String::new();
+                    r.registered_ms = Some(now);
+                    self.pilot_job_started(r, now);
+                    r.agent = Some(agent.0);
+                    if let Some(end) = walltime_end_s {
+                        r.walltime_end_ms = Some(end.saturating_mul(1000));
+                    }
+                }
+                PilotState::Running if r.awaits_members() => {}
+                _ => return,
             }
-            r.state = PilotState::Running;
-            r.reason = String::new();
-            r.registered_ms = Some(now);
-            self.pilot_job_started(r, now);
-            r.agent = Some(agent.0);
-            if let Some(end) = walltime_end_s {
-                r.walltime_end_ms = Some(end.saturating_mul(1000));
-            }
+            r.members.push(PilotMember {
+                agent: agent.0,
+                hostname: hostname.to_string(),
+            });
             linked = true;
         });
         if !linked {
             return Err(no_longer_waiting(name));
         }
+        let whole = {
+            let mut book = self.book();
+            book.join(
+                name,
+                PilotMember {
+                    agent: agent.0,
+                    hostname: hostname.to_string(),
+                },
+            );
+            book.records.get(name).is_some_and(|r| !r.awaits_members())
+        };
         if let Some(committed) = committed {
             committed.await?;
+        }
+        if whole {
+            // The group's agents may be leased tasks now.
+            self.waiters.work.notify_waiters();
         }
         // Its agent's slots may say more truly than the profile what a pilot brings.
         self.plan_capacities();
         Ok(())
+    }
+
+    /// Whether `agent` belongs to a pilot whose credential still admits agents: it is
+    /// leased nothing until then (see `pilot_groups`).
+    pub(super) fn held_for_its_group(&self, agent: AgentId) -> bool {
+        let book = self.book();
+        let Some(pilot) = book.groups.pilot_of(agent.0) else {
+            return false;
+        };
+        book.records
+            .get(pilot)
+            .is_some_and(|r| book.groups.admitting(r, now_ms()))
+    }
+
+    /// The pilot each agent of a non-final pilot belongs to.
+    pub(super) fn agent_pilots(&self) -> HashMap<u64, String> {
+        self.book().groups.agent_pilots()
     }
 
     /// The one user whose tasks pilot `name` may run, if it is a per-user pilot.
@@ -159,25 +213,20 @@ impl Manager {
         self.book().records.get(name).and_then(|r| r.user.clone())
     }
 
-    /// Takes queued pilot `name`'s registration credential for the agent registering with
-    /// it. Taking it is the single use: of concurrent registrations with it, one wins and
-    /// the others are refused. (The store keeps it until the link is committed, so after
-    /// a crash in between the agent can try again.)
-    pub(super) fn claim_pilot_registration(&self, name: &str) -> Result<(), ServiceError> {
-        let hash = {
-            let mut book = self.book();
-            let queued = book
-                .records
-                .get(name)
-                .is_some_and(|r| r.state == PilotState::Queued);
-            if queued {
-                book.credentials.remove(name)
-            } else {
-                None
-            }
-        };
-        let hash = hash.ok_or_else(|| no_longer_waiting(name))?;
-        self.tokens.remove(&hash);
+    /// Admits the agent registering on node `hostname` with pilot `name`'s credential (see
+    /// [`PilotBook::claim`]): of concurrent registrations beyond the pilot's nodes, or from
+    /// one node, one wins and the others are refused. The credential is revoked with its
+    /// last admission. (The store keeps it until the link is committed, so after a crash
+    /// in between the agent can try again.)
+    pub(super) fn claim_pilot_registration(
+        &self,
+        name: &str,
+        hostname: &str,
+    ) -> Result<(), ServiceError> {
+        let revoked = self.book().claim(name, hostname, now_ms())?;
+        if let Some(hash) = revoked {
+            self.tokens.remove(&hash);
+        }
         Ok(())
     }
 
@@ -213,25 +262,25 @@ impl Manager {
     }
 }
 
-fn no_longer_waiting(pilot: &str) -> ServiceError {
-    ServiceError::Forbidden(format!(
-        "pilot `{pilot}` is no longer waiting for its agent"
-    ))
-}
-
 impl PilotHost for Manager {
     type Error = ServiceError;
 
-    /// Creates a pilot on `platform` with its own registration credential, valid for
-    /// `ttl_ms` and only for this pilot; the record is committed before this returns.
-    /// Returns the record and the credential (to be written on the platform, mode 0600).
-    /// A pilot of a `per-user` platform names its `user`.
+    /// Creates a pilot of `nodes` nodes on `platform` with its own registration credential,
+    /// valid for `ttl_ms`, only for this pilot and one agent per node; the record is
+    /// committed before this returns. Returns the record and the credential (to be written
+    /// on the platform, mode 0600). A pilot of a `per-user` platform names its `user`.
     async fn new_pilot(
         &self,
         platform: &str,
         ttl_ms: u64,
         user: Option<&str>,
+        nodes: u32,
     ) -> Result<(PilotRecord, String), ServiceError> {
+        if nodes == 0 {
+            return Err(ServiceError::BadRequest(
+                "field `nodes_per_pilot`: a pilot has at least one node".into(),
+            ));
+        }
         let now = now_ms();
         let name = {
             let mut book = self.book();
@@ -261,6 +310,8 @@ impl PilotHost for Manager {
             walltime_end_ms: None,
             user: user.map(str::to_string),
             dir_removed_ms: None,
+            nodes,
+            members: Vec::new(),
         };
         self.writer
             .commit(Write::Pilot {
@@ -397,7 +448,8 @@ impl PilotHost for Manager {
         self.control().demand_by_user(platform)
     }
 
-    /// Whether each of `agents` holds no tasks, is draining, or was lost.
+    /// Whether each of `agents` holds no tasks, is draining, or was lost (a pilot's group:
+    /// each of its agents).
     fn agent_activity(&self, agents: &[u64]) -> HashMap<u64, AgentActivity> {
         let control = self.control();
         let queues = control.queues();
@@ -473,8 +525,8 @@ mod tests {
         let admin_token =
             std::fs::read_to_string(super::super::admin_token_path(dir.path())).unwrap();
         let admin = m.authenticate(Some(admin_token.trim())).unwrap();
-        let (p1, t1) = m.new_pilot("local", 60_000, None).await.unwrap();
-        let (p2, _t2) = m.new_pilot("local", 60_000, None).await.unwrap();
+        let (p1, t1) = m.new_pilot("local", 60_000, None, 1).await.unwrap();
+        let (p2, _t2) = m.new_pilot("local", 60_000, None, 1).await.unwrap();
         assert_eq!(
             (p1.name.as_str(), p2.name.as_str()),
             ("local-p1", "local-p2")
@@ -518,7 +570,7 @@ mod tests {
         assert!(m.list_pilots(&who).is_err(), "admin only");
 
         // A commit after the pilot's update flushes it; then a restart recovers both.
-        m.new_pilot("local", 60_000, None).await.unwrap();
+        m.new_pilot("local", 60_000, None, 1).await.unwrap();
         drop(m);
         let m = Manager::open(settings).unwrap();
         let listed = m.list_pilots(&admin).unwrap();
@@ -529,7 +581,7 @@ mod tests {
             m.authenticate(Some(&t1)).is_err(),
             "still used up after a restart"
         );
-        let (p4, _) = m.new_pilot("local", 60_000, None).await.unwrap();
+        let (p4, _) = m.new_pilot("local", 60_000, None, 1).await.unwrap();
         assert_eq!(p4.name, "local-p4", "names are not reused");
     }
 
@@ -539,7 +591,7 @@ mod tests {
     async fn concurrent_registrations_with_one_pilot_credential_link_one_agent() {
         let dir = tempfile::tempdir().unwrap();
         let (_, m) = open_in(&dir);
-        let (pilot, token) = m.new_pilot("local", 60_000, None).await.unwrap();
+        let (pilot, token) = m.new_pilot("local", 60_000, None, 1).await.unwrap();
         let who = m.authenticate(Some(&token)).unwrap();
         let mut racing = tokio::task::JoinSet::new();
         for _ in 0..8 {
@@ -562,21 +614,141 @@ mod tests {
         assert_eq!(record.agent, Some(registered[0].0));
     }
 
+    /// A two-node pilot's one credential admits one agent per node, two in all, and only
+    /// for its own pilot; the group is held from tasks until whole, and a restart keeps
+    /// the group and what the credential may still do.
+    #[tokio::test]
+    async fn a_multi_node_credential_admits_one_agent_per_node_and_no_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let (settings, m) = open_in(&dir);
+        let (pilot, token) = m.new_pilot("local", 60_000, None, 2).await.unwrap();
+        let (other, _) = m.new_pilot("local", 60_000, None, 2).await.unwrap();
+        let who = m.authenticate(Some(&token)).unwrap();
+        let on = |host: &str, name: &str| RegisterRequest {
+            hostname: host.into(),
+            ..request(Some(name))
+        };
+        let refuse = |r: Result<_, ServiceError>| match r {
+            Err(ServiceError::Forbidden(msg)) => msg,
+            other => panic!("expected 403, got {other:?}"),
+        };
+        let msg = refuse(m.register(&who, None, on("n2", &other.name)).await);
+        assert!(msg.contains("for pilot `local-p1` only"), "{msg}");
+
+        let first = m.register(&who, None, on("n2", &pilot.name)).await.unwrap();
+        assert!(
+            m.held_for_its_group(first.agent),
+            "no task before the group is whole"
+        );
+        let msg = refuse(m.register(&who, None, on("n2", &pilot.name)).await);
+        assert!(msg.contains("already has an agent on node `n2`"), "{msg}");
+
+        // A restart: the group and the open credential come back.
+        drop(m);
+        let m = Manager::open(settings).unwrap();
+        let who = m
+            .authenticate(Some(&token))
+            .expect("still admits the second node");
+        assert!(m.held_for_its_group(first.agent));
+        let msg = refuse(m.register(&who, None, on("n2", &pilot.name)).await);
+        assert!(msg.contains("already has an agent on node `n2`"), "{msg}");
+        let second = m.register(&who, None, on("n3", &pilot.name)).await.unwrap();
+        assert!(!m.held_for_its_group(first.agent) && !m.held_for_its_group(second.agent));
+        assert!(m.authenticate(Some(&token)).is_err(), "revoked once whole");
+        let msg = refuse(m.register(&who, None, on("n4", &pilot.name)).await);
+        assert!(msg.contains("no longer waiting"), "a third agent: {msg}");
+
+        let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        assert_eq!(record.state, PilotState::Running);
+        assert_eq!(record.agent, Some(first.agent.0));
+        let members: Vec<(u64, &str)> = record
+            .members
+            .iter()
+            .map(|g| (g.agent, g.hostname.as_str()))
+            .collect();
+        assert_eq!(members, [(first.agent.0, "n2"), (second.agent.0, "n3")]);
+        assert_eq!(m.agent_pilots().get(&second.agent.0), Some(&pilot.name));
+    }
+
+    /// Concurrent registrations from more nodes than the pilot has: exactly its nodes'
+    /// worth are admitted, each from a distinct node.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn racing_registrations_admit_at_most_the_pilots_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, m) = open_in(&dir);
+        let (pilot, token) = m.new_pilot("local", 60_000, None, 3).await.unwrap();
+        let who = m.authenticate(Some(&token)).unwrap();
+        let mut racing = tokio::task::JoinSet::new();
+        for i in 0..12 {
+            let (m, who, name) = (m.clone(), who.clone(), pilot.name.clone());
+            racing.spawn(async move {
+                let req = RegisterRequest {
+                    hostname: format!("n{}", i % 5),
+                    ..request(Some(&name))
+                };
+                m.register(&who, None, req).await
+            });
+        }
+        let admitted = racing
+            .join_all()
+            .await
+            .into_iter()
+            .filter(|o| o.is_ok())
+            .count();
+        assert_eq!(admitted, 3);
+        let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        let mut hosts: Vec<String> = record.members.iter().map(|g| g.hostname.clone()).collect();
+        hosts.sort();
+        hosts.dedup();
+        assert_eq!(hosts.len(), 3, "{:?}", record.members);
+    }
+
+    /// Past the registration window after the first agent, the credential admits no one
+    /// and the group's agents are no longer held: it runs with the nodes it has.
+    #[tokio::test]
+    async fn a_group_stops_admitting_after_its_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, m) = open_in(&dir);
+        let (pilot, token) = m.new_pilot("local", 60_000, None, 2).await.unwrap();
+        let who = m.authenticate(Some(&token)).unwrap();
+        let first = m
+            .register(&who, None, request(Some(&pilot.name)))
+            .await
+            .unwrap();
+        assert!(m.held_for_its_group(first.agent));
+        let window = m.book().groups.window_ms;
+        m.update_pilot(&pilot.name, |r| {
+            r.registered_ms = Some(now_ms().saturating_sub(window + 1));
+        });
+        assert!(!m.held_for_its_group(first.agent));
+        let late = RegisterRequest {
+            hostname: "node2".into(),
+            ..request(Some(&pilot.name))
+        };
+        let refused = m.register(&who, None, late).await;
+        assert!(
+            matches!(&refused, Err(ServiceError::Forbidden(msg)) if msg.contains("no longer waiting")),
+            "{refused:?}"
+        );
+    }
+
     /// An agent whose pilot the provisioner gave up on while it registered is refused and
     /// leaves: the pilot stays failed, not revived.
     #[tokio::test]
     async fn a_pilot_that_ended_while_its_agent_registered_stays_ended() {
         let dir = tempfile::tempdir().unwrap();
         let (_, m) = open_in(&dir);
-        let (pilot, _) = m.new_pilot("local", 60_000, None).await.unwrap();
-        m.claim_pilot_registration(&pilot.name).unwrap();
+        let (pilot, _) = m.new_pilot("local", 60_000, None, 1).await.unwrap();
+        m.claim_pilot_registration(&pilot.name, "node1").unwrap();
         assert!(m.transition_pilot(
             &pilot.name,
             PilotState::Queued,
             PilotState::Failed,
             "no agent registered in time"
         ));
-        let refused = m.pilot_registered(&pilot.name, AgentId(1), None).await;
+        let refused = m
+            .pilot_registered(&pilot.name, AgentId(1), "node1", None)
+            .await;
         assert!(
             matches!(&refused, Err(ServiceError::Forbidden(msg)) if msg.contains("no longer waiting")),
             "{refused:?}"
@@ -598,7 +770,7 @@ mod tests {
         let mut made = tokio::task::JoinSet::new();
         for _ in 0..10_000 {
             let m = m.clone();
-            made.spawn(async move { m.new_pilot("local", 60_000, None).await.unwrap().0.name });
+            made.spawn(async move { m.new_pilot("local", 60_000, None, 1).await.unwrap().0.name });
         }
         let names: Arc<Vec<String>> = Arc::new(made.join_all().await);
         let racers: Vec<_> = (0..4)

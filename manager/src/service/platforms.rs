@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 pub struct Shape {
     pub staging: StagingProfile,
     pub max_running: u32,
+    /// Nodes each pilot brings (one agent each).
+    pub nodes_per_pilot: u32,
     pub profile_cores: u32,
     /// What each node offers besides cores, as the profile says.
     pub resources: NodeResources,
@@ -80,6 +82,7 @@ impl Manager {
                 let shape = Shape {
                     staging: p.staging,
                     max_running: p.max_running,
+                    nodes_per_pilot: p.nodes_per_pilot,
                     profile_cores: p.cores_per_node,
                     resources: NodeResources {
                         gpus: p.gpus_per_node,
@@ -92,7 +95,8 @@ impl Manager {
         self.plan_capacities();
     }
 
-    /// Gives the control plane each profiled platform's capacity: `max_running` nodes of
+    /// Gives the control plane each profiled platform's capacity: `max_running` pilots of
+    /// `nodes_per_pilot` nodes each, nodes of
     /// the slots its newest active agent registered (the last ones seen, once its agents
     /// are gone), or (before any registered) its profile's `cores_per_node`. Warns once per
     /// change when the two differ.
@@ -127,7 +131,7 @@ impl Manager {
                     }
                 }
                 let capacity = Capacity {
-                    nodes: shape.max_running,
+                    nodes: shape.max_running.saturating_mul(shape.nodes_per_pilot),
                     cores_per_node: cores,
                     resources: shape.resources.clone(),
                 };

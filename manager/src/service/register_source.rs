@@ -212,7 +212,7 @@ mod tests {
         let (_, wider) = token(&m, &admin, Some(&["10.0.0.0/8"])).await;
         refused(m.register(&wider, ip("10.2.0.1"), request()).await, whose);
         // A pilot's own credential too.
-        let (pilot, credential) = m.new_pilot("local", 60_000, None).await.unwrap();
+        let (pilot, credential) = m.new_pilot("local", 60_000, None, 1).await.unwrap();
         let pilot_token = m.authenticate(Some(&credential)).unwrap();
         let mut req = request();
         req.pilot = Some(pilot.name.clone());

@@ -423,6 +423,8 @@ impl Manager {
 
     pub fn list_agents(&self, who: &Principal) -> Result<Vec<AgentInfo>, ServiceError> {
         admin(who)?;
+        // Taken before the control lock, not under it.
+        let pilots = self.agent_pilots();
         let mut agents: Vec<AgentInfo> = self
             .control()
             .queues()
@@ -434,6 +436,7 @@ impl Manager {
                 slots: a.slots,
                 state: a.state.as_str().to_string(),
                 batch_job_id: a.batch_job_id.clone(),
+                pilot: pilots.get(&a.id.0).cloned(),
                 registered_at_ms: a.registered_ms,
                 last_seen_ms: a.last_seen_ms,
                 tasks_held: a.held.len() as u64,

@@ -161,7 +161,7 @@ mod tests {
 # @ job_type = parallel
 # @ class = batch
 # @ account_no = proj42
-# @ node = 2
+# @ node = 1
 # @ tasks_per_node = 8
 # @ wall_clock_limit = 01:30:00
 # @ output = /scratch/hetpilot/darth-p17.out
@@ -194,7 +194,7 @@ exec "$agent" --delete-token-file
             !text.contains("# @ class") && !text.contains("# @ account_no"),
             "{text}"
         );
-        assert!(text.contains("# @ node = 2\n# @ tasks_per_node = 8\n"));
+        assert!(text.contains("# @ node = 1\n# @ tasks_per_node = 8\n"));
     }
 
     #[test]

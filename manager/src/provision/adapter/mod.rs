@@ -5,6 +5,7 @@
 mod gpu_check;
 mod llq;
 mod loadleveler;
+mod node_launch;
 mod pbs;
 mod process;
 mod qstat;

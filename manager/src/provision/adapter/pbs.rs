@@ -199,7 +199,7 @@ mod tests {
                 "#PBS -N darth-p17",
                 "#PBS -q batch",
                 "#PBS -A proj42",
-                "#PBS -l select=2:ncpus=8",
+                "#PBS -l select=1:ncpus=8",
                 "#PBS -l walltime=01:30:00",
                 "#PBS -o /scratch/hetpilot/darth-p17.out",
                 "#PBS -e /scratch/hetpilot/darth-p17.err",
@@ -221,7 +221,7 @@ mod tests {
                 "#PBS -N darth-p17",
                 "#PBS -q batch",
                 "#PBS -A proj42",
-                "#PBS -l nodes=2:ppn=8,walltime=01:30:00",
+                "#PBS -l nodes=1:ppn=8,walltime=01:30:00",
                 "#PBS -o /scratch/hetpilot/darth-p17.out",
                 "#PBS -e /scratch/hetpilot/darth-p17.err",
             ]

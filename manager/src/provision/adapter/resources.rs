@@ -83,7 +83,7 @@ mod tests {
                 "#SBATCH --job-name=darth-p17",
                 "#SBATCH --partition=batch",
                 "#SBATCH --account=proj42",
-                "#SBATCH --nodes=2",
+                "#SBATCH --nodes=1",
                 "#SBATCH --ntasks-per-node=8",
                 "#SBATCH --gres=gpu:2",
                 "#SBATCH --time=01:30:00",
@@ -102,7 +102,7 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "#PBS -l select=2:ncpus=8:ngpus=2",
+                "#PBS -l select=1:ncpus=8:ngpus=2",
                 "#PBS -l walltime=01:30:00"
             ]
         );
@@ -115,7 +115,7 @@ mod tests {
             .text;
         assert_eq!(
             directives(&text, "#PBS -l"),
-            ["#PBS -l nodes=2:ppn=8:gpus=2,walltime=01:30:00"]
+            ["#PBS -l nodes=1:ppn=8:gpus=2,walltime=01:30:00"]
         );
     }
 
@@ -129,7 +129,7 @@ mod tests {
         .unwrap()
         .text;
         let lines = directives(&text, "# @ node");
-        assert_eq!(lines, ["# @ node = 2", "# @ node_resources = GPU(2)"]);
+        assert_eq!(lines, ["# @ node = 1", "# @ node_resources = GPU(2)"]);
     }
 
     #[test]
@@ -149,7 +149,7 @@ mod tests {
         }
         let pbs = render_batch(PBS_PRO, &profile(AdapterKind::Pbs), &pilot()).unwrap();
         assert!(
-            pbs.text.contains("\n#PBS -l select=2:ncpus=8\n"),
+            pbs.text.contains("\n#PBS -l select=1:ncpus=8\n"),
             "{}",
             pbs.text
         );

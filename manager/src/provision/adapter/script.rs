@@ -2,7 +2,8 @@
 //! quoting of every value that reaches the shell, and validation of every value that
 //! reaches a batch directive.
 
-use super::resources::{agent_resource_flags, gpu_placeholders};
+use super::node_launch::{launch, pbs_place};
+use super::resources::gpu_placeholders;
 use super::{AdapterError, JobScript, PilotSpec};
 use crate::provision::profile::{PlatformProfile, Sandbox};
 use std::time::Duration;
@@ -88,8 +89,8 @@ pub fn output_paths(pilot: &PilotSpec) -> (String, String) {
 }
 
 /// The shell part every script ends with: setup lines, the agent's environment, the
-/// agent-binary check, `exec` of the agent (of `AGENT --version` for a probe). Every value
-/// is shell-quoted.
+/// agent-binary check, the start of the agent or of one per node (see [`launch`];
+/// `AGENT --version` for a probe). Every value is shell-quoted.
 fn body(profile: &PlatformProfile, pilot: &PilotSpec) -> String {
     let q = |s: &str| Some(shell_quote(s));
     fill(
@@ -107,14 +108,7 @@ fn body(profile: &PlatformProfile, pilot: &PilotSpec) -> String {
             ("work_dir", q(&pilot.work_dir)),
             ("walltime_secs", Some(pilot.walltime.as_secs().to_string())),
             ("agent_binary", q(&profile.agent_binary)),
-            (
-                "agent_args",
-                Some(if pilot.probe {
-                    "--version".into()
-                } else {
-                    format!("--delete-token-file{}", agent_resource_flags(profile))
-                }),
-            ),
+            ("launch", Some(launch(profile, pilot))),
             (
                 "sandbox",
                 (profile.sandbox != Sandbox::None).then(|| profile.sandbox.name().to_string()),
@@ -166,6 +160,7 @@ pub(super) fn render_batch(
         ("account", optional("account", &profile.account)?),
         ("nodes", Some(pilot.nodes.to_string())),
         ("cores_per_node", Some(pilot.cores_per_node.to_string())),
+        ("pbs_place", pbs_place(pilot)),
         ("walltime", Some(hms(pilot.walltime))),
         ("stdout_path", word("work_dir", &stdout_path)?),
         ("stderr_path", word("work_dir", &stderr_path)?),

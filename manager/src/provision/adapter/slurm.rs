@@ -255,7 +255,7 @@ mod tests {
 #SBATCH --job-name=darth-p17
 #SBATCH --partition=batch
 #SBATCH --account=proj42
-#SBATCH --nodes=2
+#SBATCH --nodes=1
 #SBATCH --ntasks-per-node=8
 #SBATCH --time=01:30:00
 #SBATCH --output=/scratch/hetpilot/darth-p17.out

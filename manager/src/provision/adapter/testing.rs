@@ -75,6 +75,7 @@ pub fn profile(adapter: AdapterKind) -> PlatformProfile {
         queue: Some("batch".into()),
         account: Some("proj42".into()),
         nodes: 4,
+        nodes_per_pilot: 1,
         cores_per_node: 8,
         memory_per_node_mb: 16384,
         max_walltime: Duration::from_secs(24 * 3600),
@@ -94,13 +95,18 @@ pub fn profile(adapter: AdapterKind) -> PlatformProfile {
     }
 }
 
-/// Pilot `darth-p17`: 2 nodes x 8 cores for 1 h 30 min.
+/// Pilot `darth-p17`: 1 node x 8 cores for 1 h 30 min.
 pub fn pilot() -> PilotSpec {
+    pilot_of(1)
+}
+
+/// Pilot `darth-p17` of `nodes` nodes x 8 cores for 1 h 30 min.
+pub fn pilot_of(nodes: u32) -> PilotSpec {
     PilotSpec {
         name: "darth-p17".into(),
         manager_url: "http://manager.example:8080".into(),
         tls_fingerprint: None,
-        nodes: 2,
+        nodes,
         cores_per_node: 8,
         walltime: Duration::from_secs(5400),
         script_path: "/scratch/hetpilot/darth-p17.job".into(),

@@ -1,0 +1,119 @@
+//! A pilot's agents as one group: the rules its one registration credential follows, and
+//! what the group's agents may do while it is still admitting agents.
+//!
+//! A pilot of N nodes starts one agent per node, all with the pilot's credential. The
+//! credential admits at most N registrations, each for the pilot it was made for and from
+//! a node (hostname) not yet in the group; it admits them only while the pilot is not final
+//! and within the registration window (`[provision] register_timeout_secs`) after its first
+//! agent registered. It is revoked once the N-th agent claimed it, the window passed, or
+//! the pilot ended; so it never outlives its job as a reusable token. While it still admits
+//! agents, the group's agents are leased no task: no task can read the credential file
+//! (which multi-node agents keep, see `provision::adapter::node_launch`) and register
+//! agents of its own.
+
+use super::pilots::PilotBook;
+use super::ServiceError;
+use hetpilot_protocol::pilots::{PilotMember, PilotRecord};
+use std::collections::HashMap;
+
+/// The group state besides the pilots' records: registrations under way, and each
+/// agent's pilot.
+#[derive(Default)]
+pub(super) struct Groups {
+    /// Per pilot, the nodes whose agents claimed the credential but are not linked yet.
+    pending: HashMap<String, Vec<String>>,
+    /// The pilot of each agent of a non-final pilot.
+    agent_pilot: HashMap<u64, String>,
+    /// How long after a group's first registration the others may still join (ms).
+    pub(super) window_ms: u64,
+}
+
+impl Groups {
+    /// The index of `records`' agents (at start, from the store).
+    pub(super) fn index<'a>(&mut self, records: impl Iterator<Item = &'a PilotRecord>) {
+        for r in records.filter(|r| !r.state.is_final()) {
+            for agent in r.agent_ids() {
+                self.agent_pilot.insert(agent, r.name.clone());
+            }
+        }
+    }
+
+    /// Whether `r`'s credential still admits agents at `now_ms`.
+    pub(super) fn admitting(&self, r: &PilotRecord, now_ms: u64) -> bool {
+        r.awaits_members()
+            && r.registered_ms
+                .is_none_or(|first| now_ms < first.saturating_add(self.window_ms))
+    }
+
+    /// The pilot of each agent of a non-final pilot.
+    pub(super) fn agent_pilots(&self) -> HashMap<u64, String> {
+        self.agent_pilot.clone()
+    }
+
+    /// The pilot `agent` belongs to, if any.
+    pub(super) fn pilot_of(&self, agent: u64) -> Option<&str> {
+        self.agent_pilot.get(&agent).map(String::as_str)
+    }
+}
+
+impl PilotBook {
+    /// Admits one more agent, on node `hostname`, with pilot `name`'s credential: refused
+    /// unless the credential still admits agents and no agent of the group is on that node.
+    /// Returns the credential's hash when this was its last admission (to be revoked).
+    pub(super) fn claim(
+        &mut self,
+        name: &str,
+        hostname: &str,
+        now_ms: u64,
+    ) -> Result<Option<String>, ServiceError> {
+        let Some(r) = self.records.get(name) else {
+            return Err(no_longer_waiting(name));
+        };
+        if !self.groups.admitting(r, now_ms) {
+            return Err(no_longer_waiting(name));
+        }
+        let pending = self.groups.pending.entry(name.to_string()).or_default();
+        let taken = r.members.len() + pending.len();
+        let nodes = r.nodes as usize;
+        if taken >= nodes {
+            // Every node's agent claimed it already (some not linked yet).
+            return Err(no_longer_waiting(name));
+        }
+        if r.members.iter().any(|m| m.hostname == hostname) || pending.iter().any(|h| h == hostname)
+        {
+            return Err(ServiceError::Forbidden(format!(
+                "pilot `{name}` already has an agent on node `{hostname}`: one agent per node"
+            )));
+        }
+        pending.push(hostname.to_string());
+        Ok(if taken + 1 == nodes {
+            self.credentials.remove(name)
+        } else {
+            None
+        })
+    }
+
+    /// Links `member` to pilot `r` (its claim made earlier).
+    pub(super) fn join(&mut self, name: &str, member: PilotMember) {
+        if let Some(pending) = self.groups.pending.get_mut(name) {
+            pending.retain(|h| *h != member.hostname);
+        }
+        self.groups
+            .agent_pilot
+            .insert(member.agent, name.to_string());
+    }
+
+    /// Forgets the group of pilot `name` once it is final.
+    pub(super) fn disband(&mut self, r: &PilotRecord) {
+        self.groups.pending.remove(&r.name);
+        for agent in r.agent_ids() {
+            self.groups.agent_pilot.remove(&agent);
+        }
+    }
+}
+
+pub(super) fn no_longer_waiting(pilot: &str) -> ServiceError {
+    ServiceError::Forbidden(format!(
+        "pilot `{pilot}` is no longer waiting for its agent"
+    ))
+}
