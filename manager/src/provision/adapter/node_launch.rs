@@ -3,7 +3,8 @@
 //! batch system's way, and every agent registers with the pilot's one credential (the
 //! manager admits one agent per node: see `service::pilots`).
 //!
-//! - Slurm: `srun --nodes=N --ntasks-per-node=1 --cpus-per-task=K --kill-on-bad-exit=0`
+//! - Slurm: `srun --nodes=N --ntasks=N --ntasks-per-node=1 --cpus-per-task=K
+//!   --kill-on-bad-exit=0` (`--ntasks` overrides the `SLURM_NTASKS` the batch step sets)
 //!   runs the agent once per node with the node's cores; srun passes the environment on,
 //!   and one agent ending (drained, or its node lost) does not kill the others.
 //! - TORQUE: `pbsdsh -u` runs a command once on each node of the job; PBS Professional's
@@ -52,7 +53,7 @@ pub(super) fn launch(profile: &PlatformProfile, pilot: &PilotSpec) -> String {
     );
     match profile.adapter {
         AdapterKind::Slurm => format!(
-            "exec srun --nodes={n} --ntasks-per-node=1 --cpus-per-task={} \
+            "exec srun --nodes={n} --ntasks={n} --ntasks-per-node=1 --cpus-per-task={} \
              --kill-on-bad-exit=0 {agent}",
             pilot.cores_per_node
         ),
@@ -111,7 +112,7 @@ if [ ! -x "$agent" ]; then
     echo "hetpilot: the agent binary $agent is missing or not executable on $(hostname); fix agent_binary in the platform profile" >&2
     exit 127
 fi
-exec srun --nodes=2 --ntasks-per-node=1 --cpus-per-task=8 --kill-on-bad-exit=0 "$agent" --keep-token-file
+exec srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --cpus-per-task=8 --kill-on-bad-exit=0 "$agent" --keep-token-file
 "#;
         assert_eq!(script.text, expected);
     }

@@ -1,0 +1,122 @@
+//! A multi-node pilot on the real local lab (`deploy/lab/start.sh`): a 2-node pilot on
+//! Slurm partition `small` (nodes n2 and n3) starts one agent per node with `srun`; both
+//! register with the pilot's one credential under their own node names, both run tasks,
+//! the pilot's views show the group, and when its job is cancelled both agents are
+//! released together, their tasks handed back at once.
+
+use hetpilot_e2e::lab::{self, configure, wait_pilot};
+use hetpilot_e2e::{array_app, wait_until};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+fn get(m: &hetpilot_e2e::Manager, path: &str) -> Vec<Value> {
+    let (status, body) = m.http().get(path, &m.admin);
+    assert_eq!(status, 200, "{body}");
+    body.as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn a_two_node_slurm_pilot_runs_an_agent_per_node_and_releases_both_when_cancelled() {
+    let _lab = lab::require();
+    let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
+    let shipped = std::fs::read_to_string(lab::shipped_profile("lab-small")).unwrap();
+    let profile = dir.path().join("lab-small.toml");
+    std::fs::write(
+        &profile,
+        shipped
+            .replace("max_running = 2", "max_running = 1\nnodes_per_pilot = 2")
+            .replace("max_queued = 2", "max_queued = 1"),
+    )
+    .unwrap();
+    let env = configure(
+        dir.path(),
+        &[("lab-small", &profile)],
+        "interval_secs = 0.5\nregister_timeout_secs = 120\nbackoff_base_secs = 1\nbackoff_max_secs = 2",
+    );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let m =
+        hetpilot_e2e::Manager::start_with(dir.path(), hetpilot_e2e::free_port(), 120.0, &[], &env);
+    let app = m.submit(array_app("wide", "sleep 30", 8));
+    let pilot = wait_pilot(
+        &m,
+        "a pilot with both agents",
+        Duration::from_secs(120),
+        |p| p["members"].as_array().is_some_and(|g| g.len() == 2),
+    );
+    assert_eq!(pilot["nodes"], 2, "{pilot}");
+    let hosts: BTreeSet<&str> = pilot["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["hostname"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hosts,
+        ["n2", "n3"].into(),
+        "one agent per lab node: {pilot}"
+    );
+    let agents: BTreeSet<u64> = pilot["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["agent"].as_u64().unwrap())
+        .collect();
+
+    // Both run tasks: 2 slots each, 4 of the 8 tasks at once.
+    wait_until(
+        "tasks running on both agents",
+        Duration::from_secs(60),
+        || {
+            let running: BTreeSet<u64> = get(&m, &format!("/v1/apps/{app}/tasks"))
+                .iter()
+                .filter(|t| t["state"] == "running")
+                .filter_map(|t| t["last"]["agent"].as_u64())
+                .collect();
+            (running == agents).then_some(())
+        },
+    );
+    let listed = get(&m, "/v1/agents");
+    for a in listed
+        .iter()
+        .filter(|a| agents.contains(&a["agent"].as_u64().unwrap()))
+    {
+        assert_eq!(a["pilot"], pilot["name"], "{a}");
+    }
+    let out = m.cli(&["pilots"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2/2"), "{text}");
+
+    let job = pilot["batch_job_id"].as_str().unwrap();
+    let out = std::process::Command::new("scancel")
+        .arg(job)
+        .env("SLURM_CONF", lab::slurm_conf())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Both agents are released together and their tasks handed back, long before the
+    // 120 s lease timeout.
+    wait_until("both agents released", Duration::from_secs(20), || {
+        let states: Vec<String> = get(&m, "/v1/agents")
+            .iter()
+            .filter(|a| agents.contains(&a["agent"].as_u64().unwrap()))
+            .map(|a| a["state"].as_str().unwrap().to_string())
+            .collect();
+        let tasks = get(&m, &format!("/v1/apps/{app}/tasks"));
+        let held = tasks.iter().any(|t| {
+            t["state"] == "running" && agents.contains(&t["last"]["agent"].as_u64().unwrap_or(0))
+        });
+        (states.len() == 2 && states.iter().all(|s| s != "active" && s != "draining") && !held)
+            .then_some(())
+    });
+    let ended = wait_pilot(&m, "the cancelled pilot", Duration::from_secs(30), |p| {
+        p["name"] == pilot["name"] && p["state"] != "running"
+    });
+    assert_eq!(ended["state"], "failed", "{ended}");
+    assert!(
+        ended["reason"].as_str().unwrap().contains("CANCELLED"),
+        "{ended}"
+    );
+}
