@@ -58,7 +58,7 @@ fn reconcile_once(states: &[(String, JobState)]) -> f64 {
             agent_lost: false,
             agent_live: i % 10 != 0,
             drain_ordered: false,
-            exit_awaited: false,
+            awaiting_exit_since: None,
         })
         .collect();
     let d = decide(&Input {

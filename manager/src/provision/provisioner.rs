@@ -61,8 +61,8 @@ struct Track {
     last_failure: String,
     /// Round-robin position over the ssh adapter's hosts.
     next_host: usize,
-    /// Pilots whose jobs were seen ending without an exit status last cycle.
-    awaiting_exit: HashSet<String>,
+    /// Pilots whose jobs are ending without an exit status, and since when.
+    awaiting_exit: HashMap<String, u64>,
 }
 
 /// Starts one provisioning loop per profile; they stop when the manager is dropped or
@@ -145,9 +145,16 @@ async fn run<H: PilotHost>(
             .down
             .as_ref()
             .or(track.failing.as_ref())
-            .or(check_failure.as_ref());
+            .or(check_failure.as_ref().map(|f| &f.reason));
+        // The failures shown are those of what makes it unavailable: the failed checks'
+        // when only they do.
+        let backoff = match &check_failure {
+            Some(f) if track.down.is_none() && track.failing.is_none() => f.backoff,
+            _ => track.backoff,
+        };
         match (was_available, unavailable) {
-            (true, Some(reason)) => {
+            // Failed checks were logged when they failed.
+            (true, Some(reason)) if check_failure.is_none() => {
                 tracing::warn!(platform = %name, %reason, "platform unavailable");
             }
             (false, None) => tracing::warn!(platform = %name, "platform available again"),
@@ -165,8 +172,8 @@ async fn run<H: PilotHost>(
                     String::new()
                 }
             }),
-            failures: track.backoff.failures,
-            retry_at_ms: track.backoff.retry_at_ms,
+            failures: backoff.failures,
+            retry_at_ms: backoff.retry_at_ms,
             checked_at_ms: now_ms(),
             demand_cores: 0,
         });
@@ -269,7 +276,7 @@ async fn cycle<H: PilotHost>(
     now = now_ms();
     let agents: Vec<u64> = pilots.iter().filter_map(|p| p.agent).collect();
     let activity = m.agent_activity(&agents);
-    let mut awaiting_exit = HashSet::new();
+    let mut awaiting_exit = HashMap::new();
     let mut submitted_earlier = 0u32;
     let mut back_off = false;
     for (user, demand_cores) in groups(m.as_ref(), profile, &pilots) {
@@ -301,7 +308,10 @@ async fn cycle<H: PilotHost>(
             pilots: &views,
         };
         let d = reconcile::decide(&input);
-        awaiting_exit.extend(d.await_exit.iter().cloned());
+        awaiting_exit.extend(d.await_exit.iter().map(|name| {
+            let since = track.awaiting_exit.get(name).copied().unwrap_or(now);
+            (name.clone(), since)
+        }));
         back_off |= d.back_off;
         apply(m, platform, &mine, &d, now, track, settings).await;
         // A platform that failed its checks gets no pilot until they pass.
@@ -395,7 +405,7 @@ fn view<'a>(
         agent_lost: act.is_some_and(|a| a.lost),
         agent_live: act.is_some_and(|a| a.live),
         drain_ordered: act.is_some_and(|a| a.drain_ordered),
-        exit_awaited: track.awaiting_exit.contains(&p.name),
+        awaiting_exit_since: track.awaiting_exit.get(&p.name).copied(),
     }
 }
 

@@ -11,6 +11,10 @@ use hetpilot_protocol::pilots::PilotState;
 /// exit 127 with a message, like a shell's "command not found").
 pub const EXIT_AGENT_MISSING: i32 = 127;
 
+/// How long a job ending without an exit status (Slurm's COMPLETING: the kill wait, the
+/// epilog) is waited on for its final state before its pilot is decided on what is known.
+pub const EXIT_WAIT_MS: u64 = 120_000;
+
 /// The platform's limits, from its profile.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Caps {
@@ -92,9 +96,9 @@ pub struct PilotView<'a> {
     pub agent_live: bool,
     /// The manager asked its agent to drain (no work left for it, or an admin's order).
     pub drain_ordered: bool,
-    /// Its job was already seen ending without an exit status last cycle (see
+    /// When its job was first seen ending without an exit status, if it was (see
     /// [`Decisions::await_exit`]).
-    pub exit_awaited: bool,
+    pub awaiting_exit_since: Option<u64>,
 }
 
 /// One platform's situation at `now_ms`.
@@ -127,8 +131,9 @@ pub struct Decisions {
     pub cancel: Vec<String>,
     /// Registered pilots whose agents should finish their tasks and leave.
     pub drain: Vec<String>,
-    /// Unregistered pilots whose jobs are ending without an exit status yet (Slurm
-    /// COMPLETING): decided next cycle, when the status may say why (e.g. 127).
+    /// Pilots whose jobs are ending without an exit status yet (Slurm COMPLETING):
+    /// decided once the batch system gives the final state, which says why (127, or
+    /// CANCELLED), or after [`EXIT_WAIT_MS`] on what is known.
     pub await_exit: Vec<String>,
     /// Registered pilots whose batch jobs ended under their live agents: the agents are
     /// gone, and what they hold goes back to the queues now.
@@ -216,7 +221,10 @@ fn observe_job(p: &PilotView<'_>, now: u64, policy: &Policy, d: &mut Decisions) 
     match p.job {
         Some(JobState::Ended {
             exit_code: None, ..
-        }) if !p.exit_awaited => {
+        }) if p
+            .awaiting_exit_since
+            .is_none_or(|since| now < since.saturating_add(EXIT_WAIT_MS)) =>
+        {
             d.await_exit.push(p.name.to_string());
             // A registered pilot's job is gone all the same: it is no longer capacity.
             !registered

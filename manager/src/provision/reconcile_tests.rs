@@ -34,7 +34,7 @@ fn pilot<'a>(name: &'a str, state: PilotState, job: Option<&'a JobState>) -> Pil
         agent_lost: false,
         agent_live: false,
         drain_ordered: false,
-        exit_awaited: false,
+        awaiting_exit_since: None,
     }
 }
 
@@ -211,8 +211,19 @@ fn a_registered_pilots_job_ending_unasked_fails_it_and_releases_its_agent_at_onc
     assert!(d.transitions.is_empty());
     assert_eq!(d.submit, 1, "no longer capacity");
 
+    // Still completing a cycle later (Slurm's kill wait): still waiting for why.
+    let still = [PilotView {
+        awaiting_exit_since: Some(MIN),
+        agent_live: false,
+        ..live(&completing)
+    }];
+    let d = decide(&input(MIN + 1_000, 4, &still));
+    assert!(d.transitions.is_empty(), "{:?}", d.transitions);
+    assert_eq!(d.await_exit, ["a"]);
+    assert!(d.release.is_empty(), "released once");
+
     let then = [PilotView {
-        exit_awaited: true,
+        awaiting_exit_since: Some(MIN),
         agent_live: false,
         ..live(&cancelled)
     }];
@@ -362,18 +373,36 @@ fn a_lost_agent_gets_its_still_running_job_cancelled_and_replaced() {
 }
 
 #[test]
-fn an_unregistered_job_ending_without_a_status_is_decided_one_cycle_later() {
+fn a_job_ending_without_a_status_is_decided_on_its_final_state_or_after_the_wait() {
     let completing = JobState::Ended {
         exit_code: None,
         reason: "COMPLETING".into(),
+    };
+    let missing = JobState::Ended {
+        exit_code: Some(127),
+        reason: "FAILED".into(),
     };
     let mut p = pilot("a", PilotState::Queued, Some(&completing));
     let d = decide(&input(MIN, 4, std::slice::from_ref(&p)));
     assert!(d.transitions.is_empty());
     assert_eq!(d.await_exit, vec!["a".to_string()]);
     assert_eq!(d.submit, 0, "still counted until decided");
-    p.exit_awaited = true;
-    let d = decide(&input(MIN, 4, std::slice::from_ref(&p)));
+    // Waited on while it completes, up to the limit.
+    p.awaiting_exit_since = Some(MIN);
+    let just_before = MIN + EXIT_WAIT_MS - 1;
+    let d = decide(&input(just_before, 4, std::slice::from_ref(&p)));
+    assert!(d.transitions.is_empty());
+    assert_eq!(d.await_exit, vec!["a".to_string()]);
+    // The final state, when it comes, says why.
+    let ended = PilotView {
+        job: Some(&missing),
+        ..p.clone()
+    };
+    let d = decide(&input(just_before, 4, std::slice::from_ref(&ended)));
+    assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
+    assert!(d.transitions[0].reason.contains("agent binary is missing"));
+    // Past the limit, decided on what is known.
+    let d = decide(&input(MIN + EXIT_WAIT_MS, 4, std::slice::from_ref(&p)));
     assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
     assert!(d.transitions[0].reason.contains("COMPLETING"));
     assert!(d.await_exit.is_empty());
