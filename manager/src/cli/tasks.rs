@@ -1,8 +1,8 @@
 //! `hetpilot tasks` and `hetpilot logs`: individual tasks and their output.
 
 use super::connect::Connect;
-use super::log_window::{printable, write_window, Window, DEFAULT_TAIL_LINES};
 use super::listing::{more_line, JsonArray, Partial};
+use super::log_window::{printable, write_window, Window, DEFAULT_TAIL_LINES};
 use super::output::{millis, print_json, print_table};
 use super::remote_output;
 use super::task_pages::{self, Query};

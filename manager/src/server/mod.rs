@@ -19,6 +19,7 @@ mod large_bodies;
 mod long_poll;
 mod metrics;
 mod metrics_state;
+mod pages;
 mod pilots;
 mod rate;
 mod scheduling_views;
