@@ -2,8 +2,10 @@
 //! user only their own row).
 
 use super::connect::Connect;
-use super::output::{print_json, print_table};
+use super::list_pages;
+use super::output::print_table;
 use clap::Args as ClapArgs;
+use hetpilot_protocol::views::UserUsage;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -14,10 +16,11 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let table = args.connect.client()?.usage().await?;
+    let client = args.connect.client()?;
     if args.json {
-        return print_json(&table);
+        return list_pages::print_json::<UserUsage>(&client, "/v1/usage", |_| true).await;
     }
+    let table: Vec<UserUsage> = list_pages::all(&client, "/v1/usage").await?;
     let rows: Vec<Vec<String>> = table
         .iter()
         .map(|u| {
