@@ -160,7 +160,8 @@ impl Executor {
             terminated: false,
             started: 0,
             ended_without_work: 0,
-            mean_wall_ms: None,
+            // `--zero-work` runs take no time: its prefetch is the largest from the start.
+            mean_wall_ms: self.zero_work.then_some(0.0),
         };
         let mut ran = 0u64;
         let mut assigned: Option<oneshot::Sender<()>> = None;
@@ -657,18 +658,20 @@ impl Executor {
 /// work per slot is kept from other agents.
 const AHEAD_MS_PER_SLOT: f64 = 250.0;
 
-/// How many tasks to fetch ahead: a slot's worth while tasks are long (so other agents
-/// get them), more while they are so short that a round trip to the manager would idle
-/// the slots: [`AHEAD_MS_PER_SLOT`] of work per slot, at least 4 tasks per slot and 64
-/// in all (each pull costs the manager a transaction), at most 1024.
+/// How many tasks to fetch ahead: none before any run has ended (a task that may run
+/// for hours is not held back from another agent's free slot on a guess), a slot's worth
+/// while tasks are long, more while they are so short that a round trip to the manager
+/// would idle the slots: [`AHEAD_MS_PER_SLOT`] of work per slot, at least 4 tasks per
+/// slot and 64 in all (each pull costs the manager a transaction), at most 1024.
 pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
     match mean_wall_ms {
+        None => 0,
         Some(ms) if ms < 100.0 => {
             // Saturating float-to-int cast: a zero mean gives u32::MAX, then the clamp.
             let by_work = (f64::from(slots) * AHEAD_MS_PER_SLOT / ms) as u32;
             by_work.max(slots.saturating_mul(4)).clamp(64, 1024)
         }
-        _ => slots,
+        Some(_) => slots,
     }
 }
 
@@ -690,7 +693,7 @@ mod tests {
 
     #[test]
     fn prefetch_grows_only_for_short_tasks() {
-        assert_eq!(prefetch(4, None), 4);
+        assert_eq!(prefetch(4, None), 0, "nothing held on a guess");
         assert_eq!(prefetch(4, Some(5_000.0)), 4);
         assert_eq!(prefetch(4, Some(100.0)), 4);
         assert_eq!(prefetch(2, Some(30.0)), 64);
@@ -711,6 +714,6 @@ mod tests {
     #[test]
     fn prefetch_cannot_overflow() {
         assert_eq!(prefetch(u32::MAX, Some(1.0)), 1024);
-        assert_eq!(prefetch(u32::MAX, None), u32::MAX);
+        assert_eq!(prefetch(u32::MAX, Some(1000.0)), u32::MAX);
     }
 }

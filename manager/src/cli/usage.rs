@@ -1,5 +1,6 @@
 //! `hetpilot usage`: fairshare usage and priority per user (the admin sees every user, a
-//! user only their own row).
+//! user only their own row). The table lists the users served first (highest priority)
+//! first; `--json` gives the pages as the API walks them, by user name.
 
 use super::connect::Connect;
 use super::list_pages;
@@ -20,7 +21,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.json {
         return list_pages::print_json::<UserUsage>(&client, "/v1/usage", |_| true).await;
     }
-    let table: Vec<UserUsage> = list_pages::all(&client, "/v1/usage").await?;
+    let mut table: Vec<UserUsage> = list_pages::all(&client, "/v1/usage").await?;
+    table.sort_by(|a, b| {
+        b.priority
+            .total_cmp(&a.priority)
+            .then_with(|| a.user.cmp(&b.user))
+    });
     let rows: Vec<Vec<String>> = table
         .iter()
         .map(|u| {

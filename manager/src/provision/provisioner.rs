@@ -63,6 +63,8 @@ struct Track {
     next_host: usize,
     /// Pilots whose jobs are ending without an exit status, and since when.
     awaiting_exit: HashMap<String, u64>,
+    /// Running pilots whose agents hold no task, and since when.
+    idle_since: HashMap<String, u64>,
 }
 
 /// Starts one provisioning loop per profile; they stop when the manager is dropped or
@@ -276,6 +278,18 @@ async fn cycle<H: PilotHost>(
     now = now_ms();
     let agents: Vec<u64> = pilots.iter().filter_map(|p| p.agent).collect();
     let activity = m.agent_activity(&agents);
+    track.idle_since = pilots
+        .iter()
+        .filter(|p| {
+            p.agent
+                .and_then(|a| activity.get(&a))
+                .is_some_and(|a| a.idle)
+        })
+        .map(|p| {
+            let since = track.idle_since.get(&p.name).copied().unwrap_or(now);
+            (p.name.clone(), since)
+        })
+        .collect();
     let mut awaiting_exit = HashMap::new();
     let mut submitted_earlier = 0u32;
     let mut back_off = false;
@@ -401,6 +415,7 @@ fn view<'a>(
             .walltime_end_ms
             .or(p.job_started_ms.map(|s| s.saturating_add(walltime))),
         agent_idle: act.is_some_and(|a| a.idle),
+        idle_since_ms: track.idle_since.get(&p.name).copied(),
         draining: act.is_some_and(|a| a.draining),
         agent_lost: act.is_some_and(|a| a.lost),
         agent_live: act.is_some_and(|a| a.live),

@@ -33,6 +33,8 @@ pub struct Policy {
     pub replace_lead_ms: u64,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
+    /// A running pilot's agent idle this long, while nothing waits, is drained.
+    pub idle_timeout_ms: u64,
 }
 
 impl Policy {
@@ -43,6 +45,7 @@ impl Policy {
             replace_lead_ms: ms(settings.replace_lead_secs),
             backoff_base_ms: ms(settings.backoff_base_secs),
             backoff_max_ms: ms(settings.backoff_max_secs),
+            idle_timeout_ms: ms(settings.idle_timeout_secs),
         }
     }
 }
@@ -88,6 +91,8 @@ pub struct PilotView<'a> {
     pub walltime_end_ms: Option<u64>,
     /// Its agent holds no tasks (only meaningful when `Running`).
     pub agent_idle: bool,
+    /// When its agent was first seen holding no tasks, in this idle stretch.
+    pub idle_since_ms: Option<u64>,
     /// Its agent was already asked to drain.
     pub draining: bool,
     /// Its agent was declared lost (missed heartbeats) while its job may still run.
@@ -182,7 +187,7 @@ pub fn decide(input: &Input<'_>) -> Decisions {
     let have = capacity.len() as u64;
 
     if input.demand_cores == 0 {
-        wind_down(&live, &mut d);
+        wind_down(&live, now, policy, &mut d);
         return d;
     }
     if have > wanted {
@@ -323,7 +328,9 @@ fn registered_end(p: &PilotView<'_>, now: u64, policy: &Policy, how: &str, d: &m
 }
 
 /// No work: queued pilots go away; idle agents are drained (their jobs then end).
-fn wind_down(live: &[&PilotView<'_>], d: &mut Decisions) {
+/// Nothing waits: queued pilots are cancelled, and running ones whose agents have been
+/// idle for the policy's idle timeout are drained.
+fn wind_down(live: &[&PilotView<'_>], now: u64, policy: &Policy, d: &mut Decisions) {
     for p in live {
         match p.state {
             PilotState::Queued => {
@@ -334,7 +341,13 @@ fn wind_down(live: &[&PilotView<'_>], d: &mut Decisions) {
                 });
                 d.cancel.push(p.name.to_string());
             }
-            PilotState::Running if p.agent_idle && !p.draining => {
+            PilotState::Running
+                if p.agent_idle
+                    && !p.draining
+                    && p.idle_since_ms.is_some_and(|since| {
+                        now >= since.saturating_add(policy.idle_timeout_ms)
+                    }) =>
+            {
                 d.drain.push(p.name.to_string());
             }
             _ => {}

@@ -18,6 +18,7 @@ fn policy() -> Policy {
         replace_lead_ms: 5 * MIN,
         backoff_base_ms: 1000,
         backoff_max_ms: 60_000,
+        idle_timeout_ms: MIN,
     }
 }
 
@@ -30,6 +31,7 @@ fn pilot<'a>(name: &'a str, state: PilotState, job: Option<&'a JobState>) -> Pil
         job_started_ms: None,
         walltime_end_ms: None,
         agent_idle: false,
+        idle_since_ms: None,
         draining: false,
         agent_lost: false,
         agent_live: false,
@@ -261,26 +263,36 @@ fn pilots_near_their_walltime_are_replaced_ahead_of_time() {
 }
 
 #[test]
-fn no_demand_cancels_queued_pilots_and_drains_idle_agents() {
+fn no_demand_cancels_queued_pilots_and_drains_agents_idle_past_the_timeout() {
     let q = JobState::Queued;
     let r = JobState::Running;
-    let mut idle = pilot("idle", PilotState::Running, Some(&r));
-    idle.agent_idle = true;
+    let idle_for = |name, since| PilotView {
+        agent_idle: true,
+        idle_since_ms: Some(since),
+        ..pilot(name, PilotState::Running, Some(&r))
+    };
     let busy = pilot("busy", PilotState::Running, Some(&r));
-    let mut drained = pilot("drained", PilotState::Running, Some(&r));
-    drained.agent_idle = true;
-    drained.draining = true;
+    let drained = PilotView {
+        draining: true,
+        ..idle_for("drained", 0)
+    };
     let pilots = [
         pilot("waiting", PilotState::Queued, Some(&q)),
-        idle,
+        idle_for("idle", 0),
+        idle_for("briefly", MIN + 1),
         busy,
         drained,
     ];
     let d = decide(&input(MIN, 0, &pilots));
     assert_eq!(states(&d), vec![("waiting", PilotState::Cancelled)]);
     assert_eq!(d.cancel, vec!["waiting".to_string()]);
-    assert_eq!(d.drain, vec!["idle".to_string()]);
+    assert_eq!(d.drain, vec!["idle".to_string()], "idle for a minute");
     assert_eq!(d.submit, 0);
+    // A moment later the briefly idle one is kept still; its minute passed, it goes.
+    let d = decide(&input(2 * MIN, 0, &pilots[2..3]));
+    assert!(d.drain.is_empty());
+    let d = decide(&input(2 * MIN + 1, 0, &pilots[2..3]));
+    assert_eq!(d.drain, vec!["briefly".to_string()]);
 }
 
 #[test]

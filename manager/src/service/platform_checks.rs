@@ -156,6 +156,7 @@ mod tests {
             replace_lead_ms: 0,
             backoff_base_ms: 1_000,
             backoff_max_ms: 4_000,
+            idle_timeout_ms: 0,
         }
     }
 
