@@ -4,9 +4,10 @@
 //!
 //! A run without an expected end (no timeout and too few measured runs) is taken to
 //! run for ever: a reservation that needs its slots has no shadow time until it ends, and
-//! until then nothing narrower may be leased to that agent. A run with an expected end already past is taken to end now.
-//! A started run's end counts from its lease (the queues keep no start time), so a run
-//! that queued on its agent first ends up to that wait later than estimated.
+//! until then nothing narrower may be leased to that agent. A run with an expected end
+//! already past is taken to end now. A started run's end counts from its lease (the
+//! queues keep no start time), so a run that queued on its agent first ends up to that
+//! wait later than estimated.
 //!
 //! A narrower run may be leased while a reservation waits when the shadow time with it is
 //! no later than without it: it ends by the shadow time (EASY's first rule), or it takes
