@@ -581,6 +581,13 @@ pub struct AgentInfo {
     /// Its named counts besides GPUs, offered and in use.
     #[serde(default)]
     pub resources: Vec<crate::agent_resources::AgentResource>,
+    /// Slots it keeps for a wide task's reservation as they free up (0: none).
+    #[serde(default)]
+    pub reserved_slots: u32,
+    /// Of those, the ones free now and so held idle for it (narrower runs that end in
+    /// time may still take them).
+    #[serde(default)]
+    pub reserved_idle_slots: u32,
 }
 
 /// `POST /v1/users` (admin).

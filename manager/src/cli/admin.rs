@@ -193,6 +193,7 @@ pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
                 a.slots.to_string(),
                 a.state.clone(),
                 a.tasks_held.to_string(),
+                a.reserved_slots.to_string(),
                 agent_resources::gpus_cell(a),
                 a.batch_job_id.clone().unwrap_or_default(),
             ]
@@ -206,6 +207,7 @@ pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
             "SLOTS",
             "STATE",
             "HELD",
+            "RESERVED",
             "GPUS",
             "BATCH JOB",
         ],

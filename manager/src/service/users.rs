@@ -423,9 +423,9 @@ impl Manager {
 
     pub fn list_agents(&self, who: &Principal) -> Result<Vec<AgentInfo>, ServiceError> {
         admin(who)?;
-        let mut agents: Vec<AgentInfo> = self
-            .control()
-            .queues()
+        let control = self.control();
+        let queues = control.queues();
+        let mut agents: Vec<AgentInfo> = queues
             .agents()
             .map(|a| AgentInfo {
                 agent: a.id,
@@ -445,6 +445,8 @@ impl Manager {
                 },
                 gpus: agent_resources::gpus(a),
                 resources: agent_resources::named(a),
+                reserved_slots: queues.hold(a.id).map_or(0, |h| h.cores),
+                reserved_idle_slots: queues.reserved_free_slots(a.id),
             })
             .collect();
         agents.sort_by_key(|a| a.agent);
