@@ -11,8 +11,10 @@ use hetpilot_protocol::pilots::PilotState;
 /// exit 127 with a message, like a shell's "command not found").
 pub const EXIT_AGENT_MISSING: i32 = 127;
 
-/// How long a job ending without an exit status (Slurm's COMPLETING: the kill wait, the
-/// epilog) is waited on for its final state before its pilot is decided on what is known.
+/// How long a job still ending (Slurm's COMPLETING: the kill wait, the epilog) is waited on
+/// for its final state before its pilot is decided on what is known. A job that ended
+/// without an exit status is waited on for one cycle, as the status may come with the next
+/// poll.
 pub const EXIT_WAIT_MS: u64 = 120_000;
 
 /// The platform's limits, from its profile.
@@ -136,9 +138,10 @@ pub struct Decisions {
     pub cancel: Vec<String>,
     /// Registered pilots whose agents should finish their tasks and leave.
     pub drain: Vec<String>,
-    /// Pilots whose jobs are ending without an exit status yet (Slurm COMPLETING):
-    /// decided once the batch system gives the final state, which says why (127, or
-    /// CANCELLED), or after [`EXIT_WAIT_MS`] on what is known.
+    /// Pilots whose jobs are ending (Slurm COMPLETING), decided once the batch system
+    /// gives the final state, which says why (127, or CANCELLED), or after
+    /// [`EXIT_WAIT_MS`] on what is known; and those whose jobs ended without an exit
+    /// status, decided next cycle.
     pub await_exit: Vec<String>,
     /// Registered pilots whose batch jobs ended under their live agents: the agents are
     /// gone, and what they hold goes back to the queues now.
@@ -219,17 +222,36 @@ fn observe_job(p: &PilotView<'_>, now: u64, policy: &Policy, d: &mut Decisions) 
             reason,
         });
     };
-    let job_gone = matches!(p.job, Some(JobState::Ended { .. } | JobState::Vanished));
+    let job_gone = matches!(
+        p.job,
+        Some(JobState::Ending { .. } | JobState::Ended { .. } | JobState::Vanished)
+    );
     if registered && job_gone && p.agent_live {
         d.release.push(p.name.to_string());
     }
     match p.job {
+        Some(JobState::Ending { .. })
+            if p.awaiting_exit_since
+                .is_none_or(|since| now < since.saturating_add(EXIT_WAIT_MS)) =>
+        {
+            d.await_exit.push(p.name.to_string());
+            // A registered pilot's job is gone all the same: it is no longer capacity.
+            !registered
+        }
+        Some(JobState::Ending { reason }) => {
+            let ended = JobState::Ended {
+                exit_code: None,
+                reason: reason.clone(),
+            };
+            let view = PilotView {
+                job: Some(&ended),
+                ..p.clone()
+            };
+            observe_job(&view, now, policy, d)
+        }
         Some(JobState::Ended {
             exit_code: None, ..
-        }) if p
-            .awaiting_exit_since
-            .is_none_or(|since| now < since.saturating_add(EXIT_WAIT_MS)) =>
-        {
+        }) if p.awaiting_exit_since.is_none() => {
             d.await_exit.push(p.name.to_string());
             // A registered pilot's job is gone all the same: it is no longer capacity.
             !registered

@@ -194,8 +194,7 @@ fn an_ended_registered_pilot_is_replaced_while_work_waits() {
 /// replaced, and is no sign of a broken platform. An end at the walltime is an end.
 #[test]
 fn a_registered_pilots_job_ending_unasked_fails_it_and_releases_its_agent_at_once() {
-    let completing = JobState::Ended {
-        exit_code: None,
+    let completing = JobState::Ending {
         reason: "COMPLETING".into(),
     };
     let cancelled = JobState::Ended {
@@ -386,8 +385,7 @@ fn a_lost_agent_gets_its_still_running_job_cancelled_and_replaced() {
 
 #[test]
 fn a_job_ending_without_a_status_is_decided_on_its_final_state_or_after_the_wait() {
-    let completing = JobState::Ended {
-        exit_code: None,
+    let completing = JobState::Ending {
         reason: "COMPLETING".into(),
     };
     let missing = JobState::Ended {
@@ -418,4 +416,26 @@ fn a_job_ending_without_a_status_is_decided_on_its_final_state_or_after_the_wait
     assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
     assert!(d.transitions[0].reason.contains("COMPLETING"));
     assert!(d.await_exit.is_empty());
+}
+
+#[test]
+fn a_job_that_ended_without_a_status_is_decided_one_cycle_later() {
+    // A process that exited (the local and ssh adapters), PBS `C` without an exit status:
+    // no final state is to come, so only one more poll is waited for.
+    let exited = JobState::Ended {
+        exit_code: None,
+        reason: "process 42 on here has exited".into(),
+    };
+    let mut p = pilot("a", PilotState::Queued, Some(&exited));
+    let d = decide(&input(MIN, 4, std::slice::from_ref(&p)));
+    assert!(d.transitions.is_empty());
+    assert_eq!(d.await_exit, vec!["a".to_string()]);
+    p.awaiting_exit_since = Some(MIN);
+    let d = decide(&input(MIN + 500, 4, std::slice::from_ref(&p)));
+    assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
+    assert!(
+        d.transitions[0].reason.contains("has exited"),
+        "{:?}",
+        d.transitions
+    );
 }
