@@ -2,10 +2,9 @@
 //! `qsub`s there): what the agent offers, kept to the batch job's grant, checked against
 //! nvidia-smi; and, with the manager's GPU leasing, tasks bound to their own devices.
 
-use hetpilot_e2e::gpu_tasks::{report_dir, reports, together};
+use hetpilot_e2e::gpu_tasks::{devices, report_dir, reports, tasks_per_device, together};
 use hetpilot_e2e::{bin, wait_until, Manager};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -286,16 +285,9 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
     ]);
     assert!(out.status.success(), "{out:?}");
     let r = reports(&whole, 2);
-    assert!(
-        r.iter()
-            .all(|(_, share, running)| share == "1" && *running == 2),
-        "{r:?}"
-    );
-    let mut seen: Vec<&str> = r.iter().map(|(uuid, _, _)| uuid.as_str()).collect();
-    seen.sort();
     assert_eq!(
-        seen,
-        [UUID_A, UUID_B],
+        tasks_per_device(&r, "1", 2),
+        devices(&[(UUID_A, 1), (UUID_B, 1)]),
         "each task sees exactly its own device"
     );
 
@@ -358,16 +350,10 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
     let summary = m.wait_finished(app, Duration::from_secs(30));
     assert_eq!(summary["counts"]["done"], 4, "{summary}");
     let r = reports(&half, 4);
-    assert!(
-        r.iter()
-            .all(|(_, share, running)| share == "0.5" && *running == 4),
-        "{r:?}"
+    assert_eq!(
+        tasks_per_device(&r, "0.5", 4),
+        devices(&[(UUID_A, 2), (UUID_B, 2)])
     );
-    let mut per_device: BTreeMap<&str, usize> = BTreeMap::new();
-    for (uuid, _, _) in &r {
-        *per_device.entry(uuid.as_str()).or_default() += 1;
-    }
-    assert_eq!(per_device, BTreeMap::from([(UUID_A, 2), (UUID_B, 2)]));
     assert_eq!(
         metric(&m, &format!("hetpilot_agent_resources_free{labels}")),
         Some(2.0)
