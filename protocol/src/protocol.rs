@@ -496,6 +496,9 @@ pub struct AttemptRecord {
     pub output_tail: Option<String>,
     /// Why the run could not start, or the agent was lost, when so.
     pub error: Option<String>,
+    /// The devices (or share of one) and counts the run was granted besides cores.
+    #[serde(default, skip_serializing_if = "ResourceGrant::is_empty")]
+    pub resources: ResourceGrant,
 }
 
 /// One task as listed (`GET /v1/apps/{app}/tasks`).
