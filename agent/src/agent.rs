@@ -192,6 +192,9 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     let heart = tokio::spawn(
         heartbeat_loop(api.clone(), base.clone(), beat, channels).instrument(agent_span.clone()),
     );
+    if let Err(e) = crate::stop_signal::watch() {
+        tracing::error!(error = %e, "cannot watch for stop signals");
+    }
     let signals = tokio::spawn(drain_on_signal_or_walltime(
         events_tx.clone(),
         opts.register.walltime_end,

@@ -34,9 +34,10 @@ pub enum Event {
     /// Stop taking tasks, finish the running ones.
     Drain(&'static str),
     /// The agent was told to stop by a signal (its batch job cancelled, its node going
-    /// down): drain, and a run killed by a signal from now on died with the pilot, not of
-    /// its own fault: it is not reported, so the manager takes it back as an attempt lost
-    /// to the infrastructure (at the deregistration, or when it sees the job end).
+    /// down): drain. A run killed by a signal once the agent was (known at once, before
+    /// this event: see `stop_signal`) died with the pilot, not of its own fault: it is not
+    /// reported, so the manager takes it back as an attempt lost to the infrastructure (at
+    /// the deregistration, or when it sees the job end).
     Terminate(&'static str),
     /// The manager is gone: stop taking tasks, kill the queued, staging and running ones.
     Abandon,
@@ -91,10 +92,6 @@ const OUTPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// much too long.
 const PIDFD_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// How long a run killed by a signal waits before it is reported, so that a signal
-/// stopping the whole agent (sent with it) is seen first (see [`Event::Terminate`]).
-const SIGNAL_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
-
 pub struct Executor {
     pub slots: u32,
     /// Tasks fetched ahead; `None`: adapt to the tasks' run time (see [`prefetch`]).
@@ -136,8 +133,6 @@ struct State {
     staging: HashMap<TaskAttempt, bool>,
     corunners: CoRunners,
     draining: bool,
-    /// Set by [`Event::Terminate`].
-    terminated: bool,
     started: u64,
     /// Tasks ended without a process (`--zero-work`).
     ended_without_work: u64,
@@ -157,10 +152,10 @@ impl Executor {
             staging: HashMap::new(),
             corunners: CoRunners::default(),
             draining: false,
-            terminated: false,
             started: 0,
             ended_without_work: 0,
-            mean_wall_ms: None,
+            // `--zero-work` runs take no time: its prefetch is the largest from the start.
+            mean_wall_ms: self.zero_work.then_some(0.0),
         };
         let mut ran = 0u64;
         let mut assigned: Option<oneshot::Sender<()>> = None;
@@ -237,7 +232,6 @@ impl Executor {
                         "stopping: runs killed by a signal from now on are handed back"
                     );
                     st.draining = true;
-                    st.terminated = true;
                 }
                 Event::Done(at, ended) => {
                     ran += 1;
@@ -539,11 +533,6 @@ impl Executor {
                 task: a.task,
                 attempt: a.attempt,
             };
-            if finished.outcome == Outcome::Signaled {
-                // A batch system stopping the job signals the agent and its tasks at about
-                // the same moment: give the agent's own signal the time to arrive first.
-                tokio::time::sleep(SIGNAL_GRACE).await;
-            }
             let _ = events.send(Event::Done(
                 at,
                 Box::new(Ended {
@@ -570,7 +559,9 @@ impl Executor {
             st.free += r.cores;
         }
         let now = runner::unix_ms();
-        let killed_with_pilot = st.terminated
+        // A batch system stopping the job signals the agent no later than its tasks, so
+        // the agent's own signal is already delivered or pending (see `stop_signal`).
+        let killed_with_pilot = crate::stop_signal::received()
             && running.as_ref().is_some_and(|r| !r.cancelled)
             && ended
                 .as_ref()
@@ -657,18 +648,20 @@ impl Executor {
 /// work per slot is kept from other agents.
 const AHEAD_MS_PER_SLOT: f64 = 250.0;
 
-/// How many tasks to fetch ahead: a slot's worth while tasks are long (so other agents
-/// get them), more while they are so short that a round trip to the manager would idle
-/// the slots: [`AHEAD_MS_PER_SLOT`] of work per slot, at least 4 tasks per slot and 64
-/// in all (each pull costs the manager a transaction), at most 1024.
+/// How many tasks to fetch ahead: none before any run has ended (a task that may run
+/// for hours is not held back from another agent's free slot on a guess), a slot's worth
+/// while tasks are long, more while they are so short that a round trip to the manager
+/// would idle the slots: [`AHEAD_MS_PER_SLOT`] of work per slot, at least 4 tasks per
+/// slot and 64 in all (each pull costs the manager a transaction), at most 1024.
 pub fn prefetch(slots: u32, mean_wall_ms: Option<f64>) -> u32 {
     match mean_wall_ms {
+        None => 0,
         Some(ms) if ms < 100.0 => {
             // Saturating float-to-int cast: a zero mean gives u32::MAX, then the clamp.
             let by_work = (f64::from(slots) * AHEAD_MS_PER_SLOT / ms) as u32;
             by_work.max(slots.saturating_mul(4)).clamp(64, 1024)
         }
-        _ => slots,
+        Some(_) => slots,
     }
 }
 
@@ -690,7 +683,7 @@ mod tests {
 
     #[test]
     fn prefetch_grows_only_for_short_tasks() {
-        assert_eq!(prefetch(4, None), 4);
+        assert_eq!(prefetch(4, None), 0, "nothing held on a guess");
         assert_eq!(prefetch(4, Some(5_000.0)), 4);
         assert_eq!(prefetch(4, Some(100.0)), 4);
         assert_eq!(prefetch(2, Some(30.0)), 64);
@@ -711,6 +704,6 @@ mod tests {
     #[test]
     fn prefetch_cannot_overflow() {
         assert_eq!(prefetch(u32::MAX, Some(1.0)), 1024);
-        assert_eq!(prefetch(u32::MAX, None), u32::MAX);
+        assert_eq!(prefetch(u32::MAX, Some(1000.0)), u32::MAX);
     }
 }

@@ -28,6 +28,7 @@ mod sent_outputs;
 mod spawn;
 mod spawner;
 mod staging;
+mod stop_signal;
 mod token;
 mod token_file;
 mod work_dir;

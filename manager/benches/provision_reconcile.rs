@@ -54,11 +54,12 @@ fn reconcile_once(states: &[(String, JobState)]) -> f64 {
             job_started_ms: Some(i as u64),
             walltime_end_ms: Some(3_600_000 + i as u64 * 1000),
             agent_idle: i % 3 == 0,
+            idle_since_ms: (i % 3 == 0).then_some(0),
             draining: false,
             agent_lost: false,
             agent_live: i % 10 != 0,
             drain_ordered: false,
-            exit_awaited: false,
+            awaiting_exit_since: None,
         })
         .collect();
     let d = decide(&Input {
@@ -74,6 +75,7 @@ fn reconcile_once(states: &[(String, JobState)]) -> f64 {
             replace_lead_ms: 600_000,
             backoff_base_ms: 5000,
             backoff_max_ms: 600_000,
+            idle_timeout_ms: 60_000,
         },
         backoff: Backoff::default(),
         pilots: &views,

@@ -1,14 +1,14 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
 use hetpilot_protocol::file_listing::FilePage;
-use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus, PlatformsReloaded};
+use hetpilot_protocol::pilots::{PlatformStatus, PlatformsReloaded};
 use hetpilot_protocol::protocol::{
-    AgentInfo, AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser,
-    PurgeRequest, SubmitResponse, TaskDetail, TaskInfo, TokenResponse,
+    AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser, PurgeRequest,
+    SubmitResponse, TaskDetail, TaskInfo, TokenResponse,
 };
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::task_output::OutputStream;
-use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
+use hetpilot_protocol::views::ScheduleView;
 use hetpilot_protocol::{AppId, TaskRef};
 use hetpilot_transport::http::{self, CallError};
 use hetpilot_transport::tls::{self, ClientTrust, TlsError};
@@ -226,8 +226,19 @@ impl Client {
         self.call(self.post("/v1/apps", spec)).await
     }
 
-    pub async fn apps(&self) -> Result<Vec<AppSummary>, ClientError> {
-        self.call(self.get("/v1/apps")).await
+    /// One page of a listing route (`/v1/apps`, `/v1/agents`, ...): at most `limit` rows
+    /// whose key orders after the cursor `after`.
+    pub async fn list_page<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        limit: u64,
+        after: Option<&str>,
+    ) -> Result<Vec<T>, ClientError> {
+        let mut q = vec![("limit", limit.to_string())];
+        if let Some(a) = after {
+            q.push(("after", a.to_string()));
+        }
+        self.call(self.get(path).query(&q)).await
     }
 
     pub async fn app(&self, app: AppId) -> Result<AppSummary, ClientError> {
@@ -297,10 +308,6 @@ impl Client {
     }
 
     /// Registration tokens still valid (admin).
-    pub async fn agent_tokens(&self) -> Result<Vec<AgentTokenInfo>, ClientError> {
-        self.call(self.get("/v1/agent-tokens")).await
-    }
-
     /// Revokes a registration token by its id (admin).
     pub async fn revoke_agent_token(&self, id: &str) -> Result<AgentTokenInfo, ClientError> {
         let id: String = url_segment(id);
@@ -336,10 +343,6 @@ impl Client {
         .await
     }
 
-    pub async fn agents(&self) -> Result<Vec<AgentInfo>, ClientError> {
-        self.call(self.get("/v1/agents")).await
-    }
-
     pub async fn schedule(&self) -> Result<ScheduleView, ClientError> {
         self.call(self.get("/v1/schedule")).await
     }
@@ -349,18 +352,6 @@ impl Client {
         &self,
     ) -> Result<hetpilot_protocol::affinity_view::AffinityView, ClientError> {
         self.call(self.get("/v1/affinity")).await
-    }
-
-    pub async fn usage(&self) -> Result<Vec<UserUsage>, ClientError> {
-        self.call(self.get("/v1/usage")).await
-    }
-
-    pub async fn bandwidths(&self) -> Result<Vec<BandwidthRow>, ClientError> {
-        self.call(self.get("/v1/bandwidths")).await
-    }
-
-    pub async fn pilots(&self) -> Result<Vec<PilotRecord>, ClientError> {
-        self.call(self.get("/v1/pilots")).await
     }
 
     pub async fn platform_status(&self) -> Result<Vec<PlatformStatus>, ClientError> {

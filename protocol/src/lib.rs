@@ -14,6 +14,7 @@ pub mod dashboard;
 pub mod file_listing;
 pub mod files;
 mod ids;
+pub mod listing;
 pub mod pilots;
 pub mod protocol;
 pub mod resource_fields;

@@ -496,6 +496,9 @@ pub struct AttemptRecord {
     pub output_tail: Option<String>,
     /// Why the run could not start, or the agent was lost, when so.
     pub error: Option<String>,
+    /// The devices (or share of one) and counts the run was granted besides cores.
+    #[serde(default, skip_serializing_if = "ResourceGrant::is_empty")]
+    pub resources: ResourceGrant,
 }
 
 /// One task as listed (`GET /v1/apps/{app}/tasks`).
@@ -585,6 +588,13 @@ pub struct AgentInfo {
     /// Its named counts besides GPUs, offered and in use.
     #[serde(default)]
     pub resources: Vec<crate::agent_resources::AgentResource>,
+    /// Slots it keeps for a wide task's reservation as they free up (0: none).
+    #[serde(default)]
+    pub reserved_slots: u32,
+    /// Of those, the ones free now and so held idle for it (narrower runs that end in
+    /// time may still take them).
+    #[serde(default)]
+    pub reserved_idle_slots: u32,
 }
 
 /// `POST /v1/users` (admin).

@@ -278,6 +278,28 @@ impl ResourceGrant {
     }
 }
 
+/// The grant as a person reads it: `gpus 0,1` for whole devices, `gpus 1 (0.5)` for a
+/// share of one, then the plain counts (`licenses 2`), separated by `; `; empty when it
+/// grants nothing.
+impl fmt::Display for ResourceGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::with_capacity(1 + self.named.len());
+        if !self.gpus.is_empty() {
+            let devices: Vec<String> = self
+                .gpus
+                .iter()
+                .map(|g| match g.amount.units() {
+                    ResourceAmount::UNIT => g.index.to_string(),
+                    _ => format!("{} ({})", g.index, g.amount),
+                })
+                .collect();
+            parts.push(format!("{GPUS} {}", devices.join(",")));
+        }
+        parts.extend(self.named.iter().map(|(name, n)| format!("{name} {n}")));
+        f.write_str(&parts.join("; "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,6 +328,26 @@ mod tests {
             let err = ResourceAmount::parse(x).unwrap_err().to_string();
             assert!(err.contains(want), "{x}: {err}");
         }
+    }
+
+    #[test]
+    fn grants_show_their_devices_shares_and_counts() {
+        let share = |index: u32, x: f64| GpuShare {
+            index,
+            uuid: format!("GPU-{index}"),
+            amount: ResourceAmount::parse(x).unwrap(),
+        };
+        let two = ResourceGrant {
+            gpus: vec![share(0, 1.0), share(1, 1.0)],
+            named: BTreeMap::from([("licenses".into(), ResourceAmount::whole(2).unwrap())]),
+        };
+        assert_eq!(two.to_string(), "gpus 0,1; licenses 2");
+        let half = ResourceGrant {
+            gpus: vec![share(1, 0.5)],
+            ..Default::default()
+        };
+        assert_eq!(half.to_string(), "gpus 1 (0.5)");
+        assert_eq!(ResourceGrant::default().to_string(), "");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! (and the test releases them), and reports the devices it was bound to, its share and how
 //! many ran at once, so a test can check binding and sharing from the files they leave.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What each of the `n` tasks reporting to `dir` wrote: `CUDA_VISIBLE_DEVICES
@@ -40,4 +41,29 @@ pub fn report_dir(parent: &Path, name: &str, released: bool) -> PathBuf {
         std::fs::write(dir.join("release"), "").unwrap();
     }
     dir
+}
+
+/// How many of the tasks each device served, from their [`reports`], which must all show
+/// the share `share` and all `n` tasks running together.
+pub fn tasks_per_device(
+    reports: &[(String, String, usize)],
+    share: &str,
+    n: usize,
+) -> BTreeMap<String, usize> {
+    assert!(
+        reports
+            .iter()
+            .all(|(_, shown, running)| shown == share && *running == n),
+        "each task's share is {share}, with {n} running together: {reports:?}"
+    );
+    let mut per_device = BTreeMap::new();
+    for (devices, _, _) in reports {
+        *per_device.entry(devices.clone()).or_default() += 1;
+    }
+    per_device
+}
+
+/// `[(device, tasks)]` as [`tasks_per_device`] returns it.
+pub fn devices(counts: &[(&str, usize)]) -> BTreeMap<String, usize> {
+    counts.iter().map(|&(d, n)| (d.to_string(), n)).collect()
 }

@@ -72,13 +72,19 @@ pub fn local_profile(dir: &Path, name: &str, cores: u32, extra: &str) -> PathBuf
 }
 
 /// Writes a manager configuration in `dir` with `platforms` (name, profile) and a fast
-/// provisioner; returns the environment a manager needs to use it and the lab.
+/// provisioner (`provision`'s settings; idle agents are drained at once unless it sets
+/// `idle_timeout_secs`); returns the environment a manager needs to use it and the lab.
 pub fn configure(
     dir: &Path,
     platforms: &[(&str, &Path)],
     provision: &str,
 ) -> Vec<(String, String)> {
-    let mut text = format!("[provision]\n{provision}\n");
+    let idle = if provision.contains("idle_timeout_secs") {
+        ""
+    } else {
+        "idle_timeout_secs = 0\n"
+    };
+    let mut text = format!("[provision]\n{idle}{provision}\n");
     for (name, profile) in platforms {
         text.push_str(&format!(
             "[[platforms]]\nname = \"{name}\"\nprofile = \"{}\"\n",

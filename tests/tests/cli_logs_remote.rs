@@ -117,3 +117,71 @@ fn logs_fetch_the_tail_through_the_manager_when_the_node_path_is_not_here() {
     let _ = agent.kill();
     let _ = agent.wait();
 }
+
+/// A stream longer than `[limits] max_output_mib` is kept from its last that many MiB, and
+/// `logs` says how much of it stayed on the node.
+#[test]
+fn an_output_past_max_output_mib_is_kept_from_its_end_and_logs_says_what_stayed_on_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("manager.toml");
+    std::fs::write(&config, "[limits]\nmax_output_mib = 1\n").unwrap();
+    let m = Manager::start_with(
+        dir.path(),
+        hetpilot_e2e::free_port(),
+        30.0,
+        &[],
+        &[("HETPILOT_CONFIG", config.to_str().unwrap())],
+    );
+    let mut agent = agent_elsewhere(&m, &dir.path().join("node"));
+    let app = m.submit(array_app("long", "seq 1 250000", 1));
+    m.wait_finished(app, Duration::from_secs(60));
+    let task = format!("{app}.0");
+    let whole: String = (1..=250_000).map(|i| format!("{i}\n")).collect();
+    let kept_bytes = 1 << 20;
+    let skipped = whole.len() - kept_bytes;
+
+    let o = m.cli(&["logs", &task, "--tail", "2"]);
+    let out = text(&o);
+    assert!(out.contains("from the manager"), "{out}");
+    assert!(out.ends_with("\n249999\n250000\n"), "{out}");
+    let note = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        note.contains(
+            "stdout: the manager keeps only its last 1.00 MiB (limits.max_output_mib); the first"
+        ),
+        "{note}"
+    );
+    assert!(note.contains("are on "), "{note}");
+
+    // What the manager kept is exactly the last MiB, and says how much came before.
+    let kept = dir.path().join(format!("outputs/app-{app}/task-0.1.out"));
+    assert_eq!(std::fs::read(&kept).unwrap(), &whole.as_bytes()[skipped..]);
+    let resp = reqwest::blocking::Client::new()
+        .get(format!(
+            "{}/v1/tasks/{task}/output?attempt=1&stream=out",
+            m.url
+        ))
+        .bearer_auth(&m.admin)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        resp.headers()["x-hetpilot-output-skipped"]
+            .to_str()
+            .unwrap(),
+        skipped.to_string()
+    );
+
+    // Its head is where the kept part begins, not the run's first line.
+    let o = m.cli(&["logs", &task, "--head", "1"]);
+    let out = text(&o);
+    let first_kept = whole[skipped..].lines().next().unwrap();
+    assert!(out.ends_with(&format!("---\n{first_kept}\n")), "{out}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("the first"),
+        "{o:?}"
+    );
+
+    let _ = agent.kill();
+    let _ = agent.wait();
+}

@@ -75,7 +75,7 @@ fn every_command_ends_quietly_when_its_reader_goes_away() {
     let app_id = app.to_string();
     let commands: [&[&str]; 7] = [
         &["logs", &task, "--json"],
-        &["logs", &task],
+        &["logs", &task, "--all"],
         &["tasks", &app_id],
         &["tasks", &app_id, "--json"],
         &["status"],

@@ -5,11 +5,10 @@
 //! their own devices or share them; CPU-only work never makes the manager submit a pilot to
 //! the GPU partition while a CPU partition can take it.
 
-use hetpilot_e2e::gpu_tasks::{report_dir, reports, together};
+use hetpilot_e2e::gpu_tasks::{devices, report_dir, reports, tasks_per_device, together};
 use hetpilot_e2e::lab::{self, configure, pilots, start_tls_manager};
 use hetpilot_e2e::{array_app, wait_until, Manager};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,15 +18,36 @@ const LAB_GPU_1: &str = "GPU-1ab0d000-0000-4000-8000-000000000001";
 
 const FAST: &str = "interval_secs = 0.5\nregister_timeout_secs = 120\nbackoff_base_secs = 2\nbackoff_max_secs = 30";
 
+/// A manager whose one platform is the lab's GPU partition, holding the lab; its fields
+/// drop in order: the manager, its pilots cancelled, its directory, the lab.
+struct GpuLab {
+    m: Manager,
+    _cancel: lab::CancelOnDrop,
+    dir: tempfile::TempDir,
+    _lab: std::sync::MutexGuard<'static, ()>,
+}
+
+impl GpuLab {
+    fn start() -> GpuLab {
+        let lab = lab::require();
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = lab::CancelOnDrop(dir.path().to_path_buf());
+        let gpu = lab::shipped_profile("lab-gpu");
+        let env = configure(dir.path(), &[("lab-gpu", &gpu)], FAST);
+        GpuLab {
+            m: start_tls_manager(dir.path(), &env),
+            _cancel: cancel,
+            dir,
+            _lab: lab,
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn a_gpu_pilot_gets_both_gpus_of_the_gpu_partition_from_slurm() {
-    let _lab = lab::require();
-    let dir = tempfile::tempdir().unwrap();
-    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
-    let gpu = lab::shipped_profile("lab-gpu");
-    let env = configure(dir.path(), &[("lab-gpu", &gpu)], FAST);
-    let m = start_tls_manager(dir.path(), &env);
+    let lab = GpuLab::start();
+    let (dir, m) = (&lab.dir, &lab.m);
     let seen = dir.path().join("slurm-job-gpus");
     let command = format!("sh -c 'echo \"$SLURM_JOB_GPUS\" > {}'", seen.display());
     let app = m.submit(array_app("gpu-lab", &command, 1));
@@ -36,7 +56,7 @@ fn a_gpu_pilot_gets_both_gpus_of_the_gpu_partition_from_slurm() {
     // Slurm granted the pilot both devices of n5 (gres.conf), as the task inherited.
     let granted = std::fs::read_to_string(&seen).unwrap();
     assert_eq!(granted.trim(), "0,1", "SLURM_JOB_GPUS of the pilot's job");
-    let pilot = pilots(&m)
+    let pilot = pilots(m)
         .into_iter()
         .find(|p| p["platform"] == "lab-gpu" && !p["registered_ms"].is_null());
     assert!(pilot.is_some(), "a registered lab-gpu pilot ran it");
@@ -94,26 +114,15 @@ fn run_together(m: &Manager, dir: &Path, gpus: f64, n: usize) -> Vec<(String, St
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn a_gpu_pilot_registers_both_gpus_and_binds_each_task_to_its_own_or_a_shared_device() {
-    let _lab = lab::require();
-    let dir = tempfile::tempdir().unwrap();
-    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
-    let gpu = lab::shipped_profile("lab-gpu");
-    let env = configure(dir.path(), &[("lab-gpu", &gpu)], FAST);
-    let m = start_tls_manager(dir.path(), &env);
+    let lab = GpuLab::start();
+    let (dir, m) = (&lab.dir, &lab.m);
 
     // Two whole-GPU tasks, running at the same time, see different devices.
     let whole = report_dir(dir.path(), "whole", true);
-    let r = run_together(&m, &whole, 1.0, 2);
-    assert!(
-        r.iter()
-            .all(|(_, share, running)| share == "1" && *running == 2),
-        "{r:?}"
-    );
-    let mut seen: Vec<&str> = r.iter().map(|(uuid, _, _)| uuid.as_str()).collect();
-    seen.sort();
+    let r = run_together(m, &whole, 1.0, 2);
     assert_eq!(
-        seen,
-        [LAB_GPU_0, LAB_GPU_1],
+        tasks_per_device(&r, "1", 2),
+        devices(&[(LAB_GPU_0, 1), (LAB_GPU_1, 1)]),
         "each task sees its own device"
     );
 
@@ -138,15 +147,9 @@ fn a_gpu_pilot_registers_both_gpus_and_binds_each_task_to_its_own_or_a_shared_de
 
     // Four half-GPU tasks share the two devices two by two.
     let half = report_dir(dir.path(), "half", true);
-    let r = run_together(&m, &half, 0.5, 4);
-    assert!(
-        r.iter()
-            .all(|(_, share, running)| share == "0.5" && *running == 4),
-        "{r:?}"
+    let r = run_together(m, &half, 0.5, 4);
+    assert_eq!(
+        tasks_per_device(&r, "0.5", 4),
+        devices(&[(LAB_GPU_0, 2), (LAB_GPU_1, 2)])
     );
-    let mut per_device: BTreeMap<&str, usize> = BTreeMap::new();
-    for (uuid, _, _) in &r {
-        *per_device.entry(uuid.as_str()).or_default() += 1;
-    }
-    assert_eq!(per_device, BTreeMap::from([(LAB_GPU_0, 2), (LAB_GPU_1, 2)]));
 }

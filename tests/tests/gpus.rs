@@ -2,13 +2,12 @@
 //! `qsub`s there): what the agent offers, kept to the batch job's grant, checked against
 //! nvidia-smi; and, with the manager's GPU leasing, tasks bound to their own devices.
 
-use hetpilot_e2e::gpu_tasks::{report_dir, reports, together};
+use hetpilot_e2e::gpu_tasks::{devices, report_dir, reports, tasks_per_device, together};
 use hetpilot_e2e::{bin, wait_until, Manager};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::time::Duration;
 
 /// Two recorded-format A100 lines, for the agent's query and for the check's.
@@ -155,17 +154,14 @@ fn metric(m: &Manager, line_start: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The manager leases each task its devices (or a share of one) from the agent's
-/// registered GPUs, and the agent binds the task to them.
-#[test]
-fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two() {
-    let dir = tempfile::tempdir().unwrap();
-    let m = Manager::start(dir.path(), 30.0);
-    let fake = fake_nvidia_smi(dir.path(), 81920);
+/// A local agent with four slots and the fake nvidia-smi's two GPUs, working in
+/// `dir/agent`.
+fn two_gpu_agent(m: &Manager, dir: &Path) -> Child {
+    let fake = fake_nvidia_smi(dir, 81920);
     let token = m.agent_token("local");
-    let work = dir.path().join("agent");
+    let work = dir.join("agent");
     std::fs::create_dir_all(&work).unwrap();
-    let mut agent = Command::new(bin("hetpilot-agent"))
+    Command::new(bin("hetpilot-agent"))
         .args(["--manager", &m.url, "--platform", "local", "--slots", "4"])
         .arg("--work-dir")
         .arg(&work)
@@ -175,7 +171,93 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
         .env_remove("SLURM_JOB_GPUS")
         .stderr(std::fs::File::create(work.join("agent.log")).unwrap())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Stops an agent this test started and waits for it.
+fn stop(mut agent: Child) {
+    let _ = agent.kill();
+    wait_until("the agent to stop", Duration::from_secs(10), || {
+        agent.try_wait().ok().flatten()
+    });
+}
+
+/// `hetpilot ARGS` as admin, which must succeed; its stdout.
+fn cli_ok(m: &Manager, args: &[&str]) -> String {
+    let out = m.cli(args);
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `hetpilot tasks` (the table and `--json`) and `hetpilot logs` say which devices, or
+/// which share of one, each run was granted.
+#[test]
+fn tasks_and_logs_show_the_gpus_each_run_was_granted() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let agent = two_gpu_agent(&m, dir.path());
+    wait_until("the agent to register", Duration::from_secs(20), || {
+        agents(&m).first().map(|_| ())
+    });
+    for gpus in ["2", "0.5"] {
+        cli_ok(
+            &m,
+            &[
+                "submit", "--wait", "--array", "0-0", "--gpus", gpus, "--", "true",
+            ],
+        );
+    }
+
+    let listed: Value = serde_json::from_str(&cli_ok(&m, &["tasks", "1", "--json"])).unwrap();
+    let granted = &listed[0]["last"]["resources"]["gpus"];
+    let indices: Vec<u64> = granted
+        .as_array()
+        .unwrap_or_else(|| panic!("no grant in {listed}"))
+        .iter()
+        .map(|g| g["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(indices, [0, 1], "{listed}");
+    assert_eq!(granted[1]["uuid"], UUID_B, "{listed}");
+    let table = cli_ok(&m, &["tasks", "1"]);
+    assert!(
+        table.lines().next().unwrap().ends_with("GRANTED"),
+        "{table}"
+    );
+    assert!(
+        table.lines().nth(1).unwrap().ends_with("gpus 0,1"),
+        "{table}"
+    );
+    let logs = cli_ok(&m, &["logs", "1.0"]);
+    assert!(logs.contains(" with gpus 0,1: Success"), "{logs}");
+
+    let listed: Value = serde_json::from_str(&cli_ok(&m, &["tasks", "2", "--json"])).unwrap();
+    let share = &listed[0]["last"]["resources"]["gpus"][0];
+    assert_eq!(share["amount"], 0.5, "{listed}");
+    let device = share["index"].as_u64().unwrap();
+    let table = cli_ok(&m, &["tasks", "2"]);
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(&format!("gpus {device} (0.5)")),
+        "{table}"
+    );
+    let logs = cli_ok(&m, &["logs", "2.0"]);
+    assert!(
+        logs.contains(&format!("with gpus {device} (0.5): Success")),
+        "{logs}"
+    );
+    stop(agent);
+}
+
+/// The manager leases each task its devices (or a share of one) from the agent's
+/// registered GPUs, and the agent binds the task to them.
+#[test]
+fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let agent = two_gpu_agent(&m, dir.path());
 
     // The agent registers both devices, none in use.
     let gpus = wait_until("the agent to register", Duration::from_secs(20), || {
@@ -203,16 +285,9 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
     ]);
     assert!(out.status.success(), "{out:?}");
     let r = reports(&whole, 2);
-    assert!(
-        r.iter()
-            .all(|(_, share, running)| share == "1" && *running == 2),
-        "{r:?}"
-    );
-    let mut seen: Vec<&str> = r.iter().map(|(uuid, _, _)| uuid.as_str()).collect();
-    seen.sort();
     assert_eq!(
-        seen,
-        [UUID_A, UUID_B],
+        tasks_per_device(&r, "1", 2),
+        devices(&[(UUID_A, 1), (UUID_B, 1)]),
         "each task sees exactly its own device"
     );
 
@@ -275,16 +350,10 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
     let summary = m.wait_finished(app, Duration::from_secs(30));
     assert_eq!(summary["counts"]["done"], 4, "{summary}");
     let r = reports(&half, 4);
-    assert!(
-        r.iter()
-            .all(|(_, share, running)| share == "0.5" && *running == 4),
-        "{r:?}"
+    assert_eq!(
+        tasks_per_device(&r, "0.5", 4),
+        devices(&[(UUID_A, 2), (UUID_B, 2)])
     );
-    let mut per_device: BTreeMap<&str, usize> = BTreeMap::new();
-    for (uuid, _, _) in &r {
-        *per_device.entry(uuid.as_str()).or_default() += 1;
-    }
-    assert_eq!(per_device, BTreeMap::from([(UUID_A, 2), (UUID_B, 2)]));
     assert_eq!(
         metric(&m, &format!("hetpilot_agent_resources_free{labels}")),
         Some(2.0)
@@ -304,8 +373,5 @@ fn gpu_tasks_on_a_two_gpu_agent_get_their_own_devices_or_share_them_two_by_two()
     ]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(reports(&cpu, 1)[0].0, "-", "CUDA_VISIBLE_DEVICES is empty");
-    let _ = agent.kill();
-    wait_until("the agent to stop", Duration::from_secs(10), || {
-        agent.try_wait().ok().flatten()
-    });
+    stop(agent);
 }

@@ -137,11 +137,18 @@ fn usage_is_accounted_per_user_private_and_rebuilt_after_a_restart() {
     assert!(f(&h, "usage") >= 4.0, "8 × 0.5 core-seconds at least: {h}");
     assert!(f(&h, "usage") > 4.0 * f(&l, "usage"), "{h} vs {l}");
     assert!(f(&h, "priority") < f(&l, "priority"));
+    // The API pages by name; the table puts the user served first on top.
     let order: Vec<&str> = all.iter().filter_map(|r| r["user"].as_str()).collect();
-    assert!(
-        order.iter().position(|u| *u == "light") < order.iter().position(|u| *u == "heavy"),
-        "{order:?}"
-    );
+    assert_eq!(order, ["heavy", "light"]);
+    let out = m.cli(&["usage"]);
+    assert!(out.status.success(), "{out:?}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|u| ["heavy", "light"].contains(u))
+        .collect();
+    assert_eq!(rows, ["light", "heavy"], "{table}");
     // Each user sees their own row only.
     let mine = usage(&m, &light);
     assert_eq!(mine.len(), 1, "{mine:?}");
@@ -181,7 +188,7 @@ fn multi_core_tasks_run_only_where_their_cores_are_free() {
         let n = ran_on(&m, wide, "fast");
         (n == 6).then_some(n)
     });
-    // The 1-slot agent asks for 2 tasks (slot + prefetch) but has 1 free slot.
+    // The 1-slot agent asks for tasks (its slot, then prefetch) but has 1 free slot.
     assert_eq!(runs, 6, "a 2-core task never goes to the 1-slot agent");
     // At most two 2-core tasks at once on the 4-slot agent.
     let most: i64 = m

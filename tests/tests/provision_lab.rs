@@ -130,14 +130,30 @@ fn a_missing_agent_binary_fails_the_pilot_fast_with_a_clear_reason() {
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
+    // A copy of the agent that passes the start-up checks, then is gone before any pilot
+    // runs (as when an upgrade removes it): the job itself must find it missing.
+    let agent = dir.path().join("hetpilot-agent");
+    std::fs::copy(hetpilot_e2e::bin("hetpilot-agent"), &agent).unwrap();
     let broken = dir.path().join("lab-nobinary.toml");
     let text = std::fs::read_to_string(lab::shipped_profile("lab-debug"))
         .unwrap()
         .replace("lab-debug", "lab-nobinary")
-        .replace("${HETPILOT_AGENT_BINARY}", "/nonexistent/hetpilot-agent");
+        .replace("${HETPILOT_AGENT_BINARY}", &agent.display().to_string());
     std::fs::write(&broken, text).unwrap();
     let env = configure(dir.path(), &[("lab-nobinary", &broken)], FAST);
     let m = start_tls_manager(dir.path(), &env);
+    let log = dir.path().join("manager.log");
+    wait_until(
+        "the start-up checks to pass",
+        Duration::from_secs(60),
+        || {
+            let text = std::fs::read_to_string(&log).ok()?;
+            text.lines()
+                .any(|l| l.contains("platform passed its checks") && l.contains("lab-nobinary"))
+                .then_some(())
+        },
+    );
+    std::fs::remove_file(&agent).unwrap();
     let started = Instant::now();
     m.submit(array_app("nobinary", "true", 3));
     let failed = wait_pilot(&m, "the pilot to fail", Duration::from_secs(60), |p| {
@@ -305,7 +321,7 @@ fn pbs_torque_ssh_and_ssh_login_profiles_provision_working_agents() {
 
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
-fn a_partition_typo_blocks_the_application_with_sbatchs_reason() {
+fn a_partition_typo_blocks_the_application_with_the_checks_reason_before_any_sbatch() {
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
@@ -324,11 +340,14 @@ fn a_partition_typo_blocks_the_application_with_sbatchs_reason() {
         Duration::from_secs(60),
         || platform_status(&m, "lab-typo").filter(|s| s["available"] == false),
     );
+    // Caught by the start-up checks, before any sbatch.
     let reason = down["reason"].as_str().unwrap();
     assert!(
-        reason.contains("invalid partition specified: smal"),
+        reason.contains("partition `smal` does not exist (partitions: ")
+            && reason.contains("small"),
         "{down}"
     );
+    assert!(down["failures"].as_u64().unwrap() >= 1, "{down}");
     assert!(!reason.contains('\n'), "one line: {down}");
     let blocked = wait_until(
         "the application to be blocked",
@@ -339,8 +358,8 @@ fn a_partition_typo_blocks_the_application_with_sbatchs_reason() {
         },
     );
     assert!(
-        blocked.starts_with("no available platform: lab-typo unavailable: submission failed: ")
-            && blocked.contains("sbatch: error: invalid partition specified: smal"),
+        blocked.starts_with("no available platform: lab-typo unavailable: platform check failed: ")
+            && blocked.contains("partition `smal` does not exist"),
         "{blocked}"
     );
     let out = m.cli(&["status"]);
@@ -354,10 +373,14 @@ fn a_partition_typo_blocks_the_application_with_sbatchs_reason() {
     let out = m.cli(&["platforms"]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert_eq!(table.lines().count(), 2, "{table}");
+    assert!(
+        pilots(&m).is_empty(),
+        "no pilot is submitted while the checks fail"
+    );
     let log = std::fs::read_to_string(dir.path().join("manager.log")).unwrap();
     assert!(
         log.lines().any(|l| l.contains(" WARN ")
-            && l.contains("platform unavailable")
+            && l.contains("platform failed its checks")
             && l.contains("smal")),
         "{log}"
     );

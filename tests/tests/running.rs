@@ -201,6 +201,53 @@ fn sigterm_drains_the_agent_and_gives_back_what_it_did_not_start() {
     assert_eq!(s["counts"]["done"], 8);
 }
 
+/// A batch system stopping a job signals the agent and its tasks together: a run killed
+/// once its agent was signalled died with its pilot and is handed back (an attempt lost to
+/// the infrastructure, not counted against `max_attempts`), while a run killed alone is
+/// reported as killed.
+#[test]
+fn a_run_killed_with_its_agent_is_handed_back_and_one_killed_alone_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let mut agent = m.agent("local", 2, &[]);
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let command = format!(
+        "sh -c 'echo $$ > {}/$HETPILOT_INDEX.tmp && mv {0}/$HETPILOT_INDEX.tmp {0}/$HETPILOT_INDEX; exec sleep 600'",
+        pids.display()
+    );
+    let mut spec = array_app("killed", &command, 2);
+    spec["max_attempts"] = 1.into();
+    let app = m.submit(spec);
+    let group = |i: u32| -> i32 {
+        wait_until("the task to start", LONG, || {
+            std::fs::read_to_string(pids.join(i.to_string()))
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+        })
+    };
+    let (alone, with_agent) = (group(0), group(1));
+    let kill_group = |pid: i32| {
+        // SAFETY: signalling the process group of a task this test started.
+        assert_eq!(unsafe { libc::kill(-pid, libc::SIGKILL) }, 0);
+    };
+
+    kill_group(alone);
+    let failed = wait_until("the run killed alone to be reported", LONG, || {
+        tasks(&m, app, "failed").first().cloned()
+    });
+    assert_eq!(failed["last"]["signal"], libc::SIGKILL, "{failed}");
+
+    signal(&agent.child, libc::SIGTERM);
+    kill_group(with_agent);
+    assert_eq!(agent.wait_exit(LONG), Some(0), "{}", agent.log());
+    let waiting = tasks(&m, app, "waiting");
+    assert_eq!(waiting.len(), 1, "handed back: {waiting:?}");
+    assert_eq!(waiting[0]["task"]["index"], 1, "{waiting:?}");
+    assert_eq!(waiting[0]["lost_attempts"], 1, "{waiting:?}");
+    assert_eq!(tasks(&m, app, "failed").len(), 1);
+}
+
 #[test]
 fn agents_drain_before_their_walltime_ends() {
     let dir = tempfile::tempdir().unwrap();

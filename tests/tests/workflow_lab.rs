@@ -134,7 +134,7 @@ fn search_pipeline(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
-fn a_real_search_pipeline_runs_unwrapped_on_slurm_pilots_as_it_does_in_a_shell() {
+fn a_real_search_pipeline_runs_unwrapped_on_two_slurm_agents_as_it_does_in_a_shell() {
     let _lab = lab::require();
     let dir = tempfile::tempdir().unwrap();
     let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
@@ -172,9 +172,38 @@ fn a_real_search_pipeline_runs_unwrapped_on_slurm_pilots_as_it_does_in_a_shell()
     let expected = std::fs::read_to_string(direct.join("result.txt")).unwrap();
     assert_eq!(expected.lines().count(), 100, "every third query hits once");
 
-    let debug = lab::shipped_profile("lab-debug");
-    let env = configure(dir.path(), &[("lab-debug", &debug)], FAST);
+    // Two one-core pilots on the `debug` partition: two agents of one slot each.
+    let one = dir.path().join("lab-one.toml");
+    let text = std::fs::read_to_string(lab::shipped_profile("lab-debug"))
+        .unwrap()
+        .replace("name = \"lab-debug\"", "name = \"lab-one\"")
+        .replace("cores_per_node = 8", "cores_per_node = 1")
+        .replace("max_running = 1", "max_running = 2")
+        .replace("/lab-debug\"", "/lab-one\"");
+    std::fs::write(&one, text).unwrap();
+    // Idle agents stay while the split and the merge run alone.
+    let env = configure(
+        dir.path(),
+        &[("lab-one", &one)],
+        &format!("{FAST}\nidle_timeout_secs = 300"),
+    );
     let m = start_manager(dir.path(), &env);
+    // Both agents up and busy before the pipeline comes, so its parallel searches find
+    // two agents of one slot each: files move between agents through the file service.
+    let warm = m.submit(hetpilot_e2e::array_app("warm-up", "sleep 600", 2));
+    wait_until(
+        "two agents each running a warm-up task",
+        Duration::from_secs(180),
+        || {
+            let (_, agents) = m.http().get("/v1/agents", &m.admin);
+            let busy = agents
+                .as_array()?
+                .iter()
+                .filter(|a| a["platform"] == "lab-one" && a["tasks_held"].as_u64() == Some(1))
+                .count();
+            (busy == 2).then_some(())
+        },
+    );
     let wf = search_pipeline(dir.path());
     let out = m.cli(&[
         "submit",
@@ -188,6 +217,13 @@ fn a_real_search_pipeline_runs_unwrapped_on_slurm_pilots_as_it_does_in_a_shell()
     let app = serde_json::from_slice::<Value>(&out.stdout).unwrap()["app"]
         .as_u64()
         .unwrap();
+    // The pipeline waits for the warm-up's slots, so demand never drops to nothing.
+    let (s, b) = m.http().post(
+        &format!("/v1/apps/{warm}/cancel"),
+        &m.admin,
+        &serde_json::json!({}),
+    );
+    assert_eq!(s, 200, "{b}");
     let summary = m.wait_finished(app, Duration::from_secs(300));
     let out = m.cli(&["tasks", &app.to_string(), "--json"]);
     assert!(out.status.success(), "{out:?}");
@@ -210,5 +246,11 @@ fn a_real_search_pipeline_runs_unwrapped_on_slurm_pilots_as_it_does_in_a_shell()
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(std::fs::read_to_string(&found[0]).unwrap(), expected);
     let (_, report) = m.http().get(&format!("/v1/apps/{app}/report"), &m.admin);
-    assert_eq!(report["platforms"][0]["platform"], "lab-debug", "{report}");
+    assert_eq!(report["platforms"][0]["platform"], "lab-one", "{report}");
+    // The pipeline ran on both agents: some task's inputs came from the other agent.
+    let agents: std::collections::BTreeSet<u64> = rows
+        .iter()
+        .map(|t| t["last"]["agent"].as_u64().unwrap())
+        .collect();
+    assert_eq!(agents.len(), 2, "tasks on both agents: {rows:?}");
 }

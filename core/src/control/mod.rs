@@ -57,7 +57,7 @@ pub use wake::Wake;
 use crate::ptg::live::WorkflowPolicy;
 use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportCheck, ReportError};
 use crate::sched::SchedError;
-use hetpilot_protocol::protocol::{TaskAttempt, TaskResult};
+use hetpilot_protocol::protocol::{Outcome, TaskAttempt, TaskResult};
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_protocol::{AgentId, AppId};
@@ -110,8 +110,23 @@ pub struct AgentJoin {
 impl Control {
     /// A control plane that knows what the store measured (nothing on a first start).
     pub fn new(settings: &ControlSettings, measured: Measured) -> Result<Control, SchedError> {
-        let policy = PolicyState::new(settings, measured)?;
         let mut queues = Queues::new(settings.lease_timeout_ms);
+        queues.set_reservations(settings.scheduler.reservations);
+        let platforms: std::collections::HashMap<AgentId, &str> = measured
+            .agents
+            .iter()
+            .map(|a| (a.agent, a.platform.as_str()))
+            .collect();
+        for run in measured
+            .runs
+            .iter()
+            .filter(|r| r.outcome == Outcome::Success)
+        {
+            if let Some(platform) = platforms.get(&run.agent) {
+                queues.note_runtime(run.app, platform, run.wall_ms);
+            }
+        }
+        let policy = PolicyState::new(settings, measured)?;
         queues.set_workflow_planning(
             policy.scheduling && policy.workflow_policy != WorkflowPolicy::RoundRobin,
         );
@@ -350,6 +365,12 @@ impl Control {
         for (result, dup) in results.into_iter().zip(duplicate) {
             if !dup {
                 changes.extend(self.queues.apply_result(agent, result));
+            }
+        }
+        for run in runs.iter().filter(|r| r.outcome == Outcome::Success) {
+            if let Some(agent) = self.policy.agents.get(&run.agent) {
+                self.queues
+                    .note_runtime(run.app, &agent.platform, run.wall_ms);
             }
         }
         for run in &runs {

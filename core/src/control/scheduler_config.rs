@@ -26,6 +26,10 @@ pub struct SchedulerConfig {
     /// How competing workflows share the cores the first level gives them
     /// (`cafm-k-shelves`, `cra-work-weight` or `round-robin`, see `ptg::live`).
     pub workflows: String,
+    /// Whether a wide task (several slots, or several units of a resource, at once)
+    /// gets a reservation, with narrower tasks backfilling around it (EASY); off, it
+    /// waits until enough slots happen to be free when its agent pulls.
+    pub reservations: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -39,6 +43,7 @@ impl Default for SchedulerConfig {
             seed: 1,
             tlpa_depth: 8,
             workflows: WorkflowPolicy::default().name().into(),
+            reservations: true,
         }
     }
 }

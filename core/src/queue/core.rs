@@ -193,6 +193,10 @@ pub struct Queues {
     /// Whether scheduling rounds plan workflows (a new workflow then waits briefly for
     /// its plan, see `queue::dag_lease`).
     pub(super) workflow_planning: bool,
+    /// Reservations of wide tasks (see `queue::reservations`).
+    pub(super) reservations: super::reservations::Reservations,
+    /// Measured run lengths, for backfilling around reservations.
+    pub(super) estimates: super::runtime_estimate::RuntimeEstimates,
 }
 
 impl Queues {
@@ -209,6 +213,8 @@ impl Queues {
             partitions: HashMap::new(),
             agent_generation: 0,
             workflow_planning: false,
+            reservations: super::reservations::Reservations::new(true),
+            estimates: Default::default(),
         }
     }
 
@@ -229,7 +235,9 @@ impl Queues {
 
     pub(crate) fn insert_app(&mut self, mut app: AppEntry) {
         app.rebuild_index();
-        self.apps.insert(app.id, app);
+        let id = app.id;
+        self.apps.insert(id, app);
+        self.note_wide(id);
     }
 
     pub(crate) fn insert_agent(&mut self, agent: AgentEntry) {
@@ -354,6 +362,9 @@ impl Queues {
     /// cores on its platform; whatever is left goes round-robin across every application
     /// with waiting tasks, so no slot idles while a task it may run waits. A multi-core
     /// task goes only to an agent with enough free slots, on its TLPA platform if it has one.
+    /// Before all that, the agent takes the wide task it keeps slots for if they are free
+    /// now; while it keeps them, it takes other tasks only if they do not start the wide
+    /// one later (see `queue::reservations`).
     pub(crate) fn lease(
         &mut self,
         id: AgentId,
@@ -372,6 +383,7 @@ impl Queues {
             return Ok(batch);
         }
         let mut remaining = max_slots;
+        self.lease_reserved(id, &mut remaining, now_ms, &mut batch);
         let plan = std::mem::take(&mut self.plan);
         self.lease_planned(id, &plan, &mut remaining, now_ms, &mut batch);
         self.plan = plan;
@@ -544,11 +556,21 @@ impl Queues {
         if app.request.is_empty() && !self.cpu_task_fits(id, app.runtime.cores) {
             return 0;
         }
-        let app = self.apps.get_mut(&app_id).expect("looked up above");
+        let cores = app.runtime.cores;
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
-        let Some(grant) = agent.pool.take(&app.request) else {
+        let Some(grant) = agent.pool.take(&self.apps[&app_id].request) else {
             return 0;
         };
+        if self.backfill_refused(id, app_id, cores, &grant, now_ms) {
+            self.agents
+                .get_mut(&id)
+                .expect("checked by the caller")
+                .pool
+                .release(&grant);
+            return 0;
+        }
+        let app = self.apps.get_mut(&app_id).expect("looked up above");
+        let agent = self.agents.get_mut(&id).expect("checked by the caller");
         let planned = self
             .partitions
             .get_mut(&app_id)
@@ -557,7 +579,6 @@ impl Queues {
             agent.pool.release(&grant);
             return 0;
         };
-        let cores = app.runtime.cores;
         self.lease_task(id, app_id, index, cores, grant, remaining, now_ms, batch)
     }
 
@@ -607,6 +628,7 @@ impl Queues {
         if agent.sent_apps.insert(app_id) {
             batch.apps.push(app.runtime.clone());
         }
+        self.reservation_after_lease(id, app_id);
         cores
     }
 

@@ -52,6 +52,13 @@ impl Queues {
             app.dag.as_mut().expect("a workflow").push_ready(index);
             return 0;
         };
+        if self.backfill_refused(id, app_id, cores, &grant, now_ms) {
+            let agent = self.agents.get_mut(&id).expect("checked by the caller");
+            agent.pool.release(&grant);
+            let app = self.apps.get_mut(&app_id).expect("picked from the apps");
+            app.dag.as_mut().expect("a workflow").push_ready(index);
+            return 0;
+        }
         self.lease_task(id, app_id, index, cores, grant, remaining, now_ms, batch)
     }
 

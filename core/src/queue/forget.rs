@@ -63,6 +63,8 @@ impl Queues {
         let entry = self.apps.remove(&app).expect("looked up above");
         self.partitions.remove(&app);
         self.parallel.remove(&app);
+        self.reservations.forget(app);
+        self.estimates.forget(app);
         self.explored.retain(|(a, _), _| *a != app);
         Ok(entry)
     }

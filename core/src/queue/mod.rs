@@ -7,11 +7,14 @@ mod changes;
 mod core;
 mod dag;
 mod dag_lease;
+mod easy;
 mod forget;
 mod gpu_reserve;
 mod partitions;
 mod plan;
+mod reservations;
 mod resource_pool;
+mod runtime_estimate;
 mod staging;
 
 pub use app::{AppEntry, TaskInputs, TaskSlot};
@@ -22,6 +25,7 @@ pub use dag_lease::PLAN_WAIT_MS;
 pub use forget::{ForgetError, OwnerTasks};
 pub use partitions::Partitions;
 pub(crate) use plan::{LeasePlan, PlatformPlan};
+pub use reservations::{Hold, Reservation};
 pub use resource_pool::ResourcePool;
 pub use staging::{StagingDue, StagingRequest};
 
@@ -29,6 +33,8 @@ pub use staging::{StagingDue, StagingRequest};
 mod dag_lease_tests;
 #[cfg(test)]
 mod dag_tests;
+#[cfg(test)]
+mod reservation_tests;
 #[cfg(test)]
 mod resource_lease_tests;
 #[cfg(test)]

@@ -92,6 +92,11 @@ impl ResourcePool {
         })
     }
 
+    /// Whether the free part of the pool could grant `request` now (taking nothing).
+    pub(crate) fn can_grant(&self, request: &ResourceRequest) -> bool {
+        self.choose(request).is_some()
+    }
+
     /// Takes what `request` asks for and returns the grant, or `None` (taking nothing)
     /// when the free part of the pool cannot hold it.
     pub fn take(&mut self, request: &ResourceRequest) -> Option<ResourceGrant> {

@@ -72,6 +72,7 @@ impl Queues {
     /// An agent stops taking tasks: its partitions go to the pools and plans are stale.
     pub(super) fn agent_left(&mut self, id: AgentId) {
         self.agent_generation += 1;
+        self.reservations.agent_left(id);
         for p in self.partitions.values_mut() {
             p.release(id);
         }

@@ -2,10 +2,12 @@
 
 use super::agent_resources;
 use super::connect::Connect;
+use super::list_pages;
 use super::onboarding;
-use super::output::{print_json, print_table};
+use super::output::print_table;
 use clap::{Args as ClapArgs, Subcommand};
 use hetpilot::source_ranges::SourceRanges;
+use hetpilot_protocol::protocol::{AgentInfo, AgentTokenInfo};
 
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
@@ -132,10 +134,12 @@ pub async fn token(cmd: TokenCommand) -> anyhow::Result<()> {
             );
         }
         TokenCommand::List { json, connect } => {
-            let tokens = connect.client()?.agent_tokens().await?;
+            let client = connect.client()?;
             if json {
-                return print_json(&tokens);
+                let path = "/v1/agent-tokens";
+                return list_pages::print_json::<AgentTokenInfo>(&client, path, |_| true).await;
             }
+            let tokens: Vec<AgentTokenInfo> = list_pages::all(&client, "/v1/agent-tokens").await?;
             let now = hetpilot::service::now_ms();
             let rows: Vec<Vec<String>> = tokens
                 .iter()
@@ -174,10 +178,11 @@ pub async fn token(cmd: TokenCommand) -> anyhow::Result<()> {
 }
 
 pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
-    let agents = args.connect.client()?.agents().await?;
+    let client = args.connect.client()?;
     if args.json {
-        return print_json(&agents);
+        return list_pages::print_json::<AgentInfo>(&client, "/v1/agents", |_| true).await;
     }
+    let agents: Vec<AgentInfo> = list_pages::all(&client, "/v1/agents").await?;
     let rows: Vec<Vec<String>> = agents
         .iter()
         .map(|a| {
@@ -188,6 +193,7 @@ pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
                 a.slots.to_string(),
                 a.state.clone(),
                 a.tasks_held.to_string(),
+                a.reserved_slots.to_string(),
                 agent_resources::gpus_cell(a),
                 a.batch_job_id.clone().unwrap_or_default(),
                 a.pilot.clone().unwrap_or_default(),
@@ -202,6 +208,7 @@ pub async fn agents(args: AgentsArgs) -> anyhow::Result<()> {
             "SLOTS",
             "STATE",
             "HELD",
+            "RESERVED",
             "GPUS",
             "BATCH JOB",
             "PILOT",

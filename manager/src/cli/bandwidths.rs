@@ -2,8 +2,10 @@
 //! storage endpoint, which Het-HPS staging plans with in place of the profiles' numbers.
 
 use super::connect::Connect;
-use super::output::{print_json, print_table};
+use super::list_pages;
+use super::output::print_table;
 use clap::Args as ClapArgs;
+use hetpilot_protocol::views::BandwidthRow;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -14,10 +16,11 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let rows = args.connect.client()?.bandwidths().await?;
+    let client = args.connect.client()?;
     if args.json {
-        return print_json(&rows);
+        return list_pages::print_json::<BandwidthRow>(&client, "/v1/bandwidths", |_| true).await;
     }
+    let rows: Vec<BandwidthRow> = list_pages::all(&client, "/v1/bandwidths").await?;
     if rows.is_empty() {
         println!("no transfer measured yet (staging plans use the platform profiles' numbers)");
         return Ok(());

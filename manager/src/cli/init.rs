@@ -105,6 +105,7 @@ lease_timeout_secs = 30
 # replace_lead_secs = 600       # a pilot with less walltime left is replaced ahead of time
 # backoff_base_secs = 5         # per-platform exponential backoff after a failure ...
 # backoff_max_secs = 600        # ... up to this
+# idle_timeout_secs = 60        # an agent idle this long, with nothing waiting, is drained
 # cancel_on_shutdown = true     # stopped by SIGTERM/SIGINT, the manager cancels its pilots
 
 [scheduler]                     # live two-level scheduling (these are the defaults)

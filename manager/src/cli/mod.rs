@@ -16,6 +16,7 @@ mod files;
 mod forget;
 mod host_key_report;
 mod init;
+mod list_pages;
 mod listing;
 mod log_window;
 mod onboarding;

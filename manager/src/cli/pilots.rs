@@ -3,9 +3,11 @@
 //! agent with its node.
 
 use super::connect::Connect;
-use super::output::{age, print_json, print_table};
+use super::list_pages;
+use super::output::{age, print_table};
 use clap::Args as ClapArgs;
 use hetpilot::service::now_ms;
+use hetpilot_protocol::pilots::PilotRecord;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -19,13 +21,13 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let mut pilots = args.connect.client()?.pilots().await?;
-    if !args.all {
-        pilots.retain(|p| !p.state.is_final());
-    }
+    let client = args.connect.client()?;
+    let keep = |p: &PilotRecord| args.all || !p.state.is_final();
     if args.json {
-        return print_json(&pilots);
+        return list_pages::print_json(&client, "/v1/pilots", keep).await;
     }
+    let mut pilots: Vec<PilotRecord> = list_pages::all(&client, "/v1/pilots").await?;
+    pilots.retain(keep);
     let now = now_ms();
     let rows: Vec<Vec<String>> = pilots
         .iter()

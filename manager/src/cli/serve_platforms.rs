@@ -10,7 +10,7 @@ use super::platforms::{check_one, CheckArgs};
 use super::serve::Args;
 use hetpilot::config::ProvisionSettings;
 use hetpilot::provision::provisioner::{self, Provisioning};
-use hetpilot::provision::{catalog, PlatformProfile};
+use hetpilot::provision::{catalog, reconcile, PlatformProfile};
 use hetpilot::service::{Manager, ReloadReply};
 use hetpilot_protocol::pilots::PlatformsReloaded;
 use std::sync::Arc;
@@ -54,7 +54,8 @@ impl ServedPlatforms {
         self.manager.use_profiles(&profiles);
         let names: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
         let round = self.manager.begin_platform_checks(&names);
-        check_in_background(&self.manager, round, &profiles, &self.advertise);
+        let policy = reconcile::Policy::of(&provision);
+        check_in_background(&self.manager, round, &profiles, &self.advertise, policy);
         self.provisioning = Some(provisioner::start(
             &self.manager,
             profiles,
@@ -120,35 +121,55 @@ pub fn serve_reloads(served: Arc<Mutex<ServedPlatforms>>) -> anyhow::Result<Join
     }))
 }
 
-/// Runs each profile's checks on the blocking pool and records the result in `round`.
+/// Runs each profile's checks on the blocking pool and records the result in `round`;
+/// a platform that fails them is checked again on `policy`'s backoff until it passes or
+/// a newer round (a reload) begins.
 fn check_in_background(
     manager: &Arc<Manager>,
     round: u64,
     profiles: &[PlatformProfile],
     url: &str,
+    policy: reconcile::Policy,
 ) {
     for profile in profiles {
         let (manager, profile, url) = (manager.clone(), profile.clone(), url.to_string());
         tokio::spawn(async move {
-            let checked = {
-                let profile = profile.clone();
-                tokio::task::spawn_blocking(move || {
-                    let args = CheckArgs {
-                        dry_run: false,
-                        probe: false,
-                        probe_timeout: Duration::ZERO,
-                    };
-                    check_output::capture(|| check_one(&profile, &url, &args))
-                })
-                .await
-            };
-            let failure = match checked {
-                Ok((0, _)) => None,
-                Ok((failed, lines)) => Some(failure_reason(failed, &lines)),
-                Err(e) => Some(format!("the platform's checks did not finish: {e}")),
-            };
-            manager.finish_platform_check(round, &profile.name, profile.adapter.name(), failure);
+            loop {
+                let failure = check_blocking(&profile, &url).await;
+                let again = manager.finish_platform_check(
+                    round,
+                    &profile.name,
+                    profile.adapter.name(),
+                    failure,
+                    &policy,
+                );
+                let Some(retry_at_ms) = again else { break };
+                let wait = retry_at_ms.saturating_sub(hetpilot::service::now_ms());
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                if !manager.platform_check_round_is(round) {
+                    break;
+                }
+            }
         });
+    }
+}
+
+/// `profile`'s checks, run on the blocking pool: why they failed, if they did.
+async fn check_blocking(profile: &PlatformProfile, url: &str) -> Option<String> {
+    let (profile, url) = (profile.clone(), url.to_string());
+    let checked = tokio::task::spawn_blocking(move || {
+        let args = CheckArgs {
+            dry_run: false,
+            probe: false,
+            probe_timeout: Duration::ZERO,
+        };
+        check_output::capture(|| check_one(&profile, &url, &args))
+    })
+    .await;
+    match checked {
+        Ok((0, _)) => None,
+        Ok((failed, lines)) => Some(failure_reason(failed, &lines)),
+        Err(e) => Some(format!("the platform's checks did not finish: {e}")),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `hetpilot status`, `wait`, `report` and `cancel`: following applications.
 
 use super::connect::Connect;
+use super::list_pages;
 use super::output::{millis, print_json, print_table};
 use clap::Args as ClapArgs;
 use hetpilot::client::Client;
@@ -96,7 +97,10 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let client = args.connect.client()?;
     let apps = match args.app {
         Some(a) => vec![client.app(a).await?],
-        None => client.apps().await?,
+        None if args.json => {
+            return list_pages::print_json::<AppSummary>(&client, "/v1/apps", |_| true).await
+        }
+        None => list_pages::all(&client, "/v1/apps").await?,
     };
     if args.json {
         return print_json(&apps);

@@ -138,6 +138,16 @@ fn attempts(t: &TaskInfo) -> String {
     }
 }
 
+/// What the attempt was granted besides cores, ` with gpus 0,1` (empty when nothing), as
+/// the `logs` header says it.
+fn granted(a: &AttemptRecord) -> String {
+    if a.resources.is_empty() {
+        String::new()
+    } else {
+        format!(" with {}", a.resources)
+    }
+}
+
 fn row(t: &TaskInfo) -> Vec<String> {
     let wall = t
         .last
@@ -162,6 +172,10 @@ fn row(t: &TaskInfo) -> Vec<String> {
         ended(&t.last),
         wall,
         place,
+        t.last
+            .as_ref()
+            .map(|a| a.resources.to_string())
+            .unwrap_or_default(),
     ]
 }
 
@@ -225,7 +239,7 @@ pub async fn tasks(args: TasksArgs) -> anyhow::Result<()> {
     }
     print_table(
         &[
-            "TASK", "INPUT", "STATE", "ATTEMPTS", "LAST RUN", "WALL", "WHERE",
+            "TASK", "INPUT", "STATE", "ATTEMPTS", "LAST RUN", "WALL", "WHERE", "GRANTED",
         ],
         &tasks.iter().map(row).collect::<Vec<_>>(),
     );
@@ -254,13 +268,14 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     println!(
-        "task {} (input {}) attempt {} of {} on {}/{}: {}",
+        "task {} (input {}) attempt {} of {} on {}/{}{}: {}",
         args.task,
         printable(&detail.info.input),
         a.attempt,
         attempts(&detail.info),
         a.platform,
         a.host,
+        granted(a),
         ended(&Some(a.clone()))
     );
     if let Some(e) = &a.error {

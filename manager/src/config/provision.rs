@@ -11,6 +11,8 @@
 //! cancel_on_shutdown = true   # a manager stopped by SIGTERM/SIGINT cancels its pilots
 //! pilot_dir_retention_secs = 86400 # an ended pilot's directory is removed this long after
 //!                             #   (its batch output kept in DATA_DIR/pilot-logs/); 0: never
+//! idle_timeout_secs = 60      # a pilot whose agent held no task this long, while nothing
+//!                             #   waits for its platform, is drained; 0: at once
 //! ```
 
 use serde::Deserialize;
@@ -25,6 +27,11 @@ pub struct ProvisionSettings {
     pub backoff_base_secs: f64,
     pub backoff_max_secs: f64,
     pub credential_ttl_secs: f64,
+    /// How long a running pilot's agent may hold no task, while no task waits for its
+    /// platform, before it is drained: a workflow's serial step (a split, a merge) between
+    /// parallel ones does not send its pilots away. HyperQueue's automatic allocation
+    /// waits 5 minutes by default; a minute here, as pilots hold whole nodes.
+    pub idle_timeout_secs: f64,
     /// Whether `hetpilot serve`, stopped cleanly (SIGTERM, SIGINT), cancels the batch jobs
     /// of its pilots that are still queued or running. `false` keeps them for a manager
     /// restarted soon after (their agents wait `--give-up-secs` for it).
@@ -46,6 +53,7 @@ impl Default for ProvisionSettings {
             backoff_base_secs: 5.0,
             backoff_max_secs: 600.0,
             credential_ttl_secs: 86400.0,
+            idle_timeout_secs: 60.0,
             cancel_on_shutdown: true,
             pilot_dir_retention_secs: DirRetention(DirRetention::DEFAULT_SECS),
             manager_tls_fingerprint: None,

@@ -8,6 +8,13 @@ use hetpilot_protocol::pilots::{PilotRecord, PilotState, PlatformStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 
+/// A platform's failed checks: why, how many rounds in a row, and when they run again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckFailure {
+    pub reason: String,
+    pub backoff: super::reconcile::Backoff,
+}
+
 /// What the provisioner needs to know about one tracked pilot's agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AgentActivity {
@@ -87,9 +94,9 @@ pub trait PilotHost: Send + Sync + 'static {
     fn keep_pilot_log(&self, pilot: &str, file: &str, contents: &[u8]) -> std::io::Result<()>;
 
     /// Why `platform` failed its latest checks (`serve` runs them at start and on every
-    /// reload): no pilot is submitted to it meanwhile. `None` when it passed or was not
-    /// checked.
-    fn check_failure(&self, _platform: &str) -> Option<String> {
+    /// reload, and again on the backoff schedule while they fail): no pilot is submitted to
+    /// it meanwhile. `None` when it passed or was not checked.
+    fn check_failure(&self, _platform: &str) -> Option<CheckFailure> {
         None
     }
 }

@@ -35,6 +35,6 @@ pub use crate::config::ProvisionSettings;
 pub use adapter::{
     adapter_for, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
 };
-pub use host::{AgentActivity, PilotHost};
+pub use host::{AgentActivity, CheckFailure, PilotHost};
 pub use profile::{AdapterKind, Login, PlatformProfile, ProfileError};
 pub use runner::{for_login, CommandOutput, CommandRunner, LocalRunner, RunnerError, SshRunner};

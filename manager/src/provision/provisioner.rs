@@ -61,8 +61,10 @@ struct Track {
     last_failure: String,
     /// Round-robin position over the ssh adapter's hosts.
     next_host: usize,
-    /// Pilots whose jobs were seen ending without an exit status last cycle.
-    awaiting_exit: HashSet<String>,
+    /// Pilots whose jobs are ending without an exit status, and since when.
+    awaiting_exit: HashMap<String, u64>,
+    /// Running pilots whose agents hold no task, and since when.
+    idle_since: HashMap<String, u64>,
 }
 
 /// Starts one provisioning loop per profile; they stop when the manager is dropped or
@@ -145,9 +147,16 @@ async fn run<H: PilotHost>(
             .down
             .as_ref()
             .or(track.failing.as_ref())
-            .or(check_failure.as_ref());
+            .or(check_failure.as_ref().map(|f| &f.reason));
+        // The failures shown are those of what makes it unavailable: the failed checks'
+        // when only they do.
+        let backoff = match &check_failure {
+            Some(f) if track.down.is_none() && track.failing.is_none() => f.backoff,
+            _ => track.backoff,
+        };
         match (was_available, unavailable) {
-            (true, Some(reason)) => {
+            // Failed checks were logged when they failed.
+            (true, Some(reason)) if check_failure.is_none() => {
                 tracing::warn!(platform = %name, %reason, "platform unavailable");
             }
             (false, None) => tracing::warn!(platform = %name, "platform available again"),
@@ -165,8 +174,8 @@ async fn run<H: PilotHost>(
                     String::new()
                 }
             }),
-            failures: track.backoff.failures,
-            retry_at_ms: track.backoff.retry_at_ms,
+            failures: backoff.failures,
+            retry_at_ms: backoff.retry_at_ms,
             checked_at_ms: now_ms(),
             demand_cores: 0,
         });
@@ -269,7 +278,19 @@ async fn cycle<H: PilotHost>(
     now = now_ms();
     let agents: Vec<u64> = pilots.iter().flat_map(|p| p.agent_ids()).collect();
     let activity = m.agent_activity(&agents);
-    let mut awaiting_exit = HashSet::new();
+    track.idle_since = pilots
+        .iter()
+        .filter(|p| {
+            // A group is idle when every agent of it is.
+            let mut acts = p.agent_ids().filter_map(|a| activity.get(&a)).peekable();
+            acts.peek().is_some() && acts.all(|a| a.idle)
+        })
+        .map(|p| {
+            let since = track.idle_since.get(&p.name).copied().unwrap_or(now);
+            (p.name.clone(), since)
+        })
+        .collect();
+    let mut awaiting_exit = HashMap::new();
     let mut submitted_earlier = 0u32;
     let mut back_off = false;
     for (user, demand_cores) in groups(m.as_ref(), profile, &pilots) {
@@ -303,7 +324,10 @@ async fn cycle<H: PilotHost>(
             pilots: &views,
         };
         let d = reconcile::decide(&input);
-        awaiting_exit.extend(d.await_exit.iter().cloned());
+        awaiting_exit.extend(d.await_exit.iter().map(|name| {
+            let since = track.awaiting_exit.get(name).copied().unwrap_or(now);
+            (name.clone(), since)
+        }));
         back_off |= d.back_off;
         apply(m, platform, &mine, &d, now, track, settings).await;
         // A platform that failed its checks gets no pilot until they pass.
@@ -396,11 +420,12 @@ fn view<'a>(
             .walltime_end_ms
             .or(p.job_started_ms.map(|s| s.saturating_add(walltime))),
         agent_idle: all(|a| a.idle),
+        idle_since_ms: track.idle_since.get(&p.name).copied(),
         draining: all(|a| a.draining),
         agent_lost: all(|a| a.lost),
         agent_live: any(|a| a.live),
         drain_ordered: any(|a| a.drain_ordered),
-        exit_awaited: track.awaiting_exit.contains(&p.name),
+        awaiting_exit_since: track.awaiting_exit.get(&p.name).copied(),
     }
 }
 

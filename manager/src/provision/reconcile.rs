@@ -11,6 +11,12 @@ use hetpilot_protocol::pilots::PilotState;
 /// exit 127 with a message, like a shell's "command not found").
 pub const EXIT_AGENT_MISSING: i32 = 127;
 
+/// How long a job still ending (Slurm's COMPLETING: the kill wait, the epilog) is waited on
+/// for its final state before its pilot is decided on what is known. A job that ended
+/// without an exit status is waited on for one cycle, as the status may come with the next
+/// poll.
+pub const EXIT_WAIT_MS: u64 = 120_000;
+
 /// The platform's limits, from its profile.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Caps {
@@ -29,6 +35,8 @@ pub struct Policy {
     pub replace_lead_ms: u64,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
+    /// A running pilot's agent idle this long, while nothing waits, is drained.
+    pub idle_timeout_ms: u64,
 }
 
 impl Policy {
@@ -39,6 +47,7 @@ impl Policy {
             replace_lead_ms: ms(settings.replace_lead_secs),
             backoff_base_ms: ms(settings.backoff_base_secs),
             backoff_max_ms: ms(settings.backoff_max_secs),
+            idle_timeout_ms: ms(settings.idle_timeout_secs),
         }
     }
 }
@@ -84,6 +93,8 @@ pub struct PilotView<'a> {
     pub walltime_end_ms: Option<u64>,
     /// Its agent holds no tasks (only meaningful when `Running`).
     pub agent_idle: bool,
+    /// When its agent was first seen holding no tasks, in this idle stretch.
+    pub idle_since_ms: Option<u64>,
     /// Its agent was already asked to drain.
     pub draining: bool,
     /// Its agent was declared lost (missed heartbeats) while its job may still run.
@@ -92,9 +103,9 @@ pub struct PilotView<'a> {
     pub agent_live: bool,
     /// The manager asked its agent to drain (no work left for it, or an admin's order).
     pub drain_ordered: bool,
-    /// Its job was already seen ending without an exit status last cycle (see
+    /// When its job was first seen ending without an exit status, if it was (see
     /// [`Decisions::await_exit`]).
-    pub exit_awaited: bool,
+    pub awaiting_exit_since: Option<u64>,
 }
 
 /// One platform's situation at `now_ms`.
@@ -127,8 +138,10 @@ pub struct Decisions {
     pub cancel: Vec<String>,
     /// Registered pilots whose agents should finish their tasks and leave.
     pub drain: Vec<String>,
-    /// Unregistered pilots whose jobs are ending without an exit status yet (Slurm
-    /// COMPLETING): decided next cycle, when the status may say why (e.g. 127).
+    /// Pilots whose jobs are ending (Slurm COMPLETING), decided once the batch system
+    /// gives the final state, which says why (127, or CANCELLED), or after
+    /// [`EXIT_WAIT_MS`] on what is known; and those whose jobs ended without an exit
+    /// status, decided next cycle.
     pub await_exit: Vec<String>,
     /// Registered pilots whose batch jobs ended under their live agents: the agents are
     /// gone, and what they hold goes back to the queues now.
@@ -177,7 +190,7 @@ pub fn decide(input: &Input<'_>) -> Decisions {
     let have = capacity.len() as u64;
 
     if input.demand_cores == 0 {
-        wind_down(&live, &mut d);
+        wind_down(&live, now, policy, &mut d);
         return d;
     }
     if have > wanted {
@@ -209,14 +222,36 @@ fn observe_job(p: &PilotView<'_>, now: u64, policy: &Policy, d: &mut Decisions) 
             reason,
         });
     };
-    let job_gone = matches!(p.job, Some(JobState::Ended { .. } | JobState::Vanished));
+    let job_gone = matches!(
+        p.job,
+        Some(JobState::Ending { .. } | JobState::Ended { .. } | JobState::Vanished)
+    );
     if registered && job_gone && p.agent_live {
         d.release.push(p.name.to_string());
     }
     match p.job {
+        Some(JobState::Ending { .. })
+            if p.awaiting_exit_since
+                .is_none_or(|since| now < since.saturating_add(EXIT_WAIT_MS)) =>
+        {
+            d.await_exit.push(p.name.to_string());
+            // A registered pilot's job is gone all the same: it is no longer capacity.
+            !registered
+        }
+        Some(JobState::Ending { reason }) => {
+            let ended = JobState::Ended {
+                exit_code: None,
+                reason: reason.clone(),
+            };
+            let view = PilotView {
+                job: Some(&ended),
+                ..p.clone()
+            };
+            observe_job(&view, now, policy, d)
+        }
         Some(JobState::Ended {
             exit_code: None, ..
-        }) if !p.exit_awaited => {
+        }) if p.awaiting_exit_since.is_none() => {
             d.await_exit.push(p.name.to_string());
             // A registered pilot's job is gone all the same: it is no longer capacity.
             !registered
@@ -315,7 +350,9 @@ fn registered_end(p: &PilotView<'_>, now: u64, policy: &Policy, how: &str, d: &m
 }
 
 /// No work: queued pilots go away; idle agents are drained (their jobs then end).
-fn wind_down(live: &[&PilotView<'_>], d: &mut Decisions) {
+/// Nothing waits: queued pilots are cancelled, and running ones whose agents have been
+/// idle for the policy's idle timeout are drained.
+fn wind_down(live: &[&PilotView<'_>], now: u64, policy: &Policy, d: &mut Decisions) {
     for p in live {
         match p.state {
             PilotState::Queued => {
@@ -326,7 +363,13 @@ fn wind_down(live: &[&PilotView<'_>], d: &mut Decisions) {
                 });
                 d.cancel.push(p.name.to_string());
             }
-            PilotState::Running if p.agent_idle && !p.draining => {
+            PilotState::Running
+                if p.agent_idle
+                    && !p.draining
+                    && p.idle_since_ms.is_some_and(|since| {
+                        now >= since.saturating_add(policy.idle_timeout_ms)
+                    }) =>
+            {
                 d.drain.push(p.name.to_string());
             }
             _ => {}

@@ -18,6 +18,7 @@ fn policy() -> Policy {
         replace_lead_ms: 5 * MIN,
         backoff_base_ms: 1000,
         backoff_max_ms: 60_000,
+        idle_timeout_ms: MIN,
     }
 }
 
@@ -30,11 +31,12 @@ fn pilot<'a>(name: &'a str, state: PilotState, job: Option<&'a JobState>) -> Pil
         job_started_ms: None,
         walltime_end_ms: None,
         agent_idle: false,
+        idle_since_ms: None,
         draining: false,
         agent_lost: false,
         agent_live: false,
         drain_ordered: false,
-        exit_awaited: false,
+        awaiting_exit_since: None,
     }
 }
 
@@ -192,8 +194,7 @@ fn an_ended_registered_pilot_is_replaced_while_work_waits() {
 /// replaced, and is no sign of a broken platform. An end at the walltime is an end.
 #[test]
 fn a_registered_pilots_job_ending_unasked_fails_it_and_releases_its_agent_at_once() {
-    let completing = JobState::Ended {
-        exit_code: None,
+    let completing = JobState::Ending {
         reason: "COMPLETING".into(),
     };
     let cancelled = JobState::Ended {
@@ -211,8 +212,19 @@ fn a_registered_pilots_job_ending_unasked_fails_it_and_releases_its_agent_at_onc
     assert!(d.transitions.is_empty());
     assert_eq!(d.submit, 1, "no longer capacity");
 
+    // Still completing a cycle later (Slurm's kill wait): still waiting for why.
+    let still = [PilotView {
+        awaiting_exit_since: Some(MIN),
+        agent_live: false,
+        ..live(&completing)
+    }];
+    let d = decide(&input(MIN + 1_000, 4, &still));
+    assert!(d.transitions.is_empty(), "{:?}", d.transitions);
+    assert_eq!(d.await_exit, ["a"]);
+    assert!(d.release.is_empty(), "released once");
+
     let then = [PilotView {
-        exit_awaited: true,
+        awaiting_exit_since: Some(MIN),
         agent_live: false,
         ..live(&cancelled)
     }];
@@ -250,26 +262,36 @@ fn pilots_near_their_walltime_are_replaced_ahead_of_time() {
 }
 
 #[test]
-fn no_demand_cancels_queued_pilots_and_drains_idle_agents() {
+fn no_demand_cancels_queued_pilots_and_drains_agents_idle_past_the_timeout() {
     let q = JobState::Queued;
     let r = JobState::Running;
-    let mut idle = pilot("idle", PilotState::Running, Some(&r));
-    idle.agent_idle = true;
+    let idle_for = |name, since| PilotView {
+        agent_idle: true,
+        idle_since_ms: Some(since),
+        ..pilot(name, PilotState::Running, Some(&r))
+    };
     let busy = pilot("busy", PilotState::Running, Some(&r));
-    let mut drained = pilot("drained", PilotState::Running, Some(&r));
-    drained.agent_idle = true;
-    drained.draining = true;
+    let drained = PilotView {
+        draining: true,
+        ..idle_for("drained", 0)
+    };
     let pilots = [
         pilot("waiting", PilotState::Queued, Some(&q)),
-        idle,
+        idle_for("idle", 0),
+        idle_for("briefly", MIN + 1),
         busy,
         drained,
     ];
     let d = decide(&input(MIN, 0, &pilots));
     assert_eq!(states(&d), vec![("waiting", PilotState::Cancelled)]);
     assert_eq!(d.cancel, vec!["waiting".to_string()]);
-    assert_eq!(d.drain, vec!["idle".to_string()]);
+    assert_eq!(d.drain, vec!["idle".to_string()], "idle for a minute");
     assert_eq!(d.submit, 0);
+    // A moment later the briefly idle one is kept still; its minute passed, it goes.
+    let d = decide(&input(2 * MIN, 0, &pilots[2..3]));
+    assert!(d.drain.is_empty());
+    let d = decide(&input(2 * MIN + 1, 0, &pilots[2..3]));
+    assert_eq!(d.drain, vec!["briefly".to_string()]);
 }
 
 #[test]
@@ -362,19 +384,58 @@ fn a_lost_agent_gets_its_still_running_job_cancelled_and_replaced() {
 }
 
 #[test]
-fn an_unregistered_job_ending_without_a_status_is_decided_one_cycle_later() {
-    let completing = JobState::Ended {
-        exit_code: None,
+fn a_job_ending_without_a_status_is_decided_on_its_final_state_or_after_the_wait() {
+    let completing = JobState::Ending {
         reason: "COMPLETING".into(),
+    };
+    let missing = JobState::Ended {
+        exit_code: Some(127),
+        reason: "FAILED".into(),
     };
     let mut p = pilot("a", PilotState::Queued, Some(&completing));
     let d = decide(&input(MIN, 4, std::slice::from_ref(&p)));
     assert!(d.transitions.is_empty());
     assert_eq!(d.await_exit, vec!["a".to_string()]);
     assert_eq!(d.submit, 0, "still counted until decided");
-    p.exit_awaited = true;
-    let d = decide(&input(MIN, 4, std::slice::from_ref(&p)));
+    // Waited on while it completes, up to the limit.
+    p.awaiting_exit_since = Some(MIN);
+    let just_before = MIN + EXIT_WAIT_MS - 1;
+    let d = decide(&input(just_before, 4, std::slice::from_ref(&p)));
+    assert!(d.transitions.is_empty());
+    assert_eq!(d.await_exit, vec!["a".to_string()]);
+    // The final state, when it comes, says why.
+    let ended = PilotView {
+        job: Some(&missing),
+        ..p.clone()
+    };
+    let d = decide(&input(just_before, 4, std::slice::from_ref(&ended)));
+    assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
+    assert!(d.transitions[0].reason.contains("agent binary is missing"));
+    // Past the limit, decided on what is known.
+    let d = decide(&input(MIN + EXIT_WAIT_MS, 4, std::slice::from_ref(&p)));
     assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
     assert!(d.transitions[0].reason.contains("COMPLETING"));
     assert!(d.await_exit.is_empty());
+}
+
+#[test]
+fn a_job_that_ended_without_a_status_is_decided_one_cycle_later() {
+    // A process that exited (the local and ssh adapters), PBS `C` without an exit status:
+    // no final state is to come, so only one more poll is waited for.
+    let exited = JobState::Ended {
+        exit_code: None,
+        reason: "process 42 on here has exited".into(),
+    };
+    let mut p = pilot("a", PilotState::Queued, Some(&exited));
+    let d = decide(&input(MIN, 4, std::slice::from_ref(&p)));
+    assert!(d.transitions.is_empty());
+    assert_eq!(d.await_exit, vec!["a".to_string()]);
+    p.awaiting_exit_since = Some(MIN);
+    let d = decide(&input(MIN + 500, 4, std::slice::from_ref(&p)));
+    assert_eq!(states(&d), vec![("a", PilotState::Failed)]);
+    assert!(
+        d.transitions[0].reason.contains("has exited"),
+        "{:?}",
+        d.transitions
+    );
 }

@@ -4,7 +4,8 @@
 //! `--log-format json`).
 
 use super::error::ApiError;
-use super::extract::{Caller, Json, Path, Source};
+use super::extract::{Caller, Json, Path, Query, Source};
+use super::pages::{page, PageQuery};
 use crate::service::Manager;
 use axum::extract::State;
 use hetpilot_protocol::protocol::{
@@ -26,8 +27,13 @@ pub async fn register(
     Ok(Json(m.register(&who, source, req).await?))
 }
 
-pub async fn list(State(m): State<Arc<Manager>>, Caller(who): Caller) -> Result<Vec<AgentInfo>> {
-    Ok(Json(m.list_agents(&who)?))
+/// Every agent by id, a page at a time (admin).
+pub async fn list(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Query(q): Query<PageQuery>,
+) -> Result<Vec<AgentInfo>> {
+    Ok(Json(page(m.list_agents(&who)?, &q)?))
 }
 
 pub async fn pull(

@@ -151,6 +151,8 @@ fn states(c: &hetpilot_protocol::protocol::StateCounts) -> [(&'static str, u64);
 fn agents_and_pilots(r: &mut Registry, m: &Manager, admin: &Principal) -> Result<(), ServiceError> {
     let agents: Family<PlatformStateLabels, Gauge> = Family::default();
     let slots: Family<PlatformLabel, Gauge> = Family::default();
+    let reserved: Family<PlatformLabel, Gauge> = Family::default();
+    let reserved_idle: Family<PlatformLabel, Gauge> = Family::default();
     let listed = m.list_agents(admin)?;
     metrics_resources::register(r, &listed);
     for a in listed {
@@ -164,6 +166,12 @@ fn agents_and_pilots(r: &mut Registry, m: &Manager, admin: &Principal) -> Result
                 platform: a.platform,
             };
             slots.get_or_create(&l).inc_by(i64::from(a.slots));
+            reserved
+                .get_or_create(&l)
+                .inc_by(i64::from(a.reserved_slots));
+            reserved_idle
+                .get_or_create(&l)
+                .inc_by(i64::from(a.reserved_idle_slots));
         }
     }
     let pilots: Family<PlatformStateLabels, Gauge> = Family::default();
@@ -192,6 +200,16 @@ fn agents_and_pilots(r: &mut Registry, m: &Manager, admin: &Principal) -> Result
     }
     r.register("agents", "Agents by platform and state", agents);
     r.register("agent_slots", "Slots of active agents, by platform", slots);
+    r.register(
+        "agent_reserved_slots",
+        "Slots active agents keep for wide tasks' reservations, by platform",
+        reserved,
+    );
+    r.register(
+        "agent_reserved_idle_slots",
+        "Free slots of active agents held idle for wide tasks' reservations, by platform",
+        reserved_idle,
+    );
     r.register("pilots", "Pilot batch jobs by platform and state", pilots);
     r.register(
         "pilot_queue_wait_seconds",

@@ -20,6 +20,7 @@ mod long_poll;
 mod metrics;
 mod metrics_resources;
 mod metrics_state;
+mod pages;
 mod pilots;
 mod rate;
 mod scheduling_views;

@@ -1,7 +1,8 @@
 //! Admin routes for provisioning: the pilots and the platforms' provisioning status.
 
 use super::error::ApiError;
-use super::extract::{Caller, Json};
+use super::extract::{Caller, Json, Query};
+use super::pages::{page, PageQuery};
 use crate::service::{Manager, PlatformStatus};
 use axum::extract::State;
 use hetpilot_protocol::pilots::{PilotRecord, PlatformsReloaded};
@@ -9,10 +10,17 @@ use std::sync::Arc;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;
 
-pub async fn list(State(m): State<Arc<Manager>>, Caller(who): Caller) -> Result<Vec<PilotRecord>> {
-    Ok(Json(m.list_pilots(&who)?))
+/// Every pilot, oldest first, a page at a time.
+pub async fn list(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Query(q): Query<PageQuery>,
+) -> Result<Vec<PilotRecord>> {
+    Ok(Json(page(m.list_pilots(&who)?, &q)?))
 }
 
+/// One row per platform of the manager's configuration file, so the listing is as small
+/// as the admin made that file and is answered whole, unpaged.
 pub async fn platforms(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,

@@ -3,7 +3,8 @@
 //! bandwidths).
 
 use super::error::ApiError;
-use super::extract::{Caller, Json};
+use super::extract::{Caller, Json, Query};
+use super::pages::{page, PageQuery};
 use crate::service::Manager;
 use axum::extract::State;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
@@ -16,16 +17,21 @@ pub async fn schedule(
     Ok(Json(m.schedule(&who)?))
 }
 
+/// Fairshare usage by user name, a page at a time.
 pub async fn usage(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
+    Query(q): Query<PageQuery>,
 ) -> Result<Json<Vec<UserUsage>>, ApiError> {
-    Ok(Json(m.usage(&who)?))
+    Ok(Json(page(m.usage(&who)?, &q)?))
 }
 
+/// Measured bandwidths by platform and endpoint (endpoints come from the files users
+/// stage, so the rows grow with use), a page at a time.
 pub async fn bandwidths(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
+    Query(q): Query<PageQuery>,
 ) -> Result<Json<Vec<BandwidthRow>>, ApiError> {
-    Ok(Json(m.bandwidths(&who)?))
+    Ok(Json(page(m.bandwidths(&who)?, &q)?))
 }

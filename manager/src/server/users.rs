@@ -2,6 +2,7 @@
 
 use super::error::ApiError;
 use super::extract::{Caller, Json, Path, Query};
+use super::pages::{page, PageQuery};
 use crate::service::{Manager, ServiceError, TaskPage};
 use axum::extract::State;
 use hetpilot_protocol::protocol::{
@@ -23,8 +24,13 @@ pub async fn submit(
     Ok(Json(m.submit(&who, spec).await?))
 }
 
-pub async fn list(State(m): State<Arc<Manager>>, Caller(who): Caller) -> Result<Vec<AppSummary>> {
-    Ok(Json(m.list_apps(&who)?))
+/// The caller's applications (every one, for the admin), a page at a time by id.
+pub async fn list(
+    State(m): State<Arc<Manager>>,
+    Caller(who): Caller,
+    Query(q): Query<PageQuery>,
+) -> Result<Vec<AppSummary>> {
+    Ok(Json(page(m.list_apps(&who)?, &q)?))
 }
 
 /// `?wait_ms=N&seen=K`: answer once more than K tasks have ended or the application has
@@ -144,11 +150,13 @@ pub async fn create_agent_token(
     Ok(Json(m.create_agent_token(&who, req).await?))
 }
 
+/// The registration tokens still valid, newest first, a page at a time.
 pub async fn list_agent_tokens(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
+    Query(q): Query<PageQuery>,
 ) -> Result<Vec<AgentTokenInfo>> {
-    Ok(Json(m.list_agent_tokens(&who).await?))
+    Ok(Json(page(m.list_agent_tokens(&who).await?, &q)?))
 }
 
 pub async fn revoke_agent_token(

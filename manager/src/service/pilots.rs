@@ -8,7 +8,7 @@ use super::platforms::Shape;
 use super::users::admin;
 use super::{auth, now_ms, Manager, Principal, ServiceError};
 use crate::db::{PilotCredential, StoredPilot, Write};
-use crate::provision::{AgentActivity, PilotHost};
+use crate::provision::{AgentActivity, CheckFailure, PilotHost};
 use crate::queue::AgentState;
 use hetpilot_protocol::pilots::PlatformStatus;
 use hetpilot_protocol::pilots::{PilotMember, PilotRecord, PilotState};
@@ -33,7 +33,7 @@ pub struct PilotBook {
     /// The round of platform checks under way (see `platform_checks`).
     pub(super) check_round: u64,
     /// Why each platform that failed the latest round of checks failed.
-    pub(super) check_failures: BTreeMap<String, String>,
+    pub(super) check_failures: BTreeMap<String, CheckFailure>,
     next: u64,
 }
 
@@ -484,7 +484,7 @@ impl PilotHost for Manager {
         self.book().platforms.insert(status.name.clone(), status);
     }
 
-    fn check_failure(&self, platform: &str) -> Option<String> {
+    fn check_failure(&self, platform: &str) -> Option<CheckFailure> {
         self.platform_check_failure(platform)
     }
 }

@@ -1,13 +1,17 @@
 //! The platform checks `serve` runs in the background at start and after every reload of
 //! the profiles (`hetpilot platforms reload`, `POST /v1/platforms/reload`, SIGHUP), as the
 //! manager keeps their results: a platform that failed its checks is unavailable with the
-//! failed checks as its reason, and the provisioner submits no pilot to it, until a later
-//! round passes. Each reload starts a new round and forgets the old results, so a reason
-//! that stopped being true is not shown, and a slow check of a replaced profile cannot
-//! overwrite a newer result.
+//! failed checks as its reason, and the provisioner submits no pilot to it, until they
+//! pass. Failed checks run again on the provisioner's backoff schedule (`[provision]
+//! backoff_base_secs` doubling up to `backoff_max_secs`), so a login host that was down at
+//! start is used once it answers, without a reload. Each reload starts a new round and
+//! forgets the old results, so a reason that stopped being true is not shown, and a slow
+//! check of a replaced profile cannot overwrite a newer result.
 
 use super::users::admin;
 use super::{now_ms, Manager, Principal, ServiceError};
+use crate::provision::reconcile::Policy;
+use crate::provision::CheckFailure;
 use hetpilot_protocol::pilots::{PlatformStatus, PlatformsReloaded};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -41,45 +45,74 @@ impl Manager {
     }
 
     /// Records the result of platform `name`'s checks in `round`: `Some(reason)` when some
-    /// failed. Shown at once in its status; dropped when a newer round began.
+    /// failed. Shown at once in its status. Returns when to check it again: after a failure
+    /// in a round still current, on `policy`'s backoff; `None` once it passed or a newer
+    /// round began.
     pub fn finish_platform_check(
         &self,
         round: u64,
         name: &str,
         adapter: &str,
         failure: Option<String>,
-    ) {
+        policy: &Policy,
+    ) -> Option<u64> {
         let mut book = self.book();
         if book.check_round != round {
-            return;
+            return None;
         }
-        match failure {
-            Some(reason) => {
-                tracing::warn!(platform = %name, %reason, "platform failed its checks; no pilot is submitted to it until a reload passes them");
-                book.check_failures.insert(name.to_string(), reason.clone());
-                let status =
-                    book.platforms
-                        .entry(name.to_string())
-                        .or_insert_with(|| PlatformStatus {
-                            name: name.to_string(),
-                            adapter: adapter.to_string(),
-                            available: false,
-                            reason: String::new(),
-                            failures: 0,
-                            retry_at_ms: 0,
-                            checked_at_ms: 0,
-                            demand_cores: 0,
-                        });
-                status.available = false;
-                status.reason = reason;
-                status.checked_at_ms = now_ms();
+        let Some(reason) = failure else {
+            if book.check_failures.remove(name).is_some() {
+                tracing::warn!(platform = %name, "platform passes its checks again");
+            } else {
+                tracing::info!(platform = %name, "platform passed its checks");
             }
-            None => tracing::info!(platform = %name, "platform passed its checks"),
+            return None;
+        };
+        let now = now_ms();
+        let earlier = book
+            .check_failures
+            .get(name)
+            .map(|f| f.backoff)
+            .unwrap_or_default();
+        let backoff = earlier.failed(now, policy);
+        if earlier.failures == 0 {
+            tracing::warn!(platform = %name, %reason, "platform failed its checks; no pilot is submitted to it until they pass (checked again on the backoff schedule, and on reload)");
         }
+        book.check_failures.insert(
+            name.to_string(),
+            CheckFailure {
+                reason: reason.clone(),
+                backoff,
+            },
+        );
+        let status = book
+            .platforms
+            .entry(name.to_string())
+            .or_insert_with(|| PlatformStatus {
+                name: name.to_string(),
+                adapter: adapter.to_string(),
+                available: false,
+                reason: String::new(),
+                failures: 0,
+                retry_at_ms: 0,
+                checked_at_ms: 0,
+                demand_cores: 0,
+            });
+        status.available = false;
+        status.reason = reason;
+        status.failures = backoff.failures;
+        status.retry_at_ms = backoff.retry_at_ms;
+        status.checked_at_ms = now;
+        Some(backoff.retry_at_ms)
+    }
+
+    /// Whether `round` is still the current round of platform checks.
+    pub fn platform_check_round_is(&self, round: u64) -> bool {
+        self.book().check_round == round
     }
 
     /// Why platform `name` failed its latest checks, if it did.
-    pub fn platform_check_failure(&self, name: &str) -> Option<String> {
+    pub fn platform_check_failure(&self, name: &str) -> Option<CheckFailure> {
         self.book().check_failures.get(name).cloned()
     }
 
@@ -108,5 +141,79 @@ impl Manager {
                 RELOAD_WAIT.as_secs()
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use crate::provision::PilotHost;
+
+    fn policy() -> Policy {
+        Policy {
+            register_timeout_ms: 60_000,
+            replace_lead_ms: 0,
+            backoff_base_ms: 1_000,
+            backoff_max_ms: 4_000,
+            idle_timeout_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn failed_checks_back_off_until_they_pass_and_a_new_round_forgets_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+        let m = Manager::open(settings).unwrap();
+        let round = m.begin_platform_checks(&["lab".into()]);
+        let why = || Some("platform check failed: login host down".to_string());
+
+        let mut waits = Vec::new();
+        for _ in 0..4 {
+            let before = now_ms();
+            let again = m
+                .finish_platform_check(round, "lab", "slurm", why(), &policy())
+                .expect("checked again after a failure");
+            waits.push((again - before) / 1000);
+        }
+        // base × 2^(failures−1), capped at the maximum (a second of slack for the clock).
+        assert!(
+            waits
+                .iter()
+                .zip([1, 2, 4, 4])
+                .all(|(w, want)| *w == want || *w + 1 == want),
+            "{waits:?}"
+        );
+        let failed = m.check_failure("lab").expect("still failing");
+        assert_eq!(failed.backoff.failures, 4);
+        let status = m.book().platforms["lab"].clone();
+        assert!(!status.available && status.reason.contains("login host down"));
+        assert_eq!(
+            (status.failures, status.retry_at_ms),
+            (4, failed.backoff.retry_at_ms)
+        );
+
+        // Passing clears it: no more re-checks, nothing holds submissions back.
+        assert_eq!(
+            m.finish_platform_check(round, "lab", "slurm", None, &policy()),
+            None
+        );
+        assert_eq!(m.check_failure("lab"), None);
+
+        // A result from a round a reload replaced is dropped and not checked again.
+        m.finish_platform_check(round, "lab", "slurm", why(), &policy());
+        let newer = m.begin_platform_checks(&["lab".into()]);
+        assert!(!m.platform_check_round_is(round) && m.platform_check_round_is(newer));
+        assert_eq!(
+            m.check_failure("lab"),
+            None,
+            "a new round forgets old results"
+        );
+        assert_eq!(
+            m.finish_platform_check(round, "lab", "slurm", why(), &policy()),
+            None
+        );
+        assert_eq!(m.check_failure("lab"), None);
     }
 }

@@ -8,6 +8,7 @@
 //! outputs of an application are removed with it.
 
 use super::{Manager, Principal, ServiceError};
+use crate::control::Wake;
 use crate::queue::AgentState;
 use hetpilot_protocol::protocol::TaskAttempt;
 use hetpilot_protocol::task_output::{OutputStream, OutputWanted};
@@ -179,7 +180,11 @@ impl Manager {
                 to_tell.insert(wanted);
             }
         }
-        self.waiters.work.notify_waiters();
+        let wake = Wake {
+            work: true,
+            ..Wake::default()
+        };
+        self.waiters.deliver(wake, super::now_ms());
         Ok(())
     }
 

@@ -425,9 +425,9 @@ impl Manager {
         admin(who)?;
         // Taken before the control lock, not under it.
         let pilots = self.agent_pilots();
-        let mut agents: Vec<AgentInfo> = self
-            .control()
-            .queues()
+        let control = self.control();
+        let queues = control.queues();
+        let mut agents: Vec<AgentInfo> = queues
             .agents()
             .map(|a| AgentInfo {
                 agent: a.id,
@@ -448,6 +448,8 @@ impl Manager {
                 },
                 gpus: agent_resources::gpus(a),
                 resources: agent_resources::named(a),
+                reserved_slots: queues.hold(a.id).map_or(0, |h| h.cores),
+                reserved_idle_slots: queues.reserved_free_slots(a.id),
             })
             .collect();
         agents.sort_by_key(|a| a.agent);

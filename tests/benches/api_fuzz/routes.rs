@@ -31,8 +31,8 @@ const TOKENS: [Tok; 7] = [
     Tok::Agent,
 ];
 
-/// The routes of `manager/src/server/mod.rs` and `server/files.rs`: method, path template,
-/// and the caller a valid request has.
+/// The routes of `manager/src/server/mod.rs`, `server/files.rs` and
+/// `server/task_outputs.rs`: method, path template, and the caller a valid request has.
 pub const ROUTES: &[(&str, &str, Tok)] = &[
     ("GET", "/v1/health", Tok::None),
     ("POST", "/v1/apps", Tok::User),
@@ -44,6 +44,7 @@ pub const ROUTES: &[(&str, &str, Tok)] = &[
     ("POST", "/v1/apps/{app}/forget", Tok::User),
     ("POST", "/v1/admin/purge", Tok::Admin),
     ("GET", "/v1/tasks/{task}", Tok::User),
+    ("GET", "/v1/tasks/{task}/output", Tok::User),
     ("POST", "/v1/users", Tok::Admin),
     ("POST", "/v1/agent-tokens", Tok::Admin),
     ("POST", "/v1/agents", Tok::Registration),
@@ -53,13 +54,21 @@ pub const ROUTES: &[(&str, &str, Tok)] = &[
     ("POST", "/v1/agents/{agent}/heartbeat", Tok::Agent),
     ("POST", "/v1/agents/{agent}/deregister", Tok::Agent),
     ("POST", "/v1/agents/{agent}/drain", Tok::Admin),
+    (
+        "PUT",
+        "/v1/agents/{agent}/outputs/{task}/{attempt}/{stream}",
+        Tok::Agent,
+    ),
     ("GET", "/v1/schedule", Tok::Admin),
     ("GET", "/v1/usage", Tok::User),
     ("GET", "/v1/bandwidths", Tok::Admin),
     ("GET", "/v1/pilots", Tok::Admin),
     ("GET", "/v1/platforms", Tok::Admin),
+    ("POST", "/v1/platforms/reload", Tok::Admin),
+    ("GET", "/v1/files", Tok::User),
     ("GET", "/v1/files/{*name}", Tok::User),
     ("PUT", "/v1/files/{*name}", Tok::User),
+    ("DELETE", "/v1/files/{*name}", Tok::User),
     ("GET", "/v1/apps/{app}/files/{*name}", Tok::User),
     ("PUT", "/v1/apps/{app}/files/{*name}", Tok::User),
     ("GET", "/v1/file-stats", Tok::Admin),
@@ -162,6 +171,8 @@ impl World {
                     // No such token: revoking the run's registration token would end
                     // the registrations the run makes.
                     "id" => "999999".into(),
+                    "attempt" => rng.random_range(1..3u32).to_string(),
+                    "stream" => ["out", "err"].choose(rng).expect("streams").to_string(),
                     _ => agent.to_string(),
                 }
             }
@@ -170,34 +181,48 @@ impl World {
             .replace("{app}", &id("app"))
             .replace("{task}", &id("task"))
             .replace("{agent}", &id("agent"))
-            .replace("{id}", &id("id"));
+            .replace("{id}", &id("id"))
+            .replace("{attempt}", &id("attempt"))
+            .replace("{stream}", &id("stream"));
         if path.contains("{*name}") {
+            // A valid delete leaves alice's first file, which the probes read, in place.
+            let names: &[&str] = match method {
+                "DELETE" => &["notes.txt", "data/in1.txt"],
+                _ => &[FILE, "notes.txt", "data/in1.txt"],
+            };
             let name = if damage == Damage::Path {
                 nasty_file_name(rng, FILE, DIR)
             } else {
-                [FILE, "notes.txt", "data/in1.txt"]
-                    .choose(rng)
-                    .expect("names")
-                    .to_string()
+                names.choose(rng).expect("names").to_string()
             };
             path = path.replace("{*name}", &name);
         }
-        if route == "/v1/apps/{app}/tasks" {
-            let q = |k: &str, v: String| format!("{k}={v}");
-            let params = if damage == Damage::Body {
+        let valid_query = match route {
+            "/v1/apps/{app}/tasks" => &[("state", "waiting"), ("limit", "10"), ("offset", "0")][..],
+            "/v1/tasks/{task}/output" => &[("attempt", "1"), ("stream", "out")],
+            "/v1/files" => &[
+                ("prefix", "data/"),
+                ("after", "data/in0.txt"),
+                ("limit", "10"),
+            ],
+            _ => &[],
+        };
+        if !valid_query.is_empty() {
+            let hostile = damage == Damage::Body;
+            if hostile {
                 how = "query";
-                [
-                    q("state", nasty_query_value(rng)),
-                    q("limit", nasty_query_value(rng)),
-                    q("offset", nasty_query_value(rng)),
-                ]
-            } else {
-                [
-                    q("state", "waiting".into()),
-                    q("limit", "10".into()),
-                    q("offset", "0".into()),
-                ]
-            };
+            }
+            let params: Vec<String> = valid_query
+                .iter()
+                .map(|&(k, v)| {
+                    let v = if hostile {
+                        nasty_query_value(rng)
+                    } else {
+                        v.to_string()
+                    };
+                    format!("{k}={v}")
+                })
+                .collect();
             path = format!("{path}?{}", params.join("&"));
         }
         if damage == Damage::Body {

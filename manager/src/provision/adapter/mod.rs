@@ -84,7 +84,12 @@ pub enum JobState {
     /// Held by a user or the system (Slurm JobHeld*, PBS H, LoadLeveler H/S).
     Held,
     Running,
-    /// Finished or finishing; `exit_code` when the batch system reports it.
+    /// Still finishing (Slurm COMPLETING: the kill wait, the epilog): its processes are
+    /// going or gone, and the final state and exit status are still to come.
+    Ending {
+        reason: String,
+    },
+    /// Finished; `exit_code` when the batch system reports it.
     Ended {
         exit_code: Option<i32>,
         reason: String,

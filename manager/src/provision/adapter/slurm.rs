@@ -156,9 +156,8 @@ fn job_state(
         "PENDING" | "REQUEUED" | "REQUEUE_FED" | "CONFIGURING" => JobState::Queued,
         "REQUEUE_HOLD" | "SUSPENDED" | "STOPPED" => JobState::Held,
         "RUNNING" | "RESIZING" | "SIGNALING" | "STAGE_OUT" => JobState::Running,
-        // Still cleaning up: the exit code shown is not final yet.
-        "COMPLETING" => JobState::Ended {
-            exit_code: None,
+        // Still cleaning up: the final state (CANCELLED, FAILED...) is still to come.
+        "COMPLETING" => JobState::Ending {
             reason: state.to_string(),
         },
         "COMPLETED" | "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL" | "PREEMPTED"
@@ -333,6 +332,16 @@ exec "$agent" --delete-token-file
             "{err}"
         );
         assert!(parse_sbatch("Submitted batch job 12\n").is_err());
+    }
+
+    #[test]
+    fn a_completing_job_is_still_ending_not_ended() {
+        assert_eq!(
+            job_state("squeue", "COMPLETING", "None", None).unwrap(),
+            JobState::Ending {
+                reason: "COMPLETING".into()
+            }
+        );
     }
 
     #[test]

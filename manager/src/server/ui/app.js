@@ -105,6 +105,20 @@ async function api(path) {
   return body;
 }
 
+// Every row of a paged listing (`/apps`, `/agents`, ...): pages of at most 1000 rows, each
+// going on after the cursor `cursorOf` gives the last row of the page before.
+async function apiAll(path, cursorOf) {
+  const rows = [];
+  let after = null;
+  for (;;) {
+    const q = '?limit=1000' + (after === null ? '' : '&after=' + encodeURIComponent(after));
+    const page = await api(path + q);
+    rows.push(...page);
+    if (page.length < 1000) return rows;
+    after = cursorOf(page[page.length - 1]);
+  }
+}
+
 // ---- charts ----------------------------------------------------------------------
 
 // A line chart of `series` ([{name, color, points: [[t, v]]}]) over time.
@@ -443,7 +457,7 @@ async function pagePlatforms() {
   if (!state.who.admin) {
     return [h('h2', {}, 'Platforms and pilots'), h('p', { class: 'muted' }, 'Platforms, pilots and agents are shown to admins.')];
   }
-  const [platforms, pilots, agents] = await Promise.all([api('/platforms'), api('/pilots'), api('/agents')]);
+  const [platforms, pilots, agents] = await Promise.all([api('/platforms'), apiAll('/pilots', (p) => JSON.stringify([p.submitted_ms, p.name])), apiAll('/agents', (a) => a.agent)]);
   const out = [h('h2', {}, 'Platforms')];
   out.push(table(['platform', 'adapter', 'available', 'demand (cores)', 'failures', 'reason', 'checked'],
     platforms.map((p) => h('tr', {}, h('td', {}, p.name), h('td', {}, p.adapter),
@@ -509,7 +523,7 @@ function gpuTables(live) {
 }
 
 async function pageFairshare() {
-  const usage = await api('/usage');
+  const usage = await apiAll('/usage', (u) => u.user);
   const max = Math.max(1e-9, ...usage.map((u) => u.decayed_usage));
   return [h('h2', {}, 'Fairshare usage and priority'),
     table(['user', 'usage', 'decayed usage', '', 'priority'], usage.map((u) => h('tr', {}, h('td', {}, u.user),
@@ -520,7 +534,7 @@ async function pageFairshare() {
 }
 
 async function pageStaging() {
-  const [moved, bw] = await Promise.all([api('/staging'), api('/bandwidths')]);
+  const [moved, bw] = await Promise.all([api('/staging'), apiAll('/bandwidths', (b) => JSON.stringify([b.platform, b.endpoint]))]);
   const kinds = ['fetched', 'cached', 'stored'];
   const out = [h('h2', {}, 'Bytes moved by task staging')];
   if (!moved.length) out.push(h('p', { class: 'muted' }, 'No task has staged files since the manager started.'));
@@ -555,7 +569,7 @@ async function refresh() {
   state.busy = true;
   const page = pageName();
   try {
-    const [apps, affinity] = await Promise.all([api('/apps'), api('/affinity')]);
+    const [apps, affinity] = await Promise.all([apiAll('/apps', (a) => a.app), api('/affinity')]);
     sampleApps(apps);
     sampleFairness(affinity.fairness);
     let content;

@@ -1,0 +1,368 @@
+//! Reservations for wide tasks (EASY backfilling), so that a task needing several slots
+//! or several units of a resource at once never waits for ever while narrower tasks take
+//! what it needs as it frees up.
+//!
+//! A *wide* application's tasks take more than one slot or more than one unit of some
+//! resource (workflows, whose tasks mold to the free slots, are not wide). While one has
+//! ready tasks, its head task holds a reservation: in application id order (submission
+//! order, FCFS), each wide application gets one, on the active agent that may run it
+//! (its owner, its TLPA platform, enough slots and resources in all) and holds no other
+//! reservation, where it fits earliest by the held runs' expected ends (the pulling agent
+//! first on a tie, then the lowest id). The agent then leases the reserved task as soon
+//! as it has room for it, and meanwhile leases another task only if that does not move the
+//! reservation's start later (see `queue::easy`). A reservation ends when its task is
+//! leased there, when its application has no ready task left, or when its agent leaves;
+//! the next lease then makes the next one. A task of a reserved application leased
+//! elsewhere does not move the reservation: the next ready task inherits it.
+//!
+//! A reservation lists its agents with what each keeps, so a task spanning several agents
+//! can hold all of them; today every reservation has one agent.
+//!
+//! Cost: with no wide application waiting a lease pays one emptiness check; with one, a
+//! pass over the wide applications, and a shadow computation on agents that hold a
+//! reservation (their held runs, sorted). Choosing an agent for a new reservation is a
+//! shadow computation per active agent, once per reserved task (an application no agent
+//! may run is not retried until the set of agents changes).
+
+use super::core::{AgentState, LeaseBatch, Queues};
+use super::easy::{self, AgentLoad, HeldRun, Need, Phase};
+use hetpilot_protocol::protocol::TaskState;
+use hetpilot_protocol::resources::{ResourceAmount, ResourceGrant, ResourceRequest};
+use hetpilot_protocol::{AgentId, AppId, TaskRef};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// What one agent keeps for a reservation: the slots and resources of the reserved run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    /// The reserved application.
+    pub app: AppId,
+    /// The slots it needs there.
+    pub cores: u32,
+    /// The resources it needs there besides cores.
+    pub request: ResourceRequest,
+}
+
+/// The reservation of a wide application's head task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    /// The agents that keep slots for it (one for a task on one node).
+    pub agents: Vec<AgentId>,
+    /// When it was made (unix ms).
+    pub made_ms: u64,
+    /// When it was expected to start when made (`None`: after runs with no estimate).
+    pub shadow_ms: Option<u64>,
+}
+
+/// Every reservation, and the wide applications that may need one.
+#[derive(Debug, Default)]
+pub(crate) struct Reservations {
+    /// Whether wide tasks get reservations (`[scheduler] reservations`).
+    pub(crate) enabled: bool,
+    by_app: BTreeMap<AppId, Reservation>,
+    holds: HashMap<AgentId, Hold>,
+    /// Wide applications not known to have ended.
+    wide: BTreeSet<AppId>,
+    /// Wide applications no agent may run, with the agent generation that found it.
+    unplaceable: HashMap<AppId, u64>,
+}
+
+impl Reservations {
+    /// None yet; wide tasks get reservations when `enabled`.
+    pub(crate) fn new(enabled: bool) -> Self {
+        Reservations {
+            enabled,
+            ..Reservations::default()
+        }
+    }
+
+    fn drop_app(&mut self, app: AppId) {
+        if let Some(r) = self.by_app.remove(&app) {
+            for a in r.agents {
+                self.holds.remove(&a);
+            }
+        }
+    }
+
+    /// Forgets `app` entirely (it ended and was forgotten).
+    pub(crate) fn forget(&mut self, app: AppId) {
+        self.drop_app(app);
+        self.wide.remove(&app);
+        self.unplaceable.remove(&app);
+    }
+
+    /// Drops the reservations agent `id` keeps slots for (it left).
+    pub(crate) fn agent_left(&mut self, id: AgentId) {
+        if let Some(hold) = self.holds.get(&id) {
+            let app = hold.app;
+            self.drop_app(app);
+        }
+    }
+}
+
+/// Whether tasks taking `cores` and `request` are wide (see the module doc).
+pub(crate) fn is_wide(cores: u32, request: &ResourceRequest) -> bool {
+    cores > 1 || request.0.values().any(|a| a.units() > ResourceAmount::UNIT)
+}
+
+impl Queues {
+    /// Turns reservations on or off (`[scheduler] reservations`).
+    pub(crate) fn set_reservations(&mut self, enabled: bool) {
+        self.reservations = Reservations::new(enabled);
+        let apps: Vec<AppId> = self.apps.keys().copied().collect();
+        for app in apps {
+            self.note_wide(app);
+        }
+    }
+
+    /// Notes a new application that may need reservations.
+    pub(super) fn note_wide(&mut self, app: AppId) {
+        let Some(a) = self.apps.get(&app) else {
+            return;
+        };
+        if self.reservations.enabled
+            && a.dag.is_none()
+            && !a.has_ended()
+            && is_wide(a.runtime.cores, &a.request)
+        {
+            self.reservations.wide.insert(app);
+        }
+    }
+
+    /// The reservation of `app`, if it has one.
+    pub fn reservation(&self, app: AppId) -> Option<&Reservation> {
+        self.reservations.by_app.get(&app)
+    }
+
+    /// What agent `id` keeps for a reservation, if anything.
+    pub fn hold(&self, id: AgentId) -> Option<&Hold> {
+        self.reservations.holds.get(&id)
+    }
+
+    /// The free slots of agent `id` kept idle for a reservation now.
+    pub fn reserved_free_slots(&self, id: AgentId) -> u32 {
+        self.hold(id)
+            .map_or(0, |h| h.cores.min(self.free_slots(id)))
+    }
+
+    /// The reservation step of a lease by `id`: refreshes the reservations, then leases
+    /// the task `id` keeps slots for if it has room for it now.
+    pub(super) fn lease_reserved(
+        &mut self,
+        id: AgentId,
+        remaining: &mut u32,
+        now_ms: u64,
+        batch: &mut LeaseBatch,
+    ) {
+        if !self.reservations.enabled || self.reservations.wide.is_empty() {
+            return;
+        }
+        self.refresh_reservations(id, now_ms);
+        let Some(hold) = self.reservations.holds.get(&id) else {
+            return;
+        };
+        let app = hold.app;
+        if hold.cores <= self.free_slots(id) && hold.cores <= *remaining {
+            self.lease_one(id, app, remaining, now_ms, batch);
+        }
+    }
+
+    /// Drops stale reservations and makes one for each wide application with a ready task
+    /// and none (see the module doc).
+    fn refresh_reservations(&mut self, asking: AgentId, now_ms: u64) {
+        let wide: Vec<AppId> = self.reservations.wide.iter().copied().collect();
+        for app_id in wide {
+            let (ended, ready) = match self.apps.get(&app_id) {
+                Some(a) => (a.has_ended(), !a.cancelled && a.ready_count() > 0),
+                None => (true, false),
+            };
+            if ended {
+                self.reservations.forget(app_id);
+                continue;
+            }
+            if let Some(r) = self.reservations.by_app.get(&app_id) {
+                let kept = ready
+                    && r.agents.iter().all(|a| {
+                        self.agents
+                            .get(a)
+                            .is_some_and(|e| e.state == AgentState::Active)
+                            && self.may_hold(*a, app_id)
+                    });
+                if kept {
+                    continue;
+                }
+                self.reservations.drop_app(app_id);
+            }
+            if !ready || self.reservations.unplaceable.get(&app_id) == Some(&self.agent_generation)
+            {
+                continue;
+            }
+            self.reserve(app_id, asking, now_ms);
+        }
+    }
+
+    /// Whether agent `id` may ever run a task of `app` (its owner, its TLPA platform,
+    /// enough slots and resources in all).
+    fn may_hold(&self, id: AgentId, app: AppId) -> bool {
+        let (Some(agent), Some(a)) = (self.agents.get(&id), self.apps.get(&app)) else {
+            return false;
+        };
+        agent.state == AgentState::Active
+            && agent.slots >= a.runtime.cores
+            && agent.only_user.as_ref().is_none_or(|u| *u == a.owner)
+            && self.parallel.get(&app).is_none_or(|p| *p == agent.platform)
+            && agent.pool.could_grant(&a.request)
+    }
+
+    /// Reserves the agent where `app`'s head task fits earliest.
+    fn reserve(&mut self, app: AppId, asking: AgentId, now_ms: u64) {
+        let (cores, request) = {
+            let a = &self.apps[&app];
+            (a.runtime.cores, a.request.clone())
+        };
+        let need = Need {
+            cores,
+            request: &request,
+        };
+        let mut any = false;
+        let mut best: Option<((u64, bool, AgentId), Option<u64>)> = None;
+        for agent in self.agents.values() {
+            if !self.may_hold(agent.id, app) {
+                continue;
+            }
+            any = true;
+            if self.reservations.holds.contains_key(&agent.id) {
+                continue;
+            }
+            let shadow = easy::shadow_ms(&self.load(agent.id), need, now_ms);
+            let key = (shadow.unwrap_or(u64::MAX), agent.id != asking, agent.id);
+            if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                best = Some((key, shadow));
+            }
+        }
+        if !any {
+            self.reservations
+                .unplaceable
+                .insert(app, self.agent_generation);
+            return;
+        }
+        let Some(((_, _, agent), shadow_ms)) = best else {
+            return;
+        };
+        tracing::debug!(%app, %agent, ?shadow_ms, cores, "reserved for a wide task");
+        self.reservations.holds.insert(
+            agent,
+            Hold {
+                app,
+                cores,
+                request,
+            },
+        );
+        self.reservations.by_app.insert(
+            app,
+            Reservation {
+                agents: vec![agent],
+                made_ms: now_ms,
+                shadow_ms,
+            },
+        );
+    }
+
+    /// Agent `id`'s held runs as the shadow computation sees them, queued ones in lease
+    /// order.
+    fn load(&self, id: AgentId) -> AgentLoad<'_> {
+        let agent = &self.agents[&id];
+        let mut held: Vec<(u64, TaskRef)> = agent.held.iter().map(|(t, l)| (*l, *t)).collect();
+        held.sort_unstable();
+        let runs = held
+            .into_iter()
+            .map(|(leased_ms, task)| {
+                let len_ms = self.expected_len_ms(task.app, &agent.platform);
+                let started = self
+                    .apps
+                    .get(&task.app)
+                    .and_then(|a| a.tasks.get(task.index as usize))
+                    .is_some_and(|s| s.state == TaskState::Running);
+                // A lease restored from the store has no lease time (0): no known end.
+                let phase = if started || leased_ms == 0 {
+                    Phase::Started {
+                        end_ms: len_ms
+                            .filter(|_| leased_ms > 0)
+                            .map(|l| leased_ms.saturating_add(l)),
+                    }
+                } else {
+                    Phase::Queued { len_ms }
+                };
+                HeldRun {
+                    cores: self.held_cores(task),
+                    grant: agent.grants.get(&task),
+                    phase,
+                }
+            })
+            .collect();
+        AgentLoad {
+            slots: agent.slots,
+            pool: &agent.pool,
+            runs,
+        }
+    }
+
+    /// How long a run of `app` on `platform` is expected to last (see
+    /// `queue::runtime_estimate`); a workflow's tasks differ too much for its measured
+    /// mean, so only its timeout counts.
+    fn expected_len_ms(&self, app: AppId, platform: &str) -> Option<u64> {
+        let a = self.apps.get(&app)?;
+        if a.dag.is_some() {
+            return a.runtime.timeout_secs.map(|s| s.saturating_mul(1000));
+        }
+        self.estimates
+            .expected_ms(app, platform, a.runtime.timeout_secs)
+    }
+
+    /// Whether leasing a task of `app` taking `cores` and `grant` (already taken from the
+    /// pool) to `id` now would start the reservation `id` keeps slots for later.
+    pub(super) fn backfill_refused(
+        &self,
+        id: AgentId,
+        app: AppId,
+        cores: u32,
+        grant: &ResourceGrant,
+        now_ms: u64,
+    ) -> bool {
+        if self.reservations.holds.is_empty() {
+            return false;
+        }
+        let Some(hold) = self.reservations.holds.get(&id).filter(|h| h.app != app) else {
+            return false;
+        };
+        let platform = &self.agents[&id].platform;
+        let candidate = HeldRun {
+            cores,
+            grant: (!grant.is_empty()).then_some(grant),
+            phase: Phase::Queued {
+                len_ms: self.expected_len_ms(app, platform),
+            },
+        };
+        let need = Need {
+            cores: hold.cores,
+            request: &hold.request,
+        };
+        easy::delays(&self.load(id), need, candidate, now_ms)
+    }
+
+    /// After a task of `app` was leased to `id`: the reservation it used ends, as does
+    /// one whose application has no ready task left.
+    pub(super) fn reservation_after_lease(&mut self, id: AgentId, app: AppId) {
+        if self.reservations.by_app.is_empty() {
+            return;
+        }
+        let consumed = self
+            .reservations
+            .holds
+            .get(&id)
+            .is_some_and(|h| h.app == app);
+        let drained = self.apps.get(&app).is_none_or(|a| a.ready_count() == 0);
+        if consumed || (drained && self.reservations.by_app.contains_key(&app)) {
+            self.reservations.drop_app(app);
+        }
+    }
+}
