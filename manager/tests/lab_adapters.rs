@@ -91,6 +91,22 @@ impl Sandbox {
         )
         .unwrap();
         std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // The lab has no pbsdsh (its TORQUE is Slurm's qsub wrapper): this stands in for
+        // `pbsdsh -u CMD...`, running CMD once per distinct node of the job (the lab's
+        // nodes all run on this host).
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::write(
+            bin.join("pbsdsh"),
+            "#!/bin/sh
+[ \"$1\" = -u ] && shift
+             for node in $(sort -u \"$PBS_NODEFILE\"); do \"$@\" & done
+wait
+",
+        )
+        .unwrap();
+        std::fs::set_permissions(bin.join("pbsdsh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
         Sandbox { dir }
     }
 
@@ -114,7 +130,7 @@ impl Sandbox {
             max_queued: 4,
             max_running: 4,
             agent_binary: self.path("fake-agent"),
-            setup: vec![],
+            setup: vec![format!("export PATH=\"{}:$PATH\"", self.path("bin"))],
             work_dir: self.path("work"),
             relative_speed: 1.0,
             hosts: vec!["127.0.0.1".into()],
@@ -232,12 +248,7 @@ fn round_trip(
         &profile,
         &job,
         "ended",
-        |s| match s {
-            // Slurm's COMPLETING is "ending": wait for the final state.
-            JobState::Ended { reason, .. } => reason != "COMPLETING",
-            JobState::Vanished => true,
-            _ => false,
-        },
+        |s| matches!(s, JobState::Ended { .. } | JobState::Vanished),
     );
     // Cancelling again (the job is gone) is not an error.
     adapter.cancel(runner, &profile, &job).unwrap();
