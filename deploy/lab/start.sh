@@ -269,6 +269,9 @@ if [ "$conf_changed" = 1 ]; then
   for n in "${NODES[@]}"; do stop_pid "$LAB/run/slurmd-$n.pid" slurmd; done
   stop_pid "$LAB/run/slurmctld.pid" slurmctld
   rm -rf "$LAB"/state/ctld/*
+  # Job ids start again without the controller's state: the TORQUE node files cached by
+  # job id would then belong to other jobs.
+  rm -f "$LAB"/state/pbs/nodefile.*
   log "slurm.conf written"
 fi
 if ! alive "$LAB/run/slurmctld.pid" slurmctld; then
