@@ -242,14 +242,9 @@ fn round_trip(
         "{out}"
     );
     adapter.cancel(runner, &profile, &job).unwrap();
-    let end = wait_until(
-        adapter.as_ref(),
-        runner,
-        &profile,
-        &job,
-        "ended",
-        |s| matches!(s, JobState::Ended { .. } | JobState::Vanished),
-    );
+    let end = wait_until(adapter.as_ref(), runner, &profile, &job, "ended", |s| {
+        matches!(s, JobState::Ended { .. } | JobState::Vanished)
+    });
     // Cancelling again (the job is gone) is not an error.
     adapter.cancel(runner, &profile, &job).unwrap();
     eprintln!(

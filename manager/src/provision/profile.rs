@@ -14,7 +14,7 @@
 //! nodes = 16                      # nodes on the platform (its size, checked against the
 //!                                 # partition)
 //! nodes_per_pilot = 1             # optional: nodes each pilot's batch job asks for (at
-//!                                 # most `nodes`; ssh: at most `hosts`); its script starts
+//!                                 # most `nodes`; 1 for local and ssh); its script starts
 //!                                 # one agent on each, and they form one group
 //! cores_per_node = 8
 //! memory_per_node = "16GB"
@@ -415,8 +415,9 @@ impl PlatformProfile {
     }
 }
 
-/// A pilot fits the platform: at least one node, at most the platform's `nodes` (the ssh
-/// adapter's: its `hosts`, one agent on each), and one on the manager's own machine.
+/// A pilot fits the platform: at least one node, at most the platform's `nodes`, and one
+/// node for the local adapter (the manager's own machine) and the ssh adapter (one agent
+/// per pilot on one of its hosts).
 fn check_nodes_per_pilot(file: &ProfileFile) -> Result<(), String> {
     let n = file.nodes_per_pilot;
     if n == 0 {
@@ -432,9 +433,9 @@ fn check_nodes_per_pilot(file: &ProfileFile) -> Result<(), String> {
         AdapterKind::Local if n > 1 => Err(format!(
             "{n}: the local adapter starts agents on this machine only: use 1"
         )),
-        AdapterKind::Ssh if n as usize > file.hosts.len() => Err(format!(
-            "{n}: more than the {} `hosts` the ssh adapter starts agents on",
-            file.hosts.len()
+        AdapterKind::Ssh if n > 1 => Err(format!(
+            "{n}: the ssh adapter starts one agent per pilot, on one of its `hosts`: use 1 \
+             (pilots spanning several hosts are not built for it)"
         )),
         _ => Ok(()),
     }
@@ -568,10 +569,10 @@ work_dir = "/scratch"
         let with =
             |extra: &str| PlatformProfile::parse(&format!("{base}{extra}"), Path::new("p.toml"));
         assert_eq!(
-            with(&format!("{ssh}nodes_per_pilot = 2\n"))
+            with(&format!("{ssh}nodes_per_pilot = 1\n"))
                 .unwrap()
                 .nodes_per_pilot,
-            2
+            1
         );
         for (text, problem) in [
             (format!("{BASE}nodes_per_pilot = 0\n"), "at least 1"),
@@ -581,8 +582,8 @@ work_dir = "/scratch"
             ),
             (format!("{BASE}nodes_per_pilot = -1\n"), "nodes_per_pilot"),
             (
-                format!("{base}{ssh}nodes_per_pilot = 3\n"),
-                "more than the 2 `hosts`",
+                format!("{base}{ssh}nodes_per_pilot = 2\n"),
+                "ssh adapter starts one agent per pilot",
             ),
             (
                 format!("{base}adapter = \"local\"\nnodes = 2\nnodes_per_pilot = 2\n"),
