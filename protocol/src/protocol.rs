@@ -112,7 +112,10 @@ pub struct RegisterResponse {
 /// `POST /v1/agents/{id}/pull`: long-poll for up to `max` tasks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PullRequest {
-    /// The most tasks the answer may lease (the agent's free slots and prefetch).
+    /// The slots' worth of tasks the answer may lease (the agent's free slots and
+    /// prefetch). One exception: the wide task an agent keeps slots for (an EASY
+    /// reservation) is leased once those slots are free as the manager counts them, even
+    /// to a pull asking for fewer (parked since before they freed, it cannot grow).
     pub max: u32,
     /// How long the manager may hold the call open when nothing is waiting, milliseconds.
     pub wait_ms: u64,

@@ -164,3 +164,25 @@ fn no_agent_large_enough_means_no_reservation_and_narrow_work_goes_on() {
     assert!(q.reservation(WIDE).is_none());
     assert!(q.hold(AgentId(1)).is_none());
 }
+
+#[test]
+fn a_pull_parked_before_the_slots_freed_still_gets_the_reserved_wide_task() {
+    // The agent asked for one slot while seven were busy; by the time the manager answers
+    // that pull, every run has ended: the pull's size must not keep the wide task out.
+    let mut q = Queues::new(60_000);
+    add_app(&mut q, 1, spec(8, 1, Some(10)));
+    q.insert_agent(AgentEntry::new(AgentId(1), "p".into(), "h".into(), 8, 0));
+    let running = lease(&mut q, 1, 8, 1);
+    assert_eq!(running.len(), 8);
+    add_app(&mut q, WIDE.0, spec(1, 8, Some(10)));
+    assert!(lease(&mut q, 1, 1, 2).is_empty(), "no slot free yet");
+    for t in running {
+        done(&mut q, 1, t);
+    }
+    let got = lease(&mut q, 1, 1, 3);
+    assert_eq!(
+        got.iter().map(|t| t.app).collect::<Vec<_>>(),
+        [WIDE],
+        "{got:?}"
+    );
+}

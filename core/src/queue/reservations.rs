@@ -160,9 +160,15 @@ impl Queues {
         let Some(hold) = self.reservations.holds.get(&id) else {
             return;
         };
-        let app = hold.app;
-        if hold.cores <= self.free_slots(id) && hold.cores <= *remaining {
-            self.lease_one(id, app, remaining, now_ms, batch);
+        let (app, cores) = (hold.app, hold.cores);
+        if cores <= self.free_slots(id) {
+            // The slots are free now, as the manager counts them (every task the agent holds
+            // counts until reported). A pull parked since before they freed asks for fewer
+            // than the wide task needs and cannot grow: it gets the task all the same.
+            let mut budget = (*remaining).max(cores);
+            let before = budget;
+            self.lease_one(id, app, &mut budget, now_ms, batch);
+            *remaining = remaining.saturating_sub(before - budget);
         }
     }
 

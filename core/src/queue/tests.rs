@@ -83,6 +83,9 @@ fn leases_round_robin_across_applications_and_renders_commands() {
 #[test]
 fn a_task_needing_more_cores_than_offered_is_skipped_not_split() {
     let mut q = queues(&[], &[1]);
+    // Without reservations: a reserved wide task whose slots are free goes to a pull of
+    // any size (see `reservations`).
+    q.set_reservations(false);
     let mut big = app(1, 3, 1);
     big.runtime.cores = 3;
     q.insert_app(big);
