@@ -171,6 +171,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
             api.clone(),
             format!("{base}/results"),
             held.clone(),
+            demand_rx.clone(),
             results_rx,
         )
         .instrument(agent_span.clone()),

@@ -138,6 +138,9 @@ struct State {
     ended_without_work: u64,
     /// Moving average of task wall time (ms), for the adaptive prefetch.
     mean_wall_ms: Option<f64>,
+    /// Results of this event's runs, sent once the demand they change is published (a
+    /// report tells the manager what the agent wants after them).
+    outbox: Vec<TaskResult>,
 }
 
 impl Executor {
@@ -156,6 +159,7 @@ impl Executor {
             ended_without_work: 0,
             // `--zero-work` runs take no time: its prefetch is the largest from the start.
             mean_wall_ms: self.zero_work.then_some(0.0),
+            outbox: Vec::new(),
         };
         let mut ran = 0u64;
         let mut assigned: Option<oneshot::Sender<()>> = None;
@@ -246,6 +250,9 @@ impl Executor {
                 self.start_queued(&mut st);
             }
             self.publish(&st);
+            for result in st.outbox.drain(..) {
+                let _ = self.results.send(result);
+            }
             if let Some(ack) = assigned.take() {
                 let _ = ack.send(());
             }
@@ -336,7 +343,7 @@ impl Executor {
         // Nothing to wait for: the prefetch grows to its largest batches.
         st.mean_wall_ms = Some(0.0);
         let now = runner::unix_ms();
-        let _ = self.results.send(TaskResult::without_output(
+        st.outbox.push(TaskResult::without_output(
             at,
             Outcome::Success,
             Measurements {
@@ -638,7 +645,7 @@ impl Executor {
                 spawn_error.or(Some("the run ended without a status".into())),
             ),
         };
-        let _ = self.results.send(result);
+        st.outbox.push(result);
     }
 }
 

@@ -5,10 +5,11 @@
 //! counts what it could not report.
 
 use crate::api::{Api, ApiError};
+use crate::executor::Demand;
 use crate::held::Held;
 use hetpilot_protocol::protocol::{ReportRequest, ReportResponse, TaskAttempt, TaskResult};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 const MAX_BATCH: usize = 1000;
@@ -36,6 +37,7 @@ pub async fn run(
     api: Api,
     path: String,
     held: Held,
+    demand: watch::Receiver<Demand>,
     mut results: mpsc::UnboundedReceiver<TaskResult>,
 ) -> Reported {
     let mut out = Reported::default();
@@ -67,7 +69,11 @@ pub async fn run(
             continue;
         }
         let span = tracing::info_span!("report", results = batch.len());
-        match send(&api, &path, batch.clone()).instrument(span).await {
+        let wanted = wanted(&demand);
+        match send(&api, &path, batch.clone(), wanted)
+            .instrument(span)
+            .await
+        {
             Ok(n) => {
                 out.recorded += n;
                 held.release(runs);
@@ -81,7 +87,7 @@ pub async fn run(
             Err(e) => {
                 tracing::warn!(error = %e, results = batch.len(), "report refused; retrying results one by one");
                 for (r, run) in batch.into_iter().zip(runs) {
-                    match send(&api, &path, vec![r]).await {
+                    match send(&api, &path, vec![r], wanted).await {
                         Ok(n) => out.recorded += n,
                         Err(e) => {
                             out.refused += 1;
@@ -96,10 +102,22 @@ pub async fn run(
     out
 }
 
+/// What the agent wants now, for a report: its pull in flight may ask for less (none
+/// while draining).
+fn wanted(demand: &watch::Receiver<Demand>) -> Option<u32> {
+    let d = *demand.borrow();
+    (!d.draining).then_some(d.want)
+}
+
 /// Sends one batch, retrying while the manager is unreachable; Err for a refusal, or once
 /// the manager has been silent for longer than the agent waits.
-async fn send(api: &Api, path: &str, results: Vec<TaskResult>) -> Result<u64, ApiError> {
-    let body = ReportRequest { results };
+async fn send(
+    api: &Api,
+    path: &str,
+    results: Vec<TaskResult>,
+    wanted: Option<u32>,
+) -> Result<u64, ApiError> {
+    let body = ReportRequest { results, wanted };
     let mut backoff = Duration::from_millis(100);
     loop {
         match api.post::<_, ReportResponse>(path, &body, TIMEOUT).await {

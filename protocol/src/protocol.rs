@@ -324,6 +324,11 @@ impl TaskResult {
 pub struct ReportRequest {
     /// Results of finished runs, each at most once per attempt.
     pub results: Vec<TaskResult>,
+    /// The slots' worth of tasks the agent wants now, these runs' slots freed (as a pull's
+    /// `max`). A pull the agent sent before they freed asks for less and cannot grow: the
+    /// manager leases to it up to this, within the slots it counts free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wanted: Option<u32>,
 }
 
 /// The answer to a report.

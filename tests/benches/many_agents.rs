@@ -199,7 +199,10 @@ async fn work(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>, ta
             .http
             .post(format!("{}/results", agent.base))
             .bearer_auth(&agent.credential)
-            .json(&ReportRequest { results })
+            .json(&ReportRequest {
+                results,
+                wanted: None,
+            })
             .send()
             .await
             .and_then(|r| r.error_for_status());

@@ -105,3 +105,54 @@ fn without_reservations_a_wide_task_waits_for_the_stream_to_run_dry() {
         "{after} stream tasks were leased after the 8-core task"
     );
 }
+
+/// Seven 1-core runs on an 8-slot agent, whose pull for its one free slot then waits (the
+/// manager holds it open 20 s); an 8-core task comes: once the seven end, it is leased to
+/// that pull, which asked for one slot, without waiting the pull out. Returns how long
+/// after the last of the seven ended it was leased (ms).
+fn wide_lease_after_the_slots_freed(reservations: bool) -> i64 {
+    let dir = tempfile::tempdir().unwrap();
+    let m = start(dir.path(), reservations);
+    let _agent = m.agent("local", 8, &[]);
+    let seven = m.submit(json!({
+        "name": "seven", "command": "sleep 1", "timeout_secs": 5,
+        "tasks": {"array": {"start": 0, "end": 6}},
+    }));
+    wait_until("the seven to run", LONG, || {
+        let n = count(
+            &m,
+            "SELECT COUNT(*) FROM attempts WHERE app_id = ?1 AND started_ms IS NOT NULL",
+            [seven as i64],
+        );
+        (n == 7).then_some(())
+    });
+    let wide = m.submit(json!({
+        "name": "wide", "command": "true", "cores": 8,
+        "tasks": {"array": {"start": 0, "end": 0}},
+    }));
+    let summary = m.wait_finished(wide, LONG);
+    assert_eq!(summary["counts"]["done"], 1, "{summary}");
+    let freed = count(
+        &m,
+        "SELECT MAX(ended_ms) FROM attempts WHERE app_id = ?1",
+        [seven as i64],
+    );
+    let leased = count(
+        &m,
+        "SELECT MIN(leased_ms) FROM attempts WHERE app_id = ?1",
+        [wide as i64],
+    );
+    leased - freed
+}
+
+#[test]
+fn a_wide_task_does_not_wait_out_a_pull_parked_before_the_slots_freed() {
+    for reservations in [true, false] {
+        let late = wide_lease_after_the_slots_freed(reservations);
+        // A pull waits up to 20 s for work; the runs' report ends the wait.
+        assert!(
+            late < 10_000,
+            "reservations = {reservations}: leased {late} ms after the slots freed"
+        );
+    }
+}

@@ -505,6 +505,11 @@ impl Queues {
             .map_or(1, |a| a.held_cores(task.index))
     }
 
+    /// The slots agent `id` has free now, if it is known (see [`Self::free_slots`]).
+    pub fn free_slots_of(&self, id: AgentId) -> Option<u32> {
+        self.agents.contains_key(&id).then(|| self.free_slots(id))
+    }
+
     /// The slots agent `id` has free now (its slots less the cores of what it holds).
     pub(super) fn free_slots(&self, id: AgentId) -> u32 {
         let agent = &self.agents[&id];

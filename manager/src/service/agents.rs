@@ -162,18 +162,26 @@ impl Manager {
         }
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(req.wait_ms).min(MAX_WAIT);
+        // This pull says what the agent wants now; its reports may say more while it waits.
+        self.wanted.remove(&id);
         loop {
             let notified = self.waiters.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let (batch, leased, leases_stored, drain, kill, platform) = {
                 // A multi-node pilot's agents get tasks once its credential is closed.
+                let mut control = self.control();
                 let max = if self.held_for_its_group(id) {
                     0
                 } else {
-                    req.max.min(8192)
+                    // Runs that ended while this pull waited freed slots it did not ask
+                    // for: lease up to what the agent's reports since say it wants, within
+                    // the slots the manager counts free (every held task counts until
+                    // reported), so a wide task does not wait out the pull.
+                    let reported = self.wanted.get(&id).map_or(0, |w| *w);
+                    let free = control.queues().free_slots_of(id).unwrap_or(0);
+                    req.max.max(reported.min(free)).min(8192)
                 };
-                let mut control = self.control();
                 let mut batch = control.lease(id, max, now_ms())?;
                 let leased = !batch.changes.is_empty();
                 let leases_stored = control.persist(std::mem::take(&mut batch.changes));
@@ -289,6 +297,9 @@ impl Manager {
             }
         }
         self.clamp_to_leases(id, &mut req.results, &leased, cores);
+        if let Some(wanted) = req.wanted {
+            self.wanted.insert(id, wanted.min(8192));
+        }
         let duplicates = duplicate.iter().filter(|d| **d).count() as u32;
         let recorded = req.results.len() as u32 - duplicates;
         let summary = ReportSummary::of(&req.results, &duplicate);

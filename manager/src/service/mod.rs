@@ -70,6 +70,8 @@ pub struct Manager {
     tokens: Tokens,
     /// Agents and clients in a long poll, woken as the control plane decides (`wake`).
     waiters: Waiters,
+    /// What each agent in a pull said it wants in its reports since (see `agents::pull`).
+    wanted: dashmap::DashMap<AgentId, u32>,
     next_app: AtomicU64,
     next_agent: AtomicU64,
     /// Tasks of submits between their quota check and the queues (see `task_quotas`).
@@ -276,6 +278,7 @@ impl Manager {
             reader,
             tokens,
             waiters: Waiters::default(),
+            wanted: dashmap::DashMap::new(),
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
             quota_reservations: Default::default(),

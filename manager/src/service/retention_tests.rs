@@ -127,6 +127,7 @@ async fn the_sweep_forgets_what_ended_past_the_retention_and_a_restart_does_not_
             id,
             ReportRequest {
                 results: vec![success(task, 1)],
+                wanted: None,
             },
         )
         .await
@@ -156,6 +157,7 @@ async fn the_sweep_forgets_what_ended_past_the_retention_and_a_restart_does_not_
             id,
             ReportRequest {
                 results: vec![success(of_old, 1)],
+                wanted: None,
             },
         )
         .await
@@ -274,7 +276,14 @@ async fn only_an_ended_application_of_ones_own_is_forgotten_and_its_late_results
         .map(|t| success(t.task, t.attempt))
         .collect();
     let e = m
-        .record(&agent, id, ReportRequest { results })
+        .record(
+            &agent,
+            id,
+            ReportRequest {
+                results,
+                wanted: None,
+            },
+        )
         .await
         .unwrap_err();
     assert!(matches!(e, ServiceError::NotFound(_)), "{e:?}");
@@ -285,6 +294,7 @@ async fn only_an_ended_application_of_ones_own_is_forgotten_and_its_late_results
             id,
             ReportRequest {
                 results: vec![success(bobs.task, bobs.attempt)],
+                wanted: None,
             },
         )
         .await
