@@ -170,8 +170,10 @@ impl Manager {
             notified.as_mut().enable();
             let (batch, leased, leases_stored, drain, kill, platform) = {
                 // A multi-node pilot's agents get tasks once its credential is closed.
+                // Taken before the control lock, not under it.
+                let held_for_its_group = self.held_for_its_group(id);
                 let mut control = self.control();
-                let max = if self.held_for_its_group(id) {
+                let max = if held_for_its_group {
                     0
                 } else {
                     // Runs that ended while this pull waited freed slots it did not ask
