@@ -381,15 +381,16 @@ impl Manager {
         self.agent_left(agent(who, path)?).await
     }
 
-    /// Agent `id` leaves: what it holds goes back, its credential is revoked.
+    /// Agent `id` leaves: its credential is revoked (first, so its own long polls end with
+    /// 401 rather than waking to find it gone), and what it holds goes back.
     async fn agent_left(&self, id: AgentId) -> Result<(), ServiceError> {
+        self.revoke_agent_credential(id);
         let stored = {
             let mut control = self.control();
             let changes = control.deregister(id, now_ms())?;
             control.persist(changes)
         };
         stored.await?;
-        self.revoke_agent_credential(id);
         self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())
