@@ -1,0 +1,129 @@
+//! Tasks die with their agent: an agent SIGKILLed (as the OOM killer does) leaves no
+//! process of its tasks running, neither the task's own process nor what it started.
+
+use hetpilot_e2e::{signal, Manager};
+use std::path::Path;
+use std::time::Duration;
+
+/// The processes (pid and command line) whose environment holds `marker`: the task's
+/// processes, found from outside any sandbox through /proc.
+fn marked(marker: &str) -> Vec<(u32, String)> {
+    let needle = format!("ORPHAN_MARK={marker}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .filter(|pid| !hetpilot_e2e::proc_stats::is_dead(*pid))
+        .map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            (pid, cmd)
+        })
+        .collect()
+}
+
+/// Polls `done` every 20 ms until it holds (true) or `timeout` passed (false).
+fn poll(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while !done() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Kills whatever of the task is left when the test ends, so a failure leaves no stray.
+struct Sweep(String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for (pid, _) in marked(&self.0) {
+            // SAFETY: signalling a process this test's task started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Starts an agent (with `flags`) running one task, a shell loop waiting on a gate file
+/// that never comes, with a `sleep` it started in the background; SIGKILLs the agent and
+/// checks that every process of the task is gone.
+fn a_killed_agent_takes_its_task_along(dir: &Path, flags: &[&str]) {
+    let marker = dir.display().to_string();
+    let _sweep = Sweep(marker.clone());
+    let m = Manager::start(dir, 30.0);
+    let gate = dir.join("gate");
+    let command = format!(
+        "sh -c 'sleep 600 & while [ ! -e {} ]; do sleep 0.05; done'",
+        gate.display()
+    );
+    m.submit(serde_json::json!({
+        "name": "gated",
+        "command": command,
+        "env": {"ORPHAN_MARK": marker},
+        "tasks": {"array": {"start": 0, "end": 0}},
+    }));
+    let agent = m.agent("local", 1, flags);
+    // The shell and its background sleep (its loop's short sleeps come and go).
+    let mut running = Vec::new();
+    let started = poll(Duration::from_secs(60), || {
+        running = marked(&marker);
+        let sleeping = running.iter().any(|(_, cmd)| cmd.starts_with("sleep 600"));
+        sleeping && running.iter().any(|(_, cmd)| cmd.contains("sh -c "))
+    });
+    assert!(
+        started,
+        "the task did not start: {running:?}\nagent log:\n{}",
+        agent.log()
+    );
+    signal(&agent.child, libc::SIGKILL);
+    let mut left = Vec::new();
+    poll(Duration::from_secs(10), || {
+        left = marked(&marker);
+        left.is_empty()
+    });
+    assert!(
+        left.is_empty(),
+        "10 s after the agent was SIGKILLed its task still runs: {left:?} (running before: \
+         {running:?})\nagent log:\n{}",
+        agent.log()
+    );
+}
+
+#[test]
+fn a_sigkilled_agents_task_and_its_children_die_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    a_killed_agent_takes_its_task_along(dir.path(), &[]);
+}
+
+#[test]
+fn a_sigkilled_agents_sandboxed_task_dies_with_it() {
+    let works = std::process::Command::new("bwrap")
+        .args([
+            "--unshare-pid",
+            "--die-with-parent",
+            "--ro-bind",
+            "/",
+            "/",
+            "true",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        eprintln!(
+            "skipped: bubblewrap (`bwrap`) is missing or cannot make a sandbox on this machine \
+             (install it: `apt-get install -y bubblewrap`)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    a_killed_agent_takes_its_task_along(dir.path(), &["--sandbox", "bwrap"]);
+}
