@@ -127,3 +127,32 @@ fn a_sigkilled_agents_sandboxed_task_dies_with_it() {
     let dir = tempfile::tempdir().unwrap();
     a_killed_agent_takes_its_task_along(dir.path(), &["--sandbox", "bwrap"]);
 }
+
+/// The check run after the tests names a task process that outlived its agent (one with
+/// the variables an agent sets for tasks, run by this checkout's tests), and fails.
+#[test]
+fn the_stray_check_names_a_task_left_running() {
+    let mut task = std::process::Command::new("sleep")
+        .arg("600")
+        .env("HETPILOT_TASK", "7.3")
+        .env("HETPILOT_APP", "7")
+        .env("CARGO_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"))
+        .spawn()
+        .unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/check-no-stray-agents.sh");
+    // A target dir holding no agent: only tasks can be found.
+    let no_agents = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(&script)
+        .arg(no_agents.path())
+        .arg("0")
+        .output()
+        .unwrap();
+    let _ = task.kill();
+    let _ = task.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("pid {} ", task.id())) && stderr.contains("HETPILOT_TASK=7.3"),
+        "{stderr}"
+    );
+}
