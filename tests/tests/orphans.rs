@@ -53,10 +53,25 @@ impl Drop for Sweep {
     }
 }
 
+/// How the agent is killed.
+#[derive(PartialEq)]
+enum Kill {
+    /// The agent alone.
+    Agent,
+    /// Its spawn helper first, then the agent.
+    HelperThenAgent,
+}
+
 /// Starts an agent (with `flags`) running one task, a shell loop waiting on a gate file
-/// that never comes, with a `sleep` it started in the background; SIGKILLs the agent and
-/// checks that every process of the task is gone.
-fn a_killed_agent_takes_its_task_along(dir: &Path, flags: &[&str]) {
+/// that never comes, with a `sleep` it started in the background; SIGKILLs the agent (as
+/// `kill` says) and returns what is left of the processes `must_die` picks out (by command
+/// line) after at most 10 s (polled).
+fn kill_an_agent_with_a_task(
+    dir: &Path,
+    flags: &[&str],
+    kill: Kill,
+    must_die: impl Fn(&str) -> bool,
+) -> Vec<(u32, String)> {
     let marker = dir.display().to_string();
     let _sweep = Sweep(marker.clone());
     let m = Manager::start(dir, 30.0);
@@ -84,24 +99,70 @@ fn a_killed_agent_takes_its_task_along(dir: &Path, flags: &[&str]) {
         "the task did not start: {running:?}\nagent log:\n{}",
         agent.log()
     );
+    if kill == Kill::HelperThenAgent {
+        let helper = spawn_helper(agent.child.id()).expect("the agent has a spawn helper");
+        // SAFETY: signalling the helper of the agent this test started.
+        unsafe { libc::kill(helper as i32, libc::SIGKILL) };
+    }
     signal(&agent.child, libc::SIGKILL);
     let mut left = Vec::new();
     poll(Duration::from_secs(10), || {
         left = marked(&marker);
+        left.retain(|(_, cmd)| must_die(cmd));
         left.is_empty()
     });
+    if !left.is_empty() {
+        eprintln!(
+            "running before the agent was killed: {running:?}\nagent log:\n{}",
+            agent.log()
+        );
+    }
+    left
+}
+
+/// Kills the agent (alone) of a task in `dir`, run with `flags`; asserts none of it is left.
+fn a_killed_agent_takes_its_task_along(dir: &Path, flags: &[&str]) {
+    let left = kill_an_agent_with_a_task(dir, flags, Kill::Agent, |_| true);
     assert!(
         left.is_empty(),
-        "10 s after the agent was SIGKILLed its task still runs: {left:?} (running before: \
-         {running:?})\nagent log:\n{}",
-        agent.log()
+        "10 s after the agent was SIGKILLed its task still runs: {left:?}"
     );
+}
+
+/// The agent's spawn helper: its child named `hetpilot-spawn`.
+fn spawn_helper(agent: u32) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                let ppid = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|s| s.split_whitespace().nth(1));
+                stat.contains("(hetpilot-spawn)") && ppid == Some(agent.to_string().as_str())
+            })
+        })
 }
 
 #[test]
 fn a_sigkilled_agents_task_and_its_children_die_with_it() {
     let dir = tempfile::tempdir().unwrap();
     a_killed_agent_takes_its_task_along(dir.path(), &[]);
+}
+
+/// Without the spawn helper (killed first), the task's own process still dies with the
+/// agent (what it started then outlives it: the helper kills those).
+#[test]
+fn a_task_dies_with_its_agent_even_when_the_spawn_helper_went_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let shell = |cmd: &str| cmd.contains("sh -c ");
+    let left = kill_an_agent_with_a_task(dir.path(), &[], Kill::HelperThenAgent, shell);
+    assert!(
+        left.is_empty(),
+        "10 s after the agent was SIGKILLed the task's shell still runs: {left:?}"
+    );
 }
 
 #[test]
