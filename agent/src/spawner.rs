@@ -71,7 +71,7 @@ fn launch() -> std::io::Result<Helper> {
     // The tasks' parent is the thread that starts the helper: one that ends would take
     // them along (PR_SET_PDEATHSIG).
     // SAFETY: getpid and gettid take no arguments.
-    if unsafe { libc::syscall(libc::SYS_gettid) } != i64::from(unsafe { libc::getpid() }) {
+    if unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t != unsafe { libc::getpid() } {
         return Err(std::io::Error::other(
             "the spawn helper is only started from the agent's main thread",
         ));
@@ -468,8 +468,10 @@ pub fn serve(fd: RawFd) -> ! {
             groups.remove(&(envc as libc::pid_t));
             continue;
         }
+        // A malformed request (a bug, not the agent's end): the agent starts another
+        // helper, and its tasks keep running.
         if fds.len() != 3 {
-            kill_and_exit(&groups);
+            std::process::exit(1);
         }
         // Each field starts after the previous one's NUL; the request ends with a NUL.
         fields.clear();
@@ -479,11 +481,11 @@ pub fn serve(fd: RawFd) -> ! {
             fields.push(strings[at..].as_ptr() as *const libc::c_char);
             match strings[at..].iter().position(|b| *b == 0) {
                 Some(nul) => at += nul + 1,
-                None => kill_and_exit(&groups),
+                None => std::process::exit(1),
             }
         }
         if fields.len() != 2 + argc + envc || argc == 0 {
-            kill_and_exit(&groups);
+            std::process::exit(1);
         }
         let stdio = [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()];
         let (pid, errno) = start_task(&fields, argc, stdio, &mut stack, &mut argv, &mut envp);
@@ -499,8 +501,8 @@ pub fn serve(fd: RawFd) -> ! {
     }
 }
 
-/// The agent is gone (or broke the protocol): kills the process groups of its tasks, then
-/// ends the helper.
+/// The agent is gone (its end of the socket closed, reset, or a message cut short): kills
+/// the process groups of its tasks, then ends the helper.
 fn kill_and_exit(groups: &HashSet<libc::pid_t>) -> ! {
     for &group in groups {
         // SAFETY: signalling a process group this helper started and the agent has not
