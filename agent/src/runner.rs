@@ -59,7 +59,10 @@ fn wait4(pid: i32, flags: libc::c_int) -> Option<std::io::Result<(libc::c_int, l
     // SAFETY: pid is our own child; status and usage point to live locals.
     match unsafe { libc::wait4(pid, &mut status, flags, &mut usage) } {
         0 => None,
-        r if r == pid => Some(Ok((status, usage))),
+        r if r == pid => {
+            crate::spawner::reaped(pid);
+            Some(Ok((status, usage)))
+        }
         _ => Some(Err(std::io::Error::last_os_error())),
     }
 }

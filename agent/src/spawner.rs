@@ -13,11 +13,23 @@
 //! for it with a pidfd and `wait4` as before); it answers with the pid, or why the task
 //! could not start.
 //!
-//! The helper names itself `hetpilot-spawn` (in `ps`), makes itself undumpable, dies with the agent (`PR_SET_PDEATHSIG`) and ends
+//! The helper names itself `hetpilot-spawn` (in `ps`), makes itself undumpable and ends
 //! when the agent closes the socket. Should it be gone, the agent starts another; if that
 //! fails it falls back to `posix_spawn` with a warning (peak RSS is then floored at the
 //! agent's).
+//!
+//! Tasks die with the agent, even one SIGKILLed or killed by the OOM killer:
+//! - each task's process asks for `SIGKILL` when its parent dies (`PR_SET_PDEATHSIG`,
+//!   set between clone and exec). The kernel sends it when the parent *thread* exits, so
+//!   the helper is only ever started from the agent's main thread, which lives as long as
+//!   the agent (`CLONE_PARENT` makes that thread the task's parent);
+//! - the helper keeps the process group of every task it started until the agent says the
+//!   task was reaped; when the agent's end of the socket closes (the agent is gone, however
+//!   it ended) it SIGKILLs those groups, so what a task started (a shell's children) dies
+//!   too. A group's number cannot be reused while any process of it lives, nor while its
+//!   leader is unreaped.
 
+use std::collections::HashSet;
 use std::ffi::CStr;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -56,6 +68,14 @@ pub fn start() -> std::io::Result<()> {
 }
 
 fn launch() -> std::io::Result<Helper> {
+    // The tasks' parent is the thread that starts the helper: one that ends would take
+    // them along (PR_SET_PDEATHSIG).
+    // SAFETY: getpid and gettid take no arguments.
+    if unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t != unsafe { libc::getpid() } {
+        return Err(std::io::Error::other(
+            "the spawn helper is only started from the agent's main thread",
+        ));
+    }
     let (ours, theirs) = UnixStream::pair()?;
     // The helper's end must survive its exec: the only descriptor it inherits on purpose.
     // SAFETY: fcntl on a descriptor we own.
@@ -111,6 +131,19 @@ pub fn spawn(req: &Request<'_>) -> Option<std::io::Result<libc::pid_t>> {
     None
 }
 
+/// Tells the helper that task `pid` was reaped: its process group is no longer the helper's
+/// to kill when the agent goes. Nothing to do without a helper.
+pub fn reaped(pid: libc::pid_t) {
+    let mut helper = HELPER.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(h) = helper.as_mut() {
+        let mut message = [0u8; 12];
+        message[..4].copy_from_slice(&8u32.to_ne_bytes());
+        message[8..].copy_from_slice(&pid.to_ne_bytes());
+        // A helper that is gone is noticed (and replaced) by the next start.
+        let _ = (&h.socket).write_all(&message);
+    }
+}
+
 /// Appends `s` and its NUL.
 fn push(buf: &mut Vec<u8>, s: &CStr) {
     buf.extend_from_slice(s.to_bytes_with_nul());
@@ -118,7 +151,8 @@ fn push(buf: &mut Vec<u8>, s: &CStr) {
 
 /// One request and its answer. The request is `LEN (u32) ARGC (u32) ENVC (u32)` then
 /// NUL-terminated program, directory, arguments and environment, with the three standard
-/// descriptors attached; the answer is `PID (i32) ERRNO (i32)`.
+/// descriptors attached; the answer is `PID (i32) ERRNO (i32)`. (A message with `ARGC` 0,
+/// `8 (u32) 0 (u32) PID (i32)`, says a task was reaped; it has no answer.)
 fn ask(
     socket: &UnixStream,
     message: &mut Vec<u8>,
@@ -241,12 +275,15 @@ struct Child {
     envp: *const *const libc::c_char,
     cwd: *const libc::c_char,
     stdio: [RawFd; 3],
+    /// The agent's pid: the child's parent, which it dies with.
+    agent: libc::pid_t,
     /// Set by the child when it cannot exec (it shares the helper's memory).
     errno: libc::c_int,
 }
 
-/// The clone child: its own process group, default SIGPIPE, empty signal mask, the
-/// task's stdin/stdout/stderr and no other descriptor, its directory, then `execve`.
+/// The clone child: its own process group, killed when the agent dies, default SIGPIPE,
+/// empty signal mask, the task's stdin/stdout/stderr and no other descriptor, its
+/// directory, then `execve`.
 extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: arg is the helper's `Child`, alive until this child execs or exits (vfork
     // semantics); only async-signal-safe system calls are made.
@@ -257,6 +294,14 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             libc::_exit(127)
         };
         if libc::setpgid(0, 0) != 0 {
+            fail(c);
+        }
+        // An agent gone before this took effect has already made us someone else's child.
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            fail(c);
+        }
+        if libc::getppid() != c.agent {
+            *libc::__errno_location() = libc::ESRCH;
             fail(c);
         }
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -302,6 +347,8 @@ fn start_task(
         envp: envp.as_ptr(),
         cwd: fields[1],
         stdio,
+        // SAFETY: getppid takes no arguments.
+        agent: unsafe { libc::getppid() },
         errno: 0,
     };
     // No signal handler may run in the child while it shares our memory: block them all
@@ -385,11 +432,10 @@ fn shed_start_up_pages() {
 /// The helper's life (`hetpilot-agent __spawn-helper FD`): start each task the agent
 /// asks for, until it closes the socket. Never returns.
 pub fn serve(fd: RawFd) -> ! {
-    // SAFETY: prctl with constant arguments and a NUL-terminated name.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        libc::prctl(libc::PR_SET_NAME, c"hetpilot-spawn".as_ptr());
-    }
+    // No parent-death signal: the helper outlives a killed agent just long enough to kill
+    // its tasks' groups (it sees the socket close).
+    // SAFETY: prctl with a constant option and a NUL-terminated name.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"hetpilot-spawn".as_ptr()) };
     // SAFETY: the agent passed us this descriptor for our sole use; tasks must not inherit
     // it (a task could answer the agent in our place), hence close-on-exec.
     let socket = unsafe {
@@ -401,6 +447,8 @@ pub fn serve(fd: RawFd) -> ! {
     // Reused from request to request.
     let (mut body, mut fields, mut argv, mut envp) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // The process groups of the tasks started and not yet reaped.
+    let mut groups: HashSet<libc::pid_t> = HashSet::new();
     // Last, while /proc/self is still ours to write (before PR_SET_DUMPABLE).
     shed_start_up_pages();
     // SAFETY: prctl with constant arguments.
@@ -408,14 +456,23 @@ pub fn serve(fd: RawFd) -> ! {
     loop {
         let fds = match recv_with_fds(&socket, &mut len) {
             Ok(Some(fds)) => fds,
-            Ok(None) | Err(_) => std::process::exit(0),
+            Ok(None) | Err(_) => kill_and_exit(&groups),
         };
         body.resize(u32::from_ne_bytes(len) as usize, 0);
-        if (&socket).read_exact(&mut body).is_err() || body.len() < 8 || fds.len() != 3 {
-            std::process::exit(1);
+        if (&socket).read_exact(&mut body).is_err() || body.len() < 8 {
+            kill_and_exit(&groups);
         }
         let argc = u32::from_ne_bytes(body[..4].try_into().expect("4 bytes")) as usize;
         let envc = u32::from_ne_bytes(body[4..8].try_into().expect("4 bytes")) as usize;
+        if argc == 0 && body.len() == 8 && fds.is_empty() {
+            groups.remove(&(envc as libc::pid_t));
+            continue;
+        }
+        // A malformed request (a bug, not the agent's end): the agent starts another
+        // helper, and its tasks keep running.
+        if fds.len() != 3 {
+            std::process::exit(1);
+        }
         // Each field starts after the previous one's NUL; the request ends with a NUL.
         fields.clear();
         let strings = &body[8..];
@@ -433,10 +490,24 @@ pub fn serve(fd: RawFd) -> ! {
         let stdio = [fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd()];
         let (pid, errno) = start_task(&fields, argc, stdio, &mut stack, &mut argv, &mut envp);
         drop(fds);
+        if errno == 0 {
+            groups.insert(pid);
+        }
         let mut answer = pid.to_ne_bytes().to_vec();
         answer.extend_from_slice(&errno.to_ne_bytes());
         if (&socket).write_all(&answer).is_err() {
-            std::process::exit(0);
+            kill_and_exit(&groups);
         }
     }
+}
+
+/// The agent is gone (its end of the socket closed, reset, or a message cut short): kills
+/// the process groups of its tasks, then ends the helper.
+fn kill_and_exit(groups: &HashSet<libc::pid_t>) -> ! {
+    for &group in groups {
+        // SAFETY: signalling a process group this helper started and the agent has not
+        // reaped; an error (the group is gone) is harmless.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+    }
+    std::process::exit(0)
 }
