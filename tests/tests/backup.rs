@@ -2,7 +2,8 @@
 //! a local agent works through a stream of short tasks restores into a fresh data directory
 //! with every task the manager had acknowledged as done before the backup began, still done,
 //! and the restored manager serves; a restore is refused while a manager runs on the
-//! directory, and a garbage or truncated file is refused with the data left untouched.
+//! directory, and a garbage or truncated file is refused with the data left untouched,
+//! while a sound one replaces it and the replaced database is kept aside.
 
 use hetpilot_e2e::{array_app, bin, wait_until, Manager};
 use serde_json::Value;
@@ -234,7 +235,36 @@ fn a_garbage_or_truncated_backup_is_refused_and_the_data_left_untouched() {
         assert_eq!(listing(live.path()), files_before, "{}", bad.display());
     }
 
-    // The untouched data still opens, with its application.
+    // A sound backup is restored over the killed manager's data, which is kept aside with
+    // its WAL (the restored file must never pair with the old WAL).
+    let had_wal = live.path().join("hetpilot.db-wal").exists();
+    let out = hetpilot(
+        &["restore", "--data-dir", live.path().to_str().unwrap()],
+        &[&good],
+    );
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let aside: Vec<_> = std::fs::read_dir(live.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".before-restore-"))
+        .collect();
+    let kept = aside
+        .iter()
+        .find(|p| !p.to_string_lossy().ends_with("-wal") && !p.to_string_lossy().ends_with("-shm"))
+        .unwrap_or_else(|| panic!("no database kept aside: {aside:?}"));
+    assert!(said.contains(kept.to_str().unwrap()), "{said}");
+    assert_eq!(std::fs::read(kept).unwrap(), before);
+    assert!(
+        !live.path().join("hetpilot.db-wal").exists(),
+        "the old WAL must not stay beside the restored database"
+    );
+    assert_eq!(
+        aside.iter().any(|p| p.to_string_lossy().ends_with("-wal")),
+        had_wal
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), bytes);
+
     let again = Manager::start(live.path(), 30.0);
     assert_eq!(counts(&again, app)["waiting"], 2);
 }
