@@ -235,6 +235,16 @@ fn a_garbage_or_truncated_backup_is_refused_and_the_data_left_untouched() {
         assert_eq!(listing(live.path()), files_before, "{}", bad.display());
     }
 
+    // A device would be read without end: refused as not a file.
+    let out = hetpilot(
+        &["restore", "--data-dir", live.path().to_str().unwrap()],
+        &[Path::new("/dev/zero")],
+    );
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("/dev/zero is not a regular file"), "{said}");
+    assert_eq!(listing(live.path()), files_before);
+
     // A sound backup is restored over the killed manager's data, which is kept aside with
     // its WAL (the restored file must never pair with the old WAL).
     let had_wal = live.path().join("hetpilot.db-wal").exists();

@@ -16,6 +16,8 @@ pub enum RestoreError {
         path: PathBuf,
         cause: std::io::Error,
     },
+    #[error("{path} is not a regular file; give the backup file itself", path = .path.display())]
+    NotAFile { path: PathBuf },
     #[error("refused, nothing was changed: {0}")]
     Unsound(CheckError),
     #[error("{path} exists; wait a second and run the restore again", path = .path.display())]
@@ -49,6 +51,12 @@ pub fn restore(backup: &Path, data_dir: &Path) -> Result<Restored, RestoreError>
         path: backup.to_path_buf(),
         cause,
     };
+    // A pipe or a device would be read without end (into the data directory's disk).
+    if !std::fs::metadata(backup).map_err(backup_err)?.is_file() {
+        return Err(RestoreError::NotAFile {
+            path: backup.to_path_buf(),
+        });
+    }
     let mut source = std::fs::File::open(backup).map_err(backup_err)?;
     // The copy, not the caller's file, is checked and renamed into place: what is checked
     // is what the manager will open. Mode 0600; removed if anything below fails.
