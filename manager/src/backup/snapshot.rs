@@ -89,3 +89,39 @@ pub fn snapshot(db: &Path, dest: &Path) -> Result<u64, SnapshotError> {
         .map_err(write_err)?;
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_snapshot_is_private_sound_and_never_written_over_an_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("hetpilot.db");
+        crate::db::open(&db).unwrap();
+        let dest = dir.path().join("backup.db");
+        let bytes = snapshot(&db, &dest).unwrap();
+        let meta = std::fs::metadata(&dest).unwrap();
+        assert_eq!(meta.len(), bytes);
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        check_database(&dest).unwrap();
+
+        std::fs::write(&dest, b"kept").unwrap();
+        let refused = snapshot(&db, &dest).unwrap_err();
+        assert!(matches!(refused, SnapshotError::Exists { .. }), "{refused}");
+        assert_eq!(std::fs::read(&dest).unwrap(), b"kept");
+        let missing = snapshot(&dir.path().join("nothing.db"), &dir.path().join("b2.db"));
+        assert!(
+            matches!(missing, Err(SnapshotError::NoDatabase { .. })),
+            "{missing:?}"
+        );
+        // Nothing half-written is left beside the backups.
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".hetpilot-backup-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}
