@@ -13,9 +13,11 @@ pub use hetpilot_core::{
     alloc, control, fairshare, ptg, queue, report, sched, sim, staging, trace,
 };
 
+pub mod backup;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod data_dir_lock;
 pub mod db;
 pub mod metrics;
 pub mod provision;

@@ -6,6 +6,7 @@ mod affinity;
 mod affinity_live;
 mod agent_resources;
 mod app_file;
+mod backup;
 mod bandwidths;
 mod check_output;
 pub mod closed_pipe;
@@ -65,6 +66,10 @@ pub enum Command {
     Init(init::Args),
     /// Run the manager (HTTP API, SQLite store) until SIGINT/SIGTERM.
     Serve(serve::Args),
+    /// Copy the manager's database to FILE, consistently, while it runs (mode 0600).
+    Backup(backup::BackupArgs),
+    /// Put a backup in place of a stopped manager's database (the old one is kept aside).
+    Restore(backup::RestoreArgs),
     /// Submit an application: an application file, or --each-line/--array and a command.
     Submit(Box<submit::Args>),
     /// Show applications and their task counts.
@@ -127,6 +132,8 @@ impl Command {
             Command::Demo(a) => block_on(demo::run(a)),
             Command::Init(a) => init::run(a),
             Command::Serve(a) => block_on(serve::run(a)),
+            Command::Backup(a) => backup::backup(a),
+            Command::Restore(a) => backup::restore(a),
             Command::Submit(a) => block_on(submit::run(*a)),
             Command::Status(a) => block_on(status::status(a)),
             Command::Wait(a) => block_on(status::wait(a)),

@@ -7,6 +7,7 @@ use super::serve_platforms::{serve_reloads, ServedPlatforms};
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::config::Settings;
+use hetpilot::data_dir_lock::DataDirLock;
 use hetpilot::service::{admin_token_path, private_data_dir, Manager};
 use hetpilot_transport::tls;
 use std::net::SocketAddr;
@@ -69,6 +70,10 @@ impl Args {
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let settings = args.settings()?;
     let data_dir = settings.data_dir.clone();
+    private_data_dir(&data_dir)
+        .with_context(|| format!("cannot use data directory {}", data_dir.display()))?;
+    // Held until this process ends: no second manager, and no restore, on this directory.
+    let _data_dir_lock = DataDirLock::acquire(&data_dir)?;
     let tls_wanted = args.tls.is_some() || settings.tls_cert.is_some();
     if let Ok(addr) = settings.listen.parse::<SocketAddr>() {
         // Refused before binding, so a refused address is never listened on.
