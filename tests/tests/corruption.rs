@@ -16,6 +16,10 @@ use std::time::Duration;
 enum Damage {
     /// 16 bytes inverted at this fraction of the file's length.
     Flip(f64),
+    /// One letter or digit, from this fraction of the file's length on, changed by one bit
+    /// into another: the file still parses (a PEM file's base64 stays base64), its
+    /// contents differ.
+    Letter(f64),
     /// Cut to half its length.
     Truncate,
     /// Cut to nothing.
@@ -32,6 +36,15 @@ fn damage(path: &Path, how: Damage) {
             for b in &mut bytes[start..start + 16] {
                 *b ^= 0xff;
             }
+        }
+        Damage::Letter(at) => {
+            let start = (bytes.len() as f64 * at) as usize;
+            let i = (start..bytes.len())
+                .find(|&i| {
+                    bytes[i].is_ascii_alphanumeric() && (bytes[i] ^ 1).is_ascii_alphanumeric()
+                })
+                .expect("a letter to change");
+            bytes[i] ^= 1;
         }
         Damage::Truncate => bytes.truncate(bytes.len() / 2),
         Damage::Empty => bytes.clear(),
@@ -203,6 +216,8 @@ fn a_damaged_tls_key_stops_start_up_and_is_not_replaced() {
         "tls-key.pem",
         &[
             Damage::Flip(0.5),
+            Damage::Letter(0.3),
+            Damage::Letter(0.6),
             Damage::Truncate,
             Damage::Empty,
             Damage::Remove,
@@ -216,6 +231,8 @@ fn a_damaged_tls_certificate_stops_start_up_and_is_not_replaced() {
         "tls-cert.pem",
         &[
             Damage::Flip(0.5),
+            Damage::Letter(0.5),
+            Damage::Letter(0.85),
             Damage::Flip(0.9),
             Damage::Truncate,
             Damage::Empty,
@@ -228,6 +245,11 @@ fn a_damaged_tls_certificate_stops_start_up_and_is_not_replaced() {
 fn a_damaged_admin_token_stops_start_up() {
     check_all(
         "admin.token",
-        &[Damage::Flip(0.5), Damage::Truncate, Damage::Empty],
+        &[
+            Damage::Flip(0.5),
+            Damage::Letter(0.5),
+            Damage::Truncate,
+            Damage::Empty,
+        ],
     );
 }
