@@ -100,7 +100,7 @@ enum Served {
     Refused(Option<i32>, String),
 }
 
-fn serve(dir: &Path) -> Served {
+fn serve(dir: &Path, flags: &[&str]) -> Served {
     let url_file = dir.join("manager.url");
     let _ = std::fs::remove_file(&url_file);
     let stderr_path = dir.with_extension("stderr");
@@ -108,6 +108,7 @@ fn serve(dir: &Path) -> Served {
         .args(["serve", "--listen", "127.0.0.1:0", "--tls", "self-signed"])
         .arg("--data-dir")
         .arg(dir)
+        .args(flags)
         .env_remove("HETPILOT_CONFIG")
         .env_remove("RUST_LOG")
         .env_remove("RUST_BACKTRACE")
@@ -144,7 +145,7 @@ fn refused(used: &Path, parent: &Path, file: &str, how: Damage) -> Result<(), St
     damage(&path, how);
     let damaged = std::fs::read(&path).ok();
     let case = format!("{file} {how:?}");
-    match serve(&copy) {
+    match serve(&copy, &[]) {
         Served::Started(stderr) => Err(format!(
             "{case}: the manager started on it (stderr: {stderr:?})"
         )),
@@ -183,7 +184,7 @@ fn check_all(file: &str, damages: &[Damage]) {
     let used = used_data_dir(parent.path());
     let whole = parent.path().join("whole");
     copy_dir(&used, &whole);
-    match serve(&whole) {
+    match serve(&whole, &[]) {
         Served::Started(_) => {}
         Served::Refused(status, stderr) => {
             panic!("an undamaged data directory was refused ({status:?}): {stderr}")
@@ -252,4 +253,46 @@ fn a_damaged_admin_token_stops_start_up() {
             Damage::Empty,
         ],
     );
+}
+
+/// An index that disagrees with its table: every page is sound, so the quick check at
+/// every start passes it, and `--full-check` (SQLite's `integrity_check`) refuses it.
+#[test]
+fn full_check_finds_an_index_that_disagrees_with_its_table() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = used_data_dir(parent.path());
+    let db = dir.join("hetpilot.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // The index on apps(owner) declared on apps(name) instead, without rebuilding it.
+    conn.execute_batch(
+        "PRAGMA writable_schema = ON;
+         UPDATE sqlite_schema SET sql = 'CREATE INDEX apps_owner ON apps(name)'
+             WHERE name = 'apps_owner';
+         PRAGMA writable_schema = OFF;",
+    )
+    .unwrap();
+    drop(conn);
+    let before = std::fs::read(&db).unwrap();
+    match serve(&dir, &["--full-check"]) {
+        Served::Started(stderr) => panic!("--full-check started on it (stderr: {stderr:?})"),
+        Served::Refused(status, stderr) => {
+            assert_eq!(status, Some(1), "{stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(
+                stderr.starts_with(&format!("error: the database {} is damaged", db.display()))
+                    && stderr.contains("apps_owner")
+                    && stderr.contains("restore the file from a backup"),
+                "{stderr}"
+            );
+        }
+    }
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the damaged file was rewritten"
+    );
+    match serve(&dir, &[]) {
+        Served::Started(_) => {}
+        Served::Refused(_, stderr) => panic!("the quick check refused sound pages: {stderr}"),
+    }
 }
