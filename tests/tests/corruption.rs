@@ -1,5 +1,6 @@
 //! Damaged files in the data directory, through the real binaries: each file a manager
-//! keeps (the database, the self-signed TLS certificate and key, the admin token) is
+//! keeps (the database, the self-signed TLS certificate, its key and the fingerprint
+//! recorded when it was last served, the admin token) is
 //! flipped, truncated or emptied in a copy of a used data directory, and `hetpilot serve`
 //! must refuse to start with exit status 1 and one line on stderr naming the file and
 //! saying to restore it from a backup; no panic, no backtrace, and the damaged file is left
@@ -239,6 +240,14 @@ fn a_damaged_tls_certificate_stops_start_up_and_is_not_replaced() {
             Damage::Empty,
             Damage::Remove,
         ],
+    );
+}
+
+#[test]
+fn a_damaged_tls_fingerprint_record_stops_start_up() {
+    check_all(
+        "tls.fingerprint",
+        &[Damage::Letter(0.5), Damage::Truncate, Damage::Empty],
     );
 }
 

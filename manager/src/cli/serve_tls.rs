@@ -63,10 +63,11 @@ pub fn load(
             let pinned = text.trim();
             if pinned != fingerprint {
                 return Err(anyhow!(
-                    "the TLS certificate {} is not the one this manager served (its fingerprint \
-                     {fingerprint} is not {pinned:?}, recorded in {}): it was altered or \
-                     damaged; {remedy}",
+                    "the TLS certificate {} is not the one this manager last served, whose \
+                     fingerprint {} records ({fingerprint} is not {pinned:?}): one of them was \
+                     altered or damaged; {remedy} (if only {} is damaged, remove it)",
                     cert.display(),
+                    pinned_file.display(),
                     pinned_file.display()
                 ));
             }
