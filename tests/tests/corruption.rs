@@ -305,3 +305,36 @@ fn full_check_finds_an_index_that_disagrees_with_its_table() {
         Served::Refused(_, stderr) => panic!("the quick check refused sound pages: {stderr}"),
     }
 }
+
+/// A manager SIGKILLed leaves its last commits in the WAL file: that is not damage, and
+/// the check (read-only) neither refuses it nor folds it into the main file.
+#[test]
+fn a_data_dir_left_by_a_killed_manager_still_starts() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("killed");
+    std::fs::create_dir(&dir).unwrap();
+    let mut m = Manager::start_with(&dir, free_port(), 5.0, &["--tls", "self-signed"], &[]);
+    let app = m.submit(json!({"name": "many", "command": "true",
+                              "tasks": {"array": {"start": 0, "end": 499}}}));
+    m.kill();
+    let wal = dir.join("hetpilot.db-wal");
+    assert!(
+        std::fs::metadata(&wal)
+            .map(|w| w.len() > 0)
+            .unwrap_or(false),
+        "a killed manager left no WAL to recover from"
+    );
+    match serve(&dir, &["--full-check"]) {
+        Served::Started(_) => {}
+        Served::Refused(status, stderr) => panic!("refused after a kill ({status:?}): {stderr}"),
+    }
+    let db = rusqlite::Connection::open(dir.join("hetpilot.db")).unwrap();
+    let tasks: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM tasks WHERE app_id = ?1",
+            [app as i64],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(tasks, 500);
+}

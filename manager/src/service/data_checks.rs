@@ -46,7 +46,10 @@ pub(super) fn check_database(dir: &Path, path: &Path, depth: Depth) -> Result<()
         }
         return Ok(());
     }
-    let conn = rusqlite::Connection::open(path).map_err(|e| database_error(path, e))?;
+    // Read-only: closing it checkpoints nothing into a file found damaged.
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| database_error(path, e))?;
     let found = db::problems(&conn, depth).map_err(|e| database_error(path, e))?;
     match found.first() {
         None => Ok(()),
