@@ -86,6 +86,10 @@ pub struct Settings {
     /// unencrypted).
     #[serde(default)]
     pub insecure_http: bool,
+    /// Check the database at start with SQLite's full `integrity_check` (every index
+    /// against its table too) rather than `quick_check`; slower on a large database.
+    #[serde(default)]
+    pub full_check: bool,
     /// Accept `hetpilot-agent --zero-work` agents, whose tasks end without running (for
     /// measuring the framework itself; never on a production manager).
     #[serde(default)]

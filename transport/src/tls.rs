@@ -32,6 +32,13 @@ pub enum TlsError {
     },
     #[error("{}: no PEM certificate or key in it ({problem})", path.display())]
     Pem { path: PathBuf, problem: String },
+    #[error(
+        "{} is missing while {} is there: restore it from a backup of the data directory, or \
+         remove {} too to make a new self-signed pair (clients that pinned the old \
+         fingerprint must then pin the new one)",
+        missing.display(), present.display(), present.display()
+    )]
+    HalfPair { present: PathBuf, missing: PathBuf },
     #[error("TLS setup: {0}")]
     Rustls(#[from] rustls::Error),
     #[error("making a self-signed certificate: {0}")]
@@ -77,12 +84,26 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig
     Ok(Arc::new(config))
 }
 
-/// The self-signed certificate and key in `dir` (made for `names` if missing, else reused):
-/// returns their paths.
+/// The self-signed certificate and key in `dir` (made for `names` if both are missing, else
+/// reused): returns their paths. One without the other is refused, not replaced.
 pub fn self_signed(dir: &Path, names: &[String]) -> Result<(PathBuf, PathBuf), TlsError> {
     let (cert, key) = (dir.join(SELF_SIGNED_CERT), dir.join(SELF_SIGNED_KEY));
-    if cert.exists() && key.exists() {
-        return Ok((cert, key));
+    match (cert.exists(), key.exists()) {
+        (true, true) => return Ok((cert, key)),
+        (false, false) => {}
+        // A new pair would change the fingerprint clients pin; the admin decides.
+        (true, false) => {
+            return Err(TlsError::HalfPair {
+                present: cert,
+                missing: key,
+            })
+        }
+        (false, true) => {
+            return Err(TlsError::HalfPair {
+                present: key,
+                missing: cert,
+            })
+        }
     }
     let made = rcgen::generate_simple_self_signed(names.to_vec())?;
     let write = |path: &Path, text: String, mode: u32| -> Result<(), TlsError> {

@@ -30,6 +30,7 @@ mod reproduce;
 mod schedule;
 mod serve;
 mod serve_platforms;
+mod serve_tls;
 mod simulate;
 mod staging_workload;
 mod status;

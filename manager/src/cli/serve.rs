@@ -4,6 +4,7 @@
 
 use super::connect::{fingerprint_file, url_file};
 use super::serve_platforms::{serve_reloads, ServedPlatforms};
+use super::serve_tls::{self, PairOrigin};
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::config::Settings;
@@ -42,6 +43,10 @@ pub struct Args {
     /// Allow plain HTTP on an address other than loopback (config `insecure_http = true`).
     #[arg(long)]
     pub insecure_http: bool,
+    /// Check the database with SQLite's full `integrity_check` before serving (config
+    /// `full_check = true`); without it, the quicker `quick_check` runs.
+    #[arg(long)]
+    pub full_check: bool,
     /// Journal every input of the control plane to FILE (one JSON object a line, mode
     /// 0600), for `hetpilot simulate live --replay FILE`. Costs a write per decision.
     #[arg(long, value_name = "FILE")]
@@ -62,6 +67,9 @@ impl Args {
         }
         if self.insecure_http {
             overrides.push(("insecure_http", "true".into()));
+        }
+        if self.full_check {
+            overrides.push(("full_check", "true".into()));
         }
         Ok(Settings::load(self.config.as_deref(), &overrides)?)
     }
@@ -88,13 +96,24 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             )
         })?;
     let local = listener.local_addr()?;
-    let cert = match args.tls {
-        Some(TlsMode::SelfSigned) => Some(self_signed(&settings, local)?),
-        None => settings.tls_cert.clone().zip(settings.tls_key.clone()),
+    let (cert, origin) = match args.tls {
+        Some(TlsMode::SelfSigned) => {
+            let reused = data_dir.join(tls::SELF_SIGNED_CERT).exists();
+            let origin = if reused {
+                PairOrigin::SelfSignedReused
+            } else {
+                PairOrigin::SelfSignedNew
+            };
+            (Some(self_signed(&settings, local)?), origin)
+        }
+        None => (
+            settings.tls_cert.clone().zip(settings.tls_key.clone()),
+            PairOrigin::Configured,
+        ),
     };
     check_plain_http(local, cert.is_some(), settings.insecure_http)?;
-    let tls_config = match &cert {
-        Some((cert, key)) => Some(tls::server_config(cert, key)?),
+    let served_tls = match &cert {
+        Some((cert, key)) => Some(serve_tls::load(cert, key, origin, &data_dir)?),
         None => None,
     };
     let scheme = if cert.is_some() { "https" } else { "http" };
@@ -104,9 +123,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| url.clone());
     let profiles = hetpilot::provision::catalog::load_all(&settings)?;
-    let fingerprint = match &cert {
-        Some((cert, _)) => Some(tls::fingerprint_of(cert)?),
-        None => None,
+    let (tls_config, fingerprint) = match served_tls {
+        Some(served) => (Some(served.config), Some(served.fingerprint)),
+        None => (None, None),
     };
     let mut provision = settings.provision.clone();
     provision.manager_tls_fingerprint = fingerprint.clone();

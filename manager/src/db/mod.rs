@@ -1,10 +1,11 @@
 //! SQLite persistence (WAL): the schema, the write vocabulary (`write_ops`: every change as
 //! a [`Write`] and its SQL), the group-commit writer thread (`group_commit`) that turns
 //! them into batched transactions, recovery of the live state at start, forgetting ended
-//! applications (`forget`), and queries.
+//! applications (`forget`), the check that the file is whole (`integrity`), and queries.
 
 mod forget;
 mod group_commit;
+mod integrity;
 mod load;
 mod measured;
 mod pilots;
@@ -15,7 +16,8 @@ mod staging;
 mod write_ops;
 
 pub use group_commit::{Queued, StoreError, Writer};
-pub use load::{load, Loaded, StoredAgent, StoredAgentToken};
+pub use integrity::{is_damage, problems, Depth};
+pub use load::{load, Loaded, StoredAgent, StoredAgentToken, StoredUser};
 pub use measured::measured;
 pub use pilots::{PilotCredential, StoredPilot};
 pub use read::{token_id, Reader};

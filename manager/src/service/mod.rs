@@ -7,6 +7,7 @@ pub mod auth;
 mod bounds;
 mod control_lock;
 mod dashboard;
+mod data_checks;
 mod error;
 mod file_listing;
 mod files;
@@ -116,6 +117,27 @@ pub enum OpenError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error(
+        "the database {} is damaged ({problem}); nothing was read from it: stop restarting \
+         the manager and restore the file from a backup of the data directory", path.display()
+    )]
+    DamagedDatabase { path: PathBuf, problem: String },
+    #[error(
+        "the admin token file {} is damaged ({problem}): restore it from a backup of the \
+         data directory (the database keeps only the token's hash)", path.display()
+    )]
+    DamagedAdminToken { path: PathBuf, problem: String },
+    #[error(
+        "the database {} has lost its contents (it is missing or empty, or holds no users), \
+         but {} shows this data directory was started before: restore the database from a \
+         backup of the data directory (if its first start was cut short instead, remove {} \
+         and start again)",
+        database.display(), admin_token.display(), admin_token.display()
+    )]
+    UsersLost {
+        database: PathBuf,
+        admin_token: PathBuf,
+    },
     #[error("cannot write the admin token {path}: {source}")]
     AdminToken {
         path: PathBuf,
@@ -165,17 +187,21 @@ impl Manager {
             source,
         })?;
         let db_path = database_path(&dir);
+        let depth = if settings.full_check {
+            db::Depth::Full
+        } else {
+            db::Depth::Quick
+        };
+        data_checks::check_database(&dir, &db_path, depth)?;
         private_files(&db_path).map_err(|source| OpenError::DataDir {
             dir: dir.clone(),
             source,
         })?;
-        let db_err = |source| OpenError::Database {
-            path: db_path.clone(),
-            source,
-        };
+        let db_err = |source| data_checks::database_error(&db_path, source);
         let conn = db::open(&db_path).map_err(db_err)?;
         let now = now_ms();
         let loaded = db::load(&conn, now).map_err(db_err)?;
+        data_checks::check_admin_token(&dir, &loaded.users)?;
         for row in &loaded.skipped {
             tracing::error!(%row, "a stored row cannot be read back and was skipped; the rest of the state is recovered");
         }
