@@ -359,6 +359,10 @@ fn re_issued_tokens_revoke_the_old_ones_and_the_admin_is_rotated_on_purpose() {
             .trim(),
         new_admin
     );
+    assert!(
+        !dir.path().join("admin.token.new").exists(),
+        "the rotation's new file was renamed into place"
+    );
     // Survives a restart: the admin is still an admin, alice's old token still dead.
     let m = restart(m);
     assert_eq!(m.admin, new_admin);

@@ -65,8 +65,10 @@ pub(super) fn check_database(dir: &Path, path: &Path, depth: Depth) -> Result<()
 
 /// Refuses an admin token file that is not the stored `admin` user's token. A database
 /// without users next to an admin token file lost them (a first start makes both); a
-/// missing file is the admin's choice (it may be kept elsewhere) and is left alone.
+/// missing file is the admin's choice (it may be kept elsewhere) and is left alone. A
+/// rotation cut short is finished first (see [`finish_admin_token_rotation`]).
 pub(super) fn check_admin_token(dir: &Path, users: &[StoredUser]) -> Result<(), OpenError> {
+    finish_admin_token_rotation(dir, users);
     let path = admin_token_path(dir);
     let damaged = |problem: &str| OpenError::DamagedAdminToken {
         path: path.clone(),
@@ -91,9 +93,82 @@ pub(super) fn check_admin_token(dir: &Path, users: &[StoredUser]) -> Result<(), 
         return Err(damaged("it is empty"));
     }
     if auth::hash(token) != admin.token_hash {
+        // (A rotation cut short was finished above, if its new token is the stored one.)
         return Err(damaged(
             "it does not hold the admin token the database knows: cut short or altered",
         ));
     }
     Ok(())
+}
+
+/// A rotation writes `admin.token.new`, commits its hash, then renames it over
+/// `admin.token`. Stopped after the commit, the new file holds the stored token: it is
+/// renamed into place (WARN). Stopped before, the stored token is still the old one: the
+/// unused new file is removed. A file that is neither is left for the check to judge.
+fn finish_admin_token_rotation(dir: &Path, users: &[StoredUser]) {
+    let next = super::new_admin_token_path(dir);
+    let Ok(text) = std::fs::read(&next) else {
+        return;
+    };
+    let Some(admin) = users.iter().find(|u| u.name == "admin") else {
+        return;
+    };
+    let token = std::str::from_utf8(&text).map(str::trim).unwrap_or("");
+    if !token.is_empty() && auth::hash(token) == admin.token_hash {
+        match std::fs::rename(&next, admin_token_path(dir)) {
+            Ok(()) => tracing::warn!(
+                file = %next.display(),
+                "finished an admin token rotation that a stop cut short: admin.token now holds the token in force"
+            ),
+            Err(e) => {
+                tracing::warn!(file = %next.display(), error = %e, "could not finish an admin token rotation")
+            }
+        }
+        return;
+    }
+    let current = std::fs::read(admin_token_path(dir)).unwrap_or_default();
+    let current = std::str::from_utf8(&current).map(str::trim).unwrap_or("");
+    if !current.is_empty() && auth::hash(current) == admin.token_hash {
+        // The rotation stopped before the database took the new token: it never was.
+        let _ = std::fs::remove_file(&next);
+    }
+}
+
+#[cfg(test)]
+mod rotation_tests {
+    use super::*;
+
+    fn admin_with(token: &str) -> Vec<StoredUser> {
+        vec![StoredUser {
+            name: "admin".into(),
+            token_hash: auth::hash(token),
+            admin: true,
+        }]
+    }
+
+    #[test]
+    fn a_rotation_cut_short_after_the_commit_is_finished_and_before_it_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let (current, next) = (
+            admin_token_path(dir.path()),
+            super::super::new_admin_token_path(dir.path()),
+        );
+        std::fs::write(&current, "hpu_old\n").unwrap();
+        std::fs::write(&next, "hpu_new\n").unwrap();
+        // The database took the new token: the file in force becomes the new one.
+        check_admin_token(dir.path(), &admin_with("hpu_new")).unwrap();
+        assert_eq!(std::fs::read_to_string(&current).unwrap().trim(), "hpu_new");
+        assert!(!next.exists());
+        // The database kept the old token: the new file never was in force.
+        std::fs::write(&current, "hpu_old\n").unwrap();
+        std::fs::write(&next, "hpu_new\n").unwrap();
+        check_admin_token(dir.path(), &admin_with("hpu_old")).unwrap();
+        assert_eq!(std::fs::read_to_string(&current).unwrap().trim(), "hpu_old");
+        assert!(!next.exists());
+        // Neither: the damaged file is refused as before, the other left alone.
+        std::fs::write(&current, "hpu_cut\n").unwrap();
+        std::fs::write(&next, "hpu_other\n").unwrap();
+        assert!(check_admin_token(dir.path(), &admin_with("hpu_new")).is_err());
+        assert!(next.exists());
+    }
 }

@@ -101,6 +101,12 @@ pub fn admin_token_path(data_dir: &Path) -> PathBuf {
     data_dir.join("admin.token")
 }
 
+/// Where a rotation writes the new admin token before the database takes it; renamed over
+/// [`admin_token_path`] once it does (start-up finishes a rotation cut short there).
+pub fn new_admin_token_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.token.new")
+}
+
 pub fn database_path(data_dir: &Path) -> PathBuf {
     data_dir.join("hetpilot.db")
 }
@@ -437,10 +443,12 @@ impl Manager {
 
 impl Manager {
     /// An agent that left, was drained out or was declared lost loses its credential: a
-    /// copy of it (in a task's hands, say) reaches nothing any more.
+    /// copy of it (in a task's hands, say) reaches nothing any more. What its reports said
+    /// it wants is forgotten with it.
     fn revoke_agent_credential(&self, id: hetpilot_protocol::AgentId) {
         self.tokens
             .revoke_where(|who| matches!(who, Principal::Agent(a) if *a == id));
+        self.wanted.remove(&id);
     }
 }
 

@@ -13,6 +13,7 @@ use hetpilot_protocol::protocol::{
 };
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AppId, TaskRef};
+use std::path::Path;
 use std::sync::Arc;
 
 /// The calling user (agents and registration tokens are refused).
@@ -268,16 +269,35 @@ impl Manager {
 
     /// Gives the calling administrator a new token; the old one stops working at once. The
     /// `admin` user's token file in the data directory is rewritten.
+    ///
+    /// The file is never left disagreeing with the database: the new token is written to
+    /// `admin.token.new` first, the database takes its hash, then the file is renamed over
+    /// `admin.token`; a manager stopped between the last two finishes the rename at its
+    /// next start (`data_checks`).
     pub async fn rotate_admin_token(&self, who: &Principal) -> Result<TokenResponse, ServiceError> {
         let name = admin(who)?.to_string();
-        let token = self.issue_user_token(&name, true).await?;
+        let token = auth::new_token("hpu_");
+        let io = |what: &str, path: &Path, e: std::io::Error| {
+            ServiceError::Io(format!("{what} {}: {e}", path.display()))
+        };
+        let dir = &self.settings.data_dir;
+        let (current, next) = (
+            super::admin_token_path(dir),
+            super::new_admin_token_path(dir),
+        );
         if name == "admin" {
-            let path = super::admin_token_path(&self.settings.data_dir);
-            super::write_secret(&path, &token).map_err(|e| {
-                ServiceError::Io(format!(
-                    "the new admin token is in force but {} could not be written: {e}",
-                    path.display()
-                ))
+            super::write_secret(&next, &token)
+                .map_err(|e| io("the new admin token could not be written to", &next, e))?;
+        }
+        self.issue_user_token_as(&name, true, token.clone()).await?;
+        if name == "admin" {
+            std::fs::rename(&next, &current).map_err(|e| {
+                io(
+                    "the new admin token is in force (kept in admin.token.new) but could not \
+                     replace",
+                    &current,
+                    e,
+                )
             })?;
         }
         tracing::info!(user = %name, "admin token rotated");
@@ -291,7 +311,17 @@ impl Manager {
 
     /// Stores a new token for `name` (committed first), then revokes the old ones.
     async fn issue_user_token(&self, name: &str, admin: bool) -> Result<String, ServiceError> {
-        let token = auth::new_token("hpu_");
+        self.issue_user_token_as(name, admin, auth::new_token("hpu_"))
+            .await
+    }
+
+    /// [`Self::issue_user_token`] with the token made by the caller.
+    async fn issue_user_token_as(
+        &self,
+        name: &str,
+        admin: bool,
+        token: String,
+    ) -> Result<String, ServiceError> {
         let hash = auth::hash(&token);
         self.writer
             .commit(Write::User {
