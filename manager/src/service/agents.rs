@@ -180,9 +180,16 @@ impl Manager {
                     // for: lease up to what the agent's reports since say it wants, within
                     // the slots the manager counts free (every held task counts until
                     // reported), so a wide task does not wait out the pull.
+                    // (Counting the free slots walks the agent's held tasks: only when a
+                    // report asked for more than the pull.)
                     let reported = self.wanted.get(&id).map_or(0, |w| *w);
-                    let free = control.queues().free_slots_of(id).unwrap_or(0);
-                    req.max.max(reported.min(free)).min(8192)
+                    let max = if reported > req.max {
+                        let free = control.queues().free_slots_of(id).unwrap_or(0);
+                        req.max.max(reported.min(free))
+                    } else {
+                        req.max
+                    };
+                    max.min(8192)
                 };
                 let mut batch = control.lease(id, max, now_ms())?;
                 let leased = !batch.changes.is_empty();
