@@ -37,16 +37,21 @@ pub fn bin(name: &str) -> PathBuf {
 }
 
 /// Polls `f` every 20 ms until it returns Some, or panics after `timeout` naming `what`.
-pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait_until<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) -> T {
+    poll_until(timeout, f)
+        .unwrap_or_else(|| panic!("timed out after {timeout:?} waiting for {what}"))
+}
+
+/// Polls `f` every 20 ms until it returns Some; `None` once `timeout` has passed.
+pub fn poll_until<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = f() {
-            return v;
+            return Some(v);
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -1,7 +1,7 @@
 //! Tasks die with their agent: an agent SIGKILLed (as the OOM killer does) leaves no
 //! process of its tasks running, neither the task's own process nor what it started.
 
-use hetpilot_e2e::{signal, Manager};
+use hetpilot_e2e::{poll_until, signal, Manager};
 use std::path::Path;
 use std::time::Duration;
 
@@ -27,18 +27,6 @@ fn marked(marker: &str) -> Vec<(u32, String)> {
             (pid, cmd)
         })
         .collect()
-}
-
-/// Polls `done` every 20 ms until it holds (true) or `timeout` passed (false).
-fn poll(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + timeout;
-    while !done() {
-        if std::time::Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
 }
 
 /// Kills whatever of the task is left when the test ends, so a failure leaves no stray.
@@ -89,13 +77,13 @@ fn kill_an_agent_with_a_task(
     let agent = m.agent("local", 1, flags);
     // The shell and its background sleep (its loop's short sleeps come and go).
     let mut running = Vec::new();
-    let started = poll(Duration::from_secs(60), || {
+    let started = poll_until(Duration::from_secs(60), || {
         running = marked(&marker);
         let sleeping = running.iter().any(|(_, cmd)| cmd.starts_with("sleep 600"));
-        sleeping && running.iter().any(|(_, cmd)| cmd.contains("sh -c "))
+        (sleeping && running.iter().any(|(_, cmd)| cmd.contains("sh -c "))).then_some(())
     });
     assert!(
-        started,
+        started.is_some(),
         "the task did not start: {running:?}\nagent log:\n{}",
         agent.log()
     );
@@ -106,10 +94,10 @@ fn kill_an_agent_with_a_task(
     }
     signal(&agent.child, libc::SIGKILL);
     let mut left = Vec::new();
-    poll(Duration::from_secs(10), || {
+    poll_until(Duration::from_secs(10), || {
         left = marked(&marker);
         left.retain(|(_, cmd)| must_die(cmd));
-        left.is_empty()
+        left.is_empty().then_some(())
     });
     if !left.is_empty() {
         eprintln!(

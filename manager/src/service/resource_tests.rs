@@ -3,10 +3,11 @@
 //! refused at submission, naming the field and what each platform offers.
 
 use super::*;
-use hetpilot_protocol::protocol::{NewAgentToken, PullRequest, PullResponse, RegisterRequest};
+use hetpilot_protocol::protocol::{PullRequest, PullResponse, RegisterRequest};
 use hetpilot_protocol::resources::{GpuDevice, GpuVendor, ResourceOffer};
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::AgentId;
+use test_support::registration;
 
 fn gpu(index: u32, uuid: &str) -> GpuDevice {
     GpuDevice {
@@ -23,22 +24,6 @@ fn two_gpus() -> ResourceOffer {
         gpus: vec![gpu(0, "GPU-a"), gpu(1, "GPU-b")],
         named: Default::default(),
     }
-}
-
-async fn registration(m: &Manager, admin: &Principal) -> Principal {
-    let token = m
-        .create_agent_token(
-            admin,
-            NewAgentToken {
-                platform: "local".into(),
-                ttl_secs: None,
-                register_from: None,
-            },
-        )
-        .await
-        .unwrap()
-        .token;
-    m.authenticate(Some(&token)).unwrap()
 }
 
 async fn register(

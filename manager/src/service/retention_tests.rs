@@ -7,11 +7,11 @@ use super::*;
 use crate::config::Settings;
 use crate::service::Principal;
 use hetpilot_protocol::protocol::{
-    ForgetSummary, Measurements, NewAgentToken, Outcome, PullRequest, PurgeRequest, ReportRequest,
-    TaskResult,
+    ForgetSummary, PullRequest, PurgeRequest, ReportRequest, TaskResult,
 };
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::AppId;
+use test_support::success;
 
 const DAY_MS: u64 = 86_400_000;
 
@@ -31,21 +31,8 @@ async fn user(site: &Site, name: &str) -> Principal {
 }
 
 async fn agent(site: &Site) -> (Principal, AgentId) {
-    let m = &site.m;
-    let token = m
-        .create_agent_token(
-            &site.admin,
-            NewAgentToken {
-                platform: "local".into(),
-                ttl_secs: None,
-                register_from: None,
-            },
-        )
-        .await
-        .unwrap()
-        .token;
-    let registration = m.authenticate(Some(&token)).unwrap();
-    test_support::local_agent(m, &registration, "node1").await
+    let registration = test_support::registration(&site.m, &site.admin).await;
+    test_support::local_agent(&site.m, &registration, "node1").await
 }
 
 fn array(name: &str, n: u64) -> AppSpec {
@@ -53,28 +40,6 @@ fn array(name: &str, n: u64) -> AppSpec {
         "name": name, "command": "true", "tasks": {"array": {"start": 0, "end": n - 1}}
     }))
     .unwrap()
-}
-
-fn success(task: hetpilot_protocol::TaskRef, attempt: u32) -> TaskResult {
-    let now = now_ms();
-    TaskResult {
-        task,
-        attempt,
-        outcome: Outcome::Success,
-        exit_code: Some(0),
-        signal: None,
-        measurements: Measurements {
-            wall_ms: 1_000.0,
-            started_at_ms: now.saturating_sub(1_000),
-            ended_at_ms: now,
-            ..Measurements::default()
-        },
-        stdout_path: None,
-        stderr_path: None,
-        output_tail: String::new(),
-        error: None,
-        staging: None,
-    }
 }
 
 fn rows(dir: &tempfile::TempDir, table: &str, app: AppId) -> i64 {

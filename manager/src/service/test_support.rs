@@ -1,10 +1,12 @@
-//! What the service's tests share: a manager on a fresh data directory, its admin, users
-//! and a registered `local` agent.
+//! What the service's tests share: a manager on a fresh data directory, its admin, users,
+//! a registration token and a registered `local` agent, and a successful run's result.
 
-use super::{admin_token_path, Manager, Principal};
+use super::{admin_token_path, now_ms, Manager, Principal};
 use crate::config::Settings;
-use hetpilot_protocol::protocol::{NewUser, RegisterRequest};
-use hetpilot_protocol::AgentId;
+use hetpilot_protocol::protocol::{
+    Measurements, NewAgentToken, NewUser, Outcome, RegisterRequest, TaskResult,
+};
+use hetpilot_protocol::{AgentId, TaskRef};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -55,4 +57,44 @@ pub async fn local_agent(
         .await
         .unwrap();
     (m.authenticate(Some(&r.credential)).unwrap(), r.agent)
+}
+
+/// A registration token of platform `local`, authenticated.
+pub async fn registration(m: &Manager, admin: &Principal) -> Principal {
+    let token = m
+        .create_agent_token(
+            admin,
+            NewAgentToken {
+                platform: "local".into(),
+                ttl_secs: None,
+                register_from: None,
+            },
+        )
+        .await
+        .unwrap()
+        .token;
+    m.authenticate(Some(&token)).unwrap()
+}
+
+/// Attempt `attempt` of `task` succeeded after a second's run, ending now.
+pub fn success(task: TaskRef, attempt: u32) -> TaskResult {
+    let now = now_ms();
+    TaskResult {
+        task,
+        attempt,
+        outcome: Outcome::Success,
+        exit_code: Some(0),
+        signal: None,
+        measurements: Measurements {
+            wall_ms: 1_000.0,
+            started_at_ms: now.saturating_sub(1_000),
+            ended_at_ms: now,
+            ..Measurements::default()
+        },
+        stdout_path: None,
+        stderr_path: None,
+        output_tail: String::new(),
+        error: None,
+        staging: None,
+    }
 }
