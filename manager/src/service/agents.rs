@@ -162,8 +162,6 @@ impl Manager {
         }
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(req.wait_ms).min(MAX_WAIT);
-        // This pull says what the agent wants now; its reports may say more while it waits.
-        self.wanted.remove(&id);
         loop {
             let notified = self.waiters.work.notified();
             tokio::pin!(notified);
@@ -176,8 +174,8 @@ impl Manager {
                 let max = if held_for_its_group {
                     0
                 } else {
-                    // Runs that ended while this pull waited freed slots it did not ask
-                    // for: lease up to what the agent's reports since say it wants, within
+                    // Runs that ended since the agent's last pull answer freed slots it did not
+                    // ask for: lease up to what its reports since say it wants, within
                     // the slots the manager counts free (every held task counts until
                     // reported), so a wide task does not wait out the pull.
                     // (Counting the free slots walks the agent's held tasks: only when a
@@ -218,6 +216,8 @@ impl Manager {
                         .leased(platform, batch.tasks.len(), arrived.elapsed());
                 }
                 let grants = self.store_grants(batch.tasks.iter().map(|t| t.task));
+                // Answered: the agent's next pull says what it wants after this answer.
+                self.wanted.remove(&id);
                 return Ok(PullResponse {
                     grants,
                     apps: batch.apps,

@@ -32,6 +32,8 @@ mod task_quotas;
 mod test_support;
 mod users;
 mod wake;
+#[cfg(test)]
+mod wanted_tests;
 mod workflow;
 
 pub use crate::clock::now_ms;
@@ -71,7 +73,8 @@ pub struct Manager {
     tokens: Tokens,
     /// Agents and clients in a long poll, woken as the control plane decides (`wake`).
     waiters: Waiters,
-    /// What each agent in a pull said it wants in its reports since (see `agents::pull`).
+    /// What each agent's reports since its last pull answer said it wants (see
+    /// `agents::pull`).
     wanted: dashmap::DashMap<AgentId, u32>,
     next_app: AtomicU64,
     next_agent: AtomicU64,
