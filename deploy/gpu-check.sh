@@ -7,19 +7,39 @@
 #      task, and a CPU-only task sees none;
 #   3. under `--sandbox bwrap` a task's /dev holds only its device's file (plus the
 #      driver's control files), and nvidia-smi inside the sandbox lists only that GPU;
-#   4. `--gpus 0.5` tasks, two per device, run together and share the devices two by two.
+#   4. `--gpus 0.5` tasks, two per device, run together and share the devices two by two;
+#   5. where python3 has PyTorch with CUDA, a real CUDA program in a `--gpus 1` task (in the
+#      sandbox when bwrap is there) sees exactly one device, its own by UUID, and computes
+#      on it, while a CPU-only task's CUDA sees no device.
 # It ends with one verdict line: `GPU CHECK PASS ...` or `GPU CHECK FAIL: reason`.
 #
-# Usage: deploy/gpu-check.sh PATH/TO/hetpilot PATH/TO/hetpilot-agent
+# Usage: deploy/gpu-check.sh [--rehearse] PATH/TO/hetpilot PATH/TO/hetpilot-agent
 # (build them with `cargo build --release --bins` on a machine of the same architecture).
+# `--rehearse` runs the same steps where there is no GPU, against a fake `nvidia-smi` on
+# PATH (the test suite does, so the check keeps up with the CLI): detection may come from
+# nvidia-smi instead of NVML, the sandbox case is skipped (there are no device files), and
+# the verdict says REHEARSAL.
 set -uo pipefail
 
+rehearse=false
+if [ "${1:-}" = --rehearse ]; then
+    rehearse=true
+    shift
+fi
+
 fail() {
+    local log
+    # What the manager and agents said last, before the work dir goes: the reason is often there.
+    for log in "${work:-/nonexistent}"/*.log; do
+        [ -f "$log" ] || continue
+        echo "--- last lines of $(basename "$log")"
+        tail -5 "$log"
+    done
     echo "GPU CHECK FAIL: $*"
     exit 1
 }
 
-[ $# -eq 2 ] || fail "usage: $0 PATH/TO/hetpilot PATH/TO/hetpilot-agent"
+[ $# -eq 2 ] || fail "usage: $0 [--rehearse] PATH/TO/hetpilot PATH/TO/hetpilot-agent"
 hetpilot=$(realpath "$1") || fail "no manager binary at $1"
 agent=$(realpath "$2") || fail "no agent binary at $2"
 if [ ! -x "$hetpilot" ] || [ ! -x "$agent" ]; then fail "$1 and $2 must be executable"; fi
@@ -41,7 +61,7 @@ unset CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES HIP_VISIBLE_DEVICES SLURM_JOB_GP
 # 1. Detection, compared with nvidia-smi by the agent itself.
 "$agent" gpus --check-nvidia-smi >"$work/gpus" 2>"$work/gpus.err" ||
     fail "detection differs from nvidia-smi: $(grep -E 'difference|error' "$work/gpus.err" | tr '\n' ';')"
-grep -q "from nvml" "$work/gpus.err" ||
+$rehearse || grep -q "from nvml" "$work/gpus.err" ||
     fail "the agent did not use NVML ($(tr '\n' ' ' <"$work/gpus.err"))"
 uuids=()
 nodes=()
@@ -80,9 +100,13 @@ start_agent() {
         --slots "$slots" --work-dir "$work/$name" "$@" 2>"$work/$name.log" &
     pids+=($!)
     for _ in $(seq 300); do
-        # `hetpilot agents`: AGENT PLATFORM HOST SLOTS STATE HELD GPUS ("2 (0 in use)") ...
+        # `hetpilot agents` is a table whose STATE and GPUS ("2 (0 in use)") columns are
+        # found by their headers.
         "$hetpilot" agents 2>/dev/null |
-            awk -v n="$n" '$5 == "active" && $7 == n { found = 1 } END { exit !found }' && return
+            awk -v n="$n" '
+                NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "STATE") s = i; if ($i == "GPUS") g = i }; next }
+                s && g && $s == "active" && $g == n { found = 1 }
+                END { exit !found }' && return
         sleep 0.1
     done
     fail "agent $name did not register its $n GPU(s): $(tail -3 "$work/$name.log" | tr '\n' ' ')"
@@ -137,7 +161,9 @@ echo "binding: $n gpus=1 task(s) each saw their own device; a CPU task saw none"
 
 # 3. The same under bubblewrap: the sandbox's /dev has only the task's device file.
 sandbox="bwrap not installed: sandbox case skipped"
-if command -v bwrap >/dev/null; then
+if $rehearse; then
+    sandbox="rehearsal: sandbox case skipped"
+elif command -v bwrap >/dev/null; then
     start_agent sandboxed "$n" --sandbox bwrap
     submit --gpus 1 --array "0-$((n - 1))" -- sh -c "$show"
     count=0
@@ -176,4 +202,42 @@ done
 stop_last_agent
 echo "fractions: $tasks gpus=0.5 tasks ran together, two per device"
 
-echo "GPU CHECK PASS: $n GPU(s) detected as nvidia-smi lists them; tasks bound one per device; $sandbox; $tasks half-GPU tasks shared them two by two"
+# 5. CUDA itself honours the binding: the runtime, not only the environment, sees one device.
+cuda="no python3 with CUDA-enabled PyTorch: CUDA case skipped"
+if $rehearse; then cuda="rehearsal: CUDA case skipped"; fi
+python=$(command -v python3)
+if ! $rehearse && [ -n "$python" ] &&
+    "$python" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+    flags=()
+    if command -v bwrap >/dev/null; then flags=(--sandbox bwrap); fi
+    start_agent cuda "$n" "${flags[@]}"
+    program='import os, torch
+p = torch.cuda.get_device_properties(0)
+x = torch.ones(1024, 1024, device="cuda")
+print("CUDA_VISIBLE_DEVICES=" + os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+print("CUDA_COUNT=%d" % torch.cuda.device_count())
+print("CUDA_UUID=GPU-%s" % p.uuid)
+print("CUDA_SUM=%d" % int((x @ x).sum().item()))'
+    submit --gpus 1 --array "0-$((n - 1))" -- "$python" -c "$program"
+    submit --array 0-0 -- "$python" -c 'import torch; print("CUDA_CPU_COUNT=%d" % torch.cuda.device_count())'
+    count=0
+    for out in $(task_outputs cuda); do
+        if grep -q '^CUDA_CPU_COUNT=' "$out"; then
+            [ "$(value CUDA_CPU_COUNT "$out")" = 0 ] || fail "a CPU-only task's CUDA saw $(value CUDA_CPU_COUNT "$out") device(s)"
+            continue
+        fi
+        cvd=$(value CUDA_VISIBLE_DEVICES "$out")
+        [ "$(value CUDA_COUNT "$out")" = 1 ] || fail "the CUDA runtime of a gpus=1 task saw $(value CUDA_COUNT "$out") devices"
+        [ "$(value CUDA_UUID "$out")" = "$cvd" ] || fail "a task granted $cvd computed on $(value CUDA_UUID "$out")"
+        [ "$(value CUDA_SUM "$out")" = 1073741824 ] || fail "a CUDA product on $cvd summed to '$(value CUDA_SUM "$out")'"
+        count=$((count + 1))
+    done
+    [ "$count" -eq "$n" ] || fail "$n CUDA tasks, $count reported their device"
+    stop_last_agent
+    cuda="CUDA (PyTorch${flags[*]:+, bwrap}): each task computed on its own device only"
+fi
+echo "cuda: $cuda"
+
+verdict="GPU CHECK PASS"
+if $rehearse; then verdict="GPU CHECK REHEARSAL PASS"; fi
+echo "$verdict: $n GPU(s) detected as nvidia-smi lists them; tasks bound one per device; $sandbox; $tasks half-GPU tasks shared them two by two; $cuda"

@@ -133,6 +133,38 @@ fn the_check_against_nvidia_smi_fails_on_a_difference() {
     );
 }
 
+/// The real-GPU check script, rehearsed here against the fake nvidia-smi: its plumbing (the
+/// CLI's flags, the `agents` table's columns, the task output files it reads) keeps up with
+/// the code, so a machine with a GPU finds it working.
+#[test]
+fn the_real_gpu_check_passes_its_rehearsal_on_a_fake_nvidia_smi() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = fake_nvidia_smi(dir.path(), 81920);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/gpu-check.sh");
+    let mut cmd = Command::new("bash");
+    cmd.arg(&script)
+        .arg("--rehearse")
+        .arg(bin("hetpilot"))
+        .arg(bin("hetpilot-agent"))
+        .env("PATH", path_with(&fake))
+        .env("TMPDIR", dir.path())
+        .env_remove("HETPILOT_URL")
+        .env_remove("HETPILOT_TOKEN");
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verdict = stdout.lines().last().unwrap_or_default();
+    assert!(
+        verdict.starts_with("GPU CHECK REHEARSAL PASS: 2 GPU(s)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("4 gpus=0.5 tasks ran together"), "{stdout}");
+}
+
 /// `hetpilot agents --json`, as admin.
 fn agents(m: &Manager) -> Vec<Value> {
     let out = m.cli(&["agents", "--json"]);
