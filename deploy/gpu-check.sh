@@ -173,9 +173,9 @@ elif command -v bwrap >/dev/null; then
         smi=$(value SMI "$out")
         for i in "${!uuids[@]}"; do
             [ "${uuids[$i]}" = "$cvd" ] || continue
-            [ "$dev" = "$(basename "${nodes[$i]}") " ] ||
+            [ "$dev" = "$(basename "${nodes[$i]}")" ] ||
                 fail "a sandboxed task of $cvd saw device files '$dev', not only ${nodes[$i]}"
-            [ "$smi" = "$cvd " ] || fail "nvidia-smi in the sandbox of $cvd listed '$smi'"
+            [ "$smi" = "$cvd" ] || fail "nvidia-smi in the sandbox of $cvd listed '$smi'"
             count=$((count + 1))
         done
     done

@@ -205,6 +205,24 @@ mod tests {
     }
 
     #[test]
+    fn the_lent_h100s_recorded_answers_parse_to_what_nvml_said_there() {
+        // NVML on that machine: index 0, this UUID, 81559 MiB (the real-GPU check's run).
+        let uuid = "GPU-0ddeb7a6-7c0d-2b8f-f071-af0bfcac8e86";
+        let own = fixture("h100_lent_index_uuid_name_memory_nounits.csv");
+        let gpus = to_devices(parse(&own, QUERY).unwrap()).unwrap();
+        assert_eq!(gpus.len(), 1);
+        assert_eq!(gpus[0].device.uuid, uuid);
+        assert_eq!(gpus[0].device.model, "NVIDIA H100 80GB HBM3");
+        assert_eq!(gpus[0].device.memory_mib, 81559);
+        assert_eq!(gpus[0].nodes, [PathBuf::from("/dev/nvidia0")]);
+        let with_units = fixture("h100_lent_index_name_uuid_driver_memory.csv");
+        let rows = parse(&with_units, "index,name,uuid,driver_version,memory.total").unwrap();
+        assert_eq!(rows.len(), 1, "the header line is skipped");
+        assert_eq!(rows[0].uuid.as_deref(), Some(uuid));
+        assert_eq!(rows[0].memory_mib, Some(81559), "\" MiB\" is read off");
+    }
+
+    #[test]
     fn a_recorded_a100_parses() {
         let rows = parse(
             &fixture("a100_name_uuid_driver_memory.csv"),
