@@ -249,6 +249,9 @@ impl Executor {
             if !st.draining {
                 self.start_queued(&mut st);
             }
+            // The helper hears which tasks were reaped with the next start's request; those
+            // no start carried are told now, before their results leave.
+            crate::spawner::flush_reaped();
             self.publish(&st);
             for result in st.outbox.drain(..) {
                 let _ = self.results.send(result);

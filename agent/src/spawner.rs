@@ -28,6 +28,11 @@
 //!   it ended) it SIGKILLs those groups, so what a task started (a shell's children) dies
 //!   too. A group's number cannot be reused while any process of it lives, nor while its
 //!   leader is unreaped.
+//!
+//! The agent says which tasks were reaped in the next start request, or in one message
+//! ([`flush_reaped`]) when an event of its loop ended tasks and started none, before their
+//! results leave: a message per task cost a system call on each side and a wake of the
+//! helper.
 
 use std::collections::HashSet;
 use std::ffi::CStr;
@@ -54,6 +59,8 @@ struct Helper {
     pid: libc::pid_t,
     /// The request being written, kept from task to task.
     message: Vec<u8>,
+    /// Tasks reaped since the helper was last told.
+    reaped: Vec<libc::pid_t>,
 }
 
 /// The helper, once started; `None` inside when it could not be (re)started.
@@ -95,6 +102,7 @@ fn launch() -> std::io::Result<Helper> {
         socket: ours,
         pid: child.id() as libc::pid_t,
         message: Vec::with_capacity(8192),
+        reaped: Vec::new(),
     })
 }
 
@@ -104,8 +112,11 @@ pub fn spawn(req: &Request<'_>) -> Option<std::io::Result<libc::pid_t>> {
     let mut helper = HELPER.lock().unwrap_or_else(|p| p.into_inner());
     for attempt in 0..2 {
         let h = helper.as_mut()?;
-        match ask(&h.socket, &mut h.message, req) {
-            Ok(answer) => return Some(answer),
+        match ask(&h.socket, &mut h.message, &h.reaped, req) {
+            Ok(answer) => {
+                h.reaped.clear();
+                return Some(answer);
+            }
             Err(e) => {
                 // The helper is gone (or broke the protocol): reap it, start another once.
                 // SAFETY: the helper is our child; WNOHANG never blocks.
@@ -131,17 +142,37 @@ pub fn spawn(req: &Request<'_>) -> Option<std::io::Result<libc::pid_t>> {
     None
 }
 
-/// Tells the helper that task `pid` was reaped: its process group is no longer the helper's
-/// to kill when the agent goes. Nothing to do without a helper.
+/// Notes that task `pid` was reaped: its process group is no longer the helper's to kill
+/// when the agent goes. The helper hears of it with the next start, or [`flush_reaped`].
+/// Nothing to do without a helper.
 pub fn reaped(pid: libc::pid_t) {
     let mut helper = HELPER.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(h) = helper.as_mut() {
-        let mut message = [0u8; 12];
-        message[..4].copy_from_slice(&8u32.to_ne_bytes());
-        message[8..].copy_from_slice(&pid.to_ne_bytes());
-        // A helper that is gone is noticed (and replaced) by the next start.
-        let _ = (&h.socket).write_all(&message);
+        h.reaped.push(pid);
     }
+}
+
+/// Tells the helper of the tasks reaped since it last heard, in one message with no
+/// answer (nothing when none was). Called once per event of the agent's loop: a reaped
+/// group's number may be taken by another process later, and must not then be killed with
+/// the agent's.
+pub fn flush_reaped() {
+    let mut helper = HELPER.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(h) = helper.as_mut() else { return };
+    if h.reaped.is_empty() {
+        return;
+    }
+    h.message.clear();
+    h.message.extend_from_slice(&[0; 16]);
+    for pid in &h.reaped {
+        h.message.extend_from_slice(&pid.to_ne_bytes());
+    }
+    let len = (h.message.len() - 4) as u32;
+    h.message[..4].copy_from_slice(&len.to_ne_bytes());
+    h.message[12..16].copy_from_slice(&(h.reaped.len() as u32).to_ne_bytes());
+    h.reaped.clear();
+    // A helper that is gone is noticed (and replaced) by the next start.
+    let _ = (&h.socket).write_all(&h.message);
 }
 
 /// Appends `s` and its NUL.
@@ -149,19 +180,25 @@ fn push(buf: &mut Vec<u8>, s: &CStr) {
     buf.extend_from_slice(s.to_bytes_with_nul());
 }
 
-/// One request and its answer. The request is `LEN (u32) ARGC (u32) ENVC (u32)` then
+/// One request and its answer. The request is `LEN (u32) ARGC (u32) ENVC (u32) REAPED
+/// (u32)`, the `REAPED` pids (i32) of tasks reaped since the last message, then
 /// NUL-terminated program, directory, arguments and environment, with the three standard
 /// descriptors attached; the answer is `PID (i32) ERRNO (i32)`. (A message with `ARGC` 0,
-/// `8 (u32) 0 (u32) PID (i32)`, says a task was reaped; it has no answer.)
+/// no strings and no descriptors only says which tasks were reaped; it has no answer.)
 fn ask(
     socket: &UnixStream,
     message: &mut Vec<u8>,
+    reaped: &[libc::pid_t],
     req: &Request<'_>,
 ) -> std::io::Result<std::io::Result<libc::pid_t>> {
     message.clear();
     message.extend_from_slice(&[0; 4]);
     message.extend_from_slice(&(req.argv.len() as u32).to_ne_bytes());
     message.extend_from_slice(&(req.envp.len() as u32).to_ne_bytes());
+    message.extend_from_slice(&(reaped.len() as u32).to_ne_bytes());
+    for pid in reaped {
+        message.extend_from_slice(&pid.to_ne_bytes());
+    }
     push(message, req.program);
     push(message, req.cwd);
     for s in req.argv.iter().chain(req.envp) {
@@ -459,23 +496,32 @@ pub fn serve(fd: RawFd) -> ! {
             Ok(None) | Err(_) => kill_and_exit(&groups),
         };
         body.resize(u32::from_ne_bytes(len) as usize, 0);
-        if (&socket).read_exact(&mut body).is_err() || body.len() < 8 {
+        if (&socket).read_exact(&mut body).is_err() || body.len() < 12 {
             kill_and_exit(&groups);
         }
-        let argc = u32::from_ne_bytes(body[..4].try_into().expect("4 bytes")) as usize;
-        let envc = u32::from_ne_bytes(body[4..8].try_into().expect("4 bytes")) as usize;
-        if argc == 0 && body.len() == 8 && fds.is_empty() {
-            groups.remove(&(envc as libc::pid_t));
-            continue;
-        }
+        let word = |at: usize| u32::from_ne_bytes(body[at..at + 4].try_into().expect("4 bytes"));
+        let (argc, envc, reaped) = (word(0) as usize, word(4) as usize, word(8) as usize);
         // A malformed request (a bug, not the agent's end): the agent starts another
         // helper, and its tasks keep running.
+        let Some(strings_at) = reaped
+            .checked_mul(4)
+            .and_then(|n| n.checked_add(12))
+            .filter(|&at| at <= body.len())
+        else {
+            std::process::exit(1)
+        };
+        for pid in body[12..strings_at].chunks_exact(4) {
+            groups.remove(&i32::from_ne_bytes(pid.try_into().expect("4 bytes")));
+        }
+        if argc == 0 && strings_at == body.len() && fds.is_empty() {
+            continue;
+        }
         if fds.len() != 3 {
             std::process::exit(1);
         }
         // Each field starts after the previous one's NUL; the request ends with a NUL.
         fields.clear();
-        let strings = &body[8..];
+        let strings = &body[strings_at..];
         let mut at = 0;
         while at < strings.len() {
             fields.push(strings[at..].as_ptr() as *const libc::c_char);

@@ -205,3 +205,44 @@ fn the_stray_check_names_a_task_left_running() {
         "{stderr}"
     );
 }
+
+/// A task the agent has reaped is no longer the helper's to kill: a process group number
+/// is free for others once its processes are gone, so the helper must hear of each reap
+/// before the agent can die. Here the task's shell ends (reaped, its result reported) and
+/// leaves a background `sleep` in its group; the agent SIGKILLed afterwards must not take
+/// that group along.
+#[test]
+fn a_reaped_tasks_group_is_not_killed_with_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().display().to_string();
+    let _sweep = Sweep(marker.clone());
+    let m = Manager::start(dir.path(), 30.0);
+    let app = m.submit(serde_json::json!({
+        "name": "leaves-a-sleep",
+        "command": "sh -c 'sleep 600 >/dev/null 2>&1 &'",
+        "env": {"ORPHAN_MARK": marker},
+        "tasks": {"array": {"start": 0, "end": 0}},
+    }));
+    let agent = m.agent("local", 1, &[]);
+    m.wait_finished(app, Duration::from_secs(60));
+    let sleeping = || {
+        marked(&marker)
+            .into_iter()
+            .filter(|(_, cmd)| cmd.starts_with("sleep 600"))
+            .count()
+    };
+    assert_eq!(sleeping(), 1, "the task's background sleep should run");
+    let helper = spawn_helper(agent.child.id()).expect("the agent has a spawn helper");
+    signal(&agent.child, libc::SIGKILL);
+    // The helper sees the agent's socket close, kills the groups it still holds and ends;
+    // once it has, the reaped task's group must be untouched.
+    let helper_gone = poll_until(Duration::from_secs(10), || {
+        hetpilot_e2e::proc_stats::is_dead(helper).then_some(())
+    });
+    assert!(helper_gone.is_some(), "the spawn helper outlived its agent");
+    assert_eq!(
+        sleeping(),
+        1,
+        "the helper killed the group of a task the agent had already reaped"
+    );
+}
