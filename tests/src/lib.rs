@@ -2,6 +2,7 @@
 //! processes (pilots and depots) on 127.0.0.1, talks to them over HTTP, and reads
 //! the manager's SQLite file. Waiting is always on a condition with a deadline, never a bare sleep.
 
+pub mod chaos;
 pub mod gpu_tasks;
 pub mod lab;
 pub mod pilots;
