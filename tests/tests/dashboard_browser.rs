@@ -10,6 +10,7 @@
 
 use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hetpilot_e2e::gpu_tasks::{two_gpu_agent_of, UUID_A};
 use hetpilot_e2e::{free_port, wait_until, Manager};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -439,4 +440,82 @@ fn every_dashboard_page_shows_the_api_numbers_without_console_errors() {
     eprintln!("screenshots in {}", shots.display());
     drop(release);
     m.wait_finished(held, LONG);
+}
+
+/// How the page's script writes a JSON number (`String(value)`): `1`, not `1.0`.
+fn js_number(v: &Value) -> String {
+    match v.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+        Some(f) => f.to_string(),
+        None => v.to_string(),
+    }
+}
+
+/// The platforms page of an agent with two (fake) GPUs, one held whole and one half-held
+/// by running tasks: each device's model, memory, share in use and runs, as the API gives
+/// them, and no console error.
+#[test]
+#[ignore = "needs chromium and chromium-driver (deploy/test-all.sh installs them)"]
+fn the_platforms_page_shows_a_gpu_agents_devices_and_their_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = start(dir.path());
+    let mut agent = two_gpu_agent_of(&m, "fast", dir.path());
+    let gpu_agent = wait_until("the agent to offer its two GPUs", LONG, || {
+        let agents = get(&m, &m.admin, "/v1/agents");
+        agents.as_array()?.iter().find_map(|a| {
+            (a["gpus"].as_array().map(Vec::len) == Some(2)).then(|| a["agent"].as_u64())?
+        })
+    });
+    let release = Release(dir.path().join("release"));
+    let hold = format!(
+        "sh -c 'while [ ! -e {} ]; do sleep 0.05; done'",
+        release.0.display()
+    );
+    let post = |spec: Value| {
+        let (s, b) = m.http().post("/v1/apps", &m.admin, &spec);
+        assert_eq!(s, 200, "{b}");
+        b["app"].as_u64().unwrap()
+    };
+    let whole = post(json!({"name": "whole", "command": hold, "gpus": 1,
+                            "tasks": {"array": {"start": 0, "end": 0}}}));
+    let half = post(json!({"name": "half", "command": hold, "gpus": 0.5,
+                           "tasks": {"array": {"start": 0, "end": 0}}}));
+    let gpus = wait_until("one GPU held whole and one by half", LONG, || {
+        let agents = get(&m, &m.admin, "/v1/agents");
+        let a = agents
+            .as_array()?
+            .iter()
+            .find(|a| a["agent"] == gpu_agent)?
+            .clone();
+        let mut shares: Vec<f64> = a["gpus"]
+            .as_array()?
+            .iter()
+            .filter_map(|g| g["in_use"].as_f64())
+            .collect();
+        shares.sort_by(f64::total_cmp);
+        (shares == [0.5, 1.0]).then_some(a["gpus"].clone())
+    });
+
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
+    let (_driver, driver_url) = start_driver(&dir.path().join("chromedriver.log"));
+    let browser = Browser::open(&driver_url, &m.url, &dir.path().join("chromium"), &shots);
+    browser.login(&m.admin);
+    browser.page("platforms");
+    for g in gpus.as_array().unwrap() {
+        let key = |what: &str| format!("gpu.{gpu_agent}.{}.{what}", g["index"]);
+        browser.expect(&key("model"), g["model"].as_str().unwrap());
+        browser.expect(&key("memory"), &js_number(&g["memory_mib"]));
+        browser.expect(&key("in_use"), &js_number(&g["in_use"]));
+        browser.expect(&key("tasks"), &js_number(&g["tasks"]));
+    }
+    assert_eq!(browser.count("#gpus-table tbody tr"), 2);
+    assert!(browser.text("main").contains(UUID_A));
+    browser.screenshot("admin-platforms-gpus");
+    let errors = browser.console_errors();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    drop(release);
+    m.wait_finished(whole, LONG);
+    m.wait_finished(half, LONG);
+    let _ = agent.kill();
+    let _ = agent.wait();
 }

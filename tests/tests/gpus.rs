@@ -2,47 +2,15 @@
 //! `qsub`s there): what the agent offers, kept to the batch job's grant, checked against
 //! nvidia-smi; and, with the manager's GPU leasing, tasks bound to their own devices.
 
-use hetpilot_e2e::gpu_tasks::{devices, report_dir, reports, tasks_per_device, together};
+use hetpilot_e2e::gpu_tasks::{
+    devices, fake_nvidia_smi, path_with, report_dir, reports, tasks_per_device, together,
+    two_gpu_agent, UUID_A, UUID_B,
+};
 use hetpilot_e2e::{bin, wait_until, Manager};
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
-
-/// Two recorded-format A100 lines, for the agent's query and for the check's.
-const UUID_A: &str = "GPU-89fdc1e1-18b2-f499-c12b-82bcb9bfb3fa";
-const UUID_B: &str = "GPU-d8594bd4-0fc3-8595-e355-7c98138f3b95";
-
-/// A directory holding an executable `nvidia-smi` that answers the two queries the agent
-/// makes, with `check_memory` as the memory the check's query reports for the first GPU.
-fn fake_nvidia_smi(dir: &Path, check_memory: u32) -> PathBuf {
-    let bin_dir = dir.join("fake-bin");
-    std::fs::create_dir_all(&bin_dir).unwrap();
-    let script = format!(
-        "#!/bin/sh\n\
-         case \"$1\" in\n\
-         --query-gpu=index,uuid,name,memory.total)\n\
-           printf '0, {UUID_A}, NVIDIA A100-SXM4-80GB, 81920\\n1, {UUID_B}, NVIDIA A100-SXM4-80GB, 81920\\n' ;;\n\
-         --query-gpu=name,memory.total,uuid)\n\
-           printf 'NVIDIA A100-SXM4-80GB, {check_memory}, {UUID_A}\\nNVIDIA A100-SXM4-80GB, 81920, {UUID_B}\\n' ;;\n\
-         *) echo \"unexpected arguments: $*\" >&2; exit 2 ;;\n\
-         esac\n"
-    );
-    let path = bin_dir.join("nvidia-smi");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    bin_dir
-}
-
-/// `PATH` with `first` in front.
-fn path_with(first: &Path) -> String {
-    format!(
-        "{}:{}",
-        first.display(),
-        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
-    )
-}
 
 /// `hetpilot-agent gpus ARGS` with the fake nvidia-smi first on PATH and `env` set (the
 /// batch variables removed otherwise).
@@ -184,26 +152,6 @@ fn metric(m: &Manager, line_start: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(line_start))
         .and_then(|v| v.trim().parse().ok())
-}
-
-/// A local agent with four slots and the fake nvidia-smi's two GPUs, working in
-/// `dir/agent`.
-fn two_gpu_agent(m: &Manager, dir: &Path) -> Child {
-    let fake = fake_nvidia_smi(dir, 81920);
-    let token = m.agent_token("local");
-    let work = dir.join("agent");
-    std::fs::create_dir_all(&work).unwrap();
-    Command::new(bin("hetpilot-agent"))
-        .args(["--manager", &m.url, "--platform", "local", "--slots", "4"])
-        .arg("--work-dir")
-        .arg(&work)
-        .env("HETPILOT_AGENT_TOKEN", &token)
-        .env("PATH", path_with(&fake))
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env_remove("SLURM_JOB_GPUS")
-        .stderr(std::fs::File::create(work.join("agent.log")).unwrap())
-        .spawn()
-        .unwrap()
 }
 
 /// Stops an agent this test started and waits for it.
