@@ -1,0 +1,90 @@
+//! An agent whose work directory fills (a 4 MiB tmpfs, filled with a ballast file) fails
+//! the task whose output finds no room, with a reason naming the directory, not a panic or
+//! a lost slot, and runs its next task once the ballast is removed. Mounting the tmpfs
+//! needs root: elsewhere the test says it skipped.
+
+use hetpilot_e2e::tmpfs::Tmpfs;
+use hetpilot_e2e::{bin, wait_until, Agent, Manager};
+use serde_json::json;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// An agent with one slot working in `work_dir`, logging to `log` (outside the work
+/// directory, whose disk fills).
+fn agent(m: &Manager, work_dir: &Path, log: &Path) -> Agent {
+    let child = Command::new(bin("hetpilot-agent"))
+        .args(["--manager", &m.url, "--platform", "local", "--slots", "1"])
+        .arg("--work-dir")
+        .arg(work_dir)
+        .env("HETPILOT_AGENT_TOKEN", m.agent_token("local"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("starting hetpilot-agent");
+    Agent {
+        child,
+        work_dir: work_dir.to_path_buf(),
+    }
+}
+
+/// One task printing `bytes` bytes to stdout, run once.
+fn loud(name: &str, bytes: u64) -> serde_json::Value {
+    json!({
+        "name": name,
+        "command": format!("head -c {bytes} /dev/zero"),
+        "tasks": {"array": {"start": 0, "end": 0}},
+        "max_attempts": 1,
+    })
+}
+
+fn run_of(m: &Manager, app: u64) -> (String, Option<String>) {
+    m.db()
+        .query_row(
+            "SELECT outcome, error FROM attempts WHERE app_id = ?1",
+            [app as i64],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+}
+
+#[test]
+fn a_full_work_directory_fails_the_task_with_a_clear_reason_and_keeps_the_slot() {
+    let root = tempfile::tempdir().unwrap();
+    let Some(disk) = Tmpfs::mount(&root.path().join("work"), 4 << 20) else {
+        return;
+    };
+    let manager_dir = root.path().join("manager");
+    std::fs::create_dir(&manager_dir).unwrap();
+    let m = Manager::start(&manager_dir, 30.0);
+    let log = root.path().join("agent.log");
+    let mut a = agent(&m, &disk.path, &log);
+    wait_until("the agent to register", Duration::from_secs(60), || {
+        let (_, agents) = m.http().get("/v1/agents", &m.admin);
+        (agents.as_array()?.len() == 1).then_some(())
+    });
+
+    let ballast = disk.fill("ballast");
+    let full = m.submit(loud("full", 1 << 20));
+    let summary = m.wait_finished(full, Duration::from_secs(60));
+    assert_eq!(summary["counts"]["failed"], 1, "{summary}");
+    let (outcome, error) = run_of(&m, full);
+    let error = error.unwrap_or_default();
+    assert_eq!(outcome, "failed", "{error}");
+    let dir = disk.path.display().to_string();
+    assert!(
+        error.contains(&format!("the work directory {dir} is full")),
+        "{error}"
+    );
+    assert!(error.contains("stdout"), "{error}");
+
+    std::fs::remove_file(&ballast).unwrap();
+    let after = m.submit(loud("after", 1 << 20));
+    let summary = m.wait_finished(after, Duration::from_secs(60));
+    assert_eq!(summary["counts"]["done"], 1, "{summary}");
+    assert_eq!(run_of(&m, after), ("success".to_string(), None));
+    assert_eq!(a.child.try_wait().unwrap(), None, "the agent runs on");
+    let agent_log = std::fs::read_to_string(&log).unwrap();
+    assert!(!agent_log.contains("panicked"), "{agent_log}");
+}
