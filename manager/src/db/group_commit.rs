@@ -50,6 +50,8 @@ struct Job {
     ack: oneshot::Sender<Result<(), StoreError>>,
 }
 
+// The small variant exists in tests only: boxing the job would cost every write.
+#[cfg_attr(test, allow(clippy::large_enum_variant))]
 enum Message {
     Job(Job),
     /// Caps the database's size in pages (SQLite's `max_page_count`), so tests fill it.
