@@ -1,8 +1,9 @@
 //! A manager whose data directory's disk fills (a 16 MiB tmpfs, filled with a ballast
-//! file while tasks run): new work is refused with 507 naming the directory, with one WARN
-//! in the log; reads still answer; the results of the running tasks are not lost; and once
-//! the ballast is removed the manager takes work again without a restart, every task
-//! ending exactly once. Mounting the tmpfs needs root: elsewhere the test says it skipped.
+//! file while tasks run): new work is refused with 507 naming the directory (a file
+//! upload with 507 too), with one WARN in the log; reads still answer; the results of the
+//! running tasks are not lost; and once the ballast is removed the manager takes work
+//! again without a restart, every task ending exactly once. Mounting the tmpfs needs
+//! root: elsewhere the test says it skipped.
 
 use hetpilot_e2e::tmpfs::Tmpfs;
 use hetpilot_e2e::{array_app, bin, free_port, wait_until, Agent, Manager};
@@ -106,6 +107,13 @@ fn a_full_data_directory_refuses_new_work_loses_no_result_and_resumes_when_space
     );
     assert!(message.contains("free some space"), "{message}");
     assert_eq!(metric(&m, "hetpilot_data_dir_full").as_deref(), Some("1"));
+    let upload = reqwest::blocking::Client::new()
+        .put(format!("{}/v1/files/while-full.bin", m.url))
+        .bearer_auth(&m.admin)
+        .body(vec![1u8; 256 << 10])
+        .send()
+        .unwrap();
+    assert_eq!(upload.status().as_u16(), 507, "{:?}", upload.text());
     // Reads still answer.
     let (status, summary) = http.get(&format!("/v1/apps/{held}"), &m.admin);
     assert_eq!(status, 200, "{summary}");
