@@ -589,7 +589,9 @@ impl Executor {
                     staging,
                 } = *e;
                 let (staging, staging_error) = staging.map_or((None, None), |(s, e)| (Some(s), e));
-                if staging_error.is_some() && f.outcome == Outcome::Success {
+                // Output lost to a full disk fails the run: its product is gone.
+                let no_room = stdout.no_room || stderr.no_room;
+                if (staging_error.is_some() || no_room) && f.outcome == Outcome::Success {
                     f.outcome = Outcome::Failed;
                 }
                 // Tails explain failures; successful runs keep their output in the files.
@@ -605,8 +607,8 @@ impl Executor {
                     }),
                     (f.outcome == Outcome::TimedOut)
                         .then(|| "killed at the task's timeout".to_string()),
-                    stdout.error,
-                    stderr.error,
+                    self.output_problem(&stdout, "stdout"),
+                    self.output_problem(&stderr, "stderr"),
                     staging_error,
                 ]
                 .into_iter()
@@ -649,6 +651,25 @@ impl Executor {
             ),
         };
         st.outbox.push(result);
+    }
+}
+
+impl Executor {
+    /// Why part of a stream's output was not kept: a full disk in words that name the
+    /// directory and what to do (see `disk_full`).
+    fn output_problem(&self, c: &Captured, stream: &str) -> Option<String> {
+        let error = c.error.as_ref()?;
+        match (&c.path, c.no_room) {
+            (Some(path), true) => Some(crate::disk_full::reason(
+                &self.work_dir,
+                path,
+                &format!(
+                    "the task's {stream} ({} bytes) was not kept whole ({error})",
+                    c.bytes
+                ),
+            )),
+            _ => Some(error.clone()),
+        }
     }
 }
 

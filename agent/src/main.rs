@@ -15,6 +15,7 @@ mod api;
 mod contact;
 mod corunners;
 mod depot;
+mod disk_full;
 mod emulate;
 mod executor;
 mod gpu;

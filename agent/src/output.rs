@@ -22,6 +22,8 @@ pub struct Captured {
     pub tail: Vec<u8>,
     /// Why part of the output could not be kept.
     pub error: Option<String>,
+    /// The file could not take more: its disk (or quota) is full.
+    pub no_room: bool,
 }
 
 /// Drains `fd` (a non-blocking pipe) into `out` and the file `create()` makes (returning
@@ -78,6 +80,7 @@ pub async fn capture(
         }
         if let (Some(f), Some(path)) = (&mut file, &out.path) {
             if let Err(e) = f.write_all(chunk) {
+                out.no_room = crate::disk_full::is_full(&e);
                 out.error = Some(format!("writing {}: {e}", path.display()));
                 file = None;
             }
@@ -160,6 +163,27 @@ mod tests {
         assert_eq!(got.bytes, 7);
         assert_eq!(std::fs::read(&path).unwrap(), b"partial");
         drop(w);
+    }
+
+    /// A file that takes no more bytes (`/dev/full` answers every write with ENOSPC):
+    /// the stream says its disk is full, and is drained to the end for its tail.
+    #[tokio::test]
+    async fn a_full_disk_is_told_apart_and_the_output_still_drained() {
+        let (r, mut w) = pipe();
+        let writer = std::thread::spawn(move || w.write_all(&vec![b'y'; 200_000]).unwrap());
+        let mut got = Captured::default();
+        let full = || {
+            let path = PathBuf::from("/dev/full");
+            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            Ok((file, path))
+        };
+        capture(r, full, &mut got).await;
+        writer.join().unwrap();
+        assert!(got.no_room);
+        let error = got.error.unwrap();
+        assert!(error.contains("/dev/full"), "{error}");
+        assert_eq!(got.bytes, 200_000);
+        assert_eq!(got.tail, vec![b'y'; TAIL_BYTES]);
     }
 
     /// A directory planted at the output's name: the reason is reported and the tail kept.

@@ -7,6 +7,7 @@ pub mod gpu_tasks;
 pub mod lab;
 pub mod pilots;
 pub mod proc_stats;
+pub mod tmpfs;
 
 use reqwest::blocking::Client;
 use serde_json::Value;

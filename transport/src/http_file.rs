@@ -68,6 +68,16 @@ impl HttpFileError {
                 {
                     StatusCode::BAD_REQUEST
                 }
+                // No room on the disk (or in the quota) the file goes to.
+                _ if matches!(
+                    source
+                        .raw_os_error()
+                        .map(rustix::io::Errno::from_raw_os_error),
+                    Some(rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT)
+                ) =>
+                {
+                    StatusCode::INSUFFICIENT_STORAGE
+                }
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },
         }
@@ -293,8 +303,11 @@ mod tests {
         assert_eq!(status_of(17), StatusCode::CONFLICT);
         assert_eq!(status_of(36), StatusCode::BAD_REQUEST);
         assert_eq!(status_of(2), StatusCode::NOT_FOUND);
-        // Everything else is still the server's problem.
-        assert_eq!(status_of(28), StatusCode::INTERNAL_SERVER_ERROR);
+        // A full disk or quota (ENOSPC, EDQUOT) is told apart from the server's other
+        // problems (EIO).
+        assert_eq!(status_of(28), StatusCode::INSUFFICIENT_STORAGE);
+        assert_eq!(status_of(122), StatusCode::INSUFFICIENT_STORAGE);
+        assert_eq!(status_of(5), StatusCode::INTERNAL_SERVER_ERROR);
     }
 
     #[tokio::test]

@@ -46,7 +46,7 @@ pub async fn download(
     }
     let mut out = Digesting::create(dest)
         .await
-        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        .map_err(|e| crate::disk_full::cannot_write(dest, &e))?;
     while let Some(chunk) = resp
         .chunk()
         .await
@@ -54,11 +54,11 @@ pub async fn download(
     {
         out.write(&chunk)
             .await
-            .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+            .map_err(|e| crate::disk_full::cannot_write(dest, &e))?;
     }
     out.finish()
         .await
-        .map_err(|e| format!("cannot write {}: {e}", dest.display()))
+        .map_err(|e| crate::disk_full::cannot_write(dest, &e))
 }
 
 /// Uploads the file at `src` to `url` with `PUT`, streamed from disk; returns its size.

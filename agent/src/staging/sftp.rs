@@ -75,8 +75,8 @@ pub fn download(url: &SftpUrl, keys: &SftpKeys, dest: &Path) -> Result<(u64, Str
             }
             _ => format!("sftp open {}: {e}", url.path),
         })?;
-    let mut out = super::cache::new_file(dest)
-        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let mut out =
+        super::cache::new_file(dest).map_err(|e| crate::disk_full::cannot_write(dest, &e))?;
     let mut hash = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut len = 0u64;
@@ -90,10 +90,10 @@ pub fn download(url: &SftpUrl, keys: &SftpKeys, dest: &Path) -> Result<(u64, Str
         hash.update(&buf[..n]);
         len += n as u64;
         out.write_all(&buf[..n])
-            .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+            .map_err(|e| crate::disk_full::cannot_write(dest, &e))?;
     }
     out.sync_all()
-        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        .map_err(|e| crate::disk_full::cannot_write(dest, &e))?;
     Ok((len, hex::encode(hash.finalize())))
 }
 

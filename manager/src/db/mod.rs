@@ -1,8 +1,10 @@
 //! SQLite persistence (WAL): the schema, the write vocabulary (`write_ops`: every change as
 //! a [`Write`] and its SQL), the group-commit writer thread (`group_commit`) that turns
-//! them into batched transactions, recovery of the live state at start, forgetting ended
+//! them into batched transactions (and keeps what a full data directory refused,
+//! `disk_full`), recovery of the live state at start, forgetting ended
 //! applications (`forget`), the check that the file is whole (`integrity`), and queries.
 
+mod disk_full;
 mod forget;
 mod group_commit;
 mod integrity;

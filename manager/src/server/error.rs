@@ -1,5 +1,6 @@
 //! Error answers: a status code and `{"error": "..."}`.
 
+use crate::db::StoreError;
 use crate::service::ServiceError;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
@@ -25,9 +26,11 @@ impl From<ServiceError> for ApiError {
             ServiceError::Quota(_) => StatusCode::FORBIDDEN,
             ServiceError::NameTooLong(_) => StatusCode::URI_TOO_LONG,
             ServiceError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            // The writer thread logs a full data directory once, not once a request.
+            ServiceError::Store(StoreError::Full { .. }) => StatusCode::INSUFFICIENT_STORAGE,
             ServiceError::Store(_) | ServiceError::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        if status.is_server_error() {
+        if status.is_server_error() && status != StatusCode::INSUFFICIENT_STORAGE {
             tracing::error!(error = %e, "request failed");
         }
         ApiError {

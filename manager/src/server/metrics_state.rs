@@ -96,7 +96,18 @@ fn state_registry(m: &Manager) -> Result<Registry, ServiceError> {
     allocation(&mut r, m, &admin)?;
     fairshare(&mut r, m, &admin)?;
     staging(&mut r, m, &admin)?;
+    data_dir(&mut r, m);
     Ok(r)
+}
+
+fn data_dir(r: &mut Registry, m: &Manager) {
+    let full: Gauge = Gauge::default();
+    full.set(i64::from(m.data_dir_full()));
+    r.register(
+        "data_dir_full",
+        "1 while the data directory has no room for a commit (new work is refused with 507)",
+        full,
+    );
 }
 
 fn tasks(r: &mut Registry, m: &Manager, admin: &Principal) -> Result<(), ServiceError> {

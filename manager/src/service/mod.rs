@@ -8,6 +8,8 @@ mod bounds;
 mod control_lock;
 mod dashboard;
 mod data_checks;
+#[cfg(test)]
+mod disk_full_tests;
 mod error;
 mod file_listing;
 mod files;
@@ -445,6 +447,12 @@ impl Manager {
 }
 
 impl Manager {
+    /// Whether the last commit was refused for want of space in the data directory (new
+    /// work is refused with [`crate::db::StoreError::Full`] meanwhile).
+    pub fn data_dir_full(&self) -> bool {
+        self.writer.data_dir_full()
+    }
+
     /// An agent that left, was drained out or was declared lost loses its credential: a
     /// copy of it (in a task's hands, say) reaches nothing any more. What its reports said
     /// it wants is forgotten with it.
