@@ -10,12 +10,17 @@
 
 /// This node's name as its batch system knows it: Slurm's node name (`SLURMD_NODENAME`,
 /// which differs from the host name where one host runs several slurmd, and is what
-/// `--nodelist` takes), else `hostname`. The agents of a multi-node pilot register one per
-/// node under these names.
+/// `--nodelist` takes), else the host name the ssh adapter reached it by
+/// (`HETPILOT_NODE_NAME`, which its launch sets), else `hostname`. The agents of a
+/// multi-node pilot register one per node under these names.
 pub fn node_name(var: impl Fn(&str) -> Option<String>, hostname: String) -> String {
-    var("SLURMD_NODENAME")
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
+    ["SLURMD_NODENAME", "HETPILOT_NODE_NAME"]
+        .into_iter()
+        .find_map(|name| {
+            var(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        })
         .unwrap_or(hostname)
 }
 
@@ -72,6 +77,17 @@ mod tests {
         assert_eq!(node_name(env(&[]), host()), "vm");
         assert_eq!(node_name(env(&[("SLURMD_NODENAME", "n2")]), host()), "n2");
         assert_eq!(node_name(env(&[("SLURMD_NODENAME", " ")]), host()), "vm");
+        assert_eq!(
+            node_name(env(&[("HETPILOT_NODE_NAME", "node7")]), host()),
+            "node7"
+        );
+        assert_eq!(
+            node_name(
+                env(&[("HETPILOT_NODE_NAME", "node7"), ("SLURMD_NODENAME", "n2")]),
+                host()
+            ),
+            "n2"
+        );
     }
 
     /// A job's environment and the slots expected from it.

@@ -156,7 +156,7 @@ wait
             script_path: self.path(&format!("work/{name}.job")),
             credential_path: token,
             work_dir: self.path("work"),
-            host: None,
+            hosts: Vec::new(),
             probe: false,
         }
     }
@@ -334,7 +334,7 @@ fn ssh_adapter_starts_and_stops_an_agent_by_pid() {
     // The login runner is not used: the ssh adapter opens its own session per host.
     let trip = round_trip(AdapterKind::Ssh, None, &LocalRunner, login, |s| {
         let mut p = s.pilot("lab-ssh-agent", 1, 1);
-        p.host = Some("127.0.0.1".into());
+        p.hosts = vec!["127.0.0.1".into()];
         p
     });
     assert!(trip.job.starts_with("127.0.0.1:"), "{}", trip.job);

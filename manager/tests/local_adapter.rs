@@ -56,7 +56,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
         script_path: path("work/here-p1.sh"),
         credential_path: path("work/here-p1.token"),
         work_dir: path("work"),
-        host: None,
+        hosts: Vec::new(),
         probe: false,
     };
     let adapter = adapter_for(AdapterKind::Local);

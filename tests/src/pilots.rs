@@ -123,8 +123,10 @@ pub fn stop_recorded(dir: &Path) {
     let ids = recorded(dir);
     let mut batch = Vec::new();
     for id in &ids {
-        match process_job(id) {
-            Some(job) => stop_process(&job),
+        // A multi-host ssh pilot's id joins its processes' with `+`.
+        let processes: Option<Vec<ProcessJob<'_>>> = id.split('+').map(process_job).collect();
+        match processes {
+            Some(jobs) => jobs.iter().for_each(stop_process),
             None => batch.push(id.as_str()),
         }
     }
@@ -142,6 +144,11 @@ mod tests {
             (j.host, j.pid, j.start),
             ("127.0.0.1", 4242, Some("Tue-Nov-24-18.39.55-2026"))
         );
+        let two: Vec<_> = "localhost:5@A-b-1-2-3+127.0.0.1:6"
+            .split('+')
+            .map(|p| process_job(p).unwrap().pid)
+            .collect();
+        assert_eq!(two, [5, 6]);
         let j = process_job("localhost:77").unwrap();
         assert_eq!((j.host, j.pid, j.start), ("localhost", 77, None));
         assert!(process_job("4242").is_none());

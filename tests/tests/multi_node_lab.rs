@@ -120,3 +120,91 @@ fn a_two_node_slurm_pilot_runs_an_agent_per_node_and_releases_both_when_cancelle
         "{ended}"
     );
 }
+
+/// Whether process `pid` (on this machine) is gone or a zombie.
+fn gone(pid: &str) -> bool {
+    pid.parse::<u32>()
+        .map_or(true, hetpilot_e2e::proc_stats::is_dead)
+}
+
+/// A 2-node pilot of the ssh adapter: one agent on each of two hosts (the lab's sshd
+/// reached as `localhost` and as `127.0.0.1`, one machine under two names), each
+/// registered under the host it was started on, both running tasks; a manager that shuts
+/// down stops both.
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn a_two_host_ssh_pilot_runs_an_agent_on_each_host_and_stops_both() {
+    let _lab = lab::require();
+    let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
+    let shipped = std::fs::read_to_string(lab::shipped_profile("lab-ssh")).unwrap();
+    let profile = dir.path().join("lab-ssh.toml");
+    std::fs::write(
+        &profile,
+        shipped
+            .replace(
+                "hosts = [\"localhost\"]",
+                "hosts = [\"localhost\", \"127.0.0.1\"]",
+            )
+            .replace("nodes = 1", "nodes = 2\nnodes_per_pilot = 2"),
+    )
+    .unwrap();
+    let env = configure(
+        dir.path(),
+        &[("lab-ssh", &profile)],
+        "interval_secs = 0.5\nbackoff_base_secs = 1\nbackoff_max_secs = 2",
+    );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut m =
+        hetpilot_e2e::Manager::start_with(dir.path(), hetpilot_e2e::free_port(), 120.0, &[], &env);
+    let app = m.submit(array_app("two-hosts", "sleep 30", 8));
+    let pilot = wait_pilot(
+        &m,
+        "a pilot with an agent on each host",
+        Duration::from_secs(120),
+        |p| p["members"].as_array().is_some_and(|g| g.len() == 2),
+    );
+    assert_eq!(pilot["nodes"], 2, "{pilot}");
+    let hosts: BTreeSet<&str> = pilot["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["hostname"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["127.0.0.1", "localhost"].into(), "{pilot}");
+    let agents: BTreeSet<u64> = pilot["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["agent"].as_u64().unwrap())
+        .collect();
+    wait_until(
+        "tasks running on both agents",
+        Duration::from_secs(60),
+        || {
+            let running: BTreeSet<u64> = get(&m, &format!("/v1/apps/{app}/tasks"))
+                .iter()
+                .filter(|t| t["state"] == "running")
+                .filter_map(|t| t["last"]["agent"].as_u64())
+                .collect();
+            (running == agents).then_some(())
+        },
+    );
+    // One process per host in the job id: `localhost:PID@START+127.0.0.1:PID@START`.
+    let job = pilot["batch_job_id"].as_str().unwrap().to_string();
+    let pids: Vec<String> = job
+        .split('+')
+        .map(|part| {
+            let (_, rest) = part.split_once(':').unwrap();
+            rest.split('@').next().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(pids.len(), 2, "{job}");
+    assert!(pids.iter().all(|p| !gone(p)), "{job}");
+    // A clean shutdown cancels the pilot: both hosts' agents are stopped.
+    hetpilot_e2e::signal(&m.child, libc::SIGTERM);
+    let _ = m.child.wait();
+    wait_until("both agents stopped", Duration::from_secs(30), || {
+        pids.iter().all(|p| gone(p)).then_some(())
+    });
+}

@@ -353,6 +353,17 @@ impl PlatformProfile {
         if let Some(h) = file.hosts.iter().find(|h| !is_safe_name(h)) {
             return Err(invalid("hosts", format!("{h:?} is not a host name")));
         }
+        if let Some((i, h)) = file
+            .hosts
+            .iter()
+            .enumerate()
+            .find(|(i, h)| file.hosts[..*i].contains(h))
+        {
+            return Err(invalid(
+                "hosts",
+                format!("{h:?} is listed twice (again at position {})", i + 1),
+            ));
+        }
         for (field, v) in [
             ("staging.disk_mib_per_s", file.staging.disk_mib_per_s),
             ("staging.link_mib_per_s", file.staging.link_mib_per_s),
@@ -415,9 +426,9 @@ impl PlatformProfile {
     }
 }
 
-/// A pilot fits the platform: at least one node, at most the platform's `nodes`, and one
-/// node for the local adapter (the manager's own machine) and the ssh adapter (one agent
-/// per pilot on one of its hosts).
+/// A pilot fits the platform: at least one node, at most the platform's `nodes`, one node
+/// for the local adapter (the manager's own machine), and for the ssh adapter (one agent
+/// per host) no more nodes than it has hosts.
 fn check_nodes_per_pilot(file: &ProfileFile) -> Result<(), String> {
     let n = file.nodes_per_pilot;
     if n == 0 {
@@ -433,9 +444,10 @@ fn check_nodes_per_pilot(file: &ProfileFile) -> Result<(), String> {
         AdapterKind::Local if n > 1 => Err(format!(
             "{n}: the local adapter starts agents on this machine only: use 1"
         )),
-        AdapterKind::Ssh if n > 1 => Err(format!(
-            "{n}: the ssh adapter starts one agent per pilot, on one of its `hosts`: use 1 \
-             (pilots spanning several hosts are not built for it)"
+        AdapterKind::Ssh if n as usize > file.hosts.len() => Err(format!(
+            "{n}: the ssh adapter starts one agent on each of a pilot's hosts, and this \
+             platform has {} `hosts`",
+            file.hosts.len()
         )),
         _ => Ok(()),
     }
@@ -568,11 +580,17 @@ work_dir = "/scratch"
         let base = BASE.replace("adapter = \"slurm\"\n", "");
         let with =
             |extra: &str| PlatformProfile::parse(&format!("{base}{extra}"), Path::new("p.toml"));
-        assert_eq!(
-            with(&format!("{ssh}nodes_per_pilot = 1\n"))
-                .unwrap()
-                .nodes_per_pilot,
-            1
+        for n in [1, 2] {
+            let p = with(&format!("{ssh}nodes_per_pilot = {n}\n")).unwrap();
+            assert_eq!(p.nodes_per_pilot, n);
+        }
+        let twice = with("adapter = \"ssh\"\nhosts = [\"a\", \"b\", \"a\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            twice.contains("hosts")
+                && twice.contains("\"a\" is listed twice (again at position 3)"),
+            "{twice}"
         );
         for (text, problem) in [
             (format!("{BASE}nodes_per_pilot = 0\n"), "at least 1"),
@@ -582,8 +600,8 @@ work_dir = "/scratch"
             ),
             (format!("{BASE}nodes_per_pilot = -1\n"), "nodes_per_pilot"),
             (
-                format!("{base}{ssh}nodes_per_pilot = 2\n"),
-                "ssh adapter starts one agent per pilot",
+                format!("{base}{ssh}nodes_per_pilot = 3\n"),
+                "one agent on each of a pilot's hosts, and this platform has 2 `hosts`",
             ),
             (
                 format!("{base}adapter = \"local\"\nnodes = 2\nnodes_per_pilot = 2\n"),

@@ -542,7 +542,12 @@ pub fn pilot_spec(profile: &PlatformProfile, url: &str, name: &str) -> PilotSpec
         script_path: format!("{dir}/job.sh"),
         credential_path: format!("{dir}/credential"),
         work_dir: dir,
-        host: profile.hosts.first().cloned(),
+        hosts: profile
+            .hosts
+            .iter()
+            .take(profile.nodes_per_pilot as usize)
+            .cloned()
+            .collect(),
         probe: false,
     }
 }
@@ -571,8 +576,12 @@ async fn submit<H: PilotHost>(
     let mut spec = pilot_spec(profile, url, &record.name);
     spec.tls_fingerprint = settings.manager_tls_fingerprint.clone();
     if !profile.hosts.is_empty() {
+        // The hosts take turns: a pilot of N nodes gets the next N, all distinct (the
+        // profile has at least `nodes_per_pilot` hosts).
         track.next_host = (track.next_host + 1) % profile.hosts.len();
-        spec.host = Some(profile.hosts[track.next_host].clone());
+        spec.hosts = (0..profile.nodes_per_pilot as usize)
+            .map(|k| profile.hosts[(track.next_host + k) % profile.hosts.len()].clone())
+            .collect();
     }
     let result = blocking(platform, move |p| {
         p.runner.write_file(

@@ -57,8 +57,9 @@ pub struct PilotSpec {
     pub credential_path: String,
     /// Directory for the pilot's batch output and the agent's work directory.
     pub work_dir: String,
-    /// The ssh adapter's target host (one of the profile's `hosts`); `None` for the others.
-    pub host: Option<String>,
+    /// The ssh adapter's target hosts (distinct ones of the profile's `hosts`, one per
+    /// node of the pilot); empty for the others.
+    pub hosts: Vec<String>,
     /// A `platforms check --probe` job: its script runs `AGENT --version` instead of the
     /// agent (no credential, no registration).
     pub probe: bool,
@@ -72,8 +73,8 @@ pub struct JobScript {
     /// Where the job's stdout and stderr go (`<work_dir>/<pilot>.out`, `.err`).
     pub stdout_path: String,
     pub stderr_path: String,
-    /// The ssh adapter's target host (copied from [`PilotSpec::host`]).
-    pub host: Option<String>,
+    /// The ssh adapter's target hosts (copied from [`PilotSpec::hosts`]).
+    pub hosts: Vec<String>,
 }
 
 /// A batch job's state as the provisioner needs it.
@@ -275,7 +276,7 @@ mod tests {
             text: "#!/bin/sh\n".into(),
             stdout_path: String::new(),
             stderr_path: String::new(),
-            host: None,
+            hosts: Vec::new(),
         };
         let runner = crate::provision::runner::LocalRunner;
         let printed =

@@ -1,9 +1,15 @@
-//! Agents started without a batch system: on a named host over SSH (the `ssh` adapter) or
+//! Agents started without a batch system: on named hosts over SSH (the `ssh` adapter) or
 //! on this machine (the `local` adapter, used by the demo). The launch script runs under
 //! `setsid nohup` in its own session; the job id is `host:pid@START` (START: the process's
 //! start time as `ps -o lstart` gives it, so a pid the system reused for another process is
 //! not taken for the agent); status is `ps`, cancel is SIGTERM to the whole process group,
 //! then SIGKILL after a grace period.
+//!
+//! A pilot of N nodes on the ssh adapter is N such processes, one on each of N distinct
+//! hosts, each agent named after the host it was started on (`HETPILOT_NODE_NAME`: the
+//! manager admits one agent per node, and hosts reached under different names may share a
+//! machine); its job id joins theirs with `+`. It runs while any of them runs, and ends
+//! when all have.
 
 use super::script::render_launch;
 use super::{
@@ -14,11 +20,12 @@ use crate::provision::runner::{CommandOutput, CommandRunner, RunnerError, SshRun
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-/// Starts the script ($1) in a new session, output appended to $2 and $3; prints its pid
-/// and start time (setsid does not fork here: a background child of a non-interactive
-/// shell is not a process-group leader, so the pid printed is the session's; setsid and
-/// nohup exec, so the start time stays the agent's).
+/// Starts the script ($1) in a new session, output appended to $2 and $3, the agent named
+/// $4 when given; prints its pid and start time (setsid does not fork here: a background
+/// child of a non-interactive shell is not a process-group leader, so the pid printed is
+/// the session's; setsid and nohup exec, so the start time stays the agent's).
 const LAUNCH: &str = r#"umask 077
+if [ -n "$4" ]; then export HETPILOT_NODE_NAME="$4"; fi
 setsid nohup /bin/sh "$1" </dev/null >>"$2" 2>>"$3" &
 pid=$!
 echo "$pid $(LC_ALL=C ps -o lstart= -p "$pid" 2>/dev/null)""#;
@@ -108,14 +115,78 @@ impl Process {
         Ok(RunnerRef::Own(runner))
     }
 
-    fn host_of(&self, script: &JobScript) -> Result<String, AdapterError> {
-        match (&self.hosts, &script.host) {
-            (None, _) => Ok("localhost".into()),
-            (Some(_), Some(h)) => Ok(h.clone()),
-            (Some(_), None) => Err(AdapterError::Render(
-                "the ssh adapter needs the pilot's target host (PilotSpec::host)".into(),
+    /// The hosts a script starts on: the ssh adapter's targets, or this machine.
+    fn hosts_of(&self, script: &JobScript) -> Result<Vec<String>, AdapterError> {
+        match &self.hosts {
+            None => Ok(vec!["localhost".into()]),
+            Some(_) if script.hosts.is_empty() => Err(AdapterError::Render(
+                "the ssh adapter needs the pilot's target hosts (PilotSpec::hosts)".into(),
             )),
+            Some(_) => Ok(script.hosts.clone()),
         }
+    }
+
+    /// Starts the script on `host` (the agent named `node_name` when not empty); the job
+    /// id of that one process.
+    fn launch_on(
+        &self,
+        runner: &dyn CommandRunner,
+        profile: &PlatformProfile,
+        script: &JobScript,
+        host: &str,
+        node_name: &str,
+    ) -> Result<String, AdapterError> {
+        let target = self.runner_for(runner, profile, host)?;
+        let target = target.get();
+        target.write_file(&script.path, script.text.as_bytes(), 0o700)?;
+        let argv = [
+            "sh",
+            "-c",
+            LAUNCH,
+            "hetpilot-launch",
+            &script.path,
+            &script.stdout_path,
+            &script.stderr_path,
+            node_name,
+        ];
+        let out = run_ok(target, &argv, None)?;
+        let mut words = out.stdout.split_whitespace();
+        let pid = words.next().unwrap_or_default();
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(AdapterError::Parse {
+                command: "setsid nohup".into(),
+                problem: format!("expected a pid, got {:?}", out.stdout),
+            });
+        }
+        tracing::info!(%host, pid, script = %script.path, "agent started");
+        // No start time when the process already ended: it is found gone at the next poll.
+        Ok(match start_stamp(words) {
+            Some(start) => format!("{host}:{pid}@{start}"),
+            None => format!("{host}:{pid}"),
+        })
+    }
+
+    /// Stops one process of a pilot.
+    fn stop(
+        &self,
+        runner: &dyn CommandRunner,
+        profile: &PlatformProfile,
+        id: &ProcessId<'_>,
+    ) -> Result<(), AdapterError> {
+        let target = self.runner_for(runner, profile, id.host)?;
+        run_ok(
+            target.get(),
+            &[
+                "sh",
+                "-c",
+                STOP,
+                "hetpilot-stop",
+                id.pid,
+                id.start.unwrap_or_default(),
+            ],
+            None,
+        )?;
+        Ok(())
     }
 }
 
@@ -159,20 +230,25 @@ fn connect_like_login(
     }
 }
 
-/// A job id split: host, pid (a number) and the process's start stamp (ids of earlier
-/// versions, `host:pid`, have none).
+/// One process of a job id: host, pid (a number) and the process's start stamp (ids of
+/// earlier versions, `host:pid`, have none).
 struct ProcessId<'a> {
     host: &'a str,
     pid: &'a str,
     start: Option<&'a str>,
 }
 
-fn split_id(job: &BatchJobId) -> Result<ProcessId<'_>, AdapterError> {
+/// A job id split into its processes (one per host, joined by `+`).
+fn split_id(job: &BatchJobId) -> Result<Vec<ProcessId<'_>>, AdapterError> {
+    job.0.split('+').map(|part| split_part(job, part)).collect()
+}
+
+fn split_part<'a>(job: &BatchJobId, part: &'a str) -> Result<ProcessId<'a>, AdapterError> {
     let bad = || AdapterError::Parse {
         command: "job id".into(),
-        problem: format!("{:?} is not host:pid@start", job.0),
+        problem: format!("{:?} is not host:pid@start[+host:pid@start...]", job.0),
     };
-    let (host, rest) = job.0.split_once(':').ok_or_else(bad)?;
+    let (host, rest) = part.split_once(':').ok_or_else(bad)?;
     let (pid, start) = match rest.split_once('@') {
         Some((pid, start)) => (pid, Some(start)),
         None => (rest, None),
@@ -202,14 +278,18 @@ impl BatchAdapter for Process {
         pilot: &PilotSpec,
     ) -> Result<JobScript, AdapterError> {
         if self.hosts.is_some() {
-            match &pilot.host {
-                Some(h) if profile.hosts.contains(h) => {}
-                other => {
-                    return Err(AdapterError::Render(format!(
-                        "pilot {} must name one of platform {}'s hosts {:?}, not {other:?}",
-                        pilot.name, profile.name, profile.hosts
-                    )))
-                }
+            let distinct = pilot
+                .hosts
+                .iter()
+                .enumerate()
+                .all(|(i, h)| !pilot.hosts[..i].contains(h));
+            let known = pilot.hosts.iter().all(|h| profile.hosts.contains(h));
+            if !known || !distinct || pilot.hosts.len() != pilot.nodes as usize {
+                return Err(AdapterError::Render(format!(
+                    "pilot {} of {} node(s) must name as many distinct hosts of platform \
+                     {}'s {:?}, not {:?}",
+                    pilot.name, pilot.nodes, profile.name, profile.hosts, pilot.hosts
+                )));
             }
         }
         render_launch(profile, pilot)
@@ -221,34 +301,32 @@ impl BatchAdapter for Process {
         profile: &PlatformProfile,
         script: &JobScript,
     ) -> Result<BatchJobId, AdapterError> {
-        let host = self.host_of(script)?;
-        let target = self.runner_for(runner, profile, &host)?;
-        let target = target.get();
-        target.write_file(&script.path, script.text.as_bytes(), 0o700)?;
-        let argv = [
-            "sh",
-            "-c",
-            LAUNCH,
-            "hetpilot-launch",
-            &script.path,
-            &script.stdout_path,
-            &script.stderr_path,
-        ];
-        let out = run_ok(target, &argv, None)?;
-        let mut words = out.stdout.split_whitespace();
-        let pid = words.next().unwrap_or_default();
-        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(AdapterError::Parse {
-                command: "setsid nohup".into(),
-                problem: format!("expected a pid, got {:?}", out.stdout),
-            });
+        let hosts = self.hosts_of(script)?;
+        let mut started: Vec<String> = Vec::with_capacity(hosts.len());
+        for host in &hosts {
+            // One host: the agent keeps its machine's name, as it always has.
+            let node_name = if hosts.len() > 1 { host.as_str() } else { "" };
+            match self.launch_on(runner, profile, script, host, node_name) {
+                Ok(id) => started.push(id),
+                Err(e) => {
+                    // All or nothing: what already started is stopped again.
+                    let partial = BatchJobId(started.join("+"));
+                    if !started.is_empty() {
+                        for id in split_id(&partial).unwrap_or_default() {
+                            if let Err(stop) = self.stop(runner, profile, &id) {
+                                tracing::warn!(
+                                    error = %stop,
+                                    host = id.host,
+                                    "cannot stop an agent of a pilot whose start failed on another host"
+                                );
+                            }
+                        }
+                    }
+                    return Err(e);
+                }
+            }
         }
-        tracing::info!(%host, pid, script = %script.path, "agent started");
-        // No start time when the process already ended: it is found gone at the next poll.
-        Ok(BatchJobId(match start_stamp(words) {
-            Some(start) => format!("{host}:{pid}@{start}"),
-            None => format!("{host}:{pid}"),
-        }))
+        Ok(BatchJobId(started.join("+")))
     }
 
     fn run_beside(
@@ -261,7 +339,8 @@ impl BatchAdapter for Process {
         let Some(job) = job else {
             return Ok(runner.run(argv, None)?);
         };
-        let host = split_id(job)?.host;
+        let ids = split_id(job)?;
+        let host = ids.first().map_or("localhost", |id| id.host);
         Ok(self
             .runner_for(runner, profile, host)?
             .get()
@@ -276,10 +355,12 @@ impl BatchAdapter for Process {
     ) -> Result<HashMap<BatchJobId, JobState>, AdapterError> {
         let mut by_host: BTreeMap<&str, Vec<(&BatchJobId, ProcessId<'_>)>> = BTreeMap::new();
         for job in jobs {
-            let id = split_id(job)?;
-            by_host.entry(id.host).or_default().push((job, id));
+            for id in split_id(job)? {
+                by_host.entry(id.host).or_default().push((job, id));
+            }
         }
-        let mut states = HashMap::new();
+        // The states of each job's processes.
+        let mut parts: HashMap<BatchJobId, Vec<JobState>> = HashMap::new();
         for (host, host_jobs) in by_host {
             let target = self.runner_for(runner, profile, host)?;
             let pids: Vec<&str> = host_jobs.iter().map(|(_, id)| id.pid).collect();
@@ -324,10 +405,13 @@ impl BatchAdapter for Process {
                     Some(_) => JobState::Running,
                     None => exited(format!("process {pid} on {host} has exited")),
                 };
-                states.insert(job.clone(), state);
+                parts.entry(job.clone()).or_default().push(state);
             }
         }
-        Ok(states)
+        Ok(parts
+            .into_iter()
+            .map(|(job, states)| (job, combined(states)))
+            .collect())
     }
 
     fn cancel(
@@ -336,28 +420,47 @@ impl BatchAdapter for Process {
         profile: &PlatformProfile,
         job: &BatchJobId,
     ) -> Result<(), AdapterError> {
-        let id = split_id(job)?;
-        let target = self.runner_for(runner, profile, id.host)?;
-        run_ok(
-            target.get(),
-            &[
-                "sh",
-                "-c",
-                STOP,
-                "hetpilot-stop",
-                id.pid,
-                id.start.unwrap_or_default(),
-            ],
-            None,
-        )?;
+        // Every process is asked to stop, also after one refused; the first error is told.
+        let mut first_error = None;
+        for id in split_id(job)? {
+            if let Err(e) = self.stop(runner, profile, &id) {
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
         tracing::info!(%job, "agent stopped");
         Ok(())
     }
 }
 
+/// A pilot's state from its processes': running while any runs, ended once all have
+/// (with the first one's reason, and how many there were).
+fn combined(mut states: Vec<JobState>) -> JobState {
+    if states.len() == 1 {
+        return states.remove(0);
+    }
+    if states.iter().any(|s| matches!(s, JobState::Running)) {
+        return JobState::Running;
+    }
+    let n = states.len();
+    match states.into_iter().next() {
+        Some(JobState::Ended { exit_code, reason }) => JobState::Ended {
+            exit_code,
+            reason: format!("all {n} of its processes have exited: {reason}, ..."),
+        },
+        Some(other) => other,
+        None => JobState::Ended {
+            exit_code: None,
+            reason: "no process".into(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{pilot, profile, FakeRunner};
+    use super::super::testing::{pilot, pilot_of, profile, FakeRunner};
     use super::*;
 
     fn ssh_adapter(fake: Arc<FakeRunner>) -> (Process, Arc<Mutex<Vec<String>>>) {
@@ -379,7 +482,7 @@ mod tests {
         let (adapter, connected) = ssh_adapter(fake.clone());
         let p = profile(AdapterKind::Ssh);
         let mut spec = pilot();
-        spec.host = Some("node1".into());
+        spec.hosts = vec!["node1".into()];
         let script = adapter.render(&p, &spec).unwrap();
         let unused = FakeRunner::new(&[]);
         let id = adapter.submit(&unused, &p, &script).unwrap();
@@ -400,7 +503,8 @@ mod tests {
             [
                 "/scratch/hetpilot/darth-p17.job",
                 "/scratch/hetpilot/darth-p17.out",
-                "/scratch/hetpilot/darth-p17.err"
+                "/scratch/hetpilot/darth-p17.err",
+                "",
             ]
         );
         assert_eq!(
@@ -418,15 +522,114 @@ mod tests {
         assert_eq!(fake.files.lock().unwrap()[0].2, 0o700);
     }
 
+    /// A two-node pilot: one agent on each of two hosts, named after its host; running
+    /// while either runs; cancelled on both.
+    #[test]
+    fn a_two_node_ssh_pilot_runs_one_agent_per_host_and_ends_when_both_have() {
+        let fake = Arc::new(FakeRunner::new(&[
+            (0, "11 Mon Nov  3 02:51:06 2026\n", ""),
+            (0, "22 Mon Nov  3 02:51:07 2026\n", ""),
+            // Polls, one ps per host: both up; one gone; both gone.
+            (0, "  11 Ss   Mon Nov  3 02:51:06 2026\n", ""),
+            (0, "  22 Ss   Mon Nov  3 02:51:07 2026\n", ""),
+            (0, "  11 Ss   Mon Nov  3 02:51:06 2026\n", ""),
+            (1, "", ""),
+            (1, "", ""),
+            (1, "", ""),
+            // The two stops.
+            (0, "", ""),
+            (0, "", ""),
+        ]));
+        let (adapter, connected) = ssh_adapter(fake.clone());
+        let mut p = profile(AdapterKind::Ssh);
+        p.hosts = vec!["node1".into(), "node2".into(), "node3".into()];
+        let mut spec = pilot_of(2);
+        spec.hosts = vec!["node1".into(), "node3".into()];
+        let script = adapter.render(&p, &spec).unwrap();
+        let unused = FakeRunner::new(&[]);
+        let id = adapter.submit(&unused, &p, &script).unwrap();
+        assert_eq!(
+            id.0,
+            "node1:11@Mon-Nov-3-02.51.06-2026+node3:22@Mon-Nov-3-02.51.07-2026"
+        );
+        let calls = fake.calls();
+        assert_eq!(
+            calls[0].last().unwrap(),
+            "node1",
+            "the agent is named after its host"
+        );
+        assert_eq!(calls[1].last().unwrap(), "node3");
+        let ids = std::slice::from_ref(&id);
+        assert_eq!(
+            adapter.poll(&unused, &p, ids).unwrap()[&id],
+            JobState::Running
+        );
+        assert_eq!(
+            adapter.poll(&unused, &p, ids).unwrap()[&id],
+            JobState::Running
+        );
+        let JobState::Ended { reason, .. } = &adapter.poll(&unused, &p, ids).unwrap()[&id] else {
+            panic!("both processes are gone")
+        };
+        assert!(
+            reason.contains("all 2 of its processes have exited"),
+            "{reason}"
+        );
+        adapter.cancel(&unused, &p, &id).unwrap();
+        let calls = fake.calls();
+        let stops: Vec<&[String]> = calls[calls.len() - 2..].iter().map(|c| &c[3..]).collect();
+        assert_eq!(stops[0], ["hetpilot-stop", "11", "Mon-Nov-3-02.51.06-2026"]);
+        assert_eq!(stops[1], ["hetpilot-stop", "22", "Mon-Nov-3-02.51.07-2026"]);
+        assert_eq!(*connected.lock().unwrap(), ["node1", "node3"]);
+    }
+
+    /// A start that fails on the second host stops the agent started on the first.
+    #[test]
+    fn a_multi_host_start_is_all_or_nothing() {
+        let fake = Arc::new(FakeRunner::new(&[
+            (0, "11 Mon Nov  3 02:51:06 2026\n", ""),
+            (1, "", "sh: cannot fork"),
+            (0, "", ""),
+        ]));
+        let (adapter, _) = ssh_adapter(fake.clone());
+        let mut p = profile(AdapterKind::Ssh);
+        p.hosts = vec!["node1".into(), "node2".into()];
+        let mut spec = pilot_of(2);
+        spec.hosts = vec!["node1".into(), "node2".into()];
+        let script = adapter.render(&p, &spec).unwrap();
+        let err = adapter
+            .submit(&FakeRunner::new(&[]), &p, &script)
+            .unwrap_err();
+        assert!(err.to_string().contains("cannot fork"), "{err}");
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 3, "{calls:?}");
+        assert_eq!(
+            calls[2][3..],
+            ["hetpilot-stop", "11", "Mon-Nov-3-02.51.06-2026"]
+        );
+    }
+
     #[test]
     fn ssh_refuses_hosts_outside_the_profile() {
         let (adapter, _) = ssh_adapter(Arc::new(FakeRunner::new(&[])));
         let mut spec = pilot();
-        spec.host = Some("elsewhere".into());
+        spec.hosts = vec!["elsewhere".into()];
         let err = adapter
             .render(&profile(AdapterKind::Ssh), &spec)
             .unwrap_err();
         assert!(err.to_string().contains("elsewhere"), "{err}");
+        // As many distinct hosts as nodes, no fewer, none twice.
+        let mut p = profile(AdapterKind::Ssh);
+        p.hosts = vec!["node1".into(), "node2".into()];
+        for hosts in [vec!["node1"], vec!["node1", "node1"]] {
+            let mut spec = pilot_of(2);
+            spec.hosts = hosts.iter().map(|h| h.to_string()).collect();
+            let err = adapter.render(&p, &spec).unwrap_err();
+            assert!(
+                err.to_string().contains("distinct hosts"),
+                "{hosts:?}: {err}"
+            );
+        }
     }
 
     #[test]

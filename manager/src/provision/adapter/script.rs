@@ -173,7 +173,7 @@ pub(super) fn render_batch(
         text,
         stdout_path,
         stderr_path,
-        host: pilot.host.clone(),
+        hosts: pilot.hosts.clone(),
     })
 }
 
@@ -199,7 +199,7 @@ pub(super) fn render_launch(
         text,
         stdout_path,
         stderr_path,
-        host: pilot.host.clone(),
+        hosts: pilot.hosts.clone(),
     })
 }
 

@@ -112,7 +112,7 @@ pub fn pilot_of(nodes: u32) -> PilotSpec {
         script_path: "/scratch/hetpilot/darth-p17.job".into(),
         credential_path: "/scratch/hetpilot/darth-p17.token".into(),
         work_dir: "/scratch/hetpilot".into(),
-        host: None,
+        hosts: Vec::new(),
         probe: false,
     }
 }
