@@ -288,8 +288,7 @@ impl Manager {
             let total = finished + n("waiting") + n("leased") + n("running");
             (status == 200 && total > 0 && finished == total).then_some(s)
         });
-        // Task states are stored as their index in `TaskState::ALL`: waiting, leased and
-        // running are 0, 1 and 2.
+        // Task states are stored as fixed codes: waiting, leased and running are 0, 1 and 2.
         wait_until(
             &format!("application {app}'s end to be stored"),
             timeout,

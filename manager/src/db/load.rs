@@ -1,8 +1,8 @@
 //! Recovery: rebuilds the live state (applications, tasks, agents, credentials) from the
 //! database when the manager starts, so nothing acknowledged is lost across a crash.
 
-use super::schema::{state_code, state_from_code};
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
+use super::task_states::{state_code, state_from_code};
 use crate::queue::{AgentEntry, AgentState, AppEntry, TaskInputs, TaskSlot};
 use crate::source_ranges::SourceRanges;
 use hetpilot_protocol::protocol::TaskState;
