@@ -1,6 +1,7 @@
 //! The live manager: the queues, the store and the tokens behind one handle, with the
 //! operations the HTTP API exposes. It answers only after what it promises is committed.
 
+mod agent_protocol;
 mod agent_resources;
 mod agents;
 pub mod auth;
