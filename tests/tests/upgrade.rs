@@ -4,7 +4,7 @@
 //! manager that wrote them did; the upgraded database has the columns of a new one; and a
 //! database of a newer schema version than this build knows is refused with one line.
 
-use hetpilot_e2e::{array_app, bin, Manager};
+use hetpilot_e2e::{array_app, bin, poll_until, Manager};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -227,15 +227,25 @@ fn a_data_directory_of_a_newer_schema_is_refused_with_one_line() {
         .pragma_update(None, "user_version", newer)
         .unwrap();
     let before = std::fs::read(&db).unwrap();
-    let out = std::process::Command::new(bin("hetpilot"))
+    let log = dir.path().join("serve.log");
+    let mut serve = std::process::Command::new(bin("hetpilot"))
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
         .env_remove("HETPILOT_CONFIG")
         .env("RUST_LOG", "off")
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let status = poll_until(LONG, || serve.try_wait().unwrap());
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(1),
+        "serve went on: {err}"
+    );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(
         err.contains(&db.display().to_string())
