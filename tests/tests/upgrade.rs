@@ -57,7 +57,8 @@ fn assert_shows(got: &Value, want: &Value, at: &str) {
                     .unwrap_or_else(|| panic!("{at}.{key} is missing from {got}"));
                 // Array tasks showed an empty input before they showed their value (derived
                 // from the application's array, not stored; these arrays start at 0).
-                if key == "input" && value == "" && g["task"]["index"].to_string() == *field {
+                let shown = field.as_str().and_then(|v| v.parse::<u64>().ok());
+                if key == "input" && value == "" && shown == g["task"]["index"].as_u64() {
                     continue;
                 }
                 assert_shows(field, value, &format!("{at}.{key}"));
@@ -79,10 +80,11 @@ fn get(m: &Manager, path: &str, token: &str) -> Value {
     body
 }
 
-/// Each table's columns (name, type, NOT NULL, default), sorted, and the schema version.
-fn schema_of(
-    db: &rusqlite::Connection,
-) -> (i64, Vec<(String, String, String, bool, Option<String>)>) {
+/// A column: its table, name, declared type, NOT NULL and default.
+type Column = (String, String, String, bool, Option<String>);
+
+/// Each table's columns, sorted, and the schema version.
+fn schema_of(db: &rusqlite::Connection) -> (i64, Vec<Column>) {
     let version = db
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();

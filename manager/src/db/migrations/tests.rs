@@ -2,8 +2,11 @@ use super::*;
 use crate::db::schema::open;
 use std::path::Path;
 
-/// Every table's columns with their declared type, NOT NULL and default, by table name.
-fn columns(conn: &Connection) -> Vec<(String, Vec<(String, String, bool, Option<String>)>)> {
+/// A column: its name, declared type, NOT NULL and default.
+type Column = (String, String, bool, Option<String>);
+
+/// Every table's columns, by table name.
+fn columns(conn: &Connection) -> Vec<(String, Vec<Column>)> {
     let mut tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .unwrap()
