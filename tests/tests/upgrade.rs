@@ -266,3 +266,44 @@ fn a_data_directory_of_a_newer_schema_is_refused_with_one_line() {
         "the database was written to"
     );
 }
+
+#[test]
+fn a_task_state_code_no_release_wrote_skips_its_application_instead_of_running_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = Manager::start(dir.path(), 30.0);
+    let runs = dir.path().join("runs");
+    let app = m.submit(array_app(
+        "ran-once",
+        &format!("sh -c 'echo run >> {}'", runs.display()),
+        1,
+    ));
+    let mut agent = m.agent("local", 1, &[]);
+    assert_eq!(m.wait_finished(app, LONG)["counts"]["done"], 1);
+    m.kill();
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    let changed = rusqlite::Connection::open(dir.path().join("hetpilot.db"))
+        .unwrap()
+        .execute(
+            "UPDATE tasks SET state = 99 WHERE app_id = ?1",
+            [app as i64],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let m = Manager::start(dir.path(), 30.0);
+    let _agent = m.agent("local", 1, &[]);
+    let later = m.submit(array_app("later", "true", 1));
+    assert_eq!(m.wait_finished(later, LONG)["counts"]["done"], 1);
+    // The task was not taken for a waiting one and run again: its application is left
+    // out, with an ERROR line naming the row.
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    let (status, body) = m.http().get(&format!("/v1/apps/{app}"), &m.admin);
+    assert_eq!(status, 404, "{body}");
+    let log = std::fs::read_to_string(dir.path().join("manager.log")).unwrap();
+    assert!(
+        log.lines().any(|l| l.contains("ERROR")
+            && l.contains(&format!("apps row {app}"))
+            && l.contains("state code 99")),
+        "{log}"
+    );
+}

@@ -294,7 +294,19 @@ fn load_app(
             }
             (TaskSource::Array { .. }, _) => {}
         }
-        let state = state_from_code(r.get(2)?).unwrap_or(TaskState::Waiting);
+        // A code no release wrote is never taken for a state: a done task read as waiting
+        // would run again.
+        let state = match col::<i64>(r, 2) {
+            Ok(code) => match state_from_code(code) {
+                Some(state) => state,
+                None => {
+                    return Ok(Err(format!(
+                        "task {index}: state code {code} is no task state"
+                    )))
+                }
+            },
+            Err(e) => return Ok(Err(format!("task {index}: {e}"))),
+        };
         let (attempt, agent, lost) = match (col(r, 3), col_opt_u64(r, 4), col::<u32>(r, 5)) {
             (Ok(attempt), Ok(agent), Ok(lost)) => (attempt, agent.map(AgentId), lost),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
