@@ -307,3 +307,49 @@ fn a_task_state_code_no_release_wrote_skips_its_application_instead_of_running_i
         "{log}"
     );
 }
+
+#[test]
+fn a_backup_of_a_newer_schema_is_not_restored_over_a_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let m = Manager::start(&data, 30.0);
+    let (version, _) = schema_of(&m.db());
+    drop(m);
+    let backup = dir.path().join("newer-backup.db");
+    rusqlite::Connection::open(data.join("hetpilot.db"))
+        .unwrap()
+        .execute("VACUUM INTO ?1", [backup.to_str().unwrap()])
+        .unwrap();
+    let newer = version + 1;
+    rusqlite::Connection::open(&backup)
+        .unwrap()
+        .pragma_update(None, "user_version", newer)
+        .unwrap();
+    let before = std::fs::read(data.join("hetpilot.db")).unwrap();
+    let out = std::process::Command::new(bin("hetpilot"))
+        .args(["restore", "--data-dir"])
+        .arg(&data)
+        .arg(&backup)
+        .env_remove("HETPILOT_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("refused, nothing was changed")
+            && err.contains(&backup.display().to_string())
+            && err.contains(&format!(
+                "schema version {newer}, written by a newer hetpilot"
+            )),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(data.join("hetpilot.db")).unwrap(), before);
+    let aside = std::fs::read_dir(&data)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("before-restore"))
+        .count();
+    assert_eq!(aside, 0, "nothing was kept aside");
+}

@@ -26,6 +26,6 @@ pub use measured::measured;
 pub use migrations::{SchemaError, NEWEST as SCHEMA_VERSION};
 pub use pilots::{PilotCredential, StoredPilot};
 pub use read::{token_id, Reader};
-pub use schema::open;
+pub use schema::{open, openable_version};
 pub use skip::SkippedRow;
 pub use write_ops::Write;

@@ -2,7 +2,7 @@
 //! schema brought to this build's version (`migrations`).
 
 use super::migrations::{self, SchemaError};
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 
 /// Opens a connection to the database at `path` (creating the file if needed) in WAL mode,
@@ -23,6 +23,13 @@ pub fn open(path: &Path) -> Result<Connection, SchemaError> {
     configure(&conn)?;
     migrations::migrate(&mut conn)?;
     Ok(conn)
+}
+
+/// The schema version of the database at `path`, opened read-only, if this build opens
+/// it; changes nothing in the file.
+pub fn openable_version(path: &Path) -> Result<i64, SchemaError> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    migrations::refuse_unknown(&conn)
 }
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
