@@ -532,6 +532,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
                 gpus: gpus.devices(),
                 named,
             },
+            protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
         },
         gpus: std::sync::Arc::new(gpus),
         prefetch: args.prefetch,

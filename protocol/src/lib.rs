@@ -8,6 +8,7 @@
 
 pub mod affinity_view;
 pub mod agent_resources;
+pub mod agent_version;
 pub mod byte_range;
 pub mod dag;
 pub mod dashboard;

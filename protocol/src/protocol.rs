@@ -91,6 +91,10 @@ pub struct RegisterRequest {
     /// GPUs and named counts the agent offers besides cores and memory.
     #[serde(default, skip_serializing_if = "ResourceOffer::is_empty")]
     pub resources: ResourceOffer,
+    /// The agent protocol version the agent speaks ([`crate::agent_version`]); absent
+    /// from agents older than versions, which speak version 1.
+    #[serde(default = "crate::agent_version::unversioned_agent")]
+    pub protocol_version: u32,
 }
 
 /// The answer to a registration.

@@ -71,6 +71,7 @@ async fn register(url: String, token: String, i: usize) -> SimAgent {
         pilot: None,
         zero_work: true,
         resources: Default::default(),
+        protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
     };
     let r: RegisterResponse = http
         .post(format!("{url}/v1/agents"))

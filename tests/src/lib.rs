@@ -123,6 +123,18 @@ impl Manager {
         flags: &[&str],
         env: &[(&str, &str)],
     ) -> Manager {
+        Manager::start_program(&bin("hetpilot"), dir, port, lease_timeout_secs, flags, env)
+    }
+
+    /// [`Manager::start_with`] with the manager binary `program` (another build's).
+    pub fn start_program(
+        program: &Path,
+        dir: &Path,
+        port: u16,
+        lease_timeout_secs: f64,
+        flags: &[&str],
+        env: &[(&str, &str)],
+    ) -> Manager {
         let url_file = dir.join("manager.url");
         let _ = std::fs::remove_file(&url_file);
         let log = std::fs::OpenOptions::new()
@@ -130,7 +142,7 @@ impl Manager {
             .append(true)
             .open(dir.join("manager.log"))
             .unwrap();
-        let child = Command::new(bin("hetpilot"))
+        let child = Command::new(program)
             .args([
                 "serve",
                 "--listen",
@@ -290,8 +302,7 @@ impl Manager {
             let total = finished + n("waiting") + n("leased") + n("running");
             (status == 200 && total > 0 && finished == total).then_some(s)
         });
-        // Task states are stored as their index in `TaskState::ALL`: waiting, leased and
-        // running are 0, 1 and 2.
+        // Task states are stored as fixed codes: waiting, leased and running are 0, 1 and 2.
         wait_until(
             &format!("application {app}'s end to be stored"),
             timeout,
@@ -340,9 +351,30 @@ impl Agent {
         work_dir: &Path,
         extra: &[&str],
     ) -> Agent {
+        Agent::start_program(
+            &bin("hetpilot-agent"),
+            url,
+            platform,
+            token,
+            slots,
+            work_dir,
+            extra,
+        )
+    }
+
+    /// [`Agent::start`] with the agent binary `program` (another build's).
+    pub fn start_program(
+        program: &Path,
+        url: &str,
+        platform: &str,
+        token: &str,
+        slots: u32,
+        work_dir: &Path,
+        extra: &[&str],
+    ) -> Agent {
         std::fs::create_dir_all(work_dir).unwrap();
         let log = std::fs::File::create(work_dir.join("agent.log")).unwrap();
-        let child = Command::new(bin("hetpilot-agent"))
+        let child = Command::new(program)
             .args([
                 "--manager",
                 url,

@@ -20,6 +20,11 @@ pub enum RestoreError {
     NotAFile { path: PathBuf },
     #[error("refused, nothing was changed: {0}")]
     Unsound(CheckError),
+    #[error("refused, nothing was changed: the backup {path}: {problem}", path = .path.display())]
+    Schema {
+        path: PathBuf,
+        problem: crate::db::SchemaError,
+    },
     #[error("{path} exists; wait a second and run the restore again", path = .path.display())]
     AsideExists { path: PathBuf },
     #[error("cannot put the database in place in {dir}: {cause}", dir = .dir.display())]
@@ -36,9 +41,10 @@ pub struct Restored {
 }
 
 /// Restores `backup` into `data_dir` (created, mode 0700, if missing): refused while a
-/// manager holds the directory's lock, or when the backup is not a sound hetpilot database;
-/// either way nothing in the directory is changed. The database it replaces, with its WAL
-/// files, is renamed to `hetpilot.db.before-restore-TIME`.
+/// manager holds the directory's lock, when the backup is not a sound hetpilot database, or
+/// when a newer release wrote it; either way nothing in the directory is changed. The
+/// database it replaces, with its WAL files, is renamed to
+/// `hetpilot.db.before-restore-TIME`.
 pub fn restore(backup: &Path, data_dir: &Path) -> Result<Restored, RestoreError> {
     let dir_err = |cause| RestoreError::DataDir {
         dir: data_dir.to_path_buf(),
@@ -67,6 +73,12 @@ pub fn restore(backup: &Path, data_dir: &Path) -> Result<Restored, RestoreError>
     std::io::copy(&mut source, copy.as_file_mut()).map_err(backup_err)?;
     copy.as_file().sync_all().map_err(dir_err)?;
     check_database(copy.path()).map_err(|e| RestoreError::Unsound(e.naming(backup)))?;
+    // A newer release's database would be refused at the next start: refused here instead,
+    // while the database it would replace is still in place.
+    crate::db::openable_version(copy.path()).map_err(|problem| RestoreError::Schema {
+        path: backup.to_path_buf(),
+        problem,
+    })?;
 
     let swap_err = |cause| RestoreError::Swap {
         dir: data_dir.to_path_buf(),

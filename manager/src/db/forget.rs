@@ -9,19 +9,6 @@ use crate::fairshare::UsageAccount;
 use hetpilot_protocol::AppId;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-pub const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS usage_carried (
-    user TEXT PRIMARY KEY,
-    raw REAL NOT NULL,
-    decayed REAL NOT NULL,
-    at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS counters (
-    name TEXT PRIMARY KEY,
-    value INTEGER NOT NULL
-);
-"#;
-
 /// The counter of the next application id, at least one more than any id forgotten.
 const NEXT_APP: &str = "next_app";
 /// Ids above this are not plausible (2^53: ids stay exact as JSON numbers everywhere); a

@@ -1,8 +1,8 @@
 //! Recovery: rebuilds the live state (applications, tasks, agents, credentials) from the
 //! database when the manager starts, so nothing acknowledged is lost across a crash.
 
-use super::schema::{state_code, state_from_code};
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
+use super::task_states::{state_code, state_from_code};
 use crate::queue::{AgentEntry, AgentState, AppEntry, TaskInputs, TaskSlot};
 use crate::source_ranges::SourceRanges;
 use hetpilot_protocol::protocol::TaskState;
@@ -294,7 +294,19 @@ fn load_app(
             }
             (TaskSource::Array { .. }, _) => {}
         }
-        let state = state_from_code(r.get(2)?).unwrap_or(TaskState::Waiting);
+        // A code no release wrote is never taken for a state: a done task read as waiting
+        // would run again.
+        let state = match col::<i64>(r, 2) {
+            Ok(code) => match state_from_code(code) {
+                Some(state) => state,
+                None => {
+                    return Ok(Err(format!(
+                        "task {index}: state code {code} is no task state"
+                    )))
+                }
+            },
+            Err(e) => return Ok(Err(format!("task {index}: {e}"))),
+        };
         let (attempt, agent, lost) = match (col(r, 3), col_opt_u64(r, 4), col::<u32>(r, 5)) {
             (Ok(attempt), Ok(agent), Ok(lost)) => (attempt, agent.map(AgentId), lost),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {

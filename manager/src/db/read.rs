@@ -1,7 +1,8 @@
 //! Read-only queries (task details, attempt history, per-platform statistics) on a
 //! connection of their own, so reads never wait behind the writer's transactions.
 
-use super::schema::{open, state_from_code};
+use super::schema::connect;
+use super::task_states::state_from_code;
 use super::write_ops::outcome_from_str;
 use hetpilot_protocol::protocol::{
     AgentTokenInfo, AttemptRecord, Measurements, PlatformStats, TaskInfo, TaskState,
@@ -71,7 +72,7 @@ fn attempt_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
 impl Reader {
     pub fn open(path: &Path) -> rusqlite::Result<Reader> {
         Ok(Reader {
-            conn: Mutex::new(open(path)?),
+            conn: Mutex::new(connect(path)?),
         })
     }
 
@@ -139,7 +140,7 @@ impl Reader {
              WHERE t.app_id = ?1 AND (?2 IS NULL OR t.state = ?2) AND (?5 IS NULL OR t.idx > ?5)
              ORDER BY t.idx LIMIT ?3 OFFSET ?4"
         );
-        let code = state.map(super::schema::state_code);
+        let code = state.map(super::task_states::state_code);
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(
             // Past i64::MAX is past every row (a cast would wrap to a negative offset,

@@ -5,19 +5,6 @@
 use hetpilot_protocol::protocol::TaskResult;
 use rusqlite::{params, Transaction};
 
-pub const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS attempt_staging (
-    app_id INTEGER NOT NULL,
-    idx INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    bytes_fetched INTEGER NOT NULL,
-    bytes_cached INTEGER NOT NULL,
-    bytes_uploaded INTEGER NOT NULL,
-    transfers TEXT NOT NULL,
-    PRIMARY KEY (app_id, idx, attempt)
-) WITHOUT ROWID;
-"#;
-
 /// Records the staging figures of a result, if it has any.
 pub fn record(tx: &Transaction<'_>, r: &TaskResult) -> rusqlite::Result<()> {
     let Some(s) = &r.staging else {

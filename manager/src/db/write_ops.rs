@@ -2,7 +2,7 @@
 //! each becomes SQL. The thread that commits them in batches is `group_commit`.
 
 use super::pilots::{upsert_pilot, PilotCredential};
-use super::schema::state_code;
+use super::task_states::state_code;
 use crate::queue::Change;
 use hetpilot_protocol::pilots::PilotRecord;
 use hetpilot_protocol::protocol::{Outcome, RegisterRequest, TaskState};

@@ -53,6 +53,7 @@ impl Manager {
             }
         };
         self.check_registration_source(who, source)?;
+        super::agent_protocol::check_agent_protocol(req.protocol_version)?;
         match (pilot, &req.pilot) {
             (Some(p), named) if named.as_ref() != Some(p) => {
                 return Err(ServiceError::Forbidden(format!(

@@ -273,6 +273,7 @@ mod tests {
             pilot: None,
             zero_work: false,
             resources: Default::default(),
+            protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The live manager: the queues, the store and the tokens behind one handle, with the
 //! operations the HTTP API exposes. It answers only after what it promises is committed.
 
+mod agent_protocol;
 mod agent_resources;
 mod agents;
 pub mod auth;
@@ -128,6 +129,12 @@ pub enum OpenError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    /// A schema version this build does not open (a newer release wrote the database).
+    #[error("cannot open the database {}: {problem}", path.display())]
+    Schema {
+        path: PathBuf,
+        problem: db::SchemaError,
+    },
     #[error(
         "the database {} is damaged ({problem}); nothing was read from it: stop restarting \
          the manager and restore the file from a backup of the data directory", path.display()
@@ -209,7 +216,13 @@ impl Manager {
             source,
         })?;
         let db_err = |source| data_checks::database_error(&db_path, source);
-        let conn = db::open(&db_path).map_err(db_err)?;
+        let conn = db::open(&db_path).map_err(|e| match e {
+            db::SchemaError::Sqlite(source) => db_err(source),
+            problem => OpenError::Schema {
+                path: db_path.clone(),
+                problem,
+            },
+        })?;
         let now = now_ms();
         let loaded = db::load(&conn, now).map_err(db_err)?;
         data_checks::check_admin_token(&dir, &loaded.users)?;

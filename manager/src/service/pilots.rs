@@ -515,6 +515,7 @@ mod tests {
             pilot: pilot.map(String::from),
             zero_work: false,
             resources: Default::default(),
+            protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
         }
     }
 

@@ -46,6 +46,7 @@ async fn register(
                 pilot: None,
                 zero_work: false,
                 resources: offer,
+                protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
             },
         )
         .await?;

@@ -52,6 +52,7 @@ pub async fn local_agent(
                 pilot: None,
                 zero_work: false,
                 resources: Default::default(),
+                protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
             },
         )
         .await

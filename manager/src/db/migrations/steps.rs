@@ -1,0 +1,59 @@
+//! The schema changes after version 1, each the step to one version from the one before,
+//! in the order they were made. Frozen once released: a new change is a new step.
+//!
+//! Versions 2 to 8 were made before the schema had a version, so a database without one
+//! may hold any of them already: those steps add only what is missing. Steps from
+//! version 9 on run only on a database that records the version before them.
+
+use super::columns::add_column_if_missing;
+use rusqlite::Connection;
+
+/// Version 2: agents that end each task without a process (`--zero-work`).
+pub fn zero_work_agents(conn: &Connection) -> rusqlite::Result<()> {
+    add_column_if_missing(conn, "agents", "zero_work", "INTEGER NOT NULL DEFAULT 0")
+}
+
+/// Version 3: forgetting ended applications: when an application ended, its owners'
+/// usage carried past it, and the counter that keeps forgotten ids from coming back.
+pub fn retention(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS usage_carried (
+            user TEXT PRIMARY KEY,
+            raw REAL NOT NULL,
+            decayed REAL NOT NULL,
+            at REAL NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS counters (
+            name TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        );",
+    )?;
+    add_column_if_missing(conn, "apps", "ended_ms", "INTEGER")
+}
+
+/// Version 4: where agents may register from, bound to their registration token.
+pub fn registration_sources(conn: &Connection) -> rusqlite::Result<()> {
+    add_column_if_missing(conn, "agent_tokens", "register_from", "TEXT")
+}
+
+/// Version 5: attempts lost to the infrastructure, counted apart from `max_attempts`.
+pub fn lost_attempts(conn: &Connection) -> rusqlite::Result<()> {
+    add_column_if_missing(conn, "tasks", "lost_attempts", "INTEGER NOT NULL DEFAULT 0")
+}
+
+/// Version 6: GPUs and named counts: an agent's offer and each attempt's grant (JSON).
+pub fn resources(conn: &Connection) -> rusqlite::Result<()> {
+    add_column_if_missing(conn, "agents", "resources", "TEXT")?;
+    add_column_if_missing(conn, "attempts", "resources", "TEXT")
+}
+
+/// Version 7: when an ended pilot's directory was removed.
+pub fn pilot_dir_retention(conn: &Connection) -> rusqlite::Result<()> {
+    add_column_if_missing(conn, "pilots", "dir_removed_ms", "INTEGER")
+}
+
+/// Version 8: multi-node pilots: the nodes asked for and the agents registered (JSON).
+pub fn multi_node_pilots(conn: &Connection) -> rusqlite::Result<()> {
+    add_column_if_missing(conn, "pilots", "nodes", "INTEGER")?;
+    add_column_if_missing(conn, "pilots", "members", "TEXT")
+}
