@@ -4,17 +4,17 @@
 //! tiny`). Needs root for the slow disk (a block-I/O cgroup); without it the run says why
 //! and goes on without that fault.
 //!
-//! Settings (fixed before any run; `tiny` in brackets):
+//! Settings (fixed before any run; `tiny`, `ChaosPlan::small`, in brackets):
 //! - one manager, lease timeout 5 s [3 s]; two agents of 8 slots [4] reaching it through
 //!   the fault proxy and one agent of 2 slots [1] reaching it directly;
 //! - one application of N = 100,000 [3,000] tasks, each `sh -c 'echo $HETPILOT_INDEX >>
 //!   LOG'` [and `sleep 0.01`];
-//! - at 20 % of the tasks done, the manager and one proxied agent are SIGKILLed together,
+//! - at 20 % [15 %] of the tasks done, the manager and one proxied agent are SIGKILLed together,
 //!   the manager restarted on its port and a fresh proxied agent started;
-//! - at 45 %, the proxied agents are cut off for 12 s [5 s] (over two leases), then the
+//! - at 45 % [40 %], the proxied agents are cut off for 12 s [5 s] (over two leases), then the
 //!   partition heals and two fresh proxied agents start (the cut-off ones are taken for
 //!   lost, and stop when they hear so);
-//! - at 70 %, the manager's writes to its disk are limited to 20 per second for 10 s [3 s].
+//! - at 70 % [65 %], the manager's writes to its disk are limited to 20 per second for 10 s [3 s].
 //!
 //! Checked: one recorded success per task, every index in the tasks' log, and reruns no
 //! more than the attempts lost. Measured: the wall time, each fault's length, the tasks done
@@ -27,20 +27,7 @@ use std::time::Duration;
 fn main() {
     let tiny = std::env::args().skip(1).any(|a| a == "tiny");
     let plan = if tiny {
-        ChaosPlan {
-            tasks: 3_000,
-            proxied_agents: 2,
-            direct_agents: 1,
-            slots_per_proxied_agent: 4,
-            slots_per_direct_agent: 1,
-            task_sleep_ms: 10,
-            lease_timeout_secs: 3.0,
-            partition_secs: 5.0,
-            slow_disk_secs: 3.0,
-            slow_disk_write_iops: 20,
-            fault_at: [0.2, 0.45, 0.7],
-            deadline: Duration::from_secs(600),
-        }
+        ChaosPlan::small()
     } else {
         ChaosPlan {
             tasks: 100_000,

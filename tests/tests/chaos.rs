@@ -4,26 +4,11 @@
 //! exactly once. The benchmark `chaos` runs the same with 100,000 tasks.
 
 use hetpilot_e2e::chaos::driver::{run, ChaosPlan};
-use std::time::Duration;
 
 #[test]
 fn every_task_ends_exactly_once_through_combined_faults() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = ChaosPlan {
-        tasks: 3_000,
-        proxied_agents: 2,
-        direct_agents: 1,
-        slots_per_proxied_agent: 4,
-        // During the partition one slot carries on, so work is left for the slow disk.
-        slots_per_direct_agent: 1,
-        task_sleep_ms: 10,
-        lease_timeout_secs: 3.0,
-        partition_secs: 5.0,
-        slow_disk_secs: 3.0,
-        slow_disk_write_iops: 20,
-        fault_at: [0.15, 0.4, 0.65],
-        deadline: Duration::from_secs(600),
-    };
+    let plan = ChaosPlan::small();
     let report = run(dir.path(), &plan);
     eprintln!("{report:#?}");
     report.check().unwrap();

@@ -16,6 +16,36 @@ fn get(m: &hetpilot_e2e::Manager, path: &str) -> Vec<Value> {
     body.as_array().cloned().unwrap_or_default()
 }
 
+/// A pilot's group: the node names its agents registered under, and their ids.
+fn members(pilot: &Value) -> (BTreeSet<String>, BTreeSet<u64>) {
+    let members = pilot["members"].as_array().cloned().unwrap_or_default();
+    let hosts = members
+        .iter()
+        .map(|g| g["hostname"].as_str().unwrap().to_string())
+        .collect();
+    let agents = members
+        .iter()
+        .map(|g| g["agent"].as_u64().unwrap())
+        .collect();
+    (hosts, agents)
+}
+
+/// Waits until tasks of `app` run on every one of `agents` at once.
+fn wait_running_on_all(m: &hetpilot_e2e::Manager, app: u64, agents: &BTreeSet<u64>) {
+    wait_until(
+        "tasks running on every agent of the group",
+        Duration::from_secs(60),
+        || {
+            let running: BTreeSet<u64> = get(m, &format!("/v1/apps/{app}/tasks"))
+                .iter()
+                .filter(|t| t["state"] == "running")
+                .filter_map(|t| t["last"]["agent"].as_u64())
+                .collect();
+            (running == *agents).then_some(())
+        },
+    );
+}
+
 #[test]
 #[ignore = "needs the local lab: deploy/lab/start.sh"]
 fn a_two_node_slurm_pilot_runs_an_agent_per_node_and_releases_both_when_cancelled() {
@@ -47,37 +77,14 @@ fn a_two_node_slurm_pilot_runs_an_agent_per_node_and_releases_both_when_cancelle
         |p| p["members"].as_array().is_some_and(|g| g.len() == 2),
     );
     assert_eq!(pilot["nodes"], 2, "{pilot}");
-    let hosts: BTreeSet<&str> = pilot["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["hostname"].as_str().unwrap())
-        .collect();
+    let (hosts, agents) = members(&pilot);
     assert_eq!(
         hosts,
-        ["n2", "n3"].into(),
+        ["n2".to_string(), "n3".to_string()].into(),
         "one agent per lab node: {pilot}"
     );
-    let agents: BTreeSet<u64> = pilot["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["agent"].as_u64().unwrap())
-        .collect();
-
     // Both run tasks: 2 slots each, 4 of the 8 tasks at once.
-    wait_until(
-        "tasks running on both agents",
-        Duration::from_secs(60),
-        || {
-            let running: BTreeSet<u64> = get(&m, &format!("/v1/apps/{app}/tasks"))
-                .iter()
-                .filter(|t| t["state"] == "running")
-                .filter_map(|t| t["last"]["agent"].as_u64())
-                .collect();
-            (running == agents).then_some(())
-        },
-    );
+    wait_running_on_all(&m, app, &agents);
     let listed = get(&m, "/v1/agents");
     for a in listed
         .iter()
@@ -165,31 +172,13 @@ fn a_two_host_ssh_pilot_runs_an_agent_on_each_host_and_stops_both() {
         |p| p["members"].as_array().is_some_and(|g| g.len() == 2),
     );
     assert_eq!(pilot["nodes"], 2, "{pilot}");
-    let hosts: BTreeSet<&str> = pilot["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["hostname"].as_str().unwrap())
-        .collect();
-    assert_eq!(hosts, ["127.0.0.1", "localhost"].into(), "{pilot}");
-    let agents: BTreeSet<u64> = pilot["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["agent"].as_u64().unwrap())
-        .collect();
-    wait_until(
-        "tasks running on both agents",
-        Duration::from_secs(60),
-        || {
-            let running: BTreeSet<u64> = get(&m, &format!("/v1/apps/{app}/tasks"))
-                .iter()
-                .filter(|t| t["state"] == "running")
-                .filter_map(|t| t["last"]["agent"].as_u64())
-                .collect();
-            (running == agents).then_some(())
-        },
+    let (hosts, agents) = members(&pilot);
+    assert_eq!(
+        hosts,
+        ["127.0.0.1".to_string(), "localhost".to_string()].into(),
+        "{pilot}"
     );
+    wait_running_on_all(&m, app, &agents);
     // One process per host in the job id: `localhost:PID@START+127.0.0.1:PID@START`.
     let job = pilot["batch_job_id"].as_str().unwrap().to_string();
     let pids: Vec<String> = job

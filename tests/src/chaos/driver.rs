@@ -40,6 +40,28 @@ pub struct ChaosPlan {
     pub deadline: Duration,
 }
 
+impl ChaosPlan {
+    /// A run of 3,000 tasks of 10 ms, three faults (the CI test's, and the benchmark's
+    /// `tiny`): two proxied agents of 4 slots and a direct one of 1 (so work is left after
+    /// the partition), lease timeout 3 s, partition 5 s, slow disk 3 s at 20 writes/s.
+    pub fn small() -> ChaosPlan {
+        ChaosPlan {
+            tasks: 3_000,
+            proxied_agents: 2,
+            direct_agents: 1,
+            slots_per_proxied_agent: 4,
+            slots_per_direct_agent: 1,
+            task_sleep_ms: 10,
+            lease_timeout_secs: 3.0,
+            partition_secs: 5.0,
+            slow_disk_secs: 3.0,
+            slow_disk_write_iops: 20,
+            fault_at: [0.15, 0.4, 0.65],
+            deadline: Duration::from_secs(600),
+        }
+    }
+}
+
 /// One fault as it happened.
 #[derive(Debug)]
 pub struct FaultRecord {
