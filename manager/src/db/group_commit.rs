@@ -2,6 +2,7 @@
 //! while it commits one transaction goes into the next, so many small changes share one
 //! fsync. What it writes (the [`Write`] vocabulary and its SQL) is in `write_ops`.
 
+use super::task_ends::EndSequences;
 use super::write_ops::Write;
 use rusqlite::Connection;
 use std::future::Future;
@@ -92,6 +93,7 @@ impl Future for Queued {
 }
 
 fn run(mut conn: Connection, rx: mpsc::Receiver<Job>) {
+    let mut ends = EndSequences::default();
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -100,7 +102,8 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        let result = commit_batch(&mut conn, &batch).map_err(|e| StoreError::Sqlite(e.to_string()));
+        let result = commit_batch(&mut conn, &batch, &mut ends)
+            .map_err(|e| StoreError::Sqlite(e.to_string()));
         if let Err(e) = &result {
             tracing::error!(error = %e, writes = batch.len(), "a batch of writes failed and was rolled back");
         }
@@ -112,10 +115,16 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Job>) {
     }
 }
 
-fn commit_batch(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
+/// Commits `batch` in one transaction. End sequences given in a batch rolled back are not
+/// given again: the stream's cursors skip them.
+fn commit_batch(
+    conn: &mut Connection,
+    batch: &[Job],
+    ends: &mut EndSequences,
+) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     for job in batch {
-        job.write.apply(&tx)?;
+        job.write.apply(&tx, ends)?;
     }
     tx.commit()
 }

@@ -1,7 +1,8 @@
 //! SQLite persistence (WAL): the schema, the write vocabulary (`write_ops`: every change as
 //! a [`Write`] and its SQL), the group-commit writer thread (`group_commit`) that turns
 //! them into batched transactions, recovery of the live state at start, forgetting ended
-//! applications (`forget`), the check that the file is whole (`integrity`), and queries.
+//! applications (`forget`), the order tasks ended in (`task_ends`, the event stream's
+//! cursor), the check that the file is whole (`integrity`), and queries.
 
 mod forget;
 mod group_commit;
@@ -13,6 +14,7 @@ mod read;
 mod schema;
 mod skip;
 mod staging;
+mod task_ends;
 mod write_ops;
 
 pub use group_commit::{Queued, StoreError, Writer};
@@ -23,4 +25,5 @@ pub use pilots::{PilotCredential, StoredPilot};
 pub use read::{token_id, Reader};
 pub use schema::open;
 pub use skip::SkippedRow;
+pub use task_ends::EndSequences;
 pub use write_ops::Write;

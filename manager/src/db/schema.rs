@@ -133,6 +133,7 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     // GPUs and named counts: an agent's offer, and what each attempt was granted (JSON).
     add_column_if_missing(&conn, "agents", "resources", "TEXT")?;
     add_column_if_missing(&conn, "attempts", "resources", "TEXT")?;
+    super::task_ends::upgrade(&conn)?;
     Ok(conn)
 }
 

@@ -4,7 +4,8 @@
 //! results, a per-file limit for file uploads; a body must arrive whole within a deadline
 //! (file uploads aside); submits are rate limited per user and read a few at a time, a few
 //! per user; agent registrations are rate limited per platform. Long polls end with 401
-//! when their token is revoked. Every answer says `X-Content-Type-Options: nosniff`.
+//! when their token is revoked; task-event streams (`events`) end then too, and one user
+//! holds at most `limits.max_event_streams_per_user` of them open. Every answer says `X-Content-Type-Options: nosniff`.
 //! `GET /metrics` (Prometheus) and the dashboard at `/ui` are served beside the API
 //! (`metrics`, `ui`).
 
@@ -13,6 +14,8 @@ mod auth;
 mod body_deadline;
 mod dashboard_views;
 mod error;
+mod event_format;
+mod events;
 mod extract;
 mod files;
 mod large_bodies;
@@ -72,6 +75,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/apps/{app}", show)
         .route("/v1/apps/{app}/report", get(users::report))
         .route("/v1/apps/{app}/tasks", get(users::tasks))
+        .route("/v1/apps/{app}/events", get(events::events))
         .route("/v1/apps/{app}/cancel", post(users::cancel))
         .route("/v1/apps/{app}/forget", post(users::forget))
         .route("/v1/admin/purge", post(users::purge))

@@ -9,6 +9,8 @@ mod control_lock;
 mod dashboard;
 mod data_checks;
 mod error;
+mod event_streams;
+mod events;
 mod file_listing;
 mod files;
 mod history;
@@ -40,6 +42,7 @@ pub use crate::clock::now_ms;
 pub use crate::provision::AgentActivity;
 pub use auth::Principal;
 pub use error::ServiceError;
+pub use events::{EventFollower, KEEPALIVE};
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
 pub use platform_checks::ReloadReply;
@@ -95,6 +98,8 @@ pub struct Manager {
     staging_planner: staging_plan::StagingPlanner,
     /// What the dashboard charts over time (see `history`).
     history: history::HistoryRing,
+    /// Task-event streams open per user (`events`).
+    event_streams: event_streams::StreamSlots,
     /// Event counters and histograms for `GET /metrics`.
     pub metrics: crate::metrics::Metrics,
 }
@@ -293,7 +298,7 @@ impl Manager {
                 admin: true,
                 now_ms: now,
             }
-            .apply(&tx)
+            .apply(&tx, &mut db::EndSequences::default())
             .map_err(db_err)?;
             tx.commit().map_err(db_err)?;
             tokens.insert(
@@ -325,6 +330,7 @@ impl Manager {
             output_requests: Default::default(),
             staging_planner: Default::default(),
             history: Default::default(),
+            event_streams: Default::default(),
             metrics: Default::default(),
             settings,
         }))
