@@ -2,7 +2,6 @@
 //! [`AppEvent`] a line, the default) or server-sent events (`Accept: text/event-stream`:
 //! each end's cursor as its `id`, so a browser's `EventSource` resumes by itself).
 
-use axum::body::Bytes;
 use axum::http::header::ACCEPT;
 use axum::http::HeaderMap;
 use hetpilot_protocol::events::AppEvent;
@@ -37,7 +36,7 @@ impl EventFormat {
     }
 
     /// `event` as the bytes to send.
-    pub fn encode(self, event: &AppEvent) -> Bytes {
+    pub fn encode(self, event: &AppEvent) -> Vec<u8> {
         let json = serde_json::to_string(event).expect("events serialize");
         let text = match (self, event) {
             (EventFormat::NdJson, _) => format!("{json}\n"),
@@ -49,7 +48,7 @@ impl EventFormat {
                 format!("event: app_end\ndata: {json}\n\n")
             }
         };
-        Bytes::from(text)
+        text.into_bytes()
     }
 }
 

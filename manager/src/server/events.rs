@@ -9,7 +9,7 @@ use super::error::ApiError;
 use super::event_format::EventFormat;
 use super::extract::{Caller, Path, Query};
 use crate::service::{Manager, ServiceError, KEEPALIVE};
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::HeaderMap;
@@ -49,7 +49,14 @@ pub async fn events(
     let lines = futures_util::stream::unfold(Some(follower), move |follower| async move {
         let mut follower = follower?;
         match follower.next(KEEPALIVE).await {
-            Ok(Some(event)) => Some((Ok::<_, Infallible>(format.encode(&event)), Some(follower))),
+            Ok(Some(event)) => {
+                // The ends of one page go out in one write.
+                let mut chunk = format.encode(&event);
+                while let Some(more) = follower.next_read() {
+                    chunk.extend_from_slice(&format.encode(&more));
+                }
+                Some((Ok::<_, Infallible>(Bytes::from(chunk)), Some(follower)))
+            }
             Ok(None) => None,
             Err(e) => {
                 tracing::info!(%app, error = %e, "task-event stream ended early");

@@ -66,9 +66,8 @@ impl EventFollower {
     /// application was forgotten, the store failed).
     pub async fn next(&mut self, keepalive: Duration) -> Result<Option<AppEvent>, ServiceError> {
         loop {
-            if let Some(end) = self.pending.pop_front() {
-                self.after = end.cursor;
-                return Ok(Some(AppEvent::TaskEnd(end)));
+            if let Some(end) = self.next_read() {
+                return Ok(Some(end));
             }
             if self.ended {
                 return Ok(None);
@@ -99,5 +98,13 @@ impl EventFollower {
                 return Ok(Some(AppEvent::Keepalive { cursor: self.after }));
             }
         }
+    }
+
+    /// The next end already read from the store, if any (no waiting: a sender batches
+    /// these into one write).
+    pub fn next_read(&mut self) -> Option<AppEvent> {
+        let end = self.pending.pop_front()?;
+        self.after = end.cursor;
+        Some(AppEvent::TaskEnd(end))
     }
 }
