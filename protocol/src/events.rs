@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// One task's end: its final state and its last attempt, as `GET /v1/apps/{app}/tasks`
 /// and `GET /v1/tasks/{task}` name them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskEnd {
     /// Where this end stands in its application's stream: `?after=` it resumes past it.
     /// Cursors grow along the stream; they need not be consecutive.
@@ -42,6 +43,7 @@ pub struct TaskEnd {
 
 /// One line of the stream (the `type` field tells which).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AppEvent {
     /// A task ended.

@@ -15,6 +15,8 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use futures_util::StreamExt;
+use hetpilot_protocol::events::AppEvent;
+use hetpilot_protocol::protocol::ErrorBody;
 use hetpilot_protocol::AppId;
 use serde::Deserialize;
 use std::convert::Infallible;
@@ -26,12 +28,21 @@ const MAX_CURSOR: u64 = i64::MAX as u64;
 /// The header a browser's `EventSource` resumes with.
 const LAST_EVENT_ID: &str = "last-event-id";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
-    /// Resume past this cursor (the `cursor` of the last end received).
+    /// Resume past this cursor (the `cursor` of the last end received; 0 or none: from
+    /// the first end). Without it, an SSE client's `Last-Event-ID` header.
     after: Option<String>,
 }
 
+#[utoipa::path(get, path = "/v1/apps/{app}/events", tag = "applications",
+    params(("app" = u64, Path, description = "The application"), EventsQuery,
+        ("Last-Event-ID" = Option<String>, Header, description = "Where an SSE client resumes (when `after` is absent)")),
+    responses((status = 200, description = "Each task end past the cursor, then each new one as it is stored, then the \
+        application's end: one `AppEvent` a line (`application/x-ndjson`), or server-sent events \
+        (`Accept: text/event-stream`)",
+        content((AppEvent = "application/x-ndjson"), (AppEvent = "text/event-stream"))), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn events(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,

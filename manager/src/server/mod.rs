@@ -23,6 +23,9 @@ mod long_poll;
 mod metrics;
 mod metrics_resources;
 mod metrics_state;
+mod openapi;
+#[cfg(test)]
+mod openapi_tests;
 mod pages;
 mod pilots;
 mod rate;
@@ -32,6 +35,7 @@ mod ui;
 mod users;
 
 pub use error::ApiError;
+pub use openapi::{document as openapi_document, ApiDoc};
 
 use crate::service::Manager;
 use axum::extract::DefaultBodyLimit;
@@ -39,7 +43,7 @@ use axum::http::header::X_CONTENT_TYPE_OPTIONS;
 use axum::http::HeaderValue;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Router;
 use hetpilot_transport::serve::ServeLimits;
 use hetpilot_transport::tls::ServerConfig;
 use large_bodies::LargeBodySlots;
@@ -117,10 +121,9 @@ pub fn router(manager: Arc<Manager>) -> Router {
         // Task outputs agents send on request, up to `max_output_mib`.
         .merge(task_outputs::router(manager.clone()))
         .layer(from_fn_with_state(manager.clone(), auth::authenticate))
-        .route(
-            "/v1/health",
-            get(|| async { Json(serde_json::json!({ "status": "ok" })) }),
-        )
+        .route("/v1/health", get(openapi::health))
+        // The API's description, served without a token (see `openapi`).
+        .route("/v1/openapi.json", get(openapi::description))
         // `/metrics` and the dashboard's assets check tokens their own way (see each).
         .route(
             "/metrics",
