@@ -282,3 +282,61 @@ fn a_cancelled_applications_waiting_tasks_end_in_the_stream_too() {
     }
     assert_eq!(last["cancelled"], true);
 }
+
+#[test]
+fn server_sent_events_carry_each_cursor_as_their_id_and_resume_from_last_event_id() {
+    const N: u64 = 6;
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let app = m.submit(array_app("sse", "true", N));
+    let _agent = m.agent("local", 2, &[]);
+    m.wait_finished(app, Duration::from_secs(60));
+    let client = reqwest::blocking::Client::new();
+    let sse = |last_event_id: Option<&str>| {
+        let mut req = client
+            .get(format!("{}/v1/apps/{app}/events", m.url))
+            .bearer_auth(&m.admin)
+            .header("accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        let resp = req.send().unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        resp.text().unwrap()
+    };
+    let whole = sse(None);
+    let ids: Vec<&str> = whole
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .collect();
+    assert_eq!(ids.len() as u64, N, "{whole}");
+    assert_eq!(whole.matches("event: task_end\n").count() as u64, N);
+    assert!(
+        whole.contains("event: app_end\ndata: {\"type\":\"app_end\","),
+        "{whole}"
+    );
+    // A reconnecting EventSource sends the last id it saw.
+    let rest = sse(Some(ids[3]));
+    let rest_ids: Vec<&str> = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .collect();
+    assert_eq!(rest_ids, &ids[4..], "{rest}");
+}
+
+#[test]
+fn a_stream_ends_when_its_token_is_re_issued() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    let bob = m.create_user("bob");
+    let (status, body) = m
+        .http()
+        .post("/v1/apps", &bob, &array_app("bobs", "true", 1));
+    assert_eq!(status, 200, "{body}");
+    let app = body["app"].as_u64().unwrap();
+    // No agent: the application never ends; only the new token can end the stream.
+    let mut stream = open(&m, &bob, app, "0").unwrap();
+    let _new_token = m.create_user("bob");
+    assert!(stream.next().is_none(), "the stream closed without an end");
+}
