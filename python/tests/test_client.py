@@ -21,6 +21,9 @@ def test_submit_wait_status_tasks_logs_and_output(manager) -> None:
     detail = c.logs(f"{app}.3")
     assert detail["history"][-1]["exit_code"] == 1
     assert c.output(f"{app}.1") == b"out-1\n"
+    assert any(row["user"] == "admin" for row in c.usage())
+    assert isinstance(c.schedule(), dict)
+    assert isinstance(c.affinity(), dict)
 
 
 def test_every_end_arrives_once_and_a_resumed_stream_neither_loses_nor_doubles(manager) -> None:

@@ -149,6 +149,23 @@ class Client:
         """Cancels the application: waiting tasks end, running ones are killed."""
         return self._object("POST", f"/v1/apps/{int(app)}/cancel")
 
+    # --- scheduling ---
+
+    def usage(self, *, limit: int = 1000, after: Optional[str] = None) -> List[Json]:
+        """Fairshare usage and priority per user (``hetpilot usage``)."""
+        params: Json = {"limit": limit}
+        if after is not None:
+            params["after"] = after
+        return self._rows("GET", "/v1/usage", params=params)
+
+    def schedule(self) -> Json:
+        """The live scheduler's allocation: cores per application per platform."""
+        return self._object("GET", "/v1/schedule")
+
+    def affinity(self) -> Json:
+        """Platform and co-runner affinities measured online (``hetpilot affinity --live``)."""
+        return self._object("GET", "/v1/affinity")
+
     # --- the event stream ---
 
     def events(self, app: int, after: int = 0) -> Iterator[Event]:
