@@ -1,6 +1,7 @@
 """hetpilot from Python: a typed :class:`Client` of the manager's API and an
 :class:`Executor` (``concurrent.futures``) whose futures resolve from the task-event
-stream. Both read ``HETPILOT_URL`` and ``HETPILOT_TOKEN`` like the CLI."""
+stream (their asyncio variants are in :mod:`hetpilot.aio`). Both read ``HETPILOT_URL``
+and ``HETPILOT_TOKEN`` like the CLI."""
 
 from .client import Client
 from .errors import (
