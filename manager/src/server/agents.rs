@@ -30,9 +30,9 @@ pub async fn register(
     Ok(Json(m.register(&who, source, req).await?))
 }
 
+/// Every agent by id, a page at a time (admin).
 #[utoipa::path(get, path = "/v1/agents", tag = "agents", params(PageQuery),
     responses((status = 200, description = "The agents (admin)", body = Vec<AgentInfo>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
-/// Every agent by id, a page at a time (admin).
 pub async fn list(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;
 
+/// Every pilot, oldest first, a page at a time.
 #[utoipa::path(get, path = "/v1/pilots", tag = "pilots", params(PageQuery),
     responses((status = 200, description = "Pilots: batch jobs, states, reasons (admin)", body = Vec<PilotRecord>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
-/// Every pilot, oldest first, a page at a time.
 pub async fn list(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -22,10 +22,10 @@ pub async fn list(
     Ok(Json(page(m.list_pilots(&who)?, &q)?))
 }
 
-#[utoipa::path(get, path = "/v1/platforms", tag = "pilots",
-    responses((status = 200, description = "Each platform's provisioning status", body = Vec<PlatformStatus>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 /// One row per platform of the manager's configuration file, so the listing is as small
 /// as the admin made that file and is answered whole, unpaged.
+#[utoipa::path(get, path = "/v1/platforms", tag = "pilots",
+    responses((status = 200, description = "Each platform's provisioning status", body = Vec<PlatformStatus>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn platforms(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,

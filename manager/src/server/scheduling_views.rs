@@ -20,9 +20,9 @@ pub async fn schedule(
     Ok(Json(m.schedule(&who)?))
 }
 
+/// Fairshare usage by user name, a page at a time.
 #[utoipa::path(get, path = "/v1/usage", tag = "scheduling", params(PageQuery),
     responses((status = 200, description = "Fairshare usage and priority per user", body = Vec<UserUsage>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
-/// Fairshare usage by user name, a page at a time.
 pub async fn usage(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -31,10 +31,10 @@ pub async fn usage(
     Ok(Json(page(m.usage(&who)?, &q)?))
 }
 
-#[utoipa::path(get, path = "/v1/bandwidths", tag = "scheduling", params(PageQuery),
-    responses((status = 200, description = "Measured transfer bandwidths", body = Vec<BandwidthRow>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 /// Measured bandwidths by platform and endpoint (endpoints come from the files users
 /// stage, so the rows grow with use), a page at a time.
+#[utoipa::path(get, path = "/v1/bandwidths", tag = "scheduling", params(PageQuery),
+    responses((status = 200, description = "Measured transfer bandwidths", body = Vec<BandwidthRow>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn bandwidths(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,

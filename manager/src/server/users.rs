@@ -28,9 +28,9 @@ pub async fn submit(
     Ok(Json(m.submit(&who, spec).await?))
 }
 
+/// The caller's applications (every one, for the admin), a page at a time by id.
 #[utoipa::path(get, path = "/v1/apps", tag = "applications", params(PageQuery),
     responses((status = 200, description = "The caller's applications (every one, for the admin)", body = Vec<AppSummary>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
-/// The caller's applications (every one, for the admin), a page at a time by id.
 pub async fn list(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -182,9 +182,9 @@ pub async fn create_agent_token(
     Ok(Json(m.create_agent_token(&who, req).await?))
 }
 
+/// The registration tokens still valid, newest first, a page at a time.
 #[utoipa::path(get, path = "/v1/agent-tokens", tag = "admin", params(PageQuery),
     responses((status = 200, description = "Registration tokens still valid, newest first", body = Vec<AgentTokenInfo>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
-/// The registration tokens still valid, newest first, a page at a time.
 pub async fn list_agent_tokens(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
