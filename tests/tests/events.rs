@@ -223,6 +223,14 @@ fn another_users_application_is_404_and_a_bad_cursor_is_400_naming_after() {
         let error = body["error"].as_str().unwrap();
         assert!(error.starts_with("field `after`"), "{bad}: {error}");
     }
+    let (status, body) = open(&m, &m.admin, app, "1&after=2").err().unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("`after`"),
+        "{body}"
+    );
+    let (status, _) = open(&m, &m.admin, u64::MAX, "0").err().unwrap();
+    assert_eq!(status, 404, "an application id past every stored one");
 }
 
 #[test]
@@ -339,4 +347,25 @@ fn a_stream_ends_when_its_token_is_re_issued() {
     let mut stream = open(&m, &bob, app, "0").unwrap();
     let _new_token = m.create_user("bob");
     assert!(stream.next().is_none(), "the stream closed without an end");
+}
+
+#[test]
+fn a_hundred_streams_from_one_user_get_the_default_cap_and_429s_and_the_manager_answers_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 30.0);
+    // No agent: the application never ends and its streams stay open.
+    let app = m.submit(array_app("flood", "true", 1));
+    let answers: Vec<Result<Stream, (u16, Value)>> =
+        (0..100).map(|_| open(&m, &m.admin, app, "0")).collect();
+    let open_streams = answers.iter().filter(|a| a.is_ok()).count();
+    assert_eq!(
+        open_streams, 32,
+        "limits.max_event_streams_per_user's default"
+    );
+    assert!(answers
+        .iter()
+        .filter_map(|a| a.as_ref().err())
+        .all(|(status, _)| *status == 429));
+    let (status, _) = m.http().get(&format!("/v1/apps/{app}"), &m.admin);
+    assert_eq!(status, 200, "the manager answers other calls");
 }
