@@ -212,4 +212,29 @@ mod tests {
         let past_second = reader.task_ends(app, all[1].cursor, 2).unwrap();
         assert_eq!(past_second, all[2..4], "a page starts past its cursor");
     }
+
+    #[test]
+    fn a_database_from_before_the_stream_numbers_its_stored_ends_in_task_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let conn = super::super::open(&path).unwrap();
+        let [done, _, _] = final_codes();
+        conn.execute_batch(&format!(
+            "INSERT INTO tasks (app_id, idx, state, attempt) VALUES (1, 0, {done}, 1), (1, 1, 0, 0),
+                 (1, 2, {done}, 1);
+             DROP INDEX tasks_end_seq;
+             ALTER TABLE tasks DROP COLUMN end_seq;"
+        ))
+        .unwrap();
+        drop(conn);
+        super::super::open(&path).unwrap();
+        let ends: Vec<(u64, u64)> = Reader::open(&path)
+            .unwrap()
+            .task_ends(AppId(1), 0, 10)
+            .unwrap()
+            .iter()
+            .map(|e| (e.task.index, e.cursor))
+            .collect();
+        assert_eq!(ends, [(0, 1), (2, 3)]);
+    }
 }
