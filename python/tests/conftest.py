@@ -35,14 +35,14 @@ def _until(what: str, check, timeout: float = 30.0):
 
 
 class Manager:
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, flags: tuple = ()) -> None:
         port = _free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("HETPILOT_")}
         env["RUST_LOG"] = "info"
         log = open(data / "manager.log", "ab")
         self.process = subprocess.Popen(
             [str(BIN_DIR / "hetpilot"), "serve", "--listen", f"127.0.0.1:{port}",
-             "--lease-timeout-secs", "30", "--data-dir", str(data)],
+             "--lease-timeout-secs", "30", "--data-dir", str(data), *flags],
             env=env, stdout=subprocess.DEVNULL, stderr=log,
         )
         url_file = data / "manager.url"
@@ -83,6 +83,16 @@ class Manager:
 @pytest.fixture
 def manager(tmp_path: Path) -> Iterator[Manager]:
     m = Manager(tmp_path)
+    try:
+        yield m
+    finally:
+        m.stop()
+
+
+@pytest.fixture
+def tls_manager(tmp_path: Path) -> Iterator[Manager]:
+    """A manager serving HTTPS with a self-signed certificate (`DATA/tls-cert.pem`)."""
+    m = Manager(tmp_path, ("--tls", "self-signed"))
     try:
         yield m
     finally:

@@ -11,7 +11,7 @@ from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence,
 
 import httpx
 
-from .client import MAX_RESUMES, _raise_for, _trust
+from .client import MAX_RESUMES, _pinned, _raise_for, _trust
 from .errors import HetpilotError, TaskFailed, Unreachable
 from .events import AppEnd, Event, TaskEnd, parse
 from .executor import command_line
@@ -29,6 +29,11 @@ class AsyncClient:
             raise HetpilotError("no manager URL or token: pass them or set HETPILOT_URL and HETPILOT_TOKEN")
         self.url = url.rstrip("/")
         self._timeout = timeout
+        if _pinned():
+            raise HetpilotError(
+                "HETPILOT_TLS_FINGERPRINT is set, but the asyncio client cannot pin a "
+                "certificate yet: use hetpilot.Client, or HETPILOT_CA_FILE"
+            )
         self._http = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token.strip()}"},

@@ -1,6 +1,6 @@
 """A typed client of the hetpilot manager's ``/v1`` API, configured the way the CLI is:
-``HETPILOT_URL`` and ``HETPILOT_TOKEN`` (``HETPILOT_CA_FILE`` for a manager whose
-certificate this machine does not trust)."""
+``HETPILOT_URL`` and ``HETPILOT_TOKEN``; for a manager whose certificate this machine
+does not trust, ``HETPILOT_TLS_FINGERPRINT`` (pinned) or ``HETPILOT_CA_FILE``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import httpx
 
 from .errors import HetpilotError, Unreachable, from_status
 from .events import AppEnd, Event, TaskEnd, parse
+from .pinning import PinnedTransport, parse_fingerprint
 
 #: Resumptions of the event stream in a row, with no event between them, before giving up.
 MAX_RESUMES = 6
@@ -22,13 +23,15 @@ Json = Dict[str, Any]
 
 
 def _trust() -> Union[bool, ssl.SSLContext]:
-    if os.environ.get("HETPILOT_TLS_FINGERPRINT"):
-        raise HetpilotError(
-            "HETPILOT_TLS_FINGERPRINT is set, but this client cannot pin a certificate "
-            "fingerprint yet: trust the manager's certificate with HETPILOT_CA_FILE instead"
-        )
+    """The CA file's context (``HETPILOT_CA_FILE``), else the system's CAs."""
     ca_file = os.environ.get("HETPILOT_CA_FILE")
     return ssl.create_default_context(cafile=ca_file) if ca_file else True
+
+
+def _pinned() -> Optional[bytes]:
+    """The fingerprint to pin (``HETPILOT_TLS_FINGERPRINT``); it wins over a CA file."""
+    text = os.environ.get("HETPILOT_TLS_FINGERPRINT")
+    return parse_fingerprint(text) if text else None
 
 
 class Client:
@@ -51,11 +54,13 @@ class Client:
             raise HetpilotError("no token: pass token= or set HETPILOT_TOKEN")
         self.url = url.rstrip("/")
         self._timeout = timeout
+        pinned = _pinned()
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token.strip()}"},
             timeout=timeout,
             verify=_trust(),
+            transport=PinnedTransport(pinned) if pinned else None,
         )
 
     def close(self) -> None:
