@@ -49,3 +49,11 @@ def test_leaving_the_with_block_on_an_error_cancels_the_work(manager) -> None:
             raise KeyboardInterrupt
     assert all(f.cancelled() for f in futures)
     assert all(a["cancelled"] for a in client.apps())
+
+
+def test_submits_past_the_managers_rate_wait_their_turn(manager) -> None:
+    manager.agent(4)
+    with Executor(manager.client()) as ex:
+        # The default burst is 20 submits; the rest wait out the manager's Retry-After.
+        futures = [ex.submit(["true"]) for _ in range(24)]
+        assert all(f.result(timeout=120).ok for f in futures)

@@ -12,9 +12,12 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
 
 import httpx
 
-from .errors import HetpilotError, Unreachable, from_status
+from .errors import HetpilotError, TooManyRequests, Unreachable, from_status
 from .events import AppEnd, Event, TaskEnd, parse
 from .pinning import PinnedTransport, parse_fingerprint
+
+#: The longest ``Retry-After`` a submit waits out by itself, seconds.
+MAX_SUBMIT_WAIT_S = 60.0
 
 #: Resumptions of the event stream in a row, with no event between them, before giving up.
 MAX_RESUMES = 6
@@ -94,8 +97,16 @@ class Client:
     # --- applications ---
 
     def submit(self, spec: Json) -> int:
-        """Submits an application (its JSON spec, as ``hetpilot submit`` sends it); its id."""
-        return int(self._json("POST", "/v1/apps", json=spec)["app"])
+        """Submits an application (its JSON spec, as ``hetpilot submit`` sends it); its id.
+        Past the manager's submit rate it waits as told (``Retry-After``, at most a minute
+        at a time) and sends it again: a refused submit stored nothing."""
+        while True:
+            try:
+                return int(self._json("POST", "/v1/apps", json=spec)["app"])
+            except TooManyRequests as e:
+                if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
+                    raise
+                time.sleep(e.retry_after)
 
     def submit_array(self, command: str, count: int, *, name: str = "array", **options: Any) -> int:
         """``count`` tasks of ``command`` (``{}``: the task's index), like ``--array 0-N``."""
@@ -223,4 +234,8 @@ def _raise_for(resp: httpx.Response) -> None:
         message = str(resp.json()["error"])
     except (ValueError, KeyError, TypeError):
         message = resp.reason_phrase or "refused"
-    raise from_status(resp.status_code, message)
+    try:
+        retry_after: Optional[float] = float(resp.headers["retry-after"])
+    except (KeyError, ValueError):
+        retry_after = None
+    raise from_status(resp.status_code, message, retry_after)

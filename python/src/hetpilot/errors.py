@@ -41,7 +41,12 @@ class Conflict(HetpilotError):
 
 
 class TooManyRequests(HetpilotError):
-    """429: too many at once (submits, open event streams)."""
+    """429: too many at once (submits, open event streams); ``retry_after``: the seconds
+    the manager said to wait, when it said."""
+
+    def __init__(self, message: str, status: Optional[int] = None, retry_after: Optional[float] = None):
+        super().__init__(message, status)
+        self.retry_after = retry_after
 
 
 class ServerError(HetpilotError):
@@ -63,12 +68,13 @@ _BY_STATUS = {
     403: Forbidden,
     404: NotFound,
     409: Conflict,
-    429: TooManyRequests,
 }
 
 
-def from_status(status: int, message: str) -> HetpilotError:
+def from_status(status: int, message: str, retry_after: Optional[float] = None) -> HetpilotError:
     """The exception for an answer with ``status`` and the manager's ``message``."""
     if status >= 500:
         return ServerError(message, status)
+    if status == 429:
+        return TooManyRequests(message, status, retry_after)
     return _BY_STATUS.get(status, HetpilotError)(message, status)
