@@ -4,7 +4,7 @@
 //! doubles nothing; the route's user checks, cursor bounds and per-user cap hold; and
 //! `hetpilot wait --events` prints the ends.
 
-use hetpilot_e2e::{array_app, free_port, poll_until, Manager};
+use hetpilot_e2e::{array_app, free_port, poll_until, wait_until, Manager};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Lines};
@@ -368,4 +368,53 @@ fn a_hundred_streams_from_one_user_get_the_default_cap_and_429s_and_the_manager_
         .all(|(status, _)| *status == 429));
     let (status, _) = m.http().get(&format!("/v1/apps/{app}"), &m.admin);
     assert_eq!(status, 200, "the manager answers other calls");
+}
+
+#[test]
+fn wait_events_rides_out_a_manager_restart_and_prints_each_end_once() {
+    const N: u64 = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut m = Manager::start_on(dir.path(), port, 30.0, &[]);
+    let app = m.submit(array_app("restart", "true", N));
+    // Started before any agent: it is following the stream when the manager goes.
+    let cli = std::process::Command::new(hetpilot_e2e::bin("hetpilot"))
+        .args(["wait", &app.to_string(), "--events", "--json"])
+        .env_remove("HETPILOT_CONFIG")
+        .env("HETPILOT_URL", &m.url)
+        .env("HETPILOT_TOKEN", &m.admin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the CLI's stream to open", Duration::from_secs(30), || {
+        streams_answered(&m).then_some(())
+    });
+    m.kill();
+    let m = Manager::start_on(dir.path(), port, 30.0, &[]);
+    let _agent = m.agent("local", 2, &[]);
+    let out = cli.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (last, ends) = lines.split_last().unwrap();
+    assert_eq!(last["type"], "app_end", "{lines:?}");
+    assert_each_task_once(ends, N);
+}
+
+/// Whether the manager answered a stream (200 on the events route, in its metrics).
+fn streams_answered(m: &Manager) -> bool {
+    let metrics = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", m.url))
+        .bearer_auth(&m.admin)
+        .send()
+        .and_then(|r| r.text())
+        .unwrap_or_default();
+    metrics.lines().any(|l| {
+        l.starts_with("hetpilot_http_requests_total{")
+            && l.contains("route=\"/v1/apps/{app}/events\"")
+            && l.contains("status=\"200\"")
+    })
 }
