@@ -37,6 +37,13 @@ unset HETPILOT_CONFIG
 
 status=0
 cargo test --workspace -- --include-ignored 2>&1 | tee "$log" || status=$?
+# The Python client's tests (python/), against the binaries just built, in a venv of
+# their own.
+venv="${CARGO_TARGET_DIR:-target}/python-venv"
+python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet ./python pytest
+HETPILOT_BIN_DIR="$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)" \
+  "$venv/bin/python" -m pytest -q python/tests || status=1
 # One closing line over every test binary (cargo's own last line is the doc tests').
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
 # No pilot outlives its test, passed or failed: every agent built here must be gone (a

@@ -156,6 +156,15 @@ impl Client {
         })
     }
 
+    /// `GET /v1/apps/APP/events?after=CURSOR`: the application's task ends past `after`
+    /// as newline-delimited JSON, its body still to be read (see [`crate::event_stream`]).
+    pub async fn events(&self, app: AppId, after: u64) -> Result<reqwest::Response, ClientError> {
+        let req = self
+            .get(&format!("/v1/apps/{app}/events"))
+            .query(&[("after", after.to_string())]);
+        self.send_file_request(req).await
+    }
+
     /// `GET /v1/tasks/TASK/output`: one stream of run `attempt` of `task`, fetched through
     /// the manager (which asks the agent for it when it has not got it); `range` is a
     /// `Range` header value such as `bytes=-65536`. Its body is still to be read.

@@ -19,6 +19,7 @@ pub mod clock;
 pub mod config;
 pub mod data_dir_lock;
 pub mod db;
+pub mod event_stream;
 pub mod metrics;
 pub mod provision;
 pub mod server;

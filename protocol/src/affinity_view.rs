@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// measured runs (the newest 64), over the platforms that have agents or measured runs.
 /// Every matrix is indexed `[app][platform]`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AffinityView {
     /// The applications (rows).
     pub apps: Vec<AffinityApp>,
@@ -41,6 +42,7 @@ pub struct AffinityView {
 
 /// One row of an [`AffinityView`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AffinityApp {
     /// The application.
     pub app: AppId,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One GPU an agent offers, and its use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentGpu {
     /// The device as the agent registered it (index, UUID, model, memory, vendor).
     #[serde(flatten)]
@@ -19,6 +20,7 @@ pub struct AgentGpu {
 
 /// One named count an agent offers (`licenses`, `fpga`), and its use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentResource {
     /// The resource's name.
     pub name: String,

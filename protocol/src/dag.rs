@@ -33,6 +33,7 @@ pub const MAX_RUNTIME_SECS: f64 = 1e9;
 
 /// The dependencies (and per-task commands and files) of a workflow application.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DagSpec {
     /// One entry per task, in task-index order (task `i` is the application's line `i`).
     pub tasks: Vec<DagTask>,
@@ -42,6 +43,7 @@ impl Eq for DagSpec {}
 
 /// One task of a workflow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DagTask {
     /// The indices of the tasks that must succeed before this one may start.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -377,6 +379,7 @@ pub fn find_cycle(dag: &DagSpec) -> Option<Vec<usize>> {
 
 /// A workflow application's progress, in its status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkflowProgress {
     /// Waiting tasks with a parent not yet done.
     pub blocked: u64,
@@ -400,6 +403,7 @@ impl WorkflowProgress {
 
 /// What a workflow task adds to its row in `hetpilot tasks`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkflowTaskInfo {
     /// The workflow's task id.
     pub name: String,

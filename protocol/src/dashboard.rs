@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The caller of `GET /v1/whoami`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WhoAmI {
     /// The user's name.
     pub user: String,
@@ -15,6 +16,7 @@ pub struct WhoAmI {
 
 /// Bytes task staging moved on one platform since the manager started.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StagingBytes {
     /// The platform.
     pub platform: String,
@@ -33,6 +35,7 @@ pub struct StagingBytes {
 /// What the manager kept of the recent past for the dashboard's charts
 /// (`GET /v1/history`), oldest sample first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct History {
     /// How often a sample is taken.
     pub interval_ms: u64,
@@ -42,6 +45,7 @@ pub struct History {
 
 /// The state at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HistorySample {
     /// When it was taken (unix ms).
     pub at_ms: u64,
@@ -54,6 +58,7 @@ pub struct HistorySample {
 
 /// One application's ended tasks in a [`HistorySample`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AppEnded {
     /// The application.
     pub app: crate::AppId,

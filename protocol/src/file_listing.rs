@@ -8,6 +8,7 @@ pub const MAX_FILES_PER_PAGE: u64 = 1000;
 
 /// One file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FileEntry {
     /// Its name, relative to the user's files (`/`-separated).
     pub name: String,
@@ -19,6 +20,7 @@ pub struct FileEntry {
 
 /// One page of files, in name order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FilePage {
     /// The files of this page.
     pub files: Vec<FileEntry>,

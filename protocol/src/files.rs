@@ -27,6 +27,7 @@ use thiserror::Error;
 
 /// One declared file: a name or URI template, and what is known of its content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(from = "DeclRepr")]
 pub struct FileDecl {
     /// A name or URI (see the module's list), possibly with placeholders like the command.
@@ -49,6 +50,7 @@ pub struct FileDecl {
 /// A declaration is either a bare string or a table with `uri`, `size`, `sha256` and
 /// `name`.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 enum DeclRepr {
     Uri(String),
@@ -417,6 +419,7 @@ fn check_literal_store(uri: &str) -> Result<(), FileError> {
 
 /// How a task's input string is read back into placeholders values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum InputKind {
     Lines,
@@ -427,6 +430,7 @@ pub(crate) enum InputKind {
 
 /// An application's file declarations, as sent to agents (who render them per task).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FileTemplates {
     pub(crate) kind: InputKind,
     /// The application's owner, whose files in the manager's file service relative names
@@ -612,6 +616,7 @@ impl Compiled {
 
 /// What staging cost one run: reported by the agent with the task's result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StagingStats {
     /// Bytes transferred from sources for this run (cache misses).
     pub bytes_fetched: u64,
@@ -627,6 +632,7 @@ pub struct StagingStats {
 /// Transfers between the node and one endpoint (`manager`, `http://host:port`,
 /// `sftp://host:port`) during one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Transfer {
     /// The other end, as [`Source::endpoint`] names it.
     pub endpoint: String,

@@ -12,6 +12,7 @@ pub mod agent_version;
 pub mod byte_range;
 pub mod dag;
 pub mod dashboard;
+pub mod events;
 pub mod file_listing;
 pub mod files;
 mod ids;

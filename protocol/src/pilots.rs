@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a pilot is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PilotState {
     /// Submitted (or being submitted); its agent has not registered yet. The batch job may
@@ -60,6 +61,7 @@ impl PilotState {
 
 /// Everything the manager keeps about one pilot (the `pilots` table, and `hetpilot pilots`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PilotRecord {
     /// The pilot's name, unique on the manager; also its batch job's name.
     pub name: String,
@@ -104,6 +106,7 @@ fn one_node() -> u32 {
 
 /// One agent of a pilot's group: the node it runs on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PilotMember {
     /// The agent's id.
     pub agent: u64,
@@ -126,6 +129,7 @@ impl PilotRecord {
 /// The answer to `POST /v1/platforms/reload`: the profiles were re-read; their checks run
 /// in the background and show in each platform's status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlatformsReloaded {
     /// The platforms now configured with a profile.
     pub platforms: Vec<String>,
@@ -133,6 +137,7 @@ pub struct PlatformsReloaded {
 
 /// A platform's provisioning status, as `hetpilot platforms` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlatformStatus {
     /// The platform's name, as in its profile.
     pub name: String,

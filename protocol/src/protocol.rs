@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 /// The lifecycle of a task: waiting → leased → running → done | failed | cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     /// In its application's queue, not leased to any agent.
@@ -66,6 +67,7 @@ impl TaskState {
 
 /// `POST /v1/agents` (registration token).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegisterRequest {
     /// The platform the agent runs on, as the registration token allows.
     pub platform: String,
@@ -99,6 +101,7 @@ pub struct RegisterRequest {
 
 /// The answer to a registration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegisterResponse {
     /// The id the manager gave the agent.
     pub agent: AgentId,
@@ -115,6 +118,7 @@ pub struct RegisterResponse {
 
 /// `POST /v1/agents/{id}/pull`: long-poll for up to `max` tasks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PullRequest {
     /// The slots' worth of tasks the answer may lease (the agent's free slots and
     /// prefetch). One exception: the wide task an agent keeps slots for (an EASY
@@ -130,6 +134,7 @@ pub struct PullRequest {
 
 /// One attempt (run) of one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskAttempt {
     /// The task.
     pub task: TaskRef,
@@ -139,6 +144,7 @@ pub struct TaskAttempt {
 
 /// How an application's tasks run; sent once per agent with the first task of the app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AppRuntime {
     /// The application.
     pub app: AppId,
@@ -161,6 +167,7 @@ pub struct AppRuntime {
 
 /// One leased task to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Assignment {
     /// The task.
     pub task: TaskRef,
@@ -185,6 +192,7 @@ pub struct Assignment {
 
 /// The answer to a pull.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PullResponse {
     /// The runtime of every application whose first task this agent gets in this answer.
     pub apps: Vec<AppRuntime>,
@@ -209,6 +217,7 @@ pub struct PullResponse {
 /// (unix seconds), sent by the manager to the agents running that owner's tasks. The
 /// token goes in an `Authorization` header only; `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StoreGrant {
     /// The store's name, one of the manager's `[[storage]]` entries.
     pub store: String,
@@ -235,6 +244,7 @@ impl std::fmt::Debug for StoreGrant {
 
 /// How a task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Exit status 0.
@@ -251,6 +261,7 @@ pub enum Outcome {
 
 /// The measurements of one run of one task.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Measurements {
     /// Unix milliseconds.
     pub started_at_ms: u64,
@@ -270,6 +281,7 @@ pub struct Measurements {
 
 /// How one attempt of one task ended, as its agent reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskResult {
     /// The task.
     pub task: TaskRef,
@@ -325,6 +337,7 @@ impl TaskResult {
 
 /// `POST /v1/agents/{id}/results`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportRequest {
     /// Results of finished runs, each at most once per attempt.
     pub results: Vec<TaskResult>,
@@ -337,6 +350,7 @@ pub struct ReportRequest {
 
 /// The answer to a report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportResponse {
     /// Results recorded now.
     pub recorded: u32,
@@ -347,6 +361,7 @@ pub struct ReportResponse {
 /// `POST /v1/agents/{id}/heartbeat`: what the agent holds (queued, running, or finished
 /// but not yet acknowledged), so leases it never received (a lost answer) are given back.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HeartbeatRequest {
     /// The newest `lease_ms` of a pull answer the agent has received.
     pub seen_up_to_ms: u64,
@@ -359,6 +374,7 @@ pub struct HeartbeatRequest {
 
 /// The answer to a heartbeat.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HeartbeatResponse {
     /// The manager asks the agent to stop pulling, finish, and deregister.
     pub drain: bool,
@@ -376,6 +392,7 @@ pub struct HeartbeatResponse {
 
 /// Counts of an application's tasks by state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StateCounts {
     /// Tasks waiting in the queue.
     pub waiting: u64,
@@ -415,6 +432,7 @@ impl StateCounts {
 
 /// The answer to `POST /v1/apps`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SubmitResponse {
     /// The new application's id.
     pub app: AppId,
@@ -424,6 +442,7 @@ pub struct SubmitResponse {
 
 /// An application as listed (`GET /v1/apps`, `GET /v1/apps/{app}`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AppSummary {
     /// The application.
     pub app: AppId,
@@ -465,6 +484,7 @@ impl AppSummary {
 /// What forgetting ended applications removed (`POST /v1/apps/{app}/forget`,
 /// `POST /v1/admin/purge`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ForgetSummary {
     /// Applications forgotten.
     pub apps: u64,
@@ -475,6 +495,7 @@ pub struct ForgetSummary {
 /// `POST /v1/admin/purge`: forget every application that ended at least this long ago
 /// (0: every ended application).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PurgeRequest {
     /// Seconds since the application ended.
@@ -483,6 +504,7 @@ pub struct PurgeRequest {
 
 /// One run of a task, as recorded by the manager.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttemptRecord {
     /// The attempt number, from 1.
     pub attempt: u32,
@@ -515,6 +537,7 @@ pub struct AttemptRecord {
 
 /// One task as listed (`GET /v1/apps/{app}/tasks`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskInfo {
     /// The task.
     pub task: TaskRef,
@@ -537,6 +560,7 @@ pub struct TaskInfo {
 
 /// Per-platform statistics of an application's successful runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlatformStats {
     /// The platform.
     pub platform: String,
@@ -557,6 +581,7 @@ pub struct PlatformStats {
 
 /// `GET /v1/apps/{app}/report`: how an application ran on each platform.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AppReport {
     /// The application.
     pub summary: AppSummary,
@@ -568,6 +593,7 @@ pub struct AppReport {
 
 /// An agent as listed (`GET /v1/agents`, admin).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentInfo {
     /// The agent.
     pub agent: AgentId,
@@ -611,6 +637,7 @@ pub struct AgentInfo {
 
 /// `POST /v1/users` (admin).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewUser {
     /// The new user's name.
     pub name: String,
@@ -618,6 +645,7 @@ pub struct NewUser {
 
 /// `POST /v1/agent-tokens` (admin): a registration token for agents of one platform.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewAgentToken {
     /// The platform the token's agents must register on.
     pub platform: String,
@@ -632,6 +660,7 @@ pub struct NewAgentToken {
 /// `GET /v1/agent-tokens` (admin): a registration token still valid, by its id (the
 /// first 12 hex digits of its SHA-256; the token itself is never stored).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentTokenInfo {
     /// First 12 hex digits of the token's SHA-256.
     pub id: String,
@@ -650,6 +679,7 @@ pub struct AgentTokenInfo {
 
 /// A new token, shown once (new users, registration tokens, a rotated admin token).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenResponse {
     /// The token itself.
     pub token: String,
@@ -657,6 +687,7 @@ pub struct TokenResponse {
 
 /// The body of every error answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     /// What went wrong, for people.
     pub error: String,
@@ -664,6 +695,7 @@ pub struct ErrorBody {
 
 /// One task with its history (`GET /v1/tasks/{task}`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskDetail {
     /// The task as listed.
     #[serde(flatten)]

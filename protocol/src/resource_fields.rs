@@ -79,6 +79,7 @@ mod tests {
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize)]
+    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
     struct Fields {
         #[serde(default, deserialize_with = "de_gpus")]
         gpus: Option<ResourceAmount>,

@@ -17,8 +17,10 @@ pub const GPUS: &str = "gpus";
 /// The most named resources one request or offer may list.
 pub const MAX_RESOURCE_NAMES: usize = 16;
 
-/// An amount of a resource in ten-thousandths (the finest share is `0.0001`).
+/// An amount of a resource in ten-thousandths (the finest share is `0.0001`); on the
+/// wire, a number (a whole one when it is whole).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(value_type = f64))]
 pub struct ResourceAmount(u64);
 
 /// Why an amount or a resource name was refused.
@@ -169,6 +171,7 @@ pub fn check_name(name: &str) -> Result<(), ResourceError> {
 /// What one task asks for besides cores and memory: resource name → amount (`gpus`
 /// among them). Empty: a CPU-only task.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct ResourceRequest(pub BTreeMap<String, ResourceAmount>);
 
@@ -204,6 +207,7 @@ impl ResourceRequest {
 
 /// Who made a GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum GpuVendor {
     /// NVIDIA (bound with `CUDA_VISIBLE_DEVICES`).
@@ -214,6 +218,7 @@ pub enum GpuVendor {
 
 /// One GPU an agent may give to its tasks.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GpuDevice {
     /// The device's index on its node, as the driver numbers it (`nvidia-smi`'s index).
     pub index: u32,
@@ -232,6 +237,7 @@ pub const MAX_GPUS_PER_AGENT: usize = 64;
 
 /// What an agent offers besides cores and memory, sent at registration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceOffer {
     /// The GPUs its batch job granted it (all of the node's when no batch system says).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -250,6 +256,7 @@ impl ResourceOffer {
 
 /// One GPU, or a share of one, granted to a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GpuShare {
     /// The device's index on the agent's node.
     pub index: u32,
@@ -262,6 +269,7 @@ pub struct GpuShare {
 /// The resources one run was granted besides cores, chosen by the manager from the
 /// agent's offer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceGrant {
     /// The devices (or shares of one) the run may use.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -10,6 +10,7 @@ use thiserror::Error;
 
 /// The tasks of an application.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskSource {
     /// One task per input line.
@@ -82,6 +83,7 @@ fn three() -> u32 {
 
 /// A submitted application.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AppSpec {
     /// A name for people (1-128 printable characters); need not be unique.
     pub name: String,

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// Which of a run's output streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum OutputStream {
     /// Standard output.
     #[serde(rename = "out")]
@@ -44,6 +45,7 @@ impl std::str::FromStr for OutputStream {
 
 /// The manager asks the agent for one stream of one of its runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutputWanted {
     /// The run.
     pub run: TaskAttempt,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// The last scheduling round.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ScheduleView {
     /// The policies, e.g. `pa-rr(rpa) + maf(normalized)`; `round-robin` without rounds.
     pub policy: String,
@@ -21,6 +22,7 @@ pub struct ScheduleView {
 
 /// A platform that had agents in the round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlatformView {
     /// The platform's name.
     pub name: String,
@@ -34,6 +36,7 @@ pub struct PlatformView {
 
 /// One application's allocation, indexed like [`ScheduleView::platforms`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AppAllocation {
     /// The application.
     pub app: AppId,
@@ -56,6 +59,7 @@ pub struct AppAllocation {
 
 /// One user's fairshare standing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UserUsage {
     /// The user's name.
     pub user: String,
@@ -70,6 +74,7 @@ pub struct UserUsage {
 
 /// The measured bandwidth between one platform and one storage endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BandwidthRow {
     /// The platform the transfers ran on.
     pub platform: String,

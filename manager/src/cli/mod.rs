@@ -39,6 +39,7 @@ mod submit_limit;
 mod task_pages;
 mod tasks;
 mod usage;
+mod wait_events;
 mod workflow;
 
 use clap::{Parser, Subcommand};
@@ -75,8 +76,9 @@ pub enum Command {
     Submit(Box<submit::Args>),
     /// Show applications and their task counts.
     Status(status::StatusArgs),
-    /// Wait for an application to finish, with a progress bar.
-    Wait(status::AppArgs),
+    /// Wait for an application to finish, with a progress bar (`--events`: print each
+    /// task's end as it happens instead).
+    Wait(wait_events::WaitArgs),
     /// Per-platform statistics of an application's completed tasks.
     Report(status::AppArgs),
     /// List an application's tasks.
@@ -137,7 +139,7 @@ impl Command {
             Command::Restore(a) => backup::restore(a),
             Command::Submit(a) => block_on(submit::run(*a)),
             Command::Status(a) => block_on(status::status(a)),
-            Command::Wait(a) => block_on(status::wait(a)),
+            Command::Wait(a) => block_on(wait_events::wait(a)),
             Command::Report(a) => block_on(status::report(a)),
             Command::Tasks(a) => block_on(tasks::tasks(a)),
             Command::Logs(a) => block_on(tasks::logs(a)),

@@ -21,6 +21,7 @@
 //! submits_per_minute = 120         # ... then at this rate
 //! register_burst = 200             # agent registrations per platform (or pilot) at once ...
 //! registrations_per_minute = 1200  # ... then at this rate
+//! max_event_streams_per_user = 32  # task-event streams one user holds open at once
 //! ```
 
 use serde::Deserialize;
@@ -47,6 +48,7 @@ pub struct LimitsConfig {
     pub submits_per_minute: u32,
     pub register_burst: u32,
     pub registrations_per_minute: u32,
+    pub max_event_streams_per_user: usize,
 }
 
 impl Default for LimitsConfig {
@@ -68,6 +70,7 @@ impl Default for LimitsConfig {
             submits_per_minute: 120,
             register_burst: 200,
             registrations_per_minute: 1200,
+            max_event_streams_per_user: 32,
         }
     }
 }
@@ -97,6 +100,10 @@ impl LimitsConfig {
             (
                 "limits.registrations_per_minute",
                 self.registrations_per_minute.into(),
+            ),
+            (
+                "limits.max_event_streams_per_user",
+                self.max_event_streams_per_user as u64,
             ),
         ];
         if let Some((field, _)) = counts.iter().find(|(_, v)| *v == 0) {
@@ -192,6 +199,14 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(zero.problem().unwrap().0, "limits.max_connections_per_ip");
+        let no_streams = LimitsConfig {
+            max_event_streams_per_user: 0,
+            ..Default::default()
+        };
+        assert_eq!(
+            no_streams.problem().unwrap().0,
+            "limits.max_event_streams_per_user"
+        );
         let huge = LimitsConfig {
             max_file_mib: u64::MAX,
             ..Default::default()

@@ -11,6 +11,7 @@
 //! a record still waiting.
 
 use super::disk_full::{is_disk_full, DiskFull};
+use super::task_ends::EndSequences;
 use super::write_ops::Write;
 use rusqlite::Connection;
 use std::future::Future;
@@ -158,6 +159,7 @@ impl Future for Queued {
 fn run(mut conn: Connection, rx: mpsc::Receiver<Message>, full: &DiskFull) {
     // Records refused for want of space, oldest first.
     let mut backlog: Vec<Write> = Vec::new();
+    let mut ends = EndSequences::default();
     loop {
         let first = if backlog.is_empty() {
             match rx.recv() {
@@ -178,7 +180,13 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Message>, full: &DiskFull) {
                 Message::Job(job) => jobs.push(job),
                 #[cfg(test)]
                 Message::PageLimit(pages) => {
-                    commit_round(&mut conn, &mut backlog, std::mem::take(&mut jobs), full);
+                    commit_round(
+                        &mut conn,
+                        &mut backlog,
+                        std::mem::take(&mut jobs),
+                        full,
+                        &mut ends,
+                    );
                     conn.pragma_update(None, "max_page_count", pages)
                         .expect("setting max_page_count");
                 }
@@ -189,10 +197,10 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Message>, full: &DiskFull) {
                 None
             };
         }
-        commit_round(&mut conn, &mut backlog, jobs, full);
+        commit_round(&mut conn, &mut backlog, jobs, full, &mut ends);
     }
     if !backlog.is_empty() {
-        commit_round(&mut conn, &mut backlog, Vec::new(), full);
+        commit_round(&mut conn, &mut backlog, Vec::new(), full, &mut ends);
         if !backlog.is_empty() {
             tracing::error!(
                 writes = backlog.len(),
@@ -204,13 +212,23 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Message>, full: &DiskFull) {
 
 /// Commits the backlog and `jobs` in one transaction. When that fails: the backlog and the
 /// records alone, then each fresh write alone, so that a fresh write cannot sink records
-/// and one fresh write cannot sink another.
-fn commit_round(conn: &mut Connection, backlog: &mut Vec<Write>, jobs: Vec<Job>, full: &DiskFull) {
+/// and one fresh write cannot sink another. End sequences given in a transaction rolled
+/// back are not given again: the event stream's cursors skip them.
+fn commit_round(
+    conn: &mut Connection,
+    backlog: &mut Vec<Write>,
+    jobs: Vec<Job>,
+    full: &DiskFull,
+    ends: &mut EndSequences,
+) {
     if jobs.is_empty() && backlog.is_empty() {
         return;
     }
-    let Err(error) = commit_writes(conn, backlog.iter().chain(jobs.iter().map(|j| &j.write)))
-    else {
+    let Err(error) = commit_writes(
+        conn,
+        backlog.iter().chain(jobs.iter().map(|j| &j.write)),
+        ends,
+    ) else {
         backlog.clear();
         full.committed();
         for job in jobs {
@@ -225,7 +243,11 @@ fn commit_round(conn: &mut Connection, backlog: &mut Vec<Write>, jobs: Vec<Job>,
     } else if backlog.is_empty() && records.is_empty() {
         Ok(())
     } else {
-        commit_writes(conn, backlog.iter().chain(records.iter().map(|j| &j.write)))
+        commit_writes(
+            conn,
+            backlog.iter().chain(records.iter().map(|j| &j.write)),
+            ends,
+        )
     };
     let mut out_of_room = false;
     match records_result {
@@ -257,7 +279,7 @@ fn commit_round(conn: &mut Connection, backlog: &mut Vec<Write>, jobs: Vec<Job>,
         let answer = if !backlog.is_empty() {
             Err(full.error())
         } else {
-            commit_writes(conn, std::iter::once(&job.write)).map_err(|e| {
+            commit_writes(conn, std::iter::once(&job.write), ends).map_err(|e| {
                 if is_disk_full(&e) {
                     out_of_room = true;
                     full.refused(0);
@@ -278,10 +300,11 @@ fn commit_round(conn: &mut Connection, backlog: &mut Vec<Write>, jobs: Vec<Job>,
 fn commit_writes<'a>(
     conn: &mut Connection,
     writes: impl Iterator<Item = &'a Write>,
+    ends: &mut EndSequences,
 ) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     for write in writes {
-        write.apply(&tx)?;
+        write.apply(&tx, ends)?;
     }
     tx.commit()
 }

@@ -3,7 +3,8 @@
 //! change as a [`Write`] and its SQL), the group-commit writer thread (`group_commit`) that
 //! turns them into batched transactions (and keeps what a full data directory refused,
 //! `disk_full`), recovery of the live state at start, forgetting ended applications
-//! (`forget`), the check that the file is whole (`integrity`), and queries.
+//! (`forget`), the order tasks ended in (`task_ends`, the event stream's cursor), the check
+//! that the file is whole (`integrity`), and queries.
 
 mod disk_full;
 mod forget;
@@ -17,6 +18,7 @@ mod read;
 mod schema;
 mod skip;
 mod staging;
+mod task_ends;
 mod task_states;
 mod write_ops;
 
@@ -29,4 +31,5 @@ pub use pilots::{PilotCredential, StoredPilot};
 pub use read::{token_id, Reader};
 pub use schema::{open, openable_version};
 pub use skip::SkippedRow;
+pub use task_ends::EndSequences;
 pub use write_ops::Write;

@@ -2,6 +2,7 @@
 //! each becomes SQL. The thread that commits them in batches is `group_commit`.
 
 use super::pilots::{upsert_pilot, PilotCredential};
+use super::task_ends::EndSequences;
 use super::task_states::state_code;
 use crate::queue::Change;
 use hetpilot_protocol::pilots::PilotRecord;
@@ -100,11 +101,12 @@ pub fn stored_spec(spec: &AppSpec) -> AppSpec {
 }
 
 impl Write {
-    pub fn apply(&self, tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    /// Applies this write in `tx`; task ends take their numbers from `ends`.
+    pub fn apply(&self, tx: &Transaction<'_>, ends: &mut EndSequences) -> rusqlite::Result<()> {
         match self {
             Write::Changes(changes) => {
                 for c in changes {
-                    apply_change(tx, c)?;
+                    apply_change(tx, c, ends)?;
                 }
             }
             Write::Submit {
@@ -187,7 +189,10 @@ impl Write {
                 apps,
                 carried,
                 half_life,
-            } => super::forget::forget(tx, apps, carried, *half_life)?,
+            } => {
+                super::forget::forget(tx, apps, carried, *half_life)?;
+                ends.forget(apps);
+            }
         }
         Ok(())
     }
@@ -231,7 +236,11 @@ fn submit(
     Ok(())
 }
 
-fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
+fn apply_change(
+    tx: &Transaction<'_>,
+    change: &Change,
+    ends: &mut EndSequences,
+) -> rusqlite::Result<()> {
     match change {
         Change::Leased {
             at,
@@ -265,6 +274,23 @@ fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
                 ])?;
             tx.prepare_cached("UPDATE attempts SET started_ms = ?4 WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3")?
                 .execute(params![at.task.app.0 as i64, at.task.index as i64, at.attempt, *now_ms as i64])?;
+        }
+        Change::TaskState {
+            task,
+            state,
+            attempt,
+            agent,
+        } if state.is_final() => {
+            // An end keeps the place it was first given in the event stream.
+            tx.prepare_cached("UPDATE tasks SET state = ?3, attempt = ?4, agent_id = ?5, end_seq = COALESCE(end_seq, ?6) WHERE app_id = ?1 AND idx = ?2")?
+                .execute(params![
+                    task.app.0 as i64,
+                    task.index as i64,
+                    state_code(*state),
+                    attempt,
+                    agent.map(|a| a.0 as i64),
+                    ends.next(tx, task.app)?
+                ])?;
         }
         Change::TaskState {
             task,
@@ -337,13 +363,22 @@ fn apply_change(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
                 "UPDATE apps SET cancelled = 1 WHERE id = ?1",
                 params![app.0 as i64],
             )?;
+            // Each task cancelled now ends at `first + index` in the event stream.
+            let tasks: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(idx), -1) + 1 FROM tasks WHERE app_id = ?1",
+                params![app.0 as i64],
+                |r| r.get(0),
+            )?;
+            let first = ends.reserve(tx, *app, u64::try_from(tasks).unwrap_or(0))?;
             tx.execute(
-                "UPDATE tasks SET state = ?2 WHERE app_id = ?1 AND state NOT IN (?3, ?4, ?2)",
+                "UPDATE tasks SET state = ?2, end_seq = COALESCE(end_seq, ?5 + idx)
+                 WHERE app_id = ?1 AND state NOT IN (?3, ?4, ?2)",
                 params![
                     app.0 as i64,
                     state_code(TaskState::Cancelled),
                     state_code(TaskState::Done),
-                    state_code(TaskState::Failed)
+                    state_code(TaskState::Failed),
+                    first
                 ],
             )?;
         }

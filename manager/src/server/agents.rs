@@ -8,6 +8,7 @@ use super::extract::{Caller, Json, Path, Query, Source};
 use super::pages::{page, PageQuery};
 use crate::service::Manager;
 use axum::extract::State;
+use hetpilot_protocol::protocol::ErrorBody;
 use hetpilot_protocol::protocol::{
     AgentInfo, HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse,
@@ -18,6 +19,8 @@ use tracing::Instrument;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;
 
+#[utoipa::path(post, path = "/v1/agents", tag = "agents", request_body = RegisterRequest,
+    responses((status = 200, description = "Registered: the agent's id and credential", body = RegisterResponse), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn register(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -28,6 +31,8 @@ pub async fn register(
 }
 
 /// Every agent by id, a page at a time (admin).
+#[utoipa::path(get, path = "/v1/agents", tag = "agents", params(PageQuery),
+    responses((status = 200, description = "The agents (admin)", body = Vec<AgentInfo>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn list(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -36,6 +41,8 @@ pub async fn list(
     Ok(Json(page(m.list_agents(&who)?, &q)?))
 }
 
+#[utoipa::path(post, path = "/v1/agents/{agent}/pull", tag = "agents", params(("agent" = u64, Path, description = "The agent")), request_body = PullRequest,
+    responses((status = 200, description = "Tasks leased to the agent (a long poll)", body = PullResponse), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn pull(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -52,6 +59,8 @@ pub async fn pull(
     Ok(Json(answer))
 }
 
+#[utoipa::path(post, path = "/v1/agents/{agent}/results", tag = "agents", params(("agent" = u64, Path, description = "The agent")), request_body = ReportRequest,
+    responses((status = 200, description = "The results recorded", body = ReportResponse), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn results(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -67,6 +76,8 @@ pub async fn results(
     Ok(Json(m.record(&who, agent, req).instrument(span).await?))
 }
 
+#[utoipa::path(post, path = "/v1/agents/{agent}/heartbeat", tag = "agents", params(("agent" = u64, Path, description = "The agent")), request_body = HeartbeatRequest,
+    responses((status = 200, description = "What the agent should do", body = HeartbeatResponse), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn heartbeat(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -76,6 +87,8 @@ pub async fn heartbeat(
     Ok(Json(m.heartbeat(&who, agent, req)?))
 }
 
+#[utoipa::path(post, path = "/v1/agents/{agent}/deregister", tag = "agents", params(("agent" = u64, Path, description = "The agent")),
+    responses((status = 200, description = "`{\"deregistered\": AGENT}`", body = Object), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn deregister(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -85,6 +98,8 @@ pub async fn deregister(
     Ok(Json(serde_json::json!({ "deregistered": agent })))
 }
 
+#[utoipa::path(post, path = "/v1/agents/{agent}/drain", tag = "agents", params(("agent" = u64, Path, description = "The agent")),
+    responses((status = 200, description = "`{\"draining\": AGENT}`", body = Object), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn drain(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,

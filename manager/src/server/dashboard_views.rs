@@ -8,8 +8,11 @@ use crate::service::Manager;
 use axum::extract::State;
 use hetpilot_protocol::affinity_view::AffinityView;
 use hetpilot_protocol::dashboard::{History, StagingBytes, WhoAmI};
+use hetpilot_protocol::protocol::ErrorBody;
 use std::sync::Arc;
 
+#[utoipa::path(get, path = "/v1/whoami", tag = "dashboard",
+    responses((status = 200, description = "Who the token is", body = WhoAmI), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn whoami(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -17,6 +20,8 @@ pub async fn whoami(
     Ok(Json(m.whoami(&who)?))
 }
 
+#[utoipa::path(get, path = "/v1/affinity", tag = "dashboard",
+    responses((status = 200, description = "Platform and co-runner affinities, measured online", body = AffinityView), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn affinity(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -24,6 +29,8 @@ pub async fn affinity(
     Ok(Json(m.affinity(&who).await?))
 }
 
+#[utoipa::path(get, path = "/v1/staging", tag = "dashboard",
+    responses((status = 200, description = "Bytes staged per platform", body = Vec<StagingBytes>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn staging(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -31,6 +38,8 @@ pub async fn staging(
     Ok(Json(m.staging_bytes(&who)?))
 }
 
+#[utoipa::path(get, path = "/v1/history", tag = "dashboard",
+    responses((status = 200, description = "What the dashboard charts over time", body = History), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn history(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,

@@ -24,6 +24,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::Conflict(_) => StatusCode::CONFLICT,
             ServiceError::Gone(_) => StatusCode::GONE,
             ServiceError::Quota(_) => StatusCode::FORBIDDEN,
+            ServiceError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             ServiceError::NameTooLong(_) => StatusCode::URI_TOO_LONG,
             ServiceError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
             // The writer thread logs a full data directory once, not once a request.

@@ -17,6 +17,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use hetpilot_protocol::file_listing::FilePage;
+use hetpilot_protocol::protocol::ErrorBody;
 use hetpilot_protocol::AppId;
 use hetpilot_transport::beneath;
 use hetpilot_transport::http_file::{self, HttpFileError};
@@ -34,7 +35,7 @@ pub struct FileStats {
     pub bytes_received: AtomicU64,
 }
 
-struct Files {
+pub(super) struct Files {
     manager: Arc<Manager>,
     stats: FileStats,
 }
@@ -59,7 +60,9 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .with_state(state)
 }
 
-async fn stats(
+#[utoipa::path(get, path = "/v1/file-stats", tag = "files",
+    responses((status = 200, description = "Requests and bytes served since the manager started (admin)", body = Object), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn stats(
     State(f): State<Arc<Files>>,
     Caller(who): Caller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
@@ -78,7 +81,10 @@ async fn stats(
     }
 }
 
-async fn get_user(
+#[utoipa::path(get, path = "/v1/files/{name}", tag = "files", params(("name" = String, Path, description = "The file's name; `/` separates folders"), ("Range" = Option<String>, Header, description = "One `bytes=A-B` range")),
+    responses((status = 200, description = "The file", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 206, description = "The range asked for", content_type = "application/octet-stream", body = Vec<u8>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn get_user(
     State(f): State<Arc<Files>>,
     Caller(who): Caller,
     Path(name): Path<String>,
@@ -88,14 +94,20 @@ async fn get_user(
     send(&f, file, &name, &headers).await
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ListQuery {
+    /// Only names that start with this.
     prefix: Option<String>,
+    /// Only names after this one (the last of the page before).
     after: Option<String>,
+    /// At most this many.
     limit: Option<u64>,
 }
 
-async fn list_user(
+#[utoipa::path(get, path = "/v1/files", tag = "files", params(ListQuery),
+    responses((status = 200, description = "A page of the caller's files", body = FilePage), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn list_user(
     State(f): State<Arc<Files>>,
     Caller(who): Caller,
     Query(q): Query<ListQuery>,
@@ -109,7 +121,9 @@ async fn list_user(
     Ok(Json(page))
 }
 
-async fn delete_user(
+#[utoipa::path(delete, path = "/v1/files/{name}", tag = "files", params(("name" = String, Path, description = "The file's name; `/` separates folders")),
+    responses((status = 200, description = "`{\"removed\": NAME, \"size\": BYTES}`", body = Object), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn delete_user(
     State(f): State<Arc<Files>>,
     Caller(who): Caller,
     Path(name): Path<String>,
@@ -122,7 +136,10 @@ async fn delete_user(
     Ok(Json(serde_json::json!({ "removed": name, "size": size })))
 }
 
-async fn get_app(
+#[utoipa::path(get, path = "/v1/apps/{app}/files/{name}", tag = "files", params(("app" = u64, Path, description = "The application"), ("name" = String, Path, description = "The file's name; `/` separates folders"), ("Range" = Option<String>, Header, description = "One `bytes=A-B` range")),
+    responses((status = 200, description = "The application owner's file", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 206, description = "The range asked for", content_type = "application/octet-stream", body = Vec<u8>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn get_app(
     State(f): State<Arc<Files>>,
     Caller(who): Caller,
     Path((app, name)): Path<(AppId, String)>,
@@ -132,7 +149,10 @@ async fn get_app(
     send(&f, file, &name, &headers).await
 }
 
-async fn put_user(
+#[utoipa::path(put, path = "/v1/files/{name}", tag = "files", params(("name" = String, Path, description = "The file's name; `/` separates folders")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    responses((status = 201, description = "Stored (replacing any file of that name)"), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn put_user(
     State(f): State<Arc<Files>>,
     Caller(who): Caller,
     Path(name): Path<String>,
@@ -142,7 +162,10 @@ async fn put_user(
     receive(&f, file, req.into_body()).await
 }
 
-async fn put_app(
+#[utoipa::path(put, path = "/v1/apps/{app}/files/{name}", tag = "files", params(("app" = u64, Path, description = "The application"), ("name" = String, Path, description = "The file's name; `/` separates folders")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    responses((status = 201, description = "Stored as the application owner's file"), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn put_app(
     State(f): State<Arc<Files>>,
     Caller(who): Caller,
     Path((app, name)): Path<(AppId, String)>,

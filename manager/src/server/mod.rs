@@ -4,7 +4,8 @@
 //! results, a per-file limit for file uploads; a body must arrive whole within a deadline
 //! (file uploads aside); submits are rate limited per user and read a few at a time, a few
 //! per user; agent registrations are rate limited per platform. Long polls end with 401
-//! when their token is revoked. Every answer says `X-Content-Type-Options: nosniff`.
+//! when their token is revoked; task-event streams (`events`) end then too, and one user
+//! holds at most `limits.max_event_streams_per_user` of them open. Every answer says `X-Content-Type-Options: nosniff`.
 //! `GET /metrics` (Prometheus) and the dashboard at `/ui` are served beside the API
 //! (`metrics`, `ui`).
 
@@ -13,6 +14,8 @@ mod auth;
 mod body_deadline;
 mod dashboard_views;
 mod error;
+mod event_format;
+mod events;
 mod extract;
 mod files;
 mod large_bodies;
@@ -20,6 +23,9 @@ mod long_poll;
 mod metrics;
 mod metrics_resources;
 mod metrics_state;
+mod openapi;
+#[cfg(test)]
+mod openapi_tests;
 mod pages;
 mod pilots;
 mod rate;
@@ -29,6 +35,7 @@ mod ui;
 mod users;
 
 pub use error::ApiError;
+pub use openapi::{document as openapi_document, ApiDoc};
 
 use crate::service::Manager;
 use axum::extract::DefaultBodyLimit;
@@ -36,7 +43,7 @@ use axum::http::header::X_CONTENT_TYPE_OPTIONS;
 use axum::http::HeaderValue;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Router;
 use hetpilot_transport::serve::ServeLimits;
 use hetpilot_transport::tls::ServerConfig;
 use large_bodies::LargeBodySlots;
@@ -72,6 +79,7 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .route("/v1/apps/{app}", show)
         .route("/v1/apps/{app}/report", get(users::report))
         .route("/v1/apps/{app}/tasks", get(users::tasks))
+        .route("/v1/apps/{app}/events", get(events::events))
         .route("/v1/apps/{app}/cancel", post(users::cancel))
         .route("/v1/apps/{app}/forget", post(users::forget))
         .route("/v1/admin/purge", post(users::purge))
@@ -113,10 +121,9 @@ pub fn router(manager: Arc<Manager>) -> Router {
         // Task outputs agents send on request, up to `max_output_mib`.
         .merge(task_outputs::router(manager.clone()))
         .layer(from_fn_with_state(manager.clone(), auth::authenticate))
-        .route(
-            "/v1/health",
-            get(|| async { Json(serde_json::json!({ "status": "ok" })) }),
-        )
+        .route("/v1/health", get(openapi::health))
+        // The API's description, served without a token (see `openapi`).
+        .route("/v1/openapi.json", get(openapi::description))
         // `/metrics` and the dashboard's assets check tokens their own way (see each).
         .route(
             "/metrics",

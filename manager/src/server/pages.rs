@@ -13,9 +13,12 @@ pub const DEFAULT_PAGE: u64 = 1000;
 /// Most rows one request may ask for.
 pub const MAX_PAGE: u64 = 100_000;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
+    /// At most this many rows (1 to 100000; default 1000).
     limit: Option<u64>,
+    /// Only rows after this cursor (the last row's of the page before).
     after: Option<String>,
 }
 

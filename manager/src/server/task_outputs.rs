@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, put};
 use axum::Router;
+use hetpilot_protocol::protocol::ErrorBody;
 use hetpilot_protocol::protocol::TaskAttempt;
 use hetpilot_protocol::task_output::{OutputStream, SKIPPED_HEADER};
 use hetpilot_protocol::{AgentId, TaskRef};
@@ -35,9 +36,12 @@ pub fn router(manager: Arc<Manager>) -> Router {
         .with_state(manager)
 }
 
-#[derive(Deserialize)]
-struct ReadQuery {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ReadQuery {
+    /// The run (default: the last).
     attempt: Option<u32>,
+    /// `out` (the default) or `err`.
     stream: Option<String>,
 }
 
@@ -49,7 +53,11 @@ fn stream_of(s: &str) -> Result<OutputStream, ApiError> {
     Ok(s.parse().map_err(ServiceError::BadRequest)?)
 }
 
-async fn read(
+#[utoipa::path(get, path = "/v1/tasks/{task}/output", tag = "applications",
+    params(("task" = String, Path, description = "The task, `APP.INDEX`"), ReadQuery, ("Range" = Option<String>, Header, description = "One `bytes=A-B` range")),
+    responses((status = 200, description = "One output stream of one run", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 206, description = "The range asked for", content_type = "application/octet-stream", body = Vec<u8>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn read(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
     Path(task): Path<String>,
@@ -75,7 +83,12 @@ async fn read(
     Ok(resp)
 }
 
-async fn store(
+#[utoipa::path(put, path = "/v1/agents/{agent}/outputs/{task}/{attempt}/{stream}", tag = "agents",
+    params(("agent" = u64, Path, description = "The agent"), ("task" = String, Path, description = "The task, `APP.INDEX`"),
+        ("attempt" = u32, Path, description = "The run"), ("stream" = String, Path, description = "`out` or `err`")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    responses((status = 201, description = "Stored for its readers"), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
+pub(super) async fn store(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
     Path((agent, task, attempt, stream)): Path<(AgentId, String, u32, String)>,

@@ -5,6 +5,7 @@ use super::extract::{Caller, Json, Path, Query};
 use super::pages::{page, PageQuery};
 use crate::service::{Manager, ServiceError, TaskPage};
 use axum::extract::State;
+use hetpilot_protocol::protocol::ErrorBody;
 use hetpilot_protocol::protocol::{
     AgentTokenInfo, AppReport, AppSummary, ForgetSummary, NewAgentToken, NewUser, PurgeRequest,
     SubmitResponse, TaskDetail, TaskInfo, TaskState, TokenResponse,
@@ -13,9 +14,12 @@ use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AppId, TaskRef};
 use serde::Deserialize;
 use std::sync::Arc;
+use utoipa::IntoParams;
 
 type Result<T> = std::result::Result<Json<T>, ApiError>;
 
+#[utoipa::path(post, path = "/v1/apps", tag = "applications", request_body = AppSpec,
+    responses((status = 200, description = "Stored and queued", body = SubmitResponse), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn submit(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -25,6 +29,8 @@ pub async fn submit(
 }
 
 /// The caller's applications (every one, for the admin), a page at a time by id.
+#[utoipa::path(get, path = "/v1/apps", tag = "applications", params(PageQuery),
+    responses((status = 200, description = "The caller's applications (every one, for the admin)", body = Vec<AppSummary>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn list(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -35,13 +41,18 @@ pub async fn list(
 
 /// `?wait_ms=N&seen=K`: answer once more than K tasks have ended or the application has
 /// finished, waiting at most N ms (a long poll; without `wait_ms`, at once).
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ShowQuery {
+    /// Wait at most this long for progress (at most 60000).
     wait_ms: Option<u64>,
+    /// Answer once more than this many tasks have ended.
     #[serde(default)]
     seen: u64,
 }
 
+#[utoipa::path(get, path = "/v1/apps/{app}", tag = "applications", params(("app" = u64, Path, description = "The application"), ShowQuery),
+    responses((status = 200, description = "The application's summary", body = AppSummary), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn show(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -54,6 +65,8 @@ pub async fn show(
     }
 }
 
+#[utoipa::path(get, path = "/v1/apps/{app}/report", tag = "applications", params(("app" = u64, Path, description = "The application")),
+    responses((status = 200, description = "How the application ran on each platform", body = AppReport), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn report(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -62,15 +75,21 @@ pub async fn report(
     Ok(Json(m.report(&who, app).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TaskQuery {
+    /// Only tasks in this state (waiting, leased, running, done, failed, cancelled).
     state: Option<String>,
+    /// At most this many (1 to 100000; default 1000).
     limit: Option<u64>,
+    /// Skipping this many first.
     offset: Option<u64>,
     /// Only tasks whose index is greater: the last index of the page before.
     after: Option<u64>,
 }
 
+#[utoipa::path(get, path = "/v1/apps/{app}/tasks", tag = "applications", params(("app" = u64, Path, description = "The application"), TaskQuery),
+    responses((status = 200, description = "A page of the application's tasks, in index order", body = Vec<TaskInfo>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn tasks(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -100,6 +119,9 @@ pub async fn tasks(
     ))
 }
 
+#[utoipa::path(get, path = "/v1/tasks/{task}", tag = "applications",
+    params(("task" = String, Path, description = "The task, `APP.INDEX`")),
+    responses((status = 200, description = "The task with every attempt", body = TaskDetail), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn task(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -110,6 +132,8 @@ pub async fn task(
     Ok(Json(TaskDetail { info, history }))
 }
 
+#[utoipa::path(post, path = "/v1/apps/{app}/cancel", tag = "applications", params(("app" = u64, Path, description = "The application")),
+    responses((status = 200, description = "Cancelled: waiting tasks ended, running ones are killed", body = AppSummary), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn cancel(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -118,6 +142,8 @@ pub async fn cancel(
     Ok(Json(m.cancel(&who, app).await?))
 }
 
+#[utoipa::path(post, path = "/v1/apps/{app}/forget", tag = "applications", params(("app" = u64, Path, description = "The application")),
+    responses((status = 200, description = "The ended application was forgotten", body = ForgetSummary), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn forget(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -126,6 +152,8 @@ pub async fn forget(
     Ok(Json(m.forget_app(&who, app).await?))
 }
 
+#[utoipa::path(post, path = "/v1/admin/purge", tag = "admin", request_body = PurgeRequest,
+    responses((status = 200, description = "Ended applications forgotten", body = ForgetSummary), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn purge(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -134,6 +162,8 @@ pub async fn purge(
     Ok(Json(m.purge(&who, req).await?))
 }
 
+#[utoipa::path(post, path = "/v1/users", tag = "admin", request_body = NewUser,
+    responses((status = 200, description = "The user's new token", body = TokenResponse), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn create_user(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -142,6 +172,8 @@ pub async fn create_user(
     Ok(Json(m.create_user(&who, new).await?))
 }
 
+#[utoipa::path(post, path = "/v1/agent-tokens", tag = "admin", request_body = NewAgentToken,
+    responses((status = 200, description = "A new registration token", body = TokenResponse), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn create_agent_token(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -151,6 +183,8 @@ pub async fn create_agent_token(
 }
 
 /// The registration tokens still valid, newest first, a page at a time.
+#[utoipa::path(get, path = "/v1/agent-tokens", tag = "admin", params(PageQuery),
+    responses((status = 200, description = "Registration tokens still valid, newest first", body = Vec<AgentTokenInfo>), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn list_agent_tokens(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -159,6 +193,9 @@ pub async fn list_agent_tokens(
     Ok(Json(page(m.list_agent_tokens(&who).await?, &q)?))
 }
 
+#[utoipa::path(post, path = "/v1/agent-tokens/{id}/revoke", tag = "admin",
+    params(("id" = String, Path, description = "The token's id, as listed")),
+    responses((status = 200, description = "The token revoked", body = AgentTokenInfo), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn revoke_agent_token(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,
@@ -167,6 +204,8 @@ pub async fn revoke_agent_token(
     Ok(Json(m.revoke_agent_token(&who, &id).await?))
 }
 
+#[utoipa::path(post, path = "/v1/admin/rotate-token", tag = "admin",
+    responses((status = 200, description = "The caller's new admin token; the old one stops working", body = TokenResponse), (status = "4XX", description = "Refused: the error says why", body = ErrorBody)))]
 pub async fn rotate_admin_token(
     State(m): State<Arc<Manager>>,
     Caller(who): Caller,

@@ -21,6 +21,9 @@ pub enum ServiceError {
     /// A per-user quota (`[quotas]`) would be exceeded.
     #[error("{0}")]
     Quota(String),
+    /// The caller holds as many of something as it may at once (open event streams).
+    #[error("{0}")]
+    TooMany(String),
     /// A name longer than the filesystem allows.
     #[error("{0}")]
     NameTooLong(String),

@@ -12,6 +12,8 @@ mod data_checks;
 #[cfg(test)]
 mod disk_full_tests;
 mod error;
+mod event_streams;
+mod events;
 mod file_listing;
 mod files;
 mod history;
@@ -43,6 +45,7 @@ pub use crate::clock::now_ms;
 pub use crate::provision::AgentActivity;
 pub use auth::Principal;
 pub use error::ServiceError;
+pub use events::{EventFollower, KEEPALIVE};
 pub use files::ServiceFile;
 pub use hetpilot_protocol::pilots::PlatformStatus;
 pub use platform_checks::ReloadReply;
@@ -98,6 +101,8 @@ pub struct Manager {
     staging_planner: staging_plan::StagingPlanner,
     /// What the dashboard charts over time (see `history`).
     history: history::HistoryRing,
+    /// Task-event streams open per user (`events`).
+    event_streams: event_streams::StreamSlots,
     /// Event counters and histograms for `GET /metrics`.
     pub metrics: crate::metrics::Metrics,
 }
@@ -308,7 +313,7 @@ impl Manager {
                 admin: true,
                 now_ms: now,
             }
-            .apply(&tx)
+            .apply(&tx, &mut db::EndSequences::default())
             .map_err(db_err)?;
             tx.commit().map_err(db_err)?;
             tokens.insert(
@@ -340,6 +345,7 @@ impl Manager {
             output_requests: Default::default(),
             staging_planner: Default::default(),
             history: Default::default(),
+            event_streams: Default::default(),
             metrics: Default::default(),
             settings,
         }))

@@ -70,7 +70,7 @@ fn summary(app: &AppEntry, offers: &Offers) -> AppSummary {
 
 impl Manager {
     /// Checks that `who` may see `app` (foreign applications look like missing ones).
-    fn visible(&self, who: &Principal, app: AppId) -> Result<AppSummary, ServiceError> {
+    pub(super) fn visible(&self, who: &Principal, app: AppId) -> Result<AppSummary, ServiceError> {
         let (name, is_admin) = user(who)?;
         let book = self.platform_book();
         let control = self.control();

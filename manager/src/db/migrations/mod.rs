@@ -60,7 +60,17 @@ const MIGRATIONS: &[Migration] = &[
         what: "multi-node pilots",
         apply: steps::multi_node_pilots,
     },
+    Migration {
+        version: 9,
+        what: "the order tasks ended in",
+        apply: steps::task_end_order,
+    },
 ];
+
+/// The last version made before the schema recorded its version: a database of version 0
+/// may hold any of the steps up to it, and none after.
+#[cfg(test)]
+pub(crate) const LAST_UNVERSIONED: i64 = 8;
 
 /// The schema version this build writes, and the newest it opens.
 pub const NEWEST: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;

@@ -57,3 +57,15 @@ pub fn multi_node_pilots(conn: &Connection) -> rusqlite::Result<()> {
     add_column_if_missing(conn, "pilots", "nodes", "INTEGER")?;
     add_column_if_missing(conn, "pilots", "members", "TEXT")
 }
+
+/// Version 9: the order tasks ended in, the event stream's cursor (`tasks.end_seq`, see
+/// `task_ends`), with an index to page through one application's ends. The ends already
+/// stored are numbered in task order (their true order was not kept); 3, 4 and 5 are the
+/// codes of done, failed and cancelled.
+pub fn task_end_order(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "ALTER TABLE tasks ADD COLUMN end_seq INTEGER;
+         UPDATE tasks SET end_seq = idx + 1 WHERE state IN (3, 4, 5);
+         CREATE INDEX tasks_end_seq ON tasks(app_id, end_seq) WHERE end_seq IS NOT NULL;",
+    )
+}

@@ -61,7 +61,7 @@ fn an_unversioned_database_of_any_earlier_schema_is_upgraded_to_a_new_ones_colum
     let want = columns(&fresh(dir.path()));
     // Data directories written before the schema had a version: the version 1 tables
     // only, some of the later columns, or all of them (each with version 0).
-    for reached in 1..=NEWEST {
+    for reached in 1..=LAST_UNVERSIONED {
         let path = dir.path().join(format!("old-{reached}.db"));
         {
             let conn = Connection::open(&path).unwrap();

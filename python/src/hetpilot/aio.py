@@ -1,0 +1,146 @@
+"""The asyncio variant: :class:`AsyncClient` (the calls an executor needs, and the event
+stream as an async iterator, resumed past its cursor) and :class:`AsyncExecutor`, whose
+``run`` and ``map`` resolve from the event stream like :class:`hetpilot.Executor`'s."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, cast
+
+import httpx
+
+from .client import MAX_RESUMES, _pinned, _raise_for, _trust
+from .errors import HetpilotError, TaskFailed, Unreachable
+from .events import AppEnd, Event, TaskEnd, parse
+from .executor import command_line
+
+Json = Dict[str, Any]
+
+
+class AsyncClient:
+    """:class:`hetpilot.Client`'s application calls for asyncio, configured the same way."""
+
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, *, timeout: float = 30.0):
+        url = url or os.environ.get("HETPILOT_URL")
+        token = token or os.environ.get("HETPILOT_TOKEN")
+        if not url or not token:
+            raise HetpilotError("no manager URL or token: pass them or set HETPILOT_URL and HETPILOT_TOKEN")
+        self.url = url.rstrip("/")
+        self._timeout = timeout
+        if _pinned():
+            raise HetpilotError(
+                "HETPILOT_TLS_FINGERPRINT is set, but the asyncio client cannot pin a "
+                "certificate yet: use hetpilot.Client, or HETPILOT_CA_FILE"
+            )
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token.strip()}"},
+            timeout=timeout,
+            verify=_trust(),
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _object(self, method: str, path: str, **kwargs: Any) -> Json:
+        try:
+            resp = await self._http.request(method, path, **kwargs)
+        except httpx.TransportError as e:
+            raise Unreachable(f"cannot reach the manager at {self.url}: {e}") from e
+        _raise_for(resp)
+        return cast(Json, resp.json())
+
+    async def submit(self, spec: Json) -> int:
+        return int((await self._object("POST", "/v1/apps", json=spec))["app"])
+
+    async def status(self, app: int) -> Json:
+        return await self._object("GET", f"/v1/apps/{int(app)}")
+
+    async def cancel(self, app: int) -> Json:
+        return await self._object("POST", f"/v1/apps/{int(app)}/cancel")
+
+    async def events(self, app: int, after: int = 0) -> AsyncIterator[Event]:
+        """As :meth:`hetpilot.Client.events`."""
+        resumes = 0
+        while True:
+            try:
+                async for event in self._stream_once(app, after):
+                    resumes = 0
+                    if isinstance(event, TaskEnd):
+                        after = event.cursor
+                    yield event
+                    if isinstance(event, AppEnd):
+                        return
+                why = "the event stream closed before the application's end"
+            except httpx.TransportError as e:
+                why = f"the event stream broke: {e}"
+            resumes += 1
+            if resumes > MAX_RESUMES:
+                raise Unreachable(f"{why} ({self.url}); gave up after {MAX_RESUMES} tries")
+            await asyncio.sleep(0.25 * 2 ** min(resumes, 5))
+
+    async def _stream_once(self, app: int, after: int) -> AsyncIterator[Event]:
+        timeout = httpx.Timeout(self._timeout, read=60.0)
+        path = f"/v1/apps/{int(app)}/events"
+        async with self._http.stream("GET", path, params={"after": after}, timeout=timeout) as resp:
+            if resp.status_code >= 400:
+                await resp.aread()
+                _raise_for(resp)
+            async for line in resp.aiter_lines():
+                if line.strip():
+                    event = parse(json.loads(line))
+                    if event is not None:
+                        yield event
+
+
+class AsyncExecutor:
+    """Commands as hetpilot tasks, awaited: ``await ex.run(["prog", "arg"])`` is one
+    application of one task, ``await ex.map(["prog"], items)`` one application of a task
+    per item, its ends in item order. A failed task raises :class:`TaskFailed`; one
+    cancelled with its application raises :class:`asyncio.CancelledError`. Leaving
+    ``async with`` on an exception cancels the applications started."""
+
+    def __init__(self, client: Optional[AsyncClient] = None, *, name: str = "python", **options: Any):
+        self._client = client or AsyncClient()
+        self._name = name
+        self._options = options
+        self._apps: List[int] = []
+
+    async def __aenter__(self) -> "AsyncExecutor":
+        return self
+
+    async def __aexit__(self, kind: Any, *_: Any) -> None:
+        if kind is not None:
+            for app in self._apps:
+                await self._client.cancel(app)
+
+    async def run(self, argv: Sequence[str]) -> TaskEnd:
+        spec = self._spec(command_line(argv), {"array": {"start": 0, "end": 0}})
+        return (await self._follow(spec, 1))[0]
+
+    async def map(self, prefix: Sequence[str], items: Iterable[Any]) -> List[TaskEnd]:
+        lines = [str(item) for item in items]
+        if not lines:
+            return []
+        return await self._follow(self._spec(command_line(prefix) + " {}", {"lines": lines}), len(lines))
+
+    def _spec(self, command: str, tasks: Any) -> Json:
+        return {"name": self._name, "command": command, "tasks": tasks, **self._options}
+
+    async def _follow(self, spec: Json, count: int) -> List[TaskEnd]:
+        app = await self._client.submit(spec)
+        self._apps.append(app)
+        ends: List[Optional[TaskEnd]] = [None] * count
+        async for event in self._client.events(app):
+            if isinstance(event, TaskEnd) and 0 <= event.index < count:
+                ends[event.index] = event
+        for end in ends:
+            if end is None:
+                raise HetpilotError(f"application {app} ended without every task's end")
+            if end.state == "cancelled":
+                raise asyncio.CancelledError(f"task {end.task} was cancelled")
+            if not end.ok:
+                raise TaskFailed(end)
+        return cast(List[TaskEnd], ends)

@@ -1,0 +1,241 @@
+"""A typed client of the hetpilot manager's ``/v1`` API, configured the way the CLI is:
+``HETPILOT_URL`` and ``HETPILOT_TOKEN``; for a manager whose certificate this machine
+does not trust, ``HETPILOT_TLS_FINGERPRINT`` (pinned) or ``HETPILOT_CA_FILE``."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
+
+import httpx
+
+from .errors import HetpilotError, TooManyRequests, Unreachable, from_status
+from .events import AppEnd, Event, TaskEnd, parse
+from .pinning import PinnedTransport, parse_fingerprint
+
+#: The longest ``Retry-After`` a submit waits out by itself, seconds.
+MAX_SUBMIT_WAIT_S = 60.0
+
+#: Resumptions of the event stream in a row, with no event between them, before giving up.
+MAX_RESUMES = 6
+
+Json = Dict[str, Any]
+
+
+def _trust() -> Union[bool, ssl.SSLContext]:
+    """The CA file's context (``HETPILOT_CA_FILE``), else the system's CAs."""
+    ca_file = os.environ.get("HETPILOT_CA_FILE")
+    return ssl.create_default_context(cafile=ca_file) if ca_file else True
+
+
+def _pinned() -> Optional[bytes]:
+    """The fingerprint to pin (``HETPILOT_TLS_FINGERPRINT``); it wins over a CA file."""
+    text = os.environ.get("HETPILOT_TLS_FINGERPRINT")
+    return parse_fingerprint(text) if text else None
+
+
+class Client:
+    """The manager at ``url`` (default ``$HETPILOT_URL``) as the holder of ``token``
+    (default ``$HETPILOT_TOKEN``). Every refusal raises a :class:`HetpilotError` subclass
+    carrying the manager's message."""
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        token: Optional[str] = None,
+        *,
+        timeout: float = 30.0,
+    ) -> None:
+        url = url or os.environ.get("HETPILOT_URL")
+        token = token or os.environ.get("HETPILOT_TOKEN")
+        if not url:
+            raise HetpilotError("no manager URL: pass url= or set HETPILOT_URL")
+        if not token:
+            raise HetpilotError("no token: pass token= or set HETPILOT_TOKEN")
+        self.url = url.rstrip("/")
+        self._timeout = timeout
+        pinned = _pinned()
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token.strip()}"},
+            timeout=timeout,
+            verify=_trust(),
+            transport=PinnedTransport(pinned) if pinned else None,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # --- plumbing ---
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            resp = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as e:
+            raise Unreachable(f"cannot reach the manager at {self.url}: {e}") from e
+        _raise_for(resp)
+        return resp
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._request(method, path, **kwargs).json()
+
+    def _object(self, method: str, path: str, **kwargs: Any) -> Json:
+        return cast(Json, self._json(method, path, **kwargs))
+
+    def _rows(self, method: str, path: str, **kwargs: Any) -> List[Json]:
+        return cast(List[Json], self._json(method, path, **kwargs))
+
+    # --- applications ---
+
+    def submit(self, spec: Json) -> int:
+        """Submits an application (its JSON spec, as ``hetpilot submit`` sends it); its id.
+        Past the manager's submit rate it waits as told (``Retry-After``, at most a minute
+        at a time) and sends it again: a refused submit stored nothing."""
+        while True:
+            try:
+                return int(self._json("POST", "/v1/apps", json=spec)["app"])
+            except TooManyRequests as e:
+                if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
+                    raise
+                time.sleep(e.retry_after)
+
+    def submit_array(self, command: str, count: int, *, name: str = "array", **options: Any) -> int:
+        """``count`` tasks of ``command`` (``{}``: the task's index), like ``--array 0-N``."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        tasks = {"array": {"start": 0, "end": count - 1}}
+        return self.submit({"name": name, "command": command, "tasks": tasks, **options})
+
+    def submit_lines(
+        self, command: str, lines: Sequence[str], *, name: str = "lines", **options: Any
+    ) -> int:
+        """One task per line of ``command`` (``{}``: the line), like ``--each-line``."""
+        tasks = {"lines": list(lines)}
+        return self.submit({"name": name, "command": command, "tasks": tasks, **options})
+
+    def apps(self, *, limit: int = 1000, after: Optional[int] = None) -> List[Json]:
+        """A page of the caller's applications (every one's, for the admin)."""
+        params: Json = {"limit": limit}
+        if after is not None:
+            params["after"] = after
+        return self._rows("GET", "/v1/apps", params=params)
+
+    def status(self, app: int) -> Json:
+        """The application's summary (counts per state, whether it was cancelled)."""
+        return self._object("GET", f"/v1/apps/{int(app)}")
+
+    def tasks(
+        self,
+        app: int,
+        *,
+        state: Optional[str] = None,
+        limit: int = 1000,
+        after: Optional[int] = None,
+    ) -> List[Json]:
+        """A page of the application's tasks, in index order (``after``: the last index of
+        the page before)."""
+        params: Json = {"limit": limit}
+        if state is not None:
+            params["state"] = state
+        if after is not None:
+            params["after"] = after
+        return self._rows("GET", f"/v1/apps/{int(app)}/tasks", params=params)
+
+    def logs(self, task: str) -> Json:
+        """One task (``APP.INDEX``) with every attempt: hosts, exit codes, output tails."""
+        return self._object("GET", f"/v1/tasks/{task}")
+
+    def output(self, task: str, *, stream: str = "out", attempt: Optional[int] = None) -> bytes:
+        """One output stream (``out`` or ``err``) of a task's run (default: its last)."""
+        params: Json = {"stream": stream}
+        if attempt is not None:
+            params["attempt"] = attempt
+        return self._request("GET", f"/v1/tasks/{task}/output", params=params).content
+
+    def cancel(self, app: int) -> Json:
+        """Cancels the application: waiting tasks end, running ones are killed."""
+        return self._object("POST", f"/v1/apps/{int(app)}/cancel")
+
+    # --- scheduling ---
+
+    def usage(self, *, limit: int = 1000, after: Optional[str] = None) -> List[Json]:
+        """Fairshare usage and priority per user (``hetpilot usage``)."""
+        params: Json = {"limit": limit}
+        if after is not None:
+            params["after"] = after
+        return self._rows("GET", "/v1/usage", params=params)
+
+    def schedule(self) -> Json:
+        """The live scheduler's allocation: cores per application per platform."""
+        return self._object("GET", "/v1/schedule")
+
+    def affinity(self) -> Json:
+        """Platform and co-runner affinities measured online (``hetpilot affinity --live``)."""
+        return self._object("GET", "/v1/affinity")
+
+    # --- the event stream ---
+
+    def events(self, app: int, after: int = 0) -> Iterator[Event]:
+        """The application's task ends past cursor ``after`` as they are stored, then its
+        :class:`AppEnd`. A dropped connection is resumed past the last end yielded, so
+        each end comes once."""
+        resumes = 0
+        while True:
+            try:
+                for event in self._stream_once(app, after):
+                    resumes = 0
+                    if isinstance(event, TaskEnd):
+                        after = event.cursor
+                    yield event
+                    if isinstance(event, AppEnd):
+                        return
+                why = "the event stream closed before the application's end"
+            except httpx.TransportError as e:
+                why = f"the event stream broke: {e}"
+            resumes += 1
+            if resumes > MAX_RESUMES:
+                raise Unreachable(f"{why} ({self.url}); gave up after {MAX_RESUMES} tries")
+            time.sleep(0.25 * 2 ** min(resumes, 5))
+
+    def _stream_once(self, app: int, after: int) -> Iterator[Event]:
+        # Keepalives come every 15 s: a minute of silence is a dead connection.
+        timeout = httpx.Timeout(self._timeout, read=60.0)
+        path = f"/v1/apps/{int(app)}/events"
+        with self._http.stream("GET", path, params={"after": after}, timeout=timeout) as resp:
+            if resp.status_code >= 400:
+                resp.read()
+                _raise_for(resp)
+            for line in resp.iter_lines():
+                if line.strip():
+                    event = parse(json.loads(line))
+                    if event is not None:
+                        yield event
+
+    def wait(self, app: int) -> Json:
+        """Follows the application's events to its end; its final summary."""
+        for _ in self.events(app):
+            pass
+        return self.status(app)
+
+
+def _raise_for(resp: httpx.Response) -> None:
+    if resp.status_code < 400:
+        return
+    try:
+        message = str(resp.json()["error"])
+    except (ValueError, KeyError, TypeError):
+        message = resp.reason_phrase or "refused"
+    try:
+        retry_after: Optional[float] = float(resp.headers["retry-after"])
+    except (KeyError, ValueError):
+        retry_after = None
+    raise from_status(resp.status_code, message, retry_after)

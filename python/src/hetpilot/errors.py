@@ -1,0 +1,80 @@
+"""Why a call to the manager failed: typed exceptions carrying the manager's message."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .events import TaskEnd
+
+
+class HetpilotError(Exception):
+    """A call failed; ``message`` is the manager's own words (or why it was not reached)."""
+
+    def __init__(self, message: str, status: Optional[int] = None) -> None:
+        super().__init__(f"{message} (HTTP {status})" if status else message)
+        self.message = message
+        self.status = status
+
+
+class Unreachable(HetpilotError):
+    """The manager did not answer (not running there, network, TLS)."""
+
+
+class BadRequest(HetpilotError):
+    """400: the request names a field the manager refused."""
+
+
+class Unauthorized(HetpilotError):
+    """401: the token is missing, wrong, or was revoked or re-issued."""
+
+
+class Forbidden(HetpilotError):
+    """403: the token may not do this (an admin call, a quota)."""
+
+
+class NotFound(HetpilotError):
+    """404: no such application, task or file (another user's looks the same)."""
+
+
+class Conflict(HetpilotError):
+    """409: the object is not in a state that allows this."""
+
+
+class TooManyRequests(HetpilotError):
+    """429: too many at once (submits, open event streams); ``retry_after``: the seconds
+    the manager said to wait, when it said."""
+
+    def __init__(self, message: str, status: Optional[int] = None, retry_after: Optional[float] = None):
+        super().__init__(message, status)
+        self.retry_after = retry_after
+
+
+class ServerError(HetpilotError):
+    """5xx: the manager failed."""
+
+
+class TaskFailed(HetpilotError):
+    """A task of an ``Executor`` ended failed or cancelled; ``end`` is its event."""
+
+    def __init__(self, end: TaskEnd) -> None:
+        what = f"exit {end.exit_code}" if end.exit_code is not None else (end.error or end.state)
+        super().__init__(f"task {end.task} {end.state}: {what}")
+        self.end = end
+
+
+_BY_STATUS = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+}
+
+
+def from_status(status: int, message: str, retry_after: Optional[float] = None) -> HetpilotError:
+    """The exception for an answer with ``status`` and the manager's ``message``."""
+    if status >= 500:
+        return ServerError(message, status)
+    if status == 429:
+        return TooManyRequests(message, status, retry_after)
+    return _BY_STATUS.get(status, HetpilotError)(message, status)

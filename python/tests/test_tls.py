@@ -1,0 +1,48 @@
+"""Trusting a self-signed manager by its pinned fingerprint, as the CLI does."""
+
+from __future__ import annotations
+
+import hashlib
+import ssl
+
+import pytest
+
+from hetpilot import Client, HetpilotError, Unreachable
+
+
+def fingerprint(manager) -> str:
+    pem = (manager.data / "tls-cert.pem").read_text()
+    first = pem[: pem.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
+    return hashlib.sha256(ssl.PEM_cert_to_DER_cert(first)).hexdigest()
+
+
+def test_the_pinned_certificate_is_trusted_and_another_refused_before_the_token_goes(
+    tls_manager, monkeypatch
+) -> None:
+    assert tls_manager.url.startswith("https://")
+    pin = fingerprint(tls_manager)
+    colons = ":".join(pin[i : i + 2] for i in range(0, 64, 2)).upper()
+    monkeypatch.setenv("HETPILOT_TLS_FINGERPRINT", colons)
+    client = Client(tls_manager.url, tls_manager.admin)
+    app = client.submit_array("true", 2)  # no agent: it waits
+    client.cancel(app)
+    assert client.wait(app)["counts"]["cancelled"] == 2, "the event stream, pinned too"
+
+    wrong = "00" * 32
+    monkeypatch.setenv("HETPILOT_TLS_FINGERPRINT", wrong)
+    with pytest.raises(Unreachable) as e:
+        Client(tls_manager.url, tls_manager.admin).apps()
+    assert f"not the pinned {wrong}" in e.value.message
+    assert pin in e.value.message
+
+    monkeypatch.setenv("HETPILOT_TLS_FINGERPRINT", "not-hex")
+    with pytest.raises(HetpilotError) as bad:
+        Client(tls_manager.url, tls_manager.admin)
+    assert "HETPILOT_TLS_FINGERPRINT" in bad.value.message
+
+
+def test_without_a_pin_or_ca_a_self_signed_manager_is_unreachable(tls_manager, monkeypatch) -> None:
+    monkeypatch.delenv("HETPILOT_TLS_FINGERPRINT", raising=False)
+    monkeypatch.delenv("HETPILOT_CA_FILE", raising=False)
+    with pytest.raises(Unreachable):
+        Client(tls_manager.url, tls_manager.admin).apps()
