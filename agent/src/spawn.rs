@@ -17,13 +17,16 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// Variables set per task; they override the application's environment.
-const PER_TASK: [&str; 6] = [
+const PER_TASK: [&str; 9] = [
     "HETPILOT_TASK",
     "HETPILOT_APP",
     "HETPILOT_INDEX",
     "HETPILOT_ATTEMPT",
     "HETPILOT_INPUT",
     "HETPILOT_CORES",
+    "HETPILOT_NODEFILE",
+    "HETPILOT_HOSTS",
+    "HETPILOT_PROCS",
 ];
 
 /// An application's runtime with what every one of its tasks shares, built once.
@@ -187,6 +190,31 @@ pub struct Place<'a> {
     pub read_only: &'a [PathBuf],
     /// The agent's GPUs, which the task is bound to (none: it sees no GPU).
     pub gpus: Option<&'a Inventory>,
+    /// A parallel run's host file (see [`parallel_env`]).
+    pub nodefile: Option<&'a Path>,
+}
+
+/// A parallel run's variables: `HETPILOT_NODEFILE` (its host file), `HETPILOT_HOSTS`
+/// (the hosts, comma-separated, in the file's order) and `HETPILOT_PROCS` (its slots in
+/// all); none for a run on this agent alone.
+fn parallel_env(a: &Assignment, nodefile: Option<&Path>) -> Vec<Vec<u8>> {
+    let Some(path) = nodefile.filter(|_| !a.hosts.is_empty()) else {
+        return Vec::new();
+    };
+    let mut hosts: Vec<&str> = Vec::with_capacity(a.hosts.len());
+    for h in &a.hosts {
+        if !hosts.contains(&h.host.as_str()) {
+            hosts.push(&h.host);
+        }
+    }
+    let procs: u64 = a.hosts.iter().map(|h| u64::from(h.slots)).sum();
+    let mut file = b"HETPILOT_NODEFILE=".to_vec();
+    file.extend_from_slice(path.as_os_str().as_bytes());
+    vec![
+        file,
+        format!("HETPILOT_HOSTS={}", hosts.join(",")).into_bytes(),
+        format!("HETPILOT_PROCS={procs}").into_bytes(),
+    ]
 }
 
 /// Starts task `a` of application `app` at `place`; errors are "could not start" reasons.
@@ -236,6 +264,11 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
         envp.push(kv.as_ref().map_err(Clone::clone)?);
     }
     envp.extend(gpu_env.iter().map(CString::as_c_str));
+    let parallel = parallel_env(a, place.nodefile)
+        .into_iter()
+        .map(|kv| cstring(kv, "the parallel run's hosts"))
+        .collect::<Result<Vec<_>, _>>()?;
+    envp.extend(parallel.iter().map(CString::as_c_str));
     let argp: Vec<&CStr> = argv.iter().map(CString::as_c_str).collect();
     // A bare name searches the application's PATH, else the agent's (as execvp would).
     let searched = match (&app.path, program.contains('/')) {
@@ -425,6 +458,7 @@ mod tests {
             files: None,
             cores: None,
             resources: Default::default(),
+            hosts: Vec::new(),
         }
     }
 

@@ -177,6 +177,9 @@ pub struct Assignment {
     /// The GPUs (or GPU shares) and named counts this run was granted.
     #[serde(default, skip_serializing_if = "ResourceGrant::is_empty")]
     pub resources: ResourceGrant,
+    /// A parallel run's hosts, this agent's first (empty: a run on this agent alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::parallel::HostSlots>,
 }
 
 /// The answer to a pull.

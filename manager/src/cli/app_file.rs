@@ -26,6 +26,9 @@ struct AppFile {
     command: String,
     tasks: TasksTable,
     cores: Option<u32>,
+    /// A parallel task's whole nodes and processors (see `hetpilot_protocol::parallel`).
+    nodes: Option<u64>,
+    procs: Option<u64>,
     memory: Option<String>,
     max_attempts: Option<u32>,
     timeout: Option<String>,
@@ -225,6 +228,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         dag: None,
         gpus: file.gpus,
         resources: file.resources,
+        nodes: file.nodes,
+        procs: file.procs,
     };
     if let Err(e) = spec.validate() {
         let field = match &e {

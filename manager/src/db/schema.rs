@@ -133,6 +133,8 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     // GPUs and named counts: an agent's offer, and what each attempt was granted (JSON).
     add_column_if_missing(&conn, "agents", "resources", "TEXT")?;
     add_column_if_missing(&conn, "attempts", "resources", "TEXT")?;
+    // A parallel run's agents, the head first (JSON: agent, host, slots).
+    add_column_if_missing(&conn, "attempts", "hosts", "TEXT")?;
     Ok(conn)
 }
 

@@ -12,6 +12,7 @@ mod error;
 mod file_listing;
 mod files;
 mod history;
+mod parallel_check;
 mod pilot_groups;
 mod pilots;
 mod platform_checks;
@@ -265,7 +266,12 @@ impl Manager {
             agents.push(a.entry);
         }
         if apps > 0 || !agents.is_empty() {
-            control.restore(loaded.apps, agents, &loaded.grants);
+            let changes = control.restore(loaded.apps, agents, &loaded.grants, loaded.groups, now);
+            if !changes.is_empty() {
+                let tx = conn.unchecked_transaction().map_err(db_err)?;
+                Write::Changes(changes).apply(&tx).map_err(db_err)?;
+                tx.commit().map_err(db_err)?;
+            }
         }
         if journal.is_some() {
             control.start_journal(&control_settings);

@@ -94,6 +94,7 @@ impl Manager {
             .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
         self.check_stores(&spec)?;
         self.check_resources(&spec)?;
+        self.check_parallel(&spec)?;
         let reserved = self.reserve_tasks(owner, spec.tasks.len())?;
         let app = AppId(next(&self.next_app));
         let tasks = spec.tasks.len();

@@ -1,0 +1,120 @@
+//! Reservations of parallel tasks: the agents of one platform that will hold the next
+//! run of a parallel application (`nodes` / `procs`), each keeping the slots the run
+//! needs there as they free up (EASY: other tasks backfill only where they do not delay
+//! them). The run is leased only through such a reservation, all its agents at once
+//! (see `queue::group_lease`).
+//!
+//! The members are taken on one platform: its agents share a site (its network and
+//! file systems), so one `mpirun` or `srun` can start ranks on all of them, while the
+//! agents of one pilot's allocation alone would bound a task by one batch job's size.
+//! On each platform the active agents the application may use and that keep slots for
+//! no other reservation are taken in the order they can give their share earliest (by
+//! their held runs' expected ends; the asking agent first on a tie, then the lowest id),
+//! until the task's size is met; the platform whose members can all start earliest wins
+//! (the asking agent's on a tie, then by name).
+
+use super::core::Queues;
+use super::easy::{self, Need};
+use super::group_lease::choose_members;
+use super::reservations::{Hold, Reservation};
+use hetpilot_protocol::parallel::ParallelSize;
+use hetpilot_protocol::resources::ResourceRequest;
+use hetpilot_protocol::{AgentId, AppId};
+use std::collections::BTreeMap;
+
+/// The slots a run of `size` would ask of an agent with `slots`, as its share is first
+/// guessed (whole nodes: all of them; `procs`: at most the whole run).
+fn share_of(size: ParallelSize, slots: u32) -> u32 {
+    match size {
+        ParallelSize::Nodes(_) => slots,
+        ParallelSize::NodesOf { per_node, .. } => per_node.min(slots),
+        ParallelSize::Procs(p) => p.min(slots),
+    }
+}
+
+impl Queues {
+    /// Reserves agents of one platform for parallel `app`'s next run; marks it
+    /// unplaceable when no platform's agents could ever hold it.
+    pub(super) fn reserve_group(
+        &mut self,
+        app: AppId,
+        size: ParallelSize,
+        asking: AgentId,
+        now_ms: u64,
+    ) {
+        let no_request = ResourceRequest::default();
+        let asking_platform = self.agents.get(&asking).map(|a| a.platform.clone());
+        // Per platform: every agent that may hold it (for placeability), and the free ones
+        // with when their share could start.
+        let mut platforms: BTreeMap<&str, (Vec<(AgentId, u32)>, Vec<((u64, bool, AgentId), u32)>)> =
+            BTreeMap::new();
+        for agent in self.agents.values() {
+            if !self.may_hold(agent.id, app) {
+                continue;
+            }
+            let entry = platforms.entry(agent.platform.as_str()).or_default();
+            entry.0.push((agent.id, agent.slots));
+            if self.reservations.holds.contains_key(&agent.id) {
+                continue;
+            }
+            let need = Need {
+                cores: share_of(size, agent.slots),
+                request: &no_request,
+            };
+            let shadow = easy::shadow_ms(&self.load(agent.id), need, now_ms);
+            let key = (shadow.unwrap_or(u64::MAX), agent.id != asking, agent.id);
+            entry.1.push((key, agent.slots));
+        }
+        let mut placeable = false;
+        let mut best: Option<((u64, bool, &str), Vec<(AgentId, u32)>)> = None;
+        for (platform, (mut all, mut free)) in platforms {
+            all.sort_unstable();
+            placeable |= choose_members(size, &all).is_some();
+            free.sort_unstable();
+            let order: Vec<(AgentId, u32)> = free.iter().map(|(k, s)| (k.2, *s)).collect();
+            let Some(members) = choose_members(size, &order) else {
+                continue;
+            };
+            let start = members
+                .iter()
+                .filter_map(|(a, _)| free.iter().find(|(k, _)| k.2 == *a).map(|(k, _)| k.0))
+                .max()
+                .unwrap_or(u64::MAX);
+            let key = (
+                start,
+                asking_platform.as_deref() != Some(platform),
+                platform,
+            );
+            if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                best = Some((key, members));
+            }
+        }
+        if !placeable {
+            self.reservations
+                .mark_unplaceable(app, self.agent_generation);
+            return;
+        }
+        let Some(((start, _, _), members)) = best else {
+            return;
+        };
+        tracing::debug!(%app, members = members.len(), start, "reserved for a parallel task");
+        for &(agent, cores) in &members {
+            self.reservations.holds.insert(
+                agent,
+                Hold {
+                    app,
+                    cores,
+                    request: ResourceRequest::default(),
+                },
+            );
+        }
+        self.reservations.by_app.insert(
+            app,
+            Reservation {
+                agents: members.into_iter().map(|(a, _)| a).collect(),
+                made_ms: now_ms,
+                shadow_ms: (start != u64::MAX).then_some(start),
+            },
+        );
+    }
+}
