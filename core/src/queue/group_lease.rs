@@ -293,6 +293,13 @@ impl Queues {
         changes
     }
 
+    /// The parallel runs agent `id` keeps slots for while their heads run them.
+    pub fn member_runs(&self, id: AgentId) -> Vec<TaskRef> {
+        self.agents.get(&id).map_or_else(Vec::new, |a| {
+            a.member_of.iter().map(|h| h.at.task).collect()
+        })
+    }
+
     /// The group lease of task `task`'s current run, if it is a parallel run.
     pub fn group_lease(&self, task: TaskRef) -> Option<&GroupLease> {
         self.apps.get(&task.app)?.groups.get(&task.index)

@@ -481,6 +481,8 @@ impl Manager {
                 resources: agent_resources::named(a),
                 reserved_slots: queues.hold(a.id).map_or(0, |h| h.cores),
                 reserved_idle_slots: queues.reserved_free_slots(a.id),
+                free_slots: queues.free_slots_of(a.id).unwrap_or(0),
+                member_of: queues.member_runs(a.id),
             })
             .collect();
         agents.sort_by_key(|a| a.agent);
