@@ -235,3 +235,32 @@ fn parallel_sizes_out_of_range_or_too_wide_get_a_400_naming_the_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("procs"), "{err}");
 }
+
+#[test]
+fn a_manager_killed_mid_run_restarts_with_the_group_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = hetpilot_e2e::free_port();
+    let mut m = Manager::start_on(dir.path(), port, 30.0, &[]);
+    let _a = m.agent_on_node("local", 2, "nodeA");
+    let _b = m.agent_on_node("local", 2, "nodeB");
+    wait_active(&m, 2);
+    let app = submit_parallel(&m, dir.path());
+    running_hosts(dir.path(), 1);
+    m.kill();
+    let m = Manager::start_on(dir.path(), port, 30.0, &[]);
+    // Restored whole: the head's run and the member's kept slots.
+    let view = agents(&m);
+    assert!(view.iter().all(|a| a["free_slots"] == 0), "{view:?}");
+    let members = view.iter().filter(|a| !a["member_of"].is_null()).count();
+    assert_eq!(members, 1, "{view:?}");
+    std::fs::write(dir.path().join("release.1"), "").unwrap();
+    let summary = m.wait_finished(app, LONG);
+    assert_eq!(summary["counts"]["done"], 1, "{summary}");
+    let runs = count(
+        &m,
+        "SELECT COUNT(*) FROM attempts WHERE app_id = ?1",
+        [app as i64],
+    );
+    assert_eq!(runs, 1, "the run went on through the restart");
+    assert_no_slot_held(&m);
+}

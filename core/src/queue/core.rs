@@ -710,15 +710,20 @@ impl Queues {
         let mut changes = vec![Change::Result {
             result: Box::new(result),
         }];
+        let mut dropped = false;
         if let Some(agent) = self.agents.get_mut(&id) {
             if agent.drop_lease(task) {
                 agent.kill.retain(|k| k.task != task);
-                self.end_group_of(id, task);
+                dropped = true;
             }
         }
-        let Some(app) = self.apps.get_mut(&task.app) else {
+        let Some(mut app) = self.apps.get_mut(&task.app) else {
             return changes;
         };
+        if dropped && app.parallel.is_some() {
+            self.end_group_of(id, task);
+            app = self.apps.get_mut(&task.app).expect("looked up above");
+        }
         let slot = app.tasks[task.index as usize];
         if slot.state.is_final() {
             return changes;

@@ -22,6 +22,29 @@ use hetpilot_protocol::resources::ResourceRequest;
 use hetpilot_protocol::{AgentId, AppId};
 use std::collections::BTreeMap;
 
+/// An agent and its slots (or the slots it gives a run).
+type AgentSlots = (AgentId, u32);
+
+/// An agent's turn for a reservation: when its share could start (`u64::MAX`: unknown),
+/// whether it is not the asking agent, its id.
+type Turn = (u64, bool, AgentId);
+
+/// One platform's agents a parallel application may use.
+#[derive(Default)]
+struct PlatformAgents {
+    /// All of them (whether it could ever be placed there).
+    all: Vec<AgentSlots>,
+    /// Those that keep slots for no other reservation, with their turn.
+    free: Vec<(Turn, u32)>,
+}
+
+/// The members chosen on one platform, with when they can all start.
+struct Choice<'a> {
+    /// The start, whether it is not the asking agent's platform, the platform's name.
+    key: (u64, bool, &'a str),
+    members: Vec<AgentSlots>,
+}
+
 /// The slots a run of `size` would ask of an agent with `slots`, as its share is first
 /// guessed (whole nodes: all of them; `procs`: at most the whole run).
 fn share_of(size: ParallelSize, slots: u32) -> u32 {
@@ -46,14 +69,13 @@ impl Queues {
         let asking_platform = self.agents.get(&asking).map(|a| a.platform.clone());
         // Per platform: every agent that may hold it (for placeability), and the free ones
         // with when their share could start.
-        let mut platforms: BTreeMap<&str, (Vec<(AgentId, u32)>, Vec<((u64, bool, AgentId), u32)>)> =
-            BTreeMap::new();
+        let mut platforms: BTreeMap<&str, PlatformAgents> = BTreeMap::new();
         for agent in self.agents.values() {
             if !self.may_hold(agent.id, app) {
                 continue;
             }
             let entry = platforms.entry(agent.platform.as_str()).or_default();
-            entry.0.push((agent.id, agent.slots));
+            entry.all.push((agent.id, agent.slots));
             if self.reservations.holds.contains_key(&agent.id) {
                 continue;
             }
@@ -63,15 +85,15 @@ impl Queues {
             };
             let shadow = easy::shadow_ms(&self.load(agent.id), need, now_ms);
             let key = (shadow.unwrap_or(u64::MAX), agent.id != asking, agent.id);
-            entry.1.push((key, agent.slots));
+            entry.free.push((key, agent.slots));
         }
         let mut placeable = false;
-        let mut best: Option<((u64, bool, &str), Vec<(AgentId, u32)>)> = None;
-        for (platform, (mut all, mut free)) in platforms {
+        let mut best: Option<Choice> = None;
+        for (platform, PlatformAgents { mut all, mut free }) in platforms {
             all.sort_unstable();
             placeable |= choose_members(size, &all).is_some();
             free.sort_unstable();
-            let order: Vec<(AgentId, u32)> = free.iter().map(|(k, s)| (k.2, *s)).collect();
+            let order: Vec<AgentSlots> = free.iter().map(|(k, s)| (k.2, *s)).collect();
             let Some(members) = choose_members(size, &order) else {
                 continue;
             };
@@ -85,8 +107,8 @@ impl Queues {
                 asking_platform.as_deref() != Some(platform),
                 platform,
             );
-            if best.as_ref().is_none_or(|(k, _)| key < *k) {
-                best = Some((key, members));
+            if best.as_ref().is_none_or(|b| key < b.key) {
+                best = Some(Choice { key, members });
             }
         }
         if !placeable {
@@ -94,7 +116,11 @@ impl Queues {
                 .mark_unplaceable(app, self.agent_generation);
             return;
         }
-        let Some(((start, _, _), members)) = best else {
+        let Some(Choice {
+            key: (start, _, _),
+            members,
+        }) = best
+        else {
             return;
         };
         tracing::debug!(%app, members = members.len(), start, "reserved for a parallel task");
