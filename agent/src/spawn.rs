@@ -463,13 +463,20 @@ mod tests {
     }
 
     fn run(a: &Assignment, p: &Prepared) -> (String, i32) {
-        let c = start(a, p, Place::default()).unwrap();
+        run_at(a, p, Place::default())
+    }
+
+    fn run_at(a: &Assignment, p: &Prepared, place: Place) -> (String, i32) {
+        let c = start(a, p, place).unwrap();
         let mut status = 0;
         // SAFETY: c.pid is our child; status is a live local.
         assert_eq!(unsafe { libc::waitpid(c.pid, &mut status, 0) }, c.pid);
+        // A child another test spawned meanwhile may hold the pipe's write end a moment
+        // longer: read in blocking mode, to its end.
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(c.stdout.as_raw_fd(), libc::F_SETFL, 0) };
         let mut out = String::new();
         let mut f = std::fs::File::from(c.stdout);
-        // The child is gone, so the pipe holds all its output; a non-blocking read is fine.
         f.read_to_string(&mut out).unwrap();
         (out, status)
     }
@@ -498,6 +505,33 @@ mod tests {
             )
         );
         assert_eq!(status, 0);
+    }
+
+    #[test]
+    fn a_parallel_run_sees_its_hosts_and_an_app_cannot_set_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let spoof = [
+            ("HETPILOT_NODEFILE", "/etc/passwd"),
+            ("HETPILOT_HOSTS", "evil"),
+            ("HETPILOT_PROCS", "999"),
+        ];
+        let p = Prepared::new(app(&spoof), dir.path(), dir.path());
+        let script = "echo ${HETPILOT_NODEFILE-none} ${HETPILOT_HOSTS-none} ${HETPILOT_PROCS-none}";
+        let mut a = task(&["/bin/sh", "-c", script]);
+        assert_eq!(run(&a, &p).0, "none none none\n", "a run on one agent");
+        a.hosts = ["n1", "n2", "n1"]
+            .map(|h| hetpilot_protocol::parallel::HostSlots {
+                host: h.into(),
+                slots: 2,
+            })
+            .to_vec();
+        let nodefile = dir.path().join("hetpilot-nodefile");
+        let place = Place {
+            nodefile: Some(&nodefile),
+            ..Place::default()
+        };
+        let (out, _) = run_at(&a, &p, place);
+        assert_eq!(out, format!("{} n1,n2 6\n", nodefile.display()));
     }
 
     #[test]
