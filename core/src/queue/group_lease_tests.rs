@@ -269,3 +269,35 @@ fn a_restored_group_holds_its_members_or_is_given_back_when_one_is_gone() {
     assert_no_partial_holds(&r);
     assert_eq!(r.heartbeat(AgentId(1), 11).unwrap().1, vec![at]);
 }
+
+#[test]
+fn a_run_stays_within_one_batch_allocation_when_one_can_hold_it() {
+    // Agents 1 and 2 belong to two different pilots' jobs, 3 and 4 to one job: the run
+    // asked for by agent 1 goes to 3 and 4, which one `srun` can reach.
+    let mut q = Queues::new(60_000);
+    for (id, job) in [(1, "j1"), (2, "j2"), (3, "j3"), (4, "j3")] {
+        let mut a = AgentEntry::new(AgentId(id), "p".into(), format!("n{id}"), 2, 0);
+        a.batch_job_id = Some(job.into());
+        q.insert_agent(a);
+    }
+    add_app(&mut q, 1, spec(1, Some(4), None));
+    assert!(lease(&mut q, 1, 2, 1).is_empty(), "agent 1 is not reserved");
+    let mut reserved = q.reservation(AppId(1)).unwrap().agents.clone();
+    reserved.sort();
+    assert_eq!(reserved, [AgentId(3), AgentId(4)]);
+    let got = lease(&mut q, 4, 2, 2);
+    assert_eq!(got.len(), 1);
+    let hosts: Vec<&str> = got[0].hosts.iter().map(|h| h.host.as_str()).collect();
+    assert_eq!(hosts, ["n4", "n3"], "the asking agent heads it");
+    // With no allocation able to hold it alone, it spans the platform's, the agents free
+    // now first.
+    add_app(&mut q, 2, spec(1, Some(6), None));
+    assert!(
+        lease(&mut q, 1, 2, 3).is_empty(),
+        "3 and 4 still run the first"
+    );
+    let reserved = &q.reservation(AppId(2)).unwrap().agents;
+    assert_eq!(reserved.len(), 3, "{reserved:?}");
+    assert!(reserved.contains(&AgentId(1)) && reserved.contains(&AgentId(2)));
+    assert_no_partial_holds(&q);
+}

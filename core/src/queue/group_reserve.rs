@@ -7,11 +7,13 @@
 //! The members are taken on one platform: its agents share a site (its network and
 //! file systems), so one `mpirun` or `srun` can start ranks on all of them, while the
 //! agents of one pilot's allocation alone would bound a task by one batch job's size.
-//! On each platform the active agents the application may use and that keep slots for
-//! no other reservation are taken in the order they can give their share earliest (by
-//! their held runs' expected ends; the asking agent first on a tie, then the lowest id),
-//! until the task's size is met; the platform whose members can all start earliest wins
-//! (the asking agent's on a tie, then by name).
+//! The agents of one batch allocation (one pilot's group) are preferred whenever they
+//! can hold the run: `srun` reaches only its own allocation's nodes. In each allocation,
+//! then on each platform as a whole, the active agents the application may use and that
+//! keep slots for no other reservation are taken in the order they can give their share
+//! earliest (by their held runs' expected ends; the asking agent first on a tie, then the
+//! lowest id), until the task's size is met; the choice whose members can all start
+//! earliest wins (the asking agent's platform on a tie, then by name).
 
 use super::core::Queues;
 use super::easy::{self, Need};
@@ -38,10 +40,15 @@ struct PlatformAgents {
     free: Vec<(Turn, u32)>,
 }
 
-/// The members chosen on one platform, with when they can all start.
+/// Agents that may hold one run: one batch allocation's (`Some(job)`), or a whole
+/// platform's (`None`).
+type Pool<'a> = (&'a str, Option<&'a str>);
+
+/// The members chosen in one pool, with when they can all start.
 struct Choice<'a> {
-    /// The start, whether it is not the asking agent's platform, the platform's name.
-    key: (u64, bool, &'a str),
+    /// Whether they may span allocations, the start, whether it is not the asking
+    /// agent's platform, the pool.
+    key: (bool, u64, bool, Pool<'a>),
     members: Vec<AgentSlots>,
 }
 
@@ -67,31 +74,41 @@ impl Queues {
     ) {
         let no_request = ResourceRequest::default();
         let asking_platform = self.agents.get(&asking).map(|a| a.platform.clone());
-        // Per platform: every agent that may hold it (for placeability), and the free ones
+        // Per pool: every agent that may hold it (for placeability), and the free ones
         // with when their share could start.
-        let mut platforms: BTreeMap<&str, PlatformAgents> = BTreeMap::new();
+        let mut pools: BTreeMap<Pool, PlatformAgents> = BTreeMap::new();
         for agent in self.agents.values() {
             if !self.may_hold(agent.id, app) {
                 continue;
             }
-            let entry = platforms.entry(agent.platform.as_str()).or_default();
-            entry.all.push((agent.id, agent.slots));
-            if self.reservations.holds.contains_key(&agent.id) {
-                continue;
+            let platform = agent.platform.as_str();
+            let job = agent.batch_job_id.as_deref();
+            let free = !self.reservations.holds.contains_key(&agent.id);
+            let turn = free.then(|| {
+                let need = Need {
+                    cores: share_of(size, agent.slots),
+                    request: &no_request,
+                };
+                let shadow = easy::shadow_ms(&self.load(agent.id), need, now_ms);
+                (shadow.unwrap_or(u64::MAX), agent.id != asking, agent.id)
+            });
+            // Its platform's pool, and its allocation's if a batch job started it.
+            let its_pools =
+                std::iter::once((platform, None)).chain(job.map(|j| (platform, Some(j))));
+            for pool in its_pools {
+                let entry = pools.entry(pool).or_default();
+                entry.all.push((agent.id, agent.slots));
+                if let Some(turn) = turn {
+                    entry.free.push((turn, agent.slots));
+                }
             }
-            let need = Need {
-                cores: share_of(size, agent.slots),
-                request: &no_request,
-            };
-            let shadow = easy::shadow_ms(&self.load(agent.id), need, now_ms);
-            let key = (shadow.unwrap_or(u64::MAX), agent.id != asking, agent.id);
-            entry.free.push((key, agent.slots));
         }
         let mut placeable = false;
         let mut best: Option<Choice> = None;
-        for (platform, PlatformAgents { mut all, mut free }) in platforms {
+        for (pool, PlatformAgents { mut all, mut free }) in pools {
+            let (platform, job) = pool;
             all.sort_unstable();
-            placeable |= choose_members(size, &all).is_some();
+            placeable |= job.is_none() && choose_members(size, &all).is_some();
             free.sort_unstable();
             let order: Vec<AgentSlots> = free.iter().map(|(k, s)| (k.2, *s)).collect();
             let Some(members) = choose_members(size, &order) else {
@@ -103,9 +120,10 @@ impl Queues {
                 .max()
                 .unwrap_or(u64::MAX);
             let key = (
+                job.is_none(),
                 start,
                 asking_platform.as_deref() != Some(platform),
-                platform,
+                pool,
             );
             if best.as_ref().is_none_or(|b| key < b.key) {
                 best = Some(Choice { key, members });
@@ -117,7 +135,7 @@ impl Queues {
             return;
         }
         let Some(Choice {
-            key: (start, _, _),
+            key: (_, start, _, _),
             members,
         }) = best
         else {
