@@ -11,6 +11,8 @@ mod data_checks;
 mod error;
 mod file_listing;
 mod files;
+#[cfg(test)]
+mod group_hold_tests;
 mod history;
 mod parallel_check;
 mod pilot_groups;
