@@ -342,6 +342,30 @@ mod tests {
     }
 
     #[test]
+    fn parallel_sizes_load_and_bad_ones_name_their_line_and_field() {
+        let d = tempfile::tempdir().unwrap();
+        let file = |name: &str, keys: &str| {
+            write(
+                d.path(),
+                name,
+                &format!("command = \"mpirun hello\"\n{keys}\n[tasks]\narray = \"1\"\n"),
+            )
+        };
+        let spec = load(&file("a.toml", "nodes = 2\nprocs = 8")).unwrap();
+        assert_eq!((spec.nodes, spec.procs), (Some(2), Some(8)));
+        let e = load(&file("b.toml", "procs = 0")).unwrap_err().to_string();
+        assert!(e.contains("b.toml:2: field `procs`"), "{e}");
+        let e = load(&file("c.toml", "nodes = 3\nprocs = 4"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("c.toml:3: field `procs`"), "{e}");
+        let e = load(&file("d.toml", "nodes = 2\ngpus = 1"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("d.toml:3: field `gpus`"), "{e}");
+    }
+
+    #[test]
     fn files_are_declared_and_escapes_refused_with_their_line() {
         let d = tempfile::tempdir().unwrap();
         let p = write(
