@@ -301,3 +301,29 @@ fn a_run_stays_within_one_batch_allocation_when_one_can_hold_it() {
     assert!(reserved.contains(&AgentId(1)) && reserved.contains(&AgentId(2)));
     assert_no_partial_holds(&q);
 }
+
+#[test]
+fn a_member_free_now_backfills_runs_that_end_before_the_whole_group_can_start() {
+    // Agent 2 runs a 100 s task until 100 s: the run over both agents starts then. Agent 1,
+    // free now, takes a 5 s task meanwhile, but not a 200 s one.
+    let mut q = Queues::new(60_000);
+    agents(&mut q, &[2, 2]);
+    let mut long = spec(2, None, None);
+    long.timeout_secs = Some(100);
+    add_app(&mut q, 1, long);
+    assert_eq!(lease(&mut q, 2, 2, 1).len(), 2);
+    add_app(&mut q, 2, spec(1, Some(4), None));
+    let mut short = spec(1, None, None);
+    short.timeout_secs = Some(5);
+    add_app(&mut q, 3, short);
+    let mut longer = spec(1, None, None);
+    longer.timeout_secs = Some(200);
+    add_app(&mut q, 4, longer);
+    let got = lease(&mut q, 1, 2, 1_000);
+    let mut reserved = q.reservation(AppId(2)).unwrap().agents.clone();
+    reserved.sort();
+    assert_eq!(reserved, [AgentId(1), AgentId(2)]);
+    let apps: Vec<AppId> = got.iter().map(|a| a.task.app).collect();
+    assert_eq!(apps, [AppId(3)], "only the short run backfills");
+    assert_no_partial_holds(&q);
+}

@@ -10,7 +10,9 @@
 //! reservation, where it fits earliest by the held runs' expected ends (the pulling agent
 //! first on a tie, then the lowest id). The agent then leases the reserved task as soon
 //! as it has room for it, and meanwhile leases another task only if that does not move the
-//! reservation's start later (see `queue::easy`). A reservation ends when its task is
+//! reservation's start later (see `queue::easy`); on an agent of a parallel task's
+//! reservation, if it does not make that agent's share ready later than the run's start,
+//! the latest of its agents' shadow times. A reservation ends when its task is
 //! leased there, when its application has no ready task left, or when its agent leaves;
 //! the next lease then makes the next one. A task of a reserved application leased
 //! elsewhere does not move the reservation: the next ready task inherits it.
@@ -373,7 +375,31 @@ impl Queues {
             cores: hold.cores,
             request: &hold.request,
         };
+        if self
+            .apps
+            .get(&hold.app)
+            .is_some_and(|a| a.parallel.is_some())
+        {
+            let start = self.group_start_ms(hold.app, now_ms);
+            return easy::delays_past(&self.load(id), need, candidate, now_ms, start);
+        }
         easy::delays(&self.load(id), need, candidate, now_ms)
+    }
+
+    /// When a parallel application's reserved run could start: the latest of its agents'
+    /// shadow times for their shares (`None`: after some run with no expected end).
+    fn group_start_ms(&self, app: AppId, now_ms: u64) -> Option<u64> {
+        let r = self.reservations.by_app.get(&app)?;
+        let mut start = now_ms;
+        for a in &r.agents {
+            let hold = self.reservations.holds.get(a)?;
+            let need = Need {
+                cores: hold.cores,
+                request: &hold.request,
+            };
+            start = start.max(easy::shadow_ms(&self.load(*a), need, now_ms)?);
+        }
+        Some(start)
     }
 
     /// After a task of `app` was leased to `id`: the reservation it used ends, as does
