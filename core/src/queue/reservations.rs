@@ -23,7 +23,8 @@
 //!
 //! Cost: with no wide application waiting a lease pays one emptiness check; with one, a
 //! pass over the wide applications, and a shadow computation on agents that hold a
-//! reservation (their held runs, sorted). Choosing an agent for a new reservation is a
+//! reservation (their held runs, sorted; one per agent of the reservation on the agents of
+//! a parallel task's, for its start). Choosing an agent for a new reservation is a
 //! shadow computation per active agent, once per reserved task (an application no agent
 //! may run is not retried until the set of agents changes).
 
