@@ -408,21 +408,41 @@ impl Executor {
         };
         // A sandboxed task without files still runs in a run directory of its own: the only
         // place it may write.
+        // So does a parallel run, for its host file.
+        let parallel = !a.hosts.is_empty();
         let scratch = match (&self.sandbox, &files) {
             (Some(_), None) => match self.scratch_dir(&a, &app) {
                 Ok(dir) => Some(dir),
                 Err(reason) => return self.finish(st, at, None, Some(reason)),
             },
+            (None, None) if parallel => {
+                match crate::work_dir::fresh_run_dir(&self.work_dir.join("runs"), &a) {
+                    Ok(dir) => Some(dir),
+                    Err(reason) => return self.finish(st, at, None, Some(reason)),
+                }
+            }
             _ => None,
+        };
+        let run_dir = files.as_ref().map(|f| f.dir.clone()).or(scratch.clone());
+        let nodefile = match run_dir.as_deref().filter(|_| parallel) {
+            Some(dir) => match crate::nodefile::write(dir, &a.hosts) {
+                Ok(path) => Some(path),
+                Err(reason) => return self.finish(st, at, None, Some(reason)),
+            },
+            None => None,
+        };
+        // A parallel run made a run directory only for its host file keeps the
+        // application's working directory, if it names one.
+        let cwd_dir = match (&files, &self.sandbox) {
+            (None, None) if app.runtime.workdir.is_some() => None,
+            _ => run_dir.as_deref(),
         };
         {
             let started_at_ms = runner::unix_ms();
             let started = Instant::now();
             let place = Place {
-                run_dir: files
-                    .as_ref()
-                    .map(|f| f.dir.as_path())
-                    .or(scratch.as_deref()),
+                run_dir: cwd_dir,
+                nodefile: nodefile.as_deref(),
                 sandbox: self.sandbox.as_deref(),
                 gpus: Some(&self.gpus),
                 read_only: files.as_ref().map_or(&[][..], |f| &f.read_only),

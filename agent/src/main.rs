@@ -20,6 +20,7 @@ mod emulate;
 mod executor;
 mod gpu;
 mod held;
+mod nodefile;
 mod output;
 mod output_dir;
 mod reporter;

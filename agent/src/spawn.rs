@@ -17,13 +17,16 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// Variables set per task; they override the application's environment.
-const PER_TASK: [&str; 6] = [
+const PER_TASK: [&str; 9] = [
     "HETPILOT_TASK",
     "HETPILOT_APP",
     "HETPILOT_INDEX",
     "HETPILOT_ATTEMPT",
     "HETPILOT_INPUT",
     "HETPILOT_CORES",
+    "HETPILOT_NODEFILE",
+    "HETPILOT_HOSTS",
+    "HETPILOT_PROCS",
 ];
 
 /// An application's runtime with what every one of its tasks shares, built once.
@@ -187,6 +190,31 @@ pub struct Place<'a> {
     pub read_only: &'a [PathBuf],
     /// The agent's GPUs, which the task is bound to (none: it sees no GPU).
     pub gpus: Option<&'a Inventory>,
+    /// A parallel run's host file (see [`parallel_env`]).
+    pub nodefile: Option<&'a Path>,
+}
+
+/// A parallel run's variables: `HETPILOT_NODEFILE` (its host file), `HETPILOT_HOSTS`
+/// (the hosts, comma-separated, in the file's order) and `HETPILOT_PROCS` (its slots in
+/// all); none for a run on this agent alone.
+fn parallel_env(a: &Assignment, nodefile: Option<&Path>) -> Vec<Vec<u8>> {
+    let Some(path) = nodefile.filter(|_| !a.hosts.is_empty()) else {
+        return Vec::new();
+    };
+    let mut hosts: Vec<&str> = Vec::with_capacity(a.hosts.len());
+    for h in &a.hosts {
+        if !hosts.contains(&h.host.as_str()) {
+            hosts.push(&h.host);
+        }
+    }
+    let procs: u64 = a.hosts.iter().map(|h| u64::from(h.slots)).sum();
+    let mut file = b"HETPILOT_NODEFILE=".to_vec();
+    file.extend_from_slice(path.as_os_str().as_bytes());
+    vec![
+        file,
+        format!("HETPILOT_HOSTS={}", hosts.join(",")).into_bytes(),
+        format!("HETPILOT_PROCS={procs}").into_bytes(),
+    ]
 }
 
 /// Starts task `a` of application `app` at `place`; errors are "could not start" reasons.
@@ -236,6 +264,11 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
         envp.push(kv.as_ref().map_err(Clone::clone)?);
     }
     envp.extend(gpu_env.iter().map(CString::as_c_str));
+    let parallel = parallel_env(a, place.nodefile)
+        .into_iter()
+        .map(|kv| cstring(kv, "the parallel run's hosts"))
+        .collect::<Result<Vec<_>, _>>()?;
+    envp.extend(parallel.iter().map(CString::as_c_str));
     let argp: Vec<&CStr> = argv.iter().map(CString::as_c_str).collect();
     // A bare name searches the application's PATH, else the agent's (as execvp would).
     let searched = match (&app.path, program.contains('/')) {
@@ -425,17 +458,25 @@ mod tests {
             files: None,
             cores: None,
             resources: Default::default(),
+            hosts: Vec::new(),
         }
     }
 
     fn run(a: &Assignment, p: &Prepared) -> (String, i32) {
-        let c = start(a, p, Place::default()).unwrap();
+        run_at(a, p, Place::default())
+    }
+
+    fn run_at(a: &Assignment, p: &Prepared, place: Place) -> (String, i32) {
+        let c = start(a, p, place).unwrap();
         let mut status = 0;
         // SAFETY: c.pid is our child; status is a live local.
         assert_eq!(unsafe { libc::waitpid(c.pid, &mut status, 0) }, c.pid);
+        // A child another test spawned meanwhile may hold the pipe's write end a moment
+        // longer: read in blocking mode, to its end.
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(c.stdout.as_raw_fd(), libc::F_SETFL, 0) };
         let mut out = String::new();
         let mut f = std::fs::File::from(c.stdout);
-        // The child is gone, so the pipe holds all its output; a non-blocking read is fine.
         f.read_to_string(&mut out).unwrap();
         (out, status)
     }
@@ -464,6 +505,33 @@ mod tests {
             )
         );
         assert_eq!(status, 0);
+    }
+
+    #[test]
+    fn a_parallel_run_sees_its_hosts_and_an_app_cannot_set_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let spoof = [
+            ("HETPILOT_NODEFILE", "/etc/passwd"),
+            ("HETPILOT_HOSTS", "evil"),
+            ("HETPILOT_PROCS", "999"),
+        ];
+        let p = Prepared::new(app(&spoof), dir.path(), dir.path());
+        let script = "echo ${HETPILOT_NODEFILE-none} ${HETPILOT_HOSTS-none} ${HETPILOT_PROCS-none}";
+        let mut a = task(&["/bin/sh", "-c", script]);
+        assert_eq!(run(&a, &p).0, "none none none\n", "a run on one agent");
+        a.hosts = ["n1", "n2", "n1"]
+            .map(|h| hetpilot_protocol::parallel::HostSlots {
+                host: h.into(),
+                slots: 2,
+            })
+            .to_vec();
+        let nodefile = dir.path().join("hetpilot-nodefile");
+        let place = Place {
+            nodefile: Some(&nodefile),
+            ..Place::default()
+        };
+        let (out, _) = run_at(&a, &p, place);
+        assert_eq!(out, format!("{} n1,n2 6\n", nodefile.display()));
     }
 
     #[test]

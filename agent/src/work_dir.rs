@@ -147,6 +147,7 @@ mod tests {
             files: None,
             cores: None,
             resources: Default::default(),
+            hosts: Vec::new(),
         };
         let runs = t.path().join("runs");
         let stale = runs.join("app-5/task-2.3");

@@ -59,7 +59,8 @@ wait_for() {
 
 # ------------------------------------------------------------------ packages
 # chromium + chromium-driver: the dashboard's browser test (tests/tests/dashboard_browser.rs)
-PKGS="munge slurmctld slurmd slurm-client slurm-wlm-torque openssh-server openssh-client libssl-dev pkg-config bubblewrap chromium chromium-driver"
+# openmpi-bin: the parallel-task MPI test (tests/tests/parallel_lab.rs, `mpirun.openmpi`)
+PKGS="munge slurmctld slurmd slurm-client slurm-wlm-torque openssh-server openssh-client libssl-dev pkg-config bubblewrap chromium chromium-driver openmpi-bin"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
@@ -81,6 +82,12 @@ if [ -n "$missing" ]; then
     || die "apt-get install$missing failed"
   [ "$made_policy" = 0 ] || rm -f /usr/sbin/policy-rc.d
   log "packages installed"
+fi
+
+# Open MPI takes over `mpirun`/`mpiexec` (higher priority); the lab's stay Slurm's torque
+# wrappers, as before it was installed (its tests call `mpirun.openmpi`).
+if [ -x /usr/bin/mpiexec.slurm ] && [ "$(readlink -f /usr/bin/mpirun)" != /usr/bin/mpiexec.slurm ]; then
+  update-alternatives --quiet --set mpirun /usr/bin/mpiexec.slurm
 fi
 
 mkdir -p "$LAB"/{etc,state/ctld,state/d,state/pbs,log,run,ssh,pilots,manager,dev,gpu/bin}

@@ -602,6 +602,8 @@ mod tests {
             dag: Some(dag(&[&[], &[0]])),
             gpus: None,
             resources: Default::default(),
+            nodes: None,
+            procs: None,
         };
         let err = spec.validate().unwrap_err().to_string();
         assert!(err.starts_with("field `data_intensive`"), "{err}");

@@ -17,6 +17,7 @@ pub mod file_listing;
 pub mod files;
 mod ids;
 pub mod listing;
+pub mod parallel;
 pub mod pilots;
 pub mod protocol;
 pub mod resource_fields;

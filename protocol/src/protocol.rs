@@ -188,6 +188,9 @@ pub struct Assignment {
     /// The GPUs (or GPU shares) and named counts this run was granted.
     #[serde(default, skip_serializing_if = "ResourceGrant::is_empty")]
     pub resources: ResourceGrant,
+    /// A parallel run's hosts, this agent's first (empty: a run on this agent alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::parallel::HostSlots>,
 }
 
 /// The answer to a pull.
@@ -533,6 +536,10 @@ pub struct AttemptRecord {
     /// The devices (or share of one) and counts the run was granted besides cores.
     #[serde(default, skip_serializing_if = "ResourceGrant::is_empty")]
     pub resources: ResourceGrant,
+    /// A parallel run's hosts with their slots, the head (`host`) first; empty for a
+    /// run on one agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::parallel::HostSlots>,
 }
 
 /// One task as listed (`GET /v1/apps/{app}/tasks`).
@@ -633,6 +640,13 @@ pub struct AgentInfo {
     /// time may still take them).
     #[serde(default)]
     pub reserved_idle_slots: u32,
+    /// Slots free now as the manager counts them: its slots less those its runs hold and
+    /// those it keeps for other agents' parallel runs.
+    #[serde(default)]
+    pub free_slots: u32,
+    /// The parallel runs whose slots it keeps while another agent (their head) runs them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub member_of: Vec<TaskRef>,
 }
 
 /// `POST /v1/users` (admin).

@@ -142,6 +142,14 @@ pub struct AppSpec {
         deserialize_with = "crate::resource_fields::de_named"
     )]
     pub resources: BTreeMap<String, ResourceAmount>,
+    /// A parallel task's whole nodes: each run holds this many agents with all their
+    /// slots (see [`crate::parallel`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u64>,
+    /// A parallel task's processors: each run holds this many slots over as many agents
+    /// of one platform as it takes (with `nodes`: `procs / nodes` on each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub procs: Option<u64>,
 }
 
 /// Why an application was refused; nothing is stored when this is returned.
@@ -234,6 +242,7 @@ impl AppSpec {
         }
         let template = Template::parse(&self.command, &self.tasks.inputs())?;
         self.resource_request()?;
+        crate::parallel::size_of(self)?;
         self.check_files()?;
         if let Some(dag) = &self.dag {
             let TaskSource::Lines(names) = &self.tasks else {
@@ -386,7 +395,39 @@ mod tests {
             dag: None,
             gpus: None,
             resources: BTreeMap::new(),
+            nodes: None,
+            procs: None,
         }
+    }
+
+    #[test]
+    fn parallel_sizes_out_of_range_or_inconsistent_are_refused_naming_the_field() {
+        let with = |nodes: Option<u64>, procs: Option<u64>| {
+            let mut s = spec(TaskSource::Array { start: 0, end: 0 });
+            s.nodes = nodes;
+            s.procs = procs;
+            s
+        };
+        let err = |s: AppSpec| s.validate().unwrap_err().to_string();
+        assert!(err(with(None, Some(0))).starts_with("field `procs`: must be at least 1"));
+        assert!(err(with(Some(0), None)).starts_with("field `nodes`"));
+        assert!(err(with(None, Some(1 << 40))).starts_with("field `procs`: 1099511627776"));
+        assert!(err(with(Some(1 << 40), None)).starts_with("field `nodes`"));
+        assert!(err(with(Some(3), Some(4))).starts_with("field `procs`: 4 processors"));
+        let mut gpus = with(Some(2), None);
+        gpus.gpus = ResourceAmount::whole(1);
+        assert!(err(gpus).starts_with("field `gpus`"));
+        let mut cores = with(None, Some(4));
+        cores.cores = 2;
+        assert!(err(cores).starts_with("field `cores`"));
+        assert_eq!(
+            crate::parallel::size_of(&with(Some(2), Some(8))),
+            Ok(Some(crate::parallel::ParallelSize::NodesOf {
+                nodes: 2,
+                per_node: 4
+            }))
+        );
+        assert!(with(None, Some(4)).validate().is_ok());
     }
 
     #[test]

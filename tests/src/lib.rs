@@ -238,6 +238,21 @@ impl Manager {
         )
     }
 
+    /// Starts an agent of `platform` with `slots` slots that registers as node `node`
+    /// (Slurm's node name, `SLURMD_NODENAME`, which agents prefer to the host name).
+    pub fn agent_on_node(&self, platform: &str, slots: u32, node: &str) -> Agent {
+        let token = self.agent_token(platform);
+        Agent::start_env(
+            &self.url,
+            platform,
+            &token,
+            slots,
+            &self.dir.join(format!("agent-{}", free_port())),
+            &[],
+            &[("SLURMD_NODENAME", node)],
+        )
+    }
+
     /// Runs the `hetpilot` CLI against this manager as admin.
     pub fn cli(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(bin("hetpilot"));
@@ -351,6 +366,19 @@ impl Agent {
         work_dir: &Path,
         extra: &[&str],
     ) -> Agent {
+        Agent::start_env(url, platform, token, slots, work_dir, extra, &[])
+    }
+
+    /// [`Agent::start`] with extra environment variables.
+    pub fn start_env(
+        url: &str,
+        platform: &str,
+        token: &str,
+        slots: u32,
+        work_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Agent {
         Agent::start_program(
             &bin("hetpilot-agent"),
             url,
@@ -359,10 +387,12 @@ impl Agent {
             slots,
             work_dir,
             extra,
+            env,
         )
     }
 
-    /// [`Agent::start`] with the agent binary `program` (another build's).
+    /// [`Agent::start_env`] with the agent binary `program` (another build's).
+    #[allow(clippy::too_many_arguments)]
     pub fn start_program(
         program: &Path,
         url: &str,
@@ -371,6 +401,7 @@ impl Agent {
         slots: u32,
         work_dir: &Path,
         extra: &[&str],
+        env: &[(&str, &str)],
     ) -> Agent {
         std::fs::create_dir_all(work_dir).unwrap();
         let log = std::fs::File::create(work_dir.join("agent.log")).unwrap();
@@ -388,6 +419,7 @@ impl Agent {
             .args(extra)
             .env("HETPILOT_AGENT_TOKEN", token)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

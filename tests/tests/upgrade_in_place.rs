@@ -61,6 +61,7 @@ fn a_manager_upgraded_in_place_while_agents_run_loses_no_task() {
                 2,
                 &dir.path().join(format!("agent-{i}")),
                 &[],
+                &[],
             )
         })
         .collect();

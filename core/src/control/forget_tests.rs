@@ -29,6 +29,8 @@ fn array(name: &str, n: u64) -> AppSpec {
         dag: None,
         gpus: None,
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     }
 }
 

@@ -154,8 +154,10 @@ impl Control {
         self.policy.scheduling
     }
 
-    /// Restores the applications and agents the store recorded, and the resources each
-    /// held task was granted (start-up only, before any event).
+    /// Restores the applications and agents the store recorded, the resources each
+    /// held task was granted and the agents of each parallel run under way (start-up
+    /// only, before any event). A parallel run with a member gone is not restored half:
+    /// it goes back to its queue, and the changes saying so are returned to be stored.
     pub fn restore(
         &mut self,
         apps: Vec<crate::queue::AppEntry>,
@@ -164,7 +166,9 @@ impl Control {
             hetpilot_protocol::TaskRef,
             hetpilot_protocol::resources::ResourceGrant,
         >,
-    ) {
+        groups: Vec<(TaskAttempt, Vec<crate::queue::Member>)>,
+        now_ms: u64,
+    ) -> Vec<Change> {
         for app in apps {
             self.queues.insert_app(app);
         }
@@ -173,6 +177,7 @@ impl Control {
         }
         self.queues.reattach_leases(grants);
         self.journal.restored();
+        self.queues.restore_groups(groups, now_ms)
     }
 
     /// The profiled platforms' staging numbers and how far the provisioner may grow them.

@@ -25,6 +25,8 @@ fn app(name: &str, n: u64, gpus: Option<f64>) -> AppSpec {
         dag: None,
         gpus: gpus.map(|g| ResourceAmount::parse(g).unwrap()),
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     }
 }
 

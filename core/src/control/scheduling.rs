@@ -507,6 +507,8 @@ mod tests {
             dag: None,
             gpus: None,
             resources: Default::default(),
+            nodes: None,
+            procs: None,
         };
         let template = spec.validate().unwrap();
         AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

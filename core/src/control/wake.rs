@@ -36,7 +36,7 @@ impl Wake {
         let mut wake = Wake::default();
         for change in changes {
             match change {
-                Change::Leased { .. } | Change::Started { .. } => {}
+                Change::Leased { .. } | Change::GroupLeased { .. } | Change::Started { .. } => {}
                 // Back in its queue (a retry, a lost agent's or a given-back lease).
                 Change::TaskState {
                     state: TaskState::Waiting,

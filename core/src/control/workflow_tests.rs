@@ -38,6 +38,8 @@ fn workflow(name: &str, tasks: Vec<DagTask>) -> AppSpec {
         dag: Some(DagSpec { tasks }),
         gpus: None,
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     }
 }
 

@@ -87,6 +87,10 @@ pub struct AppEntry {
     /// What each task asks for besides cores and memory (a workflow task may ask for its
     /// own, see [`AppEntry::task_request`]).
     pub request: ResourceRequest,
+    /// A parallel task's size (`nodes` / `procs`); `None`: each run on one agent.
+    pub parallel: Option<hetpilot_protocol::parallel::ParallelSize>,
+    /// The agents of each parallel run under way, by task index.
+    pub(crate) groups: std::collections::HashMap<u64, super::group_lease::GroupLease>,
 }
 
 impl AppEntry {
@@ -123,6 +127,7 @@ impl AppEntry {
         let runtime = runtime_of(id, &owner, &spec);
         // `spec.validate()` checked it; were it unfit anyway, the tasks ask for nothing.
         let request = spec.resource_request().unwrap_or_default();
+        let parallel = hetpilot_protocol::parallel::size_of(&spec).ok().flatten();
         let data_intensive = spec.data_intensive;
         let inputs = match spec.tasks {
             TaskSource::Lines(lines) => {
@@ -149,6 +154,7 @@ impl AppEntry {
             vec![slot; n as usize],
         );
         app.request = request;
+        app.parallel = parallel;
         // `spec.validate()` checked the DAG; were it unfit anyway, no task runs out of order.
         if app.attach_dag(dag).is_err() {
             app.cancelled = true;
@@ -183,6 +189,8 @@ impl AppEntry {
         app.request = spec
             .resource_request()
             .map_err(|e| format!("stored resource request: {e}"))?;
+        app.parallel = hetpilot_protocol::parallel::size_of(&spec)
+            .map_err(|e| format!("stored parallel size: {e}"))?;
         app.attach_dag(dag)?;
         Ok(app)
     }
@@ -216,6 +224,8 @@ impl AppEntry {
             lost_attempts: 0,
             dag: None,
             request: ResourceRequest::default(),
+            parallel: None,
+            groups: std::collections::HashMap::new(),
         };
         app.rebuild_index();
         app
@@ -296,6 +306,10 @@ impl AppEntry {
     /// The cores the current or last lease of task `index` takes: a workflow task's own
     /// (its allocation if moldable), else the application's.
     pub fn held_cores(&self, index: u64) -> u32 {
+        if self.parallel.is_some() {
+            // The head's share of a parallel run.
+            return self.groups.get(&index).map_or(1, |g| g.members[0].slots);
+        }
         match &self.dag {
             Some(dag) => dag.held_cores(index, self.runtime.cores),
             None => self.runtime.cores,

@@ -18,6 +18,13 @@ pub enum Change {
         /// The GPUs and named counts the run was granted (empty for most runs).
         resources: ResourceGrant,
     },
+    /// A parallel task's run was leased to a group of agents (after its `Leased`).
+    GroupLeased {
+        /// The task and attempt.
+        at: TaskAttempt,
+        /// The agents, the head (which runs it) first.
+        members: Vec<super::group_lease::Member>,
+    },
     /// The agent started the task.
     Started {
         /// The task and attempt that started.

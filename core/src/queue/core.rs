@@ -73,6 +73,8 @@ pub struct AgentEntry {
     pub(crate) pool: ResourcePool,
     /// What each held task was granted from the pool (only non-empty grants).
     pub(crate) grants: HashMap<TaskRef, ResourceGrant>,
+    /// Slots it keeps busy for other agents' parallel runs (see `queue::group_lease`).
+    pub(crate) member_of: Vec<super::group_lease::MemberHold>,
 }
 
 impl AgentEntry {
@@ -95,6 +97,7 @@ impl AgentEntry {
             drain_ordered: false,
             pool: ResourcePool::default(),
             grants: HashMap::new(),
+            member_of: Vec::new(),
         }
     }
 
@@ -382,7 +385,12 @@ impl Queues {
         if agent.state == AgentState::Draining {
             return Ok(batch);
         }
-        let mut remaining = max_slots;
+        // Slots kept for other agents' parallel runs look free to the agent itself.
+        let mut remaining = if agent.member_of.is_empty() {
+            max_slots
+        } else {
+            max_slots.min(self.free_slots(id))
+        };
         self.lease_reserved(id, &mut remaining, now_ms, &mut batch);
         let plan = std::mem::take(&mut self.plan);
         self.lease_planned(id, &plan, &mut remaining, now_ms, &mut batch);
@@ -514,7 +522,8 @@ impl Queues {
     pub(super) fn free_slots(&self, id: AgentId) -> u32 {
         let agent = &self.agents[&id];
         let held: u32 = agent.held.keys().map(|t| self.held_cores(*t)).sum();
-        agent.slots.saturating_sub(held)
+        let kept: u32 = agent.member_of.iter().map(|h| h.slots).sum();
+        agent.slots.saturating_sub(held).saturating_sub(kept)
     }
 
     /// Whether a task of multi-core `app` may go to agent `id`: the agent is on the
@@ -547,7 +556,8 @@ impl Queues {
         if app.dag.is_some() {
             return self.lease_workflow_task(id, app_id, remaining, now_ms, batch);
         }
-        if app.cancelled || app.runtime.cores > *remaining {
+        // A parallel task is leased only to its reservation's agents, all at once.
+        if app.cancelled || app.runtime.cores > *remaining || app.parallel.is_some() {
             return 0;
         }
         if let Some(user) = &self.agents[&id].only_user {
@@ -624,6 +634,7 @@ impl Queues {
             files: app.task_files(index),
             cores: app.dag.is_some().then_some(cores),
             resources: grant.clone(),
+            hosts: Vec::new(),
         });
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
         agent.held.insert(task, batch.lease_ms);
@@ -699,14 +710,20 @@ impl Queues {
         let mut changes = vec![Change::Result {
             result: Box::new(result),
         }];
+        let mut dropped = false;
         if let Some(agent) = self.agents.get_mut(&id) {
             if agent.drop_lease(task) {
                 agent.kill.retain(|k| k.task != task);
+                dropped = true;
             }
         }
-        let Some(app) = self.apps.get_mut(&task.app) else {
+        let Some(mut app) = self.apps.get_mut(&task.app) else {
             return changes;
         };
+        if dropped && app.parallel.is_some() {
+            self.end_group_of(id, task);
+            app = self.apps.get_mut(&task.app).expect("looked up above");
+        }
         let slot = app.tasks[task.index as usize];
         if slot.state.is_final() {
             return changes;
@@ -820,10 +837,14 @@ impl Queues {
         for task in &held {
             agent.drop_lease(*task);
         }
+        for task in &held {
+            self.end_group_of(id, *task);
+        }
         if was_active {
             self.agent_left(id);
         }
-        let mut changes = self.give_back(id, &held, reason, now_ms);
+        let mut changes = self.lose_member(id, now_ms);
+        changes.extend(self.give_back(id, &held, reason, now_ms));
         changes.push(Change::AgentEnded {
             agent: id,
             state: state.as_str(),
@@ -835,7 +856,20 @@ impl Queues {
     /// Ends the current attempts of `tasks` (held by `id`) without a result: lost to the
     /// infrastructure, not to the task, so each goes back to its queue and the attempt is
     /// counted apart from `max_attempts`.
-    fn give_back(
+    /// Agent `id`'s lease of `task` ended: if it headed a parallel run, the group ends.
+    fn end_group_of(&mut self, id: AgentId, task: TaskRef) {
+        let heads = self
+            .apps
+            .get(&task.app)
+            .filter(|a| a.parallel.is_some())
+            .and_then(|a| a.groups.get(&task.index))
+            .is_some_and(|g| g.members[0].agent == id);
+        if heads {
+            self.end_group(task);
+        }
+    }
+
+    pub(super) fn give_back(
         &mut self,
         id: AgentId,
         tasks: &[TaskRef],
@@ -898,6 +932,9 @@ impl Queues {
         missing.sort();
         for task in &missing {
             agent.drop_lease(*task);
+        }
+        for task in &missing {
+            self.end_group_of(id, *task);
         }
         Ok(self.give_back(id, &missing, "the lease never reached the agent", now_ms))
     }

@@ -35,6 +35,8 @@ fn workflow(tasks: &[(u32, f64)]) -> AppSpec {
         }),
         gpus: None,
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     }
 }
 

@@ -36,6 +36,8 @@ fn workflow(parents: &[&[u32]], runtimes: &[f64], max_attempts: u32) -> AppSpec 
         }),
         gpus: None,
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     }
 }
 

@@ -150,6 +150,30 @@ pub(crate) fn delays(
     shadow_ms(&after, need, now_ms).is_none_or(|s| s > shadow)
 }
 
+/// Whether leasing `candidate` to the agent now would make `need` fit there later than
+/// `start_ms`: the start of a reservation spanning several agents (the latest of their
+/// shadow times), which this agent's share need not meet any earlier. `load` as for
+/// [`delays`]. Always true while the reservation has no start time.
+pub(crate) fn delays_past(
+    load: &AgentLoad<'_>,
+    need: Need<'_>,
+    candidate: HeldRun<'_>,
+    now_ms: u64,
+    start_ms: Option<u64>,
+) -> bool {
+    let Some(start) = start_ms else {
+        return true;
+    };
+    let mut runs = load.runs.clone();
+    runs.push(candidate);
+    let after = AgentLoad {
+        slots: load.slots,
+        pool: load.pool,
+        runs,
+    };
+    shadow_ms(&after, need, now_ms).is_none_or(|s| s > start)
+}
+
 #[cfg(test)]
 #[path = "easy_tests.rs"]
 mod tests;

@@ -10,6 +10,8 @@ mod dag_lease;
 mod easy;
 mod forget;
 mod gpu_reserve;
+mod group_lease;
+mod group_reserve;
 mod partitions;
 mod plan;
 mod reservations;
@@ -23,6 +25,7 @@ pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportEr
 pub use dag::DagState;
 pub use dag_lease::PLAN_WAIT_MS;
 pub use forget::{ForgetError, OwnerTasks};
+pub use group_lease::{GroupLease, Member};
 pub use partitions::Partitions;
 pub(crate) use plan::{LeasePlan, PlatformPlan};
 pub use reservations::{Hold, Reservation};
@@ -33,6 +36,8 @@ pub use staging::{StagingDue, StagingRequest};
 mod dag_lease_tests;
 #[cfg(test)]
 mod dag_tests;
+#[cfg(test)]
+mod group_lease_tests;
 #[cfg(test)]
 mod reservation_tests;
 #[cfg(test)]

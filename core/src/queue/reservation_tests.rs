@@ -27,6 +27,8 @@ fn spec(n: u64, cores: u32, timeout_secs: Option<u64>) -> AppSpec {
         dag: None,
         gpus: None,
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     }
 }
 

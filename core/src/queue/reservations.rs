@@ -10,17 +10,21 @@
 //! reservation, where it fits earliest by the held runs' expected ends (the pulling agent
 //! first on a tie, then the lowest id). The agent then leases the reserved task as soon
 //! as it has room for it, and meanwhile leases another task only if that does not move the
-//! reservation's start later (see `queue::easy`). A reservation ends when its task is
+//! reservation's start later (see `queue::easy`); on an agent of a parallel task's
+//! reservation, if it does not make that agent's share ready later than the run's start,
+//! the latest of its agents' shadow times. A reservation ends when its task is
 //! leased there, when its application has no ready task left, or when its agent leaves;
 //! the next lease then makes the next one. A task of a reserved application leased
 //! elsewhere does not move the reservation: the next ready task inherits it.
 //!
-//! A reservation lists its agents with what each keeps, so a task spanning several agents
-//! can hold all of them; today every reservation has one agent.
+//! A reservation lists its agents with what each keeps: a parallel task's (`nodes` /
+//! `procs`, see `queue::group_reserve`) holds several agents, and is leased only through
+//! it, whether or not reservations are on for tasks on one node.
 //!
 //! Cost: with no wide application waiting a lease pays one emptiness check; with one, a
 //! pass over the wide applications, and a shadow computation on agents that hold a
-//! reservation (their held runs, sorted). Choosing an agent for a new reservation is a
+//! reservation (their held runs, sorted; one per agent of the reservation on the agents of
+//! a parallel task's, for its start). Choosing an agent for a new reservation is a
 //! shadow computation per active agent, once per reserved task (an application no agent
 //! may run is not retried until the set of agents changes).
 
@@ -58,8 +62,8 @@ pub struct Reservation {
 pub(crate) struct Reservations {
     /// Whether wide tasks get reservations (`[scheduler] reservations`).
     pub(crate) enabled: bool,
-    by_app: BTreeMap<AppId, Reservation>,
-    holds: HashMap<AgentId, Hold>,
+    pub(super) by_app: BTreeMap<AppId, Reservation>,
+    pub(super) holds: HashMap<AgentId, Hold>,
     /// Wide applications not known to have ended.
     wide: BTreeSet<AppId>,
     /// Wide applications no agent may run, with the agent generation that found it.
@@ -81,6 +85,11 @@ impl Reservations {
                 self.holds.remove(&a);
             }
         }
+    }
+
+    /// Notes that no agent may run `app` while the agents are those of `generation`.
+    pub(super) fn mark_unplaceable(&mut self, app: AppId, generation: u64) {
+        self.unplaceable.insert(app, generation);
     }
 
     /// Forgets `app` entirely (it ended and was forgotten).
@@ -119,11 +128,8 @@ impl Queues {
         let Some(a) = self.apps.get(&app) else {
             return;
         };
-        if self.reservations.enabled
-            && a.dag.is_none()
-            && !a.has_ended()
-            && is_wide(a.runtime.cores, &a.request)
-        {
+        let wide = self.reservations.enabled && is_wide(a.runtime.cores, &a.request);
+        if (wide || a.parallel.is_some()) && a.dag.is_none() && !a.has_ended() {
             self.reservations.wide.insert(app);
         }
     }
@@ -153,7 +159,7 @@ impl Queues {
         now_ms: u64,
         batch: &mut LeaseBatch,
     ) {
-        if !self.reservations.enabled || self.reservations.wide.is_empty() {
+        if self.reservations.wide.is_empty() {
             return;
         }
         self.refresh_reservations(id, now_ms);
@@ -161,7 +167,9 @@ impl Queues {
             return;
         };
         let (app, cores) = (hold.app, hold.cores);
-        if cores <= self.free_slots(id) {
+        if self.apps.get(&app).is_some_and(|a| a.parallel.is_some()) {
+            self.lease_group(id, app, remaining, now_ms, batch);
+        } else if cores <= self.free_slots(id) {
             // The slots are free now, as the manager counts them (every task the agent holds
             // counts until reported). A pull parked since before they freed asks for fewer
             // than the wide task needs and cannot grow: it gets the task all the same.
@@ -208,7 +216,7 @@ impl Queues {
 
     /// Whether agent `id` may ever run a task of `app` (its owner, its TLPA platform,
     /// enough slots and resources in all).
-    fn may_hold(&self, id: AgentId, app: AppId) -> bool {
+    pub(super) fn may_hold(&self, id: AgentId, app: AppId) -> bool {
         let (Some(agent), Some(a)) = (self.agents.get(&id), self.apps.get(&app)) else {
             return false;
         };
@@ -219,12 +227,16 @@ impl Queues {
             && agent.pool.could_grant(&a.request)
     }
 
-    /// Reserves the agent where `app`'s head task fits earliest.
+    /// Reserves the agent where `app`'s head task fits earliest (the agents, for a
+    /// parallel task).
     fn reserve(&mut self, app: AppId, asking: AgentId, now_ms: u64) {
-        let (cores, request) = {
+        let (cores, request, parallel) = {
             let a = &self.apps[&app];
-            (a.runtime.cores, a.request.clone())
+            (a.runtime.cores, a.request.clone(), a.parallel)
         };
+        if let Some(size) = parallel {
+            return self.reserve_group(app, size, asking, now_ms);
+        }
         let need = Need {
             cores,
             request: &request,
@@ -275,13 +287,25 @@ impl Queues {
 
     /// Agent `id`'s held runs as the shadow computation sees them, queued ones in lease
     /// order.
-    fn load(&self, id: AgentId) -> AgentLoad<'_> {
+    pub(super) fn load(&self, id: AgentId) -> AgentLoad<'_> {
         let agent = &self.agents[&id];
         let mut held: Vec<(u64, TaskRef)> = agent.held.iter().map(|(t, l)| (*l, *t)).collect();
         held.sort_unstable();
-        let runs = held
-            .into_iter()
-            .map(|(leased_ms, task)| {
+        // Slots kept for other agents' parallel runs end with those runs.
+        let member_runs = agent.member_of.iter().map(|h| {
+            let len_ms = self.expected_len_ms(h.at.task.app, &agent.platform);
+            HeldRun {
+                cores: h.slots,
+                grant: None,
+                phase: Phase::Started {
+                    end_ms: len_ms
+                        .filter(|_| h.leased_ms > 0)
+                        .map(|l| h.leased_ms.saturating_add(l)),
+                },
+            }
+        });
+        let runs = member_runs
+            .chain(held.into_iter().map(|(leased_ms, task)| {
                 let len_ms = self.expected_len_ms(task.app, &agent.platform);
                 let started = self
                     .apps
@@ -303,7 +327,7 @@ impl Queues {
                     grant: agent.grants.get(&task),
                     phase,
                 }
-            })
+            }))
             .collect();
         AgentLoad {
             slots: agent.slots,
@@ -352,7 +376,31 @@ impl Queues {
             cores: hold.cores,
             request: &hold.request,
         };
+        if self
+            .apps
+            .get(&hold.app)
+            .is_some_and(|a| a.parallel.is_some())
+        {
+            let start = self.group_start_ms(hold.app, now_ms);
+            return easy::delays_past(&self.load(id), need, candidate, now_ms, start);
+        }
         easy::delays(&self.load(id), need, candidate, now_ms)
+    }
+
+    /// When a parallel application's reserved run could start: the latest of its agents'
+    /// shadow times for their shares (`None`: after some run with no expected end).
+    fn group_start_ms(&self, app: AppId, now_ms: u64) -> Option<u64> {
+        let r = self.reservations.by_app.get(&app)?;
+        let mut start = now_ms;
+        for a in &r.agents {
+            let hold = self.reservations.holds.get(a)?;
+            let need = Need {
+                cores: hold.cores,
+                request: &hold.request,
+            };
+            start = start.max(easy::shadow_ms(&self.load(*a), need, now_ms)?);
+        }
+        Some(start)
     }
 
     /// After a task of `app` was leased to `id`: the reservation it used ends, as does

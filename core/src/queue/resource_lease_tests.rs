@@ -33,6 +33,8 @@ fn spec(n: u64, gpus: Option<f64>) -> AppSpec {
         dag: None,
         gpus: gpus.map(amount),
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     }
 }
 

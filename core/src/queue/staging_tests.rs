@@ -23,6 +23,8 @@ fn data_app(id: u64, groups: &[&str]) -> AppEntry {
         dag: None,
         gpus: None,
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

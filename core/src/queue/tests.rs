@@ -24,6 +24,8 @@ fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
         dag: None,
         gpus: None,
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

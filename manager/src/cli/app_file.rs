@@ -26,6 +26,9 @@ struct AppFile {
     command: String,
     tasks: TasksTable,
     cores: Option<u32>,
+    /// A parallel task's whole nodes and processors (see `hetpilot_protocol::parallel`).
+    nodes: Option<u64>,
+    procs: Option<u64>,
     memory: Option<String>,
     max_attempts: Option<u32>,
     timeout: Option<String>,
@@ -225,6 +228,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         dag: None,
         gpus: file.gpus,
         resources: file.resources,
+        nodes: file.nodes,
+        procs: file.procs,
     };
     if let Err(e) = spec.validate() {
         let field = match &e {
@@ -334,6 +339,30 @@ mod tests {
         );
         let e = load(&p).unwrap_err().to_string();
         assert!(e.contains("e.toml:2"), "{e}");
+    }
+
+    #[test]
+    fn parallel_sizes_load_and_bad_ones_name_their_line_and_field() {
+        let d = tempfile::tempdir().unwrap();
+        let file = |name: &str, keys: &str| {
+            write(
+                d.path(),
+                name,
+                &format!("command = \"mpirun hello\"\n{keys}\n[tasks]\narray = \"1\"\n"),
+            )
+        };
+        let spec = load(&file("a.toml", "nodes = 2\nprocs = 8")).unwrap();
+        assert_eq!((spec.nodes, spec.procs), (Some(2), Some(8)));
+        let e = load(&file("b.toml", "procs = 0")).unwrap_err().to_string();
+        assert!(e.contains("b.toml:2: field `procs`"), "{e}");
+        let e = load(&file("c.toml", "nodes = 3\nprocs = 4"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("c.toml:3: field `procs`"), "{e}");
+        let e = load(&file("d.toml", "nodes = 2\ngpus = 1"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("d.toml:3: field `gpus`"), "{e}");
     }
 
     #[test]

@@ -32,6 +32,15 @@ pub struct Args {
     /// Cores per task.
     #[arg(long, default_value_t = 1)]
     pub cores: u32,
+    /// A parallel task over N whole nodes (agents of one platform, all their slots);
+    /// its first node runs the command with `HETPILOT_NODEFILE` (one `host slots=N` line
+    /// per host), `HETPILOT_HOSTS` and `HETPILOT_PROCS`.
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u64>,
+    /// A parallel task over P slots of agents of one platform (with --nodes: P / N on
+    /// each node).
+    #[arg(long, value_name = "P")]
+    pub procs: Option<u64>,
     /// Memory per task, like 512M or 2G.
     #[arg(long)]
     pub memory: Option<String>,
@@ -153,6 +162,8 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
             .transpose()
             .context("--gpus")?,
         resources: named_resources(&args.resource)?,
+        nodes: args.nodes,
+        procs: args.procs,
     };
     spec.validate()?;
     Ok(spec)

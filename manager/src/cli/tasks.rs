@@ -148,6 +148,20 @@ fn granted(a: &AttemptRecord) -> String {
     }
 }
 
+/// Where the attempt ran: `PLATFORM/HOST`, or a parallel run's hosts with their slots,
+/// the head first (`PLATFORM/n1:2,n2:2`).
+fn place(a: &AttemptRecord) -> String {
+    if a.hosts.is_empty() {
+        return format!("{}/{}", a.platform, a.host);
+    }
+    let hosts: Vec<String> = a
+        .hosts
+        .iter()
+        .map(|h| format!("{}:{}", h.host, h.slots))
+        .collect();
+    format!("{}/{}", a.platform, hosts.join(","))
+}
+
 fn row(t: &TaskInfo) -> Vec<String> {
     let wall = t
         .last
@@ -155,11 +169,7 @@ fn row(t: &TaskInfo) -> Vec<String> {
         .and_then(|a| a.measurements.as_ref())
         .map(|m| millis(m.wall_ms))
         .unwrap_or_default();
-    let place = t
-        .last
-        .as_ref()
-        .map(|a| format!("{}/{}", a.platform, a.host))
-        .unwrap_or_default();
+    let place = t.last.as_ref().map(place).unwrap_or_default();
     let mut input = t.input.clone();
     if input.chars().count() > 40 {
         input = input.chars().take(37).collect::<String>() + "...";
@@ -268,13 +278,12 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     println!(
-        "task {} (input {}) attempt {} of {} on {}/{}{}: {}",
+        "task {} (input {}) attempt {} of {} on {}{}: {}",
         args.task,
         printable(&detail.info.input),
         a.attempt,
         attempts(&detail.info),
-        a.platform,
-        a.host,
+        place(a),
         granted(a),
         ended(&Some(a.clone()))
     );

@@ -3,9 +3,9 @@
 
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
 use super::task_states::{state_code, state_from_code};
-use crate::queue::{AgentEntry, AgentState, AppEntry, TaskInputs, TaskSlot};
+use crate::queue::{AgentEntry, AgentState, AppEntry, Member, TaskInputs, TaskSlot};
 use crate::source_ranges::SourceRanges;
-use hetpilot_protocol::protocol::TaskState;
+use hetpilot_protocol::protocol::{TaskAttempt, TaskState};
 use hetpilot_protocol::resources::{ResourceGrant, ResourceOffer};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::template::{Inputs, Template};
@@ -44,6 +44,8 @@ pub struct Loaded {
     pub next_agent: u64,
     /// What each leased or running task's current attempt was granted besides cores.
     pub grants: HashMap<TaskRef, ResourceGrant>,
+    /// The agents of each leased or running parallel task's current attempt.
+    pub groups: Vec<(TaskAttempt, Vec<Member>)>,
     /// Rows that could not be read back and were left out (see `skip`).
     pub skipped: Vec<SkippedRow>,
 }
@@ -93,6 +95,7 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
     let apps = load_apps(conn, now_ms, &mut skipped)?;
     let pilots = super::pilots::load_pilots(conn, &mut skipped)?;
     let grants = load_grants(conn, &mut skipped)?;
+    let groups = load_groups(conn, &mut skipped)?;
     let next_app = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM apps", [], |r| {
         r.get::<_, i64>(0)
     })?;
@@ -112,6 +115,7 @@ pub fn load(conn: &Connection, now_ms: u64) -> rusqlite::Result<Loaded> {
         next_app: next_app.max(1),
         next_agent: u64::try_from(next_agent).unwrap_or(1).max(1),
         grants,
+        groups,
         skipped,
     })
 }
@@ -185,6 +189,35 @@ fn load_grants(
         Ok((task, grant))
     })?;
     Ok(rows.into_iter().collect())
+}
+
+/// The agents of each leased or running parallel task's current attempt.
+fn load_groups(
+    conn: &Connection,
+    skipped: &mut Vec<SkippedRow>,
+) -> rusqlite::Result<Vec<(TaskAttempt, Vec<Member>)>> {
+    let mut stmt = conn.prepare(
+        "SELECT a.app_id, a.idx, a.attempt, a.hosts FROM attempts a
+         JOIN tasks t ON t.app_id = a.app_id AND t.idx = a.idx AND t.attempt = a.attempt
+         WHERE a.hosts IS NOT NULL AND t.state IN (?1, ?2)",
+    )?;
+    let held = params![
+        state_code(TaskState::Leased),
+        state_code(TaskState::Running)
+    ];
+    each_row(&mut stmt, held, "attempts", skipped, |r| {
+        let at = TaskAttempt {
+            task: TaskRef {
+                app: AppId(col_u64(r, 0)?),
+                index: col_u64(r, 1)?,
+            },
+            attempt: col(r, 2)?,
+        };
+        let hosts: String = col(r, 3)?;
+        let members: Vec<Member> =
+            serde_json::from_str(&hosts).map_err(|e| format!("column `hosts`: {e}"))?;
+        Ok((at, members))
+    })
 }
 
 /// An application's row, before its tasks are read.

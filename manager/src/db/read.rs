@@ -27,7 +27,7 @@ pub struct AttemptOwner {
 
 const ATTEMPT_COLUMNS: &str = "a.attempt, a.agent_id, COALESCE(ag.platform, ''), COALESCE(ag.hostname, ''),
     a.outcome, a.exit_code, a.signal, a.started_ms, a.ended_ms, a.wall_ms, a.user_cpu_ms, a.sys_cpu_ms,
-    a.max_rss_kb, a.co_runners, a.stdout_path, a.stderr_path, a.output_tail, a.error, a.resources";
+    a.max_rss_kb, a.co_runners, a.stdout_path, a.stderr_path, a.output_tail, a.error, a.resources, a.hosts";
 
 fn attempt_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
     let outcome: Option<String> = r.get(at + 4)?;
@@ -64,6 +64,11 @@ fn attempt_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
         // hiding the attempt.
         resources: r
             .get::<_, Option<String>>(at + 18)?
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        // A parallel run's members as the manager stored them (agent, host, slots).
+        hosts: r
+            .get::<_, Option<String>>(at + 19)?
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or_default(),
     })

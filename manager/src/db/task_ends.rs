@@ -194,15 +194,12 @@ mod tests {
     fn a_database_from_before_the_stream_numbers_its_stored_ends_in_task_order() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
-        let conn = super::super::open(&path).unwrap();
-        let done = super::super::task_states::state_code(TaskState::Done);
         // A database of schema version 8, the last before the stream.
+        let conn = super::super::migrations::built_to(&path, 8);
+        let done = super::super::task_states::state_code(TaskState::Done);
         conn.execute_batch(&format!(
             "INSERT INTO tasks (app_id, idx, state, attempt) VALUES (1, 0, {done}, 1), (1, 1, 0, 0),
-                 (1, 2, {done}, 1);
-             DROP INDEX tasks_end_seq;
-             ALTER TABLE tasks DROP COLUMN end_seq;
-             PRAGMA user_version = 8;"
+                 (1, 2, {done}, 1);"
         ))
         .unwrap();
         drop(conn);

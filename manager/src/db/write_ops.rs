@@ -263,6 +263,18 @@ fn apply_change(
             )?
             .execute(params![at.task.app.0 as i64, at.task.index as i64, at.attempt, agent.0 as i64, *now_ms as i64, grant])?;
         }
+        Change::GroupLeased { at, members } => {
+            let members = serde_json::to_string(members).expect("group members serialize");
+            tx.prepare_cached(
+                "UPDATE attempts SET hosts = ?4 WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3",
+            )?
+            .execute(params![
+                at.task.app.0 as i64,
+                at.task.index as i64,
+                at.attempt,
+                members
+            ])?;
+        }
         Change::Started { at, now_ms } => {
             tx.prepare_cached("UPDATE tasks SET state = ?4 WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3 AND state = ?5")?
                 .execute(params![

@@ -172,11 +172,13 @@ impl Manager {
                 // Taken before the control lock, not under it.
                 let held_for_its_group = self.held_for_its_group(id);
                 let mut control = self.control();
-                let max = if held_for_its_group {
-                    0
+                let mut batch = if held_for_its_group {
+                    // Nothing, not even the wide task a reservation keeps its slots for
+                    // (which goes to a pull asking for fewer slots than it takes).
+                    crate::queue::LeaseBatch::default()
                 } else {
-                    // Runs that ended since the agent's last pull answer freed slots it did not
-                    // ask for: lease up to what its reports since say it wants, within
+                    // Runs that ended since the agent's last pull answer freed slots it did
+                    // not ask for: lease up to what its reports since say it wants, within
                     // the slots the manager counts free (every held task counts until
                     // reported), so a wide task does not wait out the pull.
                     // (Counting the free slots walks the agent's held tasks: only when a
@@ -188,9 +190,8 @@ impl Manager {
                     } else {
                         req.max
                     };
-                    max.min(8192)
+                    control.lease(id, max.min(8192), now_ms())?
                 };
-                let mut batch = control.lease(id, max, now_ms())?;
                 let leased = !batch.changes.is_empty();
                 let leases_stored = control.persist(std::mem::take(&mut batch.changes));
                 let (drain, kill) = control.heartbeat(id, now_ms())?;

@@ -16,7 +16,10 @@ mod event_streams;
 mod events;
 mod file_listing;
 mod files;
+#[cfg(test)]
+mod group_hold_tests;
 mod history;
+mod parallel_check;
 mod pilot_groups;
 mod pilots;
 mod platform_checks;
@@ -285,7 +288,16 @@ impl Manager {
             agents.push(a.entry);
         }
         if apps > 0 || !agents.is_empty() {
-            control.restore(loaded.apps, agents, &loaded.grants);
+            let changes = control.restore(loaded.apps, agents, &loaded.grants, loaded.groups, now);
+            if !changes.is_empty() {
+                let tx = conn.unchecked_transaction().map_err(db_err)?;
+                // Numbers ends past those stored (the writer thread reads them again).
+                let mut ends = crate::db::EndSequences::default();
+                Write::Changes(changes)
+                    .apply(&tx, &mut ends)
+                    .map_err(db_err)?;
+                tx.commit().map_err(db_err)?;
+            }
         }
         if journal.is_some() {
             control.start_journal(&control_settings);

@@ -94,6 +94,7 @@ impl Manager {
             .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
         self.check_stores(&spec)?;
         self.check_resources(&spec)?;
+        self.check_parallel(&spec)?;
         let reserved = self.reserve_tasks(owner, spec.tasks.len())?;
         let app = AppId(next(&self.next_app));
         let tasks = spec.tasks.len();
@@ -480,6 +481,8 @@ impl Manager {
                 resources: agent_resources::named(a),
                 reserved_slots: queues.hold(a.id).map_or(0, |h| h.cores),
                 reserved_idle_slots: queues.reserved_free_slots(a.id),
+                free_slots: queues.free_slots_of(a.id).unwrap_or(0),
+                member_of: queues.member_runs(a.id),
             })
             .collect();
         agents.sort_by_key(|a| a.agent);

@@ -353,5 +353,7 @@ pub(super) fn spec_of(app: &ScenarioApp) -> AppSpec {
         dag: None,
         gpus: None,
         resources: Default::default(),
+        nodes: None,
+        procs: None,
     }
 }

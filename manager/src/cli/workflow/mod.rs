@@ -170,6 +170,8 @@ impl Workflow {
             dag: None,
             gpus: None,
             resources: Default::default(),
+            nodes: None,
+            procs: None,
         });
         spec.cores = cores;
         spec.tasks = TaskSource::Lines(self.tasks.into_iter().map(|t| t.id).collect());

@@ -158,6 +158,8 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
         dag: None,
         gpus: file.gpus,
         resources: file.resources,
+        nodes: None,
+        procs: None,
     };
     Ok(Workflow {
         name: base.name.clone(),

@@ -65,6 +65,11 @@ const MIGRATIONS: &[Migration] = &[
         what: "the order tasks ended in",
         apply: steps::task_end_order,
     },
+    Migration {
+        version: 10,
+        what: "parallel tasks",
+        apply: steps::parallel_runs,
+    },
 ];
 
 /// The last version made before the schema recorded its version: a database of version 0
@@ -132,6 +137,19 @@ pub fn migrate(conn: &mut Connection) -> Result<(), SchemaError> {
     }
     tracing::info!(from, to = NEWEST, "database schema upgraded");
     Ok(())
+}
+
+/// A database at `path` built by the migrations up to `version` and recording it: one
+/// an earlier release wrote, for tests of the steps after it.
+#[cfg(test)]
+pub(crate) fn built_to(path: &std::path::Path, version: i64) -> Connection {
+    let conn = Connection::open(path).expect("opening a test database");
+    for m in MIGRATIONS.iter().take_while(|m| m.version <= version) {
+        (m.apply)(&conn).expect("a migration");
+    }
+    conn.pragma_update(None, "user_version", version)
+        .expect("recording the version");
+    conn
 }
 
 #[cfg(test)]

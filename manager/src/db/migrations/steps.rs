@@ -69,3 +69,9 @@ pub fn task_end_order(conn: &Connection) -> rusqlite::Result<()> {
          CREATE INDEX tasks_end_seq ON tasks(app_id, end_seq) WHERE end_seq IS NOT NULL;",
     )
 }
+
+/// Version 10: parallel tasks: the agents a run held, the head first (JSON: agent, host,
+/// slots).
+pub fn parallel_runs(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("ALTER TABLE attempts ADD COLUMN hosts TEXT;")
+}

@@ -1,0 +1,96 @@
+//! An MPI program over a 2-node pilot on the real local lab (`deploy/lab/start.sh`, which
+//! installs Debian's Open MPI): a `procs = 4` task on Slurm partition `small` (nodes n2
+//! and n3, 2 CPUs each) is leased to the pilot's two agents at once and started on one;
+//! it runs `mpirun` with its host file, and each of the four ranks (`MPI_Init`, an
+//! `MPI_Allreduce` over all of them) reports the lab node it runs on.
+
+use hetpilot_e2e::lab::{self, configure};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// An MPI hello world with no compiler: Open MPI's `libmpi` through Python's ctypes. Each
+/// rank prints its rank, the world's size, its Slurm node and the sum of one per rank.
+const HELLO: &str = r#"import ctypes, os
+mpi = ctypes.CDLL("libmpi.so.40", mode=ctypes.RTLD_GLOBAL)
+handle = lambda name: ctypes.c_void_p(ctypes.addressof(ctypes.c_char.in_dll(mpi, name)))
+mpi.MPI_Init(None, None)
+world = handle("ompi_mpi_comm_world")
+rank, size, one, total = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(1), ctypes.c_int(0)
+mpi.MPI_Comm_rank(world, ctypes.byref(rank))
+mpi.MPI_Comm_size(world, ctypes.byref(size))
+mpi.MPI_Allreduce(ctypes.byref(one), ctypes.byref(total), 1, handle("ompi_mpi_int"),
+                  handle("ompi_mpi_op_sum"), world)
+print(f"rank {rank.value} of {size.value} on {os.environ['SLURMD_NODENAME']} sum {total.value}",
+      flush=True)
+mpi.MPI_Finalize()
+"#;
+
+/// The task: `mpirun` over the host file the head was given. Open MPI takes its slots from
+/// the host file, not from the agents' job step (`ras ^slurm`), starts its daemons on the
+/// other node through `srun` within the pilot's allocation (`SLURM_OVERLAP`: the agents'
+/// step holds the CPUs), and talks TCP (the lab's "nodes" share one host).
+const RUN: &str = r#"#!/bin/sh
+export SLURM_OVERLAP=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "nodefile: $(paste -sd, "$HETPILOT_NODEFILE") hosts: $HETPILOT_HOSTS procs: $HETPILOT_PROCS"
+exec mpirun.openmpi --mca ras ^slurm --mca btl self,tcp -np "$HETPILOT_PROCS" \
+  -hostfile "$HETPILOT_NODEFILE" python3 "$(dirname "$0")/hello.py"
+"#;
+
+#[test]
+#[ignore = "needs the local lab: deploy/lab/start.sh"]
+fn a_procs_4_mpi_hello_runs_over_a_two_node_slurm_pilot_and_its_ranks_report_the_lab_nodes() {
+    let _lab = lab::require();
+    let dir = tempfile::tempdir().unwrap();
+    let _cancel = lab::CancelOnDrop(dir.path().to_path_buf());
+    let shipped = std::fs::read_to_string(lab::shipped_profile("lab-small")).unwrap();
+    let profile = dir.path().join("lab-small.toml");
+    std::fs::write(
+        &profile,
+        shipped
+            .replace("max_running = 2", "max_running = 1\nnodes_per_pilot = 2")
+            .replace("max_queued = 2", "max_queued = 1"),
+    )
+    .unwrap();
+    let env = configure(
+        dir.path(),
+        &[("lab-small", &profile)],
+        "interval_secs = 0.5\nregister_timeout_secs = 120\nbackoff_base_secs = 1\n\
+         backoff_max_secs = 2\nidle_timeout_secs = 120",
+    );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let m =
+        hetpilot_e2e::Manager::start_with(dir.path(), hetpilot_e2e::free_port(), 120.0, &[], &env);
+    let mpi = dir.path().join("mpi");
+    std::fs::create_dir_all(&mpi).unwrap();
+    std::fs::write(mpi.join("hello.py"), HELLO).unwrap();
+    std::fs::write(mpi.join("run.sh"), RUN).unwrap();
+    let app = m.submit(serde_json::json!({
+        "name": "mpi-hello", "command": format!("sh {}", mpi.join("run.sh").display()),
+        "procs": 4, "timeout_secs": 120,
+        "tasks": {"array": {"start": 0, "end": 0}},
+    }));
+    let summary = m.wait_finished(app, Duration::from_secs(300));
+    let logs = m.cli(&["logs", &format!("{app}.0")]);
+    let text = String::from_utf8_lossy(&logs.stdout).to_string();
+    eprintln!("{text}");
+    assert_eq!(summary["counts"]["done"], 1, "{summary}\n{text}");
+    // The header names both lab nodes with their slots, the head first.
+    let header = text.lines().next().unwrap_or_default();
+    assert!(
+        header.contains("lab-small/n2:2,n3:2") || header.contains("lab-small/n3:2,n2:2"),
+        "{text}"
+    );
+    let mut ranks: BTreeMap<u32, String> = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("rank ")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words.len(), 8, "{line}");
+        assert_eq!((words[3], words[7]), ("4", "4"), "size and sum: {line}");
+        ranks.insert(words[1].parse().unwrap(), words[5].to_string());
+    }
+    assert_eq!(ranks.len(), 4, "{text}");
+    let mut per_node: BTreeMap<&str, u32> = BTreeMap::new();
+    for node in ranks.values() {
+        *per_node.entry(node).or_default() += 1;
+    }
+    assert_eq!(per_node, [("n2", 2), ("n3", 2)].into(), "{text}");
+}
