@@ -36,7 +36,8 @@ deploy/lab/start.sh
 unset HETPILOT_CONFIG
 
 status=0
-cargo test --workspace -- --include-ignored 2>&1 | tee "$log" || status=$?
+# Every test binary runs, also after one failed: the count at the end is of all of them.
+cargo test --workspace --no-fail-fast -- --include-ignored 2>&1 | tee "$log" || status=$?
 # The Python client's tests (python/), against the binaries just built, in a venv of
 # their own.
 venv="${CARGO_TARGET_DIR:-target}/python-venv"

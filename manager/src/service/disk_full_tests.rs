@@ -6,7 +6,8 @@
 
 use super::test_support::{self, success};
 use super::{database_path, Manager, Principal};
-use crate::server::ApiError;
+use crate::db::StoreError;
+use crate::service::ServiceError;
 use hetpilot_protocol::protocol::{Assignment, PullRequest, ReportRequest};
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AgentId, AppId};
@@ -71,22 +72,26 @@ fn big_report(site: &Site) -> ReportRequest {
 async fn a_full_data_directory_refuses_new_work_with_507_naming_it_and_resumes_by_itself() {
     let s = site().await;
     s.m.writer.limit_pages(1);
-    let refused = ApiError::from(s.m.submit(&s.admin, array("more", 500)).await.unwrap_err());
-    assert_eq!(refused.status.as_u16(), 507, "{}", refused.message);
-    let dir = s.dir.path().display().to_string();
-    assert!(refused.message.contains(&dir), "{}", refused.message);
+    // A full store is the error the API answers with 507 (`server::error`, and the e2e
+    // test `disk_full.rs`).
+    let refused = s.m.submit(&s.admin, array("more", 500)).await.unwrap_err();
     assert!(
-        refused.message.contains("free some space"),
-        "{}",
-        refused.message
+        matches!(refused, ServiceError::Store(StoreError::Full { .. })),
+        "{refused}"
     );
+    let message = refused.to_string();
+    let dir = s.dir.path().display().to_string();
+    assert!(message.contains(&dir), "{message}");
+    assert!(message.contains("free some space"), "{message}");
     assert!(s.m.data_dir_full());
-    let report = ApiError::from(
+    let report =
         s.m.record(&s.agent, s.id, big_report(&s))
             .await
-            .unwrap_err(),
+            .unwrap_err();
+    assert!(
+        matches!(report, ServiceError::Store(StoreError::Full { .. })),
+        "{report}"
     );
-    assert_eq!(report.status.as_u16(), 507, "{}", report.message);
     // Reads still answer.
     assert_eq!(s.m.app(&s.admin, s.app).unwrap().counts.done, 1);
     assert_eq!(s.m.list_apps(&s.admin).unwrap().len(), 1);
