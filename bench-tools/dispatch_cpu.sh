@@ -14,11 +14,14 @@
 set -euo pipefail
 BIN=$1; N=$2; S=$3
 D=$(mktemp -d)
-PORT=$((20000 + RANDOM % 20000))
-"$BIN/hetpilot" serve --listen "127.0.0.1:$PORT" --lease-timeout-secs 30 --data-dir "$D" \
+# Port 0: the manager takes a free one and writes its URL (a random port could be taken).
+"$BIN/hetpilot" serve --listen "127.0.0.1:0" --lease-timeout-secs 30 --data-dir "$D" \
   >/dev/null 2>"$D/manager.log" &
 MPID=$!
-while [ ! -s "$D/manager.url" ]; do sleep 0.05; done
+while [ ! -s "$D/manager.url" ]; do
+  kill -0 "$MPID" 2>/dev/null || { echo "the manager ended:" >&2; cat "$D/manager.log" >&2; exit 1; }
+  sleep 0.05
+done
 URL=$(cat "$D/manager.url"); ADMIN=$(cat "$D/admin.token")
 post() { curl -s -H "Authorization: Bearer $ADMIN" -H 'content-type: application/json' -d "$2" "$URL$1"; }
 TOK=$(post /v1/agent-tokens '{"platform":"local"}' | jq -r .token)
