@@ -10,8 +10,14 @@
 //! waiting multi-core tasks, applications in submission order (FCFS), are the look-ahead
 //! α_1..α_d. Each application's head task is placed in turn and occupies its node, so the
 //! next application sees it.
+//!
+//! A parallel application's run (`nodes`/`procs`) spans agents of one platform, which is
+//! the paper's model proper: there a cluster is a platform, with procs = its agents'
+//! slots (`procs`) or its agents (`nodes`, whole agents), and the run is the rigid job
+//! ([`place_runs`]).
 
 use crate::alloc::{Allocator, AllocatorInput, Cluster, ClusterLoad, Job, Tlpa};
+use hetpilot_protocol::parallel::ParallelSize;
 use hetpilot_protocol::AppId;
 
 /// An agent as a cluster of the TLPA model.
@@ -33,6 +39,82 @@ pub(crate) struct ParallelApp {
     pub(crate) submitted_s: f64,
     /// Expected runtime of one task at reference speed 1, seconds.
     pub(crate) work_s: f64,
+}
+
+/// A parallel application with waiting runs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GroupApp {
+    pub(crate) app: AppId,
+    pub(crate) size: ParallelSize,
+    pub(crate) waiting: u64,
+    pub(crate) submitted_s: f64,
+    /// Expected runtime of one run at reference speed 1, seconds.
+    pub(crate) work_s: f64,
+}
+
+/// The platform chosen for each parallel application of `apps` (FCFS order) whose next
+/// run can start now on some platform: TLPA over the platforms as clusters, `nodes` (agents
+/// of `speeds.len()` platforms, as in [`place`]) pooled per platform. Runs of whole agents
+/// and runs of slots are placed apart, each in its own unit (agents, slots).
+pub(crate) fn place_runs(
+    nodes: &[Node],
+    speeds: &[f64],
+    apps: &[GroupApp],
+    depth: usize,
+    now_s: f64,
+) -> Vec<(AppId, usize)> {
+    let platforms = speeds.len();
+    let pooled = |whole_agents: bool| -> Vec<Node> {
+        (0..platforms)
+            .map(|p| {
+                let mine = nodes.iter().filter(|n| n.platform == p);
+                let (slots, busy) = if whole_agents {
+                    // An agent running anything is a busy node until its longest run ends.
+                    let agents = mine.clone().count() as u32;
+                    let busy = mine
+                        .filter(|n| !n.busy.is_empty())
+                        .map(|n| (1, n.busy.iter().map(|b| b.1).fold(0.0, f64::max)))
+                        .collect();
+                    (agents, busy)
+                } else {
+                    let slots = mine.clone().map(|n| n.slots).sum();
+                    (slots, mine.flat_map(|n| n.busy.iter().copied()).collect())
+                };
+                Node {
+                    platform: p,
+                    slots,
+                    busy,
+                }
+            })
+            .collect()
+    };
+    let mut chosen = Vec::new();
+    for whole_agents in [true, false] {
+        let jobs: Vec<ParallelApp> = apps
+            .iter()
+            .filter_map(|a| {
+                let procs = match a.size {
+                    ParallelSize::Nodes(n) if whole_agents => n,
+                    ParallelSize::Procs(p) if !whole_agents => p,
+                    ParallelSize::NodesOf { nodes, per_node } if !whole_agents => {
+                        nodes.saturating_mul(per_node)
+                    }
+                    _ => return None,
+                };
+                Some(ParallelApp {
+                    app: a.app,
+                    cores: procs,
+                    waiting: a.waiting,
+                    submitted_s: a.submitted_s,
+                    work_s: a.work_s,
+                })
+            })
+            .collect();
+        if !jobs.is_empty() {
+            chosen.extend(place(&pooled(whole_agents), speeds, &jobs, depth, now_s));
+        }
+    }
+    chosen
 }
 
 /// The platform chosen for each application of `apps` (given in FCFS order) whose task can
@@ -171,5 +253,82 @@ mod tests {
             place(&nodes, &speeds, &[app(1, 2, 5, 1.0)], 4, 0.0).len(),
             1
         );
+    }
+
+    fn run(id: u64, size: ParallelSize, work_s: f64) -> GroupApp {
+        GroupApp {
+            app: AppId(id),
+            size,
+            waiting: 1,
+            submitted_s: id as f64,
+            work_s,
+        }
+    }
+
+    /// Agents of 4 slots: `per_platform[p]` of them on platform p, busy as given.
+    fn agents(per_platform: &[(usize, Vec<(u32, f64)>)]) -> Vec<Node> {
+        per_platform
+            .iter()
+            .enumerate()
+            .flat_map(|(p, (n, busy))| {
+                (0..*n).map(move |k| Node {
+                    platform: p,
+                    slots: 4,
+                    busy: if k == 0 { busy.clone() } else { Vec::new() },
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_parallel_run_goes_to_the_faster_platform_that_holds_it_now() {
+        // Two idle platforms of two 4-slot agents; platform 1 twice as fast.
+        let nodes = agents(&[(2, vec![]), (2, vec![])]);
+        let speeds = [1.0, 2.0];
+        let got = place_runs(
+            &nodes,
+            &speeds,
+            &[run(1, ParallelSize::Procs(8), 100.0)],
+            2,
+            0.0,
+        );
+        assert_eq!(got, [(AppId(1), 1)]);
+        // The fast one busy on a slot: 7 slots left there, the run of 8 fits only the slow
+        // one now.
+        let nodes = agents(&[(2, vec![]), (2, vec![(1, 500.0)])]);
+        let got = place_runs(
+            &nodes,
+            &speeds,
+            &[run(1, ParallelSize::Procs(8), 100.0)],
+            2,
+            0.0,
+        );
+        assert_eq!(got, [(AppId(1), 0)]);
+        // Whole agents count agents, not slots: one busy agent leaves one free there.
+        let got = place_runs(
+            &nodes,
+            &speeds,
+            &[run(2, ParallelSize::Nodes(2), 100.0)],
+            2,
+            0.0,
+        );
+        assert_eq!(got, [(AppId(2), 0)]);
+        let got = place_runs(
+            &nodes,
+            &speeds,
+            &[run(3, ParallelSize::Nodes(1), 100.0)],
+            2,
+            0.0,
+        );
+        assert_eq!(got, [(AppId(3), 1)]);
+        // No platform holds it now: no choice (the reservation then picks by start time).
+        let got = place_runs(
+            &nodes,
+            &speeds,
+            &[run(4, ParallelSize::Procs(9), 100.0)],
+            2,
+            0.0,
+        );
+        assert!(got.is_empty(), "{got:?}");
     }
 }

@@ -131,6 +131,7 @@ mod tests {
             in_flight: 0,
             done: 0,
             cores,
+            parallel: None,
             submitted_ms: 0,
         }
     }

@@ -173,6 +173,7 @@ pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
                 .dag
                 .as_ref()
                 .map_or(a.runtime.cores, |d| d.widest().max(a.runtime.cores)),
+            parallel: a.parallel,
             submitted_ms: a.submitted_ms,
         })
         .collect();

@@ -5,7 +5,7 @@
 //! the [`Decision`](crate::sched::Decision) into the queues' [`LeasePlan`] plus a view for
 //! `hetpilot schedule`. No I/O: the clock and the state come in as data.
 
-use super::placement::{place, Node, ParallelApp};
+use super::placement::{place, place_runs, GroupApp, Node, ParallelApp};
 use super::profiling::{LiveProfile, RoundPlatform, RunStats};
 use super::SchedulerConfig;
 use crate::queue::{LeasePlan, PlatformPlan};
@@ -13,6 +13,7 @@ use crate::sched::{
     ApplicationState, CoreAllocation, Decision, PlatformState, RuntimeProfileError, SchedError,
     Scheduler, SchedulerSettings, Snapshot,
 };
+use hetpilot_protocol::parallel::ParallelSize;
 use hetpilot_protocol::views::{AppAllocation, PlatformView, ScheduleView};
 use hetpilot_protocol::{AgentId, AppId};
 use rand::SeedableRng;
@@ -30,6 +31,8 @@ pub(crate) struct LiveApp {
     pub(crate) in_flight: u64,
     pub(crate) done: u64,
     pub(crate) cores: u32,
+    /// A parallel application's run size (`nodes`/`procs`).
+    pub(crate) parallel: Option<ParallelSize>,
     pub(crate) submitted_ms: u64,
 }
 
@@ -250,14 +253,18 @@ impl Planner {
         plan
     }
 
-    /// TLPA places the multi-core applications' next tasks (the TLPA paper, Fig. 1): the
-    /// platform each one's tasks go to.
+    /// TLPA places the multi-core applications' next tasks and the parallel applications'
+    /// next runs (the TLPA paper, Fig. 1): the platform each one's tasks go to.
     fn place_parallel(&self, input: &RoundInput<'_>) -> HashMap<AppId, String> {
         let (apps, ids, names, live) = (input.apps, input.ids, &input.platforms.names, input.live);
         let mut parallel: Vec<usize> = (0..apps.len()).filter(|&i| apps[i].cores > 1).collect();
-        if parallel.is_empty() || names.is_empty() {
+        let mut groups: Vec<usize> = (0..apps.len())
+            .filter(|&i| apps[i].parallel.is_some())
+            .collect();
+        if (parallel.is_empty() && groups.is_empty()) || names.is_empty() {
             return HashMap::new();
         }
+        groups.sort_by_key(|&i| (apps[i].submitted_ms, apps[i].id));
         parallel.sort_by_key(|&i| (apps[i].submitted_ms, apps[i].id));
         let index: HashMap<AppId, usize> = ids.iter().enumerate().map(|(i, a)| (*a, i)).collect();
         let runtime = |app: AppId, j: usize| match index.get(&app) {
@@ -281,6 +288,14 @@ impl Planner {
                 })
             })
             .collect();
+        // Work at reference speed: runtime × speed, averaged geometrically.
+        let work_s = |i: usize| {
+            ((0..names.len())
+                .map(|j| (live.profile.one_core(i, j) * live.speed[j]).ln())
+                .sum::<f64>()
+                / names.len() as f64)
+                .exp()
+        };
         let jobs: Vec<ParallelApp> = parallel
             .iter()
             .map(|&i| ParallelApp {
@@ -288,24 +303,34 @@ impl Planner {
                 cores: apps[i].cores,
                 waiting: apps[i].waiting,
                 submitted_s: apps[i].submitted_ms as f64 / 1000.0,
-                // Work at reference speed: runtime × speed, averaged geometrically.
-                work_s: ((0..names.len())
-                    .map(|j| (live.profile.one_core(i, j) * live.speed[j]).ln())
-                    .sum::<f64>()
-                    / names.len() as f64)
-                    .exp(),
+                work_s: work_s(i),
             })
             .collect();
-        place(
+        let runs: Vec<GroupApp> = groups
+            .iter()
+            .filter_map(|&i| {
+                Some(GroupApp {
+                    app: ids[i],
+                    size: apps[i].parallel?,
+                    waiting: apps[i].waiting,
+                    submitted_s: apps[i].submitted_ms as f64 / 1000.0,
+                    work_s: work_s(i),
+                })
+            })
+            .collect();
+        let now_s = input.now_ms as f64 / 1000.0;
+        let mut chosen = place(&nodes, &live.speed, &jobs, self.tlpa_depth, now_s);
+        chosen.extend(place_runs(
             &nodes,
             &live.speed,
-            &jobs,
+            &runs,
             self.tlpa_depth,
-            input.now_ms as f64 / 1000.0,
-        )
-        .into_iter()
-        .map(|(app, j)| (app, names[j].clone()))
-        .collect()
+            now_s,
+        ));
+        chosen
+            .into_iter()
+            .map(|(app, j)| (app, names[j].clone()))
+            .collect()
     }
 
     /// What `hetpilot schedule` shows of the round.
@@ -456,6 +481,7 @@ mod tests {
             in_flight: 0,
             done: 0,
             cores: 1,
+            parallel: None,
             submitted_ms: 0,
         }
     }
@@ -662,6 +688,31 @@ mod tests {
             q.lease(AgentId(10), 16, 4).unwrap().tasks.is_empty(),
             "app 1 stays on its TLPA platform"
         );
+    }
+
+    #[test]
+    fn tlpa_places_parallel_runs_on_the_platform_their_look_ahead_favours() {
+        let mut stats = RunStats::default();
+        for p in ["small", "big"] {
+            stats.add(AppId(1), p, &[], 10.0);
+            stats.add(AppId(2), p, &[], 1000.0);
+        }
+        // Runs of 4 slots (app 1) and of 8 (app 2) over the platforms' agents: `big` has
+        // two agents of 4 slots, `small` one. Either platform holds app 1's run now, but
+        // the look-ahead sees app 2's run, which only `big` can hold.
+        let mut apps = [live_app(1, "alice", 1), live_app(2, "bob", 1)];
+        apps[0].parallel = Some(ParallelSize::Procs(4));
+        apps[1].parallel = Some(ParallelSize::Procs(8));
+        let agents = [
+            agent(10, "big", 4),
+            agent(11, "big", 4),
+            agent(20, "small", 4),
+        ];
+        let round = planner("pa-rr")
+            .round(&stats, &apps, &agents, &HashMap::new(), 0)
+            .unwrap();
+        assert_eq!(round.plan.parallel[&AppId(1)], "small");
+        assert_eq!(round.plan.parallel[&AppId(2)], "big");
     }
 
     #[test]

@@ -327,3 +327,40 @@ fn a_member_free_now_backfills_runs_that_end_before_the_whole_group_can_start() 
     assert_eq!(apps, [AppId(3)], "only the short run backfills");
     assert_no_partial_holds(&q);
 }
+
+#[test]
+fn a_run_tlpa_placed_on_a_platform_is_reserved_there() {
+    // Platform "near" holds the asking agent 1 and agent 2; "far" holds 3 and 4, all idle.
+    // Left to itself the run goes to the asking agent's platform at once; placed on "far"
+    // by the last round, it is reserved there.
+    let queues = || {
+        let mut q = Queues::new(60_000);
+        for (id, platform) in [(1, "near"), (2, "near"), (3, "far"), (4, "far")] {
+            q.insert_agent(AgentEntry::new(
+                AgentId(id),
+                platform.into(),
+                format!("n{id}"),
+                2,
+                0,
+            ));
+        }
+        add_app(&mut q, 1, spec(2, Some(4), None));
+        q
+    };
+    let mut q = queues();
+    assert_eq!(
+        lease(&mut q, 1, 2, 1).len(),
+        1,
+        "near holds it, the asker heads"
+    );
+    let mut q = queues();
+    let mut plan = LeasePlan::default();
+    plan.parallel.insert(AppId(1), "far".into());
+    q.set_plan(plan);
+    assert!(lease(&mut q, 1, 2, 1).is_empty(), "not on near");
+    let mut reserved = q.reservation(AppId(1)).unwrap().agents.clone();
+    reserved.sort();
+    assert_eq!(reserved, [AgentId(3), AgentId(4)], "TLPA's platform");
+    assert_eq!(lease(&mut q, 3, 2, 2).len(), 1, "leased on far");
+    assert_no_partial_holds(&q);
+}

@@ -13,7 +13,9 @@
 //! keep slots for no other reservation are taken in the order they can give their share
 //! earliest (by their held runs' expected ends; the asking agent first on a tie, then the
 //! lowest id), until the task's size is met; the choice whose members can all start
-//! earliest wins (the asking agent's platform on a tie, then by name).
+//! earliest wins (the asking agent's platform on a tie, then by name). Where the last
+//! round's TLPA placed the application (the lease plan's `parallel`), only that
+//! platform's agents may hold it (`may_hold`).
 
 use super::core::Queues;
 use super::easy::{self, Need};
