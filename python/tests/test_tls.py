@@ -46,3 +46,32 @@ def test_without_a_pin_or_ca_a_self_signed_manager_is_unreachable(tls_manager, m
     monkeypatch.delenv("HETPILOT_CA_FILE", raising=False)
     with pytest.raises(Unreachable):
         Client(tls_manager.url, tls_manager.admin).apps()
+
+
+def test_the_managers_configuration_leads_to_it_its_token_and_its_certificate(
+    tls_manager, tmp_path, monkeypatch
+) -> None:
+    # Nothing but HETPILOT_CONFIG, as the CLI takes it: the configuration's data directory
+    # holds the manager's URL, its admin token and the fingerprint it serves.
+    for var in ("URL", "TOKEN", "TOKEN_FILE", "TLS_FINGERPRINT", "CA_FILE", "DATA_DIR"):
+        monkeypatch.delenv(f"HETPILOT_{var}", raising=False)
+    config = tmp_path / "hetpilot.toml"
+    config.write_text(f'data_dir = "{tls_manager.data}"\n')
+    monkeypatch.setenv("HETPILOT_CONFIG", str(config))
+    client = Client()
+    assert client.url == tls_manager.url
+    app = client.submit_array("true", 1)  # no agent: it waits
+    client.cancel(app)
+    assert client.wait(app)["counts"]["cancelled"] == 1, "pinned to the served certificate"
+
+    # A configuration that leads to no manager says where it looked.
+    empty = tmp_path / "nowhere"
+    empty.mkdir()
+    config.write_text(f'data_dir = "{empty}"\n')
+    with pytest.raises(HetpilotError) as none:
+        Client()
+    assert "HETPILOT_CONFIG" in none.value.message and str(empty) in none.value.message
+    config.write_text("data_dir = [\n")
+    with pytest.raises(HetpilotError) as bad:
+        Client()
+    assert "cannot read" in bad.value.message

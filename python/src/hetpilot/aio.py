@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, cast
 
 import httpx
 
-from .client import MAX_RESUMES, _pinned, _raise_for, _trust
+from .client import MAX_RESUMES, _raise_for, _trust
+from .connect import resolve
 from .errors import HetpilotError, TaskFailed, Unreachable
 from .events import AppEnd, Event, TaskEnd, parse
 from .executor import command_line
@@ -23,22 +23,20 @@ class AsyncClient:
     """:class:`hetpilot.Client`'s application calls for asyncio, configured the same way."""
 
     def __init__(self, url: Optional[str] = None, token: Optional[str] = None, *, timeout: float = 30.0):
-        url = url or os.environ.get("HETPILOT_URL")
-        token = token or os.environ.get("HETPILOT_TOKEN")
-        if not url or not token:
-            raise HetpilotError("no manager URL or token: pass them or set HETPILOT_URL and HETPILOT_TOKEN")
-        self.url = url.rstrip("/")
+        conn = resolve(url, token)
+        self.url = conn.url
         self._timeout = timeout
-        if _pinned():
+        if conn.fingerprint:
             raise HetpilotError(
-                "HETPILOT_TLS_FINGERPRINT is set, but the asyncio client cannot pin a "
-                "certificate yet: use hetpilot.Client, or HETPILOT_CA_FILE"
+                "the manager's certificate is to be pinned (HETPILOT_TLS_FINGERPRINT, or the "
+                "local manager's), but the asyncio client cannot pin one yet: use "
+                "hetpilot.Client, or HETPILOT_CA_FILE"
             )
         self._http = httpx.AsyncClient(
             base_url=self.url,
-            headers={"Authorization": f"Bearer {token.strip()}"},
+            headers={"Authorization": f"Bearer {conn.token}"},
             timeout=timeout,
-            verify=_trust(),
+            verify=_trust(conn),
         )
 
     async def aclose(self) -> None:

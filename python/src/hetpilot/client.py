@@ -1,20 +1,21 @@
-"""A typed client of the hetpilot manager's ``/v1`` API, configured the way the CLI is:
-``HETPILOT_URL`` and ``HETPILOT_TOKEN``; for a manager whose certificate this machine
-does not trust, ``HETPILOT_TLS_FINGERPRINT`` (pinned) or ``HETPILOT_CA_FILE``."""
+"""A typed client of the hetpilot manager's ``/v1`` API, configured the way the CLI is
+(see :mod:`hetpilot.connect`): ``HETPILOT_URL`` and ``HETPILOT_TOKEN``, else the manager's
+configuration (``HETPILOT_CONFIG``) or data directory; for a manager whose certificate this
+machine does not trust, ``HETPILOT_TLS_FINGERPRINT`` (pinned) or ``HETPILOT_CA_FILE``."""
 
 from __future__ import annotations
 
 import json
-import os
 import ssl
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
 
 import httpx
 
-from .errors import HetpilotError, TooManyRequests, Unreachable, from_status
+from .connect import Connection, resolve
+from .errors import TooManyRequests, Unreachable, from_status
 from .events import AppEnd, Event, TaskEnd, parse
-from .pinning import PinnedTransport, parse_fingerprint
+from .pinning import PinnedTransport
 
 #: The longest ``Retry-After`` a submit waits out by itself, seconds.
 MAX_SUBMIT_WAIT_S = 60.0
@@ -25,16 +26,9 @@ MAX_RESUMES = 6
 Json = Dict[str, Any]
 
 
-def _trust() -> Union[bool, ssl.SSLContext]:
-    """The CA file's context (``HETPILOT_CA_FILE``), else the system's CAs."""
-    ca_file = os.environ.get("HETPILOT_CA_FILE")
-    return ssl.create_default_context(cafile=ca_file) if ca_file else True
-
-
-def _pinned() -> Optional[bytes]:
-    """The fingerprint to pin (``HETPILOT_TLS_FINGERPRINT``); it wins over a CA file."""
-    text = os.environ.get("HETPILOT_TLS_FINGERPRINT")
-    return parse_fingerprint(text) if text else None
+def _trust(conn: Connection) -> Union[bool, ssl.SSLContext]:
+    """The CA file's context, else the system's CAs."""
+    return ssl.create_default_context(cafile=conn.ca_file) if conn.ca_file else True
 
 
 class Client:
@@ -49,20 +43,16 @@ class Client:
         *,
         timeout: float = 30.0,
     ) -> None:
-        url = url or os.environ.get("HETPILOT_URL")
-        token = token or os.environ.get("HETPILOT_TOKEN")
-        if not url:
-            raise HetpilotError("no manager URL: pass url= or set HETPILOT_URL")
-        if not token:
-            raise HetpilotError("no token: pass token= or set HETPILOT_TOKEN")
-        self.url = url.rstrip("/")
+        conn = resolve(url, token)
+        self.url = conn.url
         self._timeout = timeout
-        pinned = _pinned()
+        # A pinned fingerprint wins over a CA file.
+        pinned = conn.fingerprint
         self._http = httpx.Client(
             base_url=self.url,
-            headers={"Authorization": f"Bearer {token.strip()}"},
+            headers={"Authorization": f"Bearer {conn.token}"},
             timeout=timeout,
-            verify=_trust(),
+            verify=_trust(conn),
             transport=PinnedTransport(pinned) if pinned else None,
         )
 
