@@ -84,6 +84,11 @@ pub struct Ended {
 /// process it started may hold them); then what was read is reported.
 const OUTPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long a run killed by SIGTERM or SIGINT waits for the agent's own stop signal before
+/// it is reported as killed (a batch system stopping the job signals all of its processes,
+/// in whatever order).
+const STOP_SIGNAL_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A task whose output closes within this long and that has then exited is reaped
 /// without a pidfd: opening, registering and closing one costs more than the rest of such
 /// a task's dispatch. Later, a pidfd tells when it ends (its output may stay open: a
@@ -547,6 +552,12 @@ impl Executor {
                     }
                 }
             };
+            // A run killed by a stop signal before the agent got its own (a batch system
+            // signalling the job's processes one by one): the agent's may follow at once,
+            // and the run then went down with the pilot (see `finish`).
+            if crate::stop_signal::is_stop_signal(finished.signal) {
+                crate::stop_signal::arrives_within(STOP_SIGNAL_WAIT).await;
+            }
             // Staging hook: store the outputs back, release the cached inputs.
             let staging = match files {
                 Some(f) => Some(f.finish(finished.outcome == Outcome::Success).await),

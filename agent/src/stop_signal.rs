@@ -4,12 +4,15 @@
 //! signal is then told apart from one that died with its pilot without waiting for the
 //! agent's own signal to travel through its event loop.
 //!
-//! A batch system that stops a job signals the agent no later than its tasks (Slurm
-//! freezes the job's cgroup and signals every process in it; PBS signals the job's session
-//! in process order, the agent first): when the agent sees a task killed, its own signal
-//! is already delivered or pending.
+//! A batch system that stops a job usually signals the agent no later than its tasks (Slurm
+//! with cgroups freezes the job's cgroup and signals every process in it; PBS signals the
+//! job's session in process order, the agent first). Not always: Slurm tracking processes
+//! without cgroups signals them one by one, a task first as often as not. So a run killed
+//! by a stop signal waits a moment for the agent's own ([`arrives_within`]) before it
+//! counts as failed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// The signals that stop the agent.
 const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGTERM, libc::SIGINT];
@@ -30,6 +33,31 @@ pub fn watch() -> std::io::Result<()> {
 /// Whether a stop signal has been delivered to the agent or is pending for it.
 pub fn received() -> bool {
     RECEIVED.load(Ordering::SeqCst) || pending()
+}
+
+/// Whether `signal` (what killed a run) is one that stops the agent.
+pub fn is_stop_signal(signal: Option<libc::c_int>) -> bool {
+    signal.is_some_and(|s| STOP_SIGNALS.contains(&s))
+}
+
+/// Whether a stop signal reaches the agent within `limit` (or already has). Listens before
+/// it looks at the flag, so a signal between the two is not missed.
+pub async fn arrives_within(limit: Duration) -> bool {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return received();
+    };
+    if received() {
+        return true;
+    }
+    tokio::select! {
+        _ = term.recv() => true,
+        _ = int.recv() => true,
+        _ = tokio::time::sleep(limit) => received(),
+    }
 }
 
 /// Whether a stop signal is pending for this thread or the process (sent, its handler not

@@ -145,3 +145,57 @@ fn an_agent_whose_manager_is_gone_for_good_kills_its_task_and_exits() {
         is_dead(pid).then_some(())
     });
 }
+
+/// The pid of the process whose environment holds `marker` (a task's, found from outside
+/// through /proc).
+fn task_pid(marker: &str) -> Option<i32> {
+    let needle = format!("FAULT_MARK={marker}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        env.split(|b| *b == 0)
+            .any(|kv| kv == needle.as_bytes())
+            .then_some(pid)
+    })
+}
+
+/// A batch system stopping a job may signal a task before its agent (Slurm without
+/// cgroups signals the job's processes one by one): the run then went down with the pilot,
+/// and is handed back, not counted as the task's failure.
+#[test]
+fn a_task_signalled_just_before_its_agent_is_handed_back_not_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().display().to_string();
+    let m = Manager::start(dir.path(), 30.0);
+    let mut spec = array_app("stopped", "sleep 30", 1);
+    spec["max_attempts"] = 1.into();
+    spec["env"] = serde_json::json!({"FAULT_MARK": marker});
+    let app = m.submit(spec);
+    let mut agent = m.agent("local", 1, &[]);
+    let pid = wait_until("the task to run", Duration::from_secs(60), || {
+        task_pid(&marker)
+    });
+    // The task first, then (the time a batch system takes to go down its process list)
+    // the agent.
+    // SAFETY: signalling the task this test's agent started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(50));
+    signal(&agent.child, libc::SIGTERM);
+    assert_eq!(
+        agent.wait_exit(Duration::from_secs(60)),
+        Some(0),
+        "{}",
+        agent.log()
+    );
+    let state = wait_until(
+        "the task to be handed back",
+        Duration::from_secs(30),
+        || {
+            let (status, t) = m.http().get(&format!("/v1/apps/{app}/tasks"), &m.admin);
+            assert_eq!(status, 200, "{t}");
+            let state = t[0]["state"].as_str().unwrap_or_default().to_string();
+            (state != "running" && state != "leased").then_some(state)
+        },
+    );
+    assert_eq!(state, "waiting", "{}", agent.log());
+}

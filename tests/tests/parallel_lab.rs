@@ -80,12 +80,20 @@ fn a_procs_4_mpi_hello_runs_over_a_two_node_slurm_pilot_and_its_ranks_report_the
         header.contains("lab-small/n2:2,n3:2") || header.contains("lab-small/n3:2,n2:2"),
         "{text}"
     );
+    // Each rank writes `rank R of 4 on HOST sum 4`; ranks on two nodes write to one
+    // stream at once, so a report may run into another's line: read them as a sequence.
     let mut ranks: BTreeMap<u32, String> = BTreeMap::new();
-    for line in text.lines().filter(|l| l.starts_with("rank ")) {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(words.len(), 8, "{line}");
-        assert_eq!((words[3], words[7]), ("4", "4"), "size and sum: {line}");
-        ranks.insert(words[1].parse().unwrap(), words[5].to_string());
+    for report in text.split("rank ").skip(1) {
+        let words: Vec<&str> = report.split_whitespace().collect();
+        if words.len() < 7 || words[1] != "of" {
+            continue;
+        }
+        assert_eq!(
+            (words[2], words[6]),
+            ("4", "4"),
+            "size and sum: rank {report}"
+        );
+        ranks.insert(words[0].parse().unwrap(), words[4].to_string());
     }
     assert_eq!(ranks.len(), 4, "{text}");
     let mut per_node: BTreeMap<&str, u32> = BTreeMap::new();
