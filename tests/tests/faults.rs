@@ -175,11 +175,12 @@ fn a_task_signalled_just_before_its_agent_is_handed_back_not_failed() {
     let pid = wait_until("the task to run", Duration::from_secs(60), || {
         task_pid(&marker)
     });
-    // The task first, then (the time a batch system takes to go down its process list)
-    // the agent.
+    // The task first and, once it has died, the agent.
     // SAFETY: signalling the task this test's agent started.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    std::thread::sleep(Duration::from_millis(50));
+    wait_until("the task to die", Duration::from_secs(30), || {
+        is_dead(pid as u32).then_some(())
+    });
     signal(&agent.child, libc::SIGTERM);
     assert_eq!(
         agent.wait_exit(Duration::from_secs(60)),

@@ -30,6 +30,35 @@ fn members(pilot: &Value) -> (BTreeSet<String>, BTreeSet<u64>) {
     (hosts, agents)
 }
 
+/// A manager with `platform`'s `profile` whose application of 8 `sleep 30` tasks gets a
+/// 2-node pilot: the manager, the application, the pilot once both agents registered
+/// (under `hosts`), and their ids, with tasks running on both.
+fn two_node_pilot(
+    dir: &std::path::Path,
+    platform: &str,
+    profile: &std::path::Path,
+    provision: &str,
+    hosts: [&str; 2],
+) -> (hetpilot_e2e::Manager, u64, Value, BTreeSet<u64>) {
+    let env = configure(dir, &[(platform, profile)], provision);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let m = hetpilot_e2e::Manager::start_with(dir, hetpilot_e2e::free_port(), 120.0, &[], &env);
+    let app = m.submit(array_app("two-nodes", "sleep 30", 8));
+    let pilot = wait_pilot(
+        &m,
+        "a pilot with an agent on each node",
+        Duration::from_secs(120),
+        |p| p["members"].as_array().is_some_and(|g| g.len() == 2),
+    );
+    assert_eq!(pilot["nodes"], 2, "{pilot}");
+    let (registered, agents) = members(&pilot);
+    let want: BTreeSet<String> = hosts.iter().map(|h| h.to_string()).collect();
+    assert_eq!(registered, want, "one agent per node: {pilot}");
+    // Both run tasks: 2 slots each, 4 of the 8 tasks at once.
+    wait_running_on_all(&m, app, &agents);
+    (m, app, pilot, agents)
+}
+
 /// Waits until tasks of `app` run on every one of `agents` at once.
 fn wait_running_on_all(m: &hetpilot_e2e::Manager, app: u64, agents: &BTreeSet<u64>) {
     wait_until(
@@ -61,30 +90,13 @@ fn a_two_node_slurm_pilot_runs_an_agent_per_node_and_releases_both_when_cancelle
             .replace("max_queued = 2", "max_queued = 1"),
     )
     .unwrap();
-    let env = configure(
+    let (m, app, pilot, agents) = two_node_pilot(
         dir.path(),
-        &[("lab-small", &profile)],
+        "lab-small",
+        &profile,
         "interval_secs = 0.5\nregister_timeout_secs = 120\nbackoff_base_secs = 1\nbackoff_max_secs = 2",
+        ["n2", "n3"],
     );
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let m =
-        hetpilot_e2e::Manager::start_with(dir.path(), hetpilot_e2e::free_port(), 120.0, &[], &env);
-    let app = m.submit(array_app("wide", "sleep 30", 8));
-    let pilot = wait_pilot(
-        &m,
-        "a pilot with both agents",
-        Duration::from_secs(120),
-        |p| p["members"].as_array().is_some_and(|g| g.len() == 2),
-    );
-    assert_eq!(pilot["nodes"], 2, "{pilot}");
-    let (hosts, agents) = members(&pilot);
-    assert_eq!(
-        hosts,
-        ["n2".to_string(), "n3".to_string()].into(),
-        "one agent per lab node: {pilot}"
-    );
-    // Both run tasks: 2 slots each, 4 of the 8 tasks at once.
-    wait_running_on_all(&m, app, &agents);
     let listed = get(&m, "/v1/agents");
     for a in listed
         .iter()
@@ -156,29 +168,13 @@ fn a_two_host_ssh_pilot_runs_an_agent_on_each_host_and_stops_both() {
             .replace("nodes = 1", "nodes = 2\nnodes_per_pilot = 2"),
     )
     .unwrap();
-    let env = configure(
+    let (mut m, _app, pilot, _agents) = two_node_pilot(
         dir.path(),
-        &[("lab-ssh", &profile)],
+        "lab-ssh",
+        &profile,
         "interval_secs = 0.5\nbackoff_base_secs = 1\nbackoff_max_secs = 2",
+        ["127.0.0.1", "localhost"],
     );
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let mut m =
-        hetpilot_e2e::Manager::start_with(dir.path(), hetpilot_e2e::free_port(), 120.0, &[], &env);
-    let app = m.submit(array_app("two-hosts", "sleep 30", 8));
-    let pilot = wait_pilot(
-        &m,
-        "a pilot with an agent on each host",
-        Duration::from_secs(120),
-        |p| p["members"].as_array().is_some_and(|g| g.len() == 2),
-    );
-    assert_eq!(pilot["nodes"], 2, "{pilot}");
-    let (hosts, agents) = members(&pilot);
-    assert_eq!(
-        hosts,
-        ["127.0.0.1".to_string(), "localhost".to_string()].into(),
-        "{pilot}"
-    );
-    wait_running_on_all(&m, app, &agents);
     // One process per host in the job id: `localhost:PID@START+127.0.0.1:PID@START`.
     let job = pilot["batch_job_id"].as_str().unwrap().to_string();
     let pids: Vec<String> = job
