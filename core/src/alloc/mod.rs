@@ -11,6 +11,7 @@ pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod order;
 
+#[cfg(test)]
 pub(crate) use allocator::Tlpa;
 pub use allocator::{allocator_by_name, Allocator, AllocatorInput};
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `[scheduler]`: which two-level policies the live manager runs, and how often.
 
+use crate::alloc::{allocator_by_name, Allocator};
 use crate::ptg::live::WorkflowPolicy;
 use crate::sched::{SchedError, Scheduler, SchedulerSettings};
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,10 @@ pub struct SchedulerConfig {
     pub(crate) seed: u64,
     /// TLPA look-ahead depth d for multi-core applications (waiting tasks simulated).
     pub(crate) tlpa_depth: usize,
+    /// Which processor allocator places multi-core and parallel runs on platforms, as
+    /// `simulate alloc --allocator` names them: `tlpa` (look-ahead `tlpa_depth`), `bf`
+    /// (best fit) or `ff` (fastest first).
+    pub allocator: String,
     /// How competing workflows share the cores the first level gives them
     /// (`cafm-k-shelves`, `cra-work-weight` or `round-robin`, see `ptg::live`).
     pub workflows: String,
@@ -42,6 +47,7 @@ impl Default for SchedulerConfig {
             explore_samples: 2,
             seed: 1,
             tlpa_depth: 8,
+            allocator: "tlpa".into(),
             workflows: WorkflowPolicy::default().name().into(),
             reservations: true,
         }
@@ -53,6 +59,7 @@ impl SchedulerConfig {
     /// accepted values.
     pub fn settings(&self) -> Result<Option<SchedulerSettings>, SchedError> {
         self.workflow_policy()?;
+        self.allocator()?;
         if self.policy == "round-robin" {
             return Ok(None);
         }
@@ -70,6 +77,16 @@ impl SchedulerConfig {
             });
         }
         Ok(Some(settings))
+    }
+
+    /// The processor allocator `allocator` names; the error lists the accepted names.
+    pub(crate) fn allocator(&self) -> Result<Box<dyn Allocator>, SchedError> {
+        allocator_by_name(&self.allocator, self.tlpa_depth).map_err(|e| {
+            SchedError::InvalidSetting {
+                field: "allocator",
+                problem: e.to_string(),
+            }
+        })
     }
 
     /// The workflow policy `workflows` names; the error lists the accepted names.
