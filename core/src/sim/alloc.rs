@@ -172,6 +172,19 @@ pub fn simulate_alloc(
     Ok(AllocRun { outcomes, metrics })
 }
 
+/// The metrics of a schedule made elsewhere (`outcomes`, one per job of `jobs`, as
+/// [`simulate_alloc`] gives them), so that it compares with the simulator's: the
+/// turnaround, wait, slowdown, utilisation and makespan; one decision per job, the rest 0.
+pub fn metrics_of(clusters: &[Cluster], jobs: &[Job], outcomes: &[JobOutcome]) -> AllocMetrics {
+    let mut metrics = AllocMetrics {
+        jobs: jobs.len(),
+        decisions: jobs.len(),
+        ..AllocMetrics::default()
+    };
+    summarize(clusters, jobs, outcomes, &mut metrics);
+    metrics
+}
+
 fn summarize(clusters: &[Cluster], jobs: &[Job], outcomes: &[JobOutcome], m: &mut AllocMetrics) {
     if jobs.is_empty() {
         return;
