@@ -43,7 +43,14 @@ fn a_trace_replays_live_within_the_tolerance_of_simulate_alloc() {
     for allocator in ["tlpa", "bf"] {
         let out = live(
             &trace,
-            &["--allocator", allocator, "--depth", "4", "--compare", "--json"],
+            &[
+                "--allocator",
+                allocator,
+                "--depth",
+                "4",
+                "--compare",
+                "--json",
+            ],
         );
         assert!(out.status.success(), "{out:?}");
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
