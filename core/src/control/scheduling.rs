@@ -724,6 +724,15 @@ mod tests {
             ..SchedulerConfig::default()
         };
         assert!(bad.settings().unwrap_err().to_string().contains("rpa"));
+        let bad = SchedulerConfig {
+            allocator: "worst-fit".into(),
+            ..SchedulerConfig::default()
+        };
+        let err = bad.settings().unwrap_err().to_string();
+        assert!(
+            err.contains("allocator") && err.contains("bf, ff, tlpa"),
+            "{err}"
+        );
         let rr = SchedulerConfig {
             policy: "round-robin".into(),
             ..SchedulerConfig::default()
