@@ -158,7 +158,7 @@ pub(crate) fn place(
     // The live queue: every waiting multi-core task, up to what the look-ahead can see.
     let mut queue: Vec<Job> = Vec::new();
     for (i, a) in apps.iter().enumerate() {
-        let take = a.waiting.min(depth as u64 + 1);
+        let take = a.waiting.min((depth as u64).saturating_add(1));
         queue.extend((0..take).map(|_| Job {
             id: i as i64,
             submit: a.submitted_s,
@@ -179,7 +179,7 @@ pub(crate) fn place(
             .filter(|&c| loads[c].free >= job.procs)
             .collect();
         if !allocable.is_empty() {
-            let waiting_end = (head + 1 + depth).min(queue.len());
+            let waiting_end = (head + 1).saturating_add(depth).min(queue.len());
             let c = allocator.choose(&AllocatorInput {
                 now: now_s,
                 job: &job,
@@ -237,6 +237,11 @@ mod tests {
         // ... the look-ahead sees the 8-core task behind it and leaves the big node free.
         assert_eq!(
             place(&nodes, &speeds, &apps, &mut Tlpa::new(1), 0.0),
+            vec![(AppId(1), 0), (AppId(2), 1)]
+        );
+        // A look-ahead deeper than any queue sees it all, without overflowing.
+        assert_eq!(
+            place(&nodes, &speeds, &apps, &mut Tlpa::new(usize::MAX), 0.0),
             vec![(AppId(1), 0), (AppId(2), 1)]
         );
     }

@@ -1,6 +1,6 @@
 //! `[scheduler]`: which two-level policies the live manager runs, and how often.
 
-use crate::alloc::{allocator_by_name, Allocator};
+use crate::alloc::{allocator_by_name, Allocator, MAX_TLPA_DEPTH};
 use crate::ptg::live::WorkflowPolicy;
 use crate::sched::{SchedError, Scheduler, SchedulerSettings};
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,12 @@ impl SchedulerConfig {
 
     /// The processor allocator `allocator` names; the error lists the accepted names.
     pub(crate) fn allocator(&self) -> Result<Box<dyn Allocator>, SchedError> {
+        if self.tlpa_depth > MAX_TLPA_DEPTH {
+            return Err(SchedError::InvalidSetting {
+                field: "tlpa_depth",
+                problem: format!("{} is more than {MAX_TLPA_DEPTH}", self.tlpa_depth),
+            });
+        }
         allocator_by_name(&self.allocator, self.tlpa_depth).map_err(|e| {
             SchedError::InvalidSetting {
                 field: "allocator",

@@ -733,6 +733,13 @@ mod tests {
             err.contains("allocator") && err.contains("bf, ff, tlpa"),
             "{err}"
         );
+        // A look-ahead past every queue would overflow the placement's arithmetic.
+        let deep = SchedulerConfig {
+            tlpa_depth: usize::MAX,
+            ..SchedulerConfig::default()
+        };
+        let err = deep.settings().unwrap_err().to_string();
+        assert!(err.contains("tlpa_depth"), "{err}");
         let rr = SchedulerConfig {
             policy: "round-robin".into(),
             ..SchedulerConfig::default()

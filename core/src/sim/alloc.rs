@@ -329,6 +329,10 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, AllocError::JobTooLarge { id: 9, .. }));
+        // A look-ahead whose buffers could not be allocated is refused by name.
+        let err = crate::alloc::allocator_by_name("tlpa", usize::MAX).err();
+        assert_eq!(err, Some(AllocError::DepthTooLarge(usize::MAX)));
+        assert!(crate::alloc::allocator_by_name("tlpa", crate::alloc::MAX_TLPA_DEPTH).is_ok());
     }
 
     fn arb_case() -> impl Strategy<Value = (Vec<Cluster>, Vec<Job>)> {
