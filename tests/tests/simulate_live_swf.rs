@@ -84,6 +84,7 @@ fn hostile_traces_and_settings_are_refused_naming_what_is_wrong() {
         (&["--scheduler", "sjf"][..], "--scheduler"),
         (&["--agent-slots", "3"][..], "--agent-slots"),
         (&["--allocator", "worst"][..], "allocator"),
+        (&["--depth", "18446744073709551615"][..], "--depth"),
         (&["--load", "NaN"][..], "--load"),
         (&["--speeds", "1,NaN,1"][..], "speed"),
     ] {
