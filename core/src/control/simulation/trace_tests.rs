@@ -267,3 +267,24 @@ fn clusters_that_make_no_agents_and_too_many_jobs_are_refused() {
     let err = replay_trace(&clusters([1.0; 3]), &jobs, &unknown, &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("allocator"), "{err}");
 }
+
+#[test]
+fn skipping_the_rounds_in_which_nothing_happened_changes_no_outcome() {
+    let clusters = clusters([0.8, 1.0, 1.2]);
+    let jobs = fixture_jobs();
+    for allocator in ["tlpa", "bf"] {
+        let mut scenario = scenario_of(&clusters, &jobs, &settings(allocator)).unwrap();
+        let skipping = simulate(&scenario).unwrap();
+        scenario.skip_quiet_rounds = false;
+        let every = simulate(&scenario).unwrap();
+        assert_eq!(skipping.started_ms, every.started_ms, "{allocator}");
+        assert_eq!(skipping.finished_ms, every.finished_ms, "{allocator}");
+        assert_eq!(skipping.runs, every.runs, "{allocator}");
+        assert!(
+            skipping.rounds < every.rounds / 10,
+            "{} of {}",
+            skipping.rounds,
+            every.rounds
+        );
+    }
+}
