@@ -191,6 +191,10 @@ pub struct Assignment {
     /// A parallel run's hosts, this agent's first (empty: a run on this agent alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<crate::parallel::HostSlots>,
+    /// A parallel run's launcher template (its head's platform's), which the head fills
+    /// in as `HETPILOT_LAUNCH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<crate::launcher::LaunchTemplate>,
 }
 
 /// The answer to a pull.

@@ -25,13 +25,16 @@ print(f"rank {rank.value} of {size.value} on {os.environ['SLURMD_NODENAME']} sum
 mpi.MPI_Finalize()
 "#;
 
-/// The task: `mpirun` over the host file the head was given. Open MPI takes its slots from
+/// The task: first the platform's launcher (Slurm's default: a job step over the run's
+/// hosts within the pilot's allocation) starts a shell per slot, then `mpirun` over the
+/// host file the head was given. Open MPI takes its slots from
 /// the host file, not from the agents' job step (`ras ^slurm`), starts its daemons on the
 /// other node through `srun` within the pilot's allocation (`SLURM_OVERLAP`: the agents'
 /// step holds the CPUs), and talks TCP (the lab's "nodes" share one host).
 const RUN: &str = r#"#!/bin/sh
 export SLURM_OVERLAP=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "nodefile: $(paste -sd, "$HETPILOT_NODEFILE") hosts: $HETPILOT_HOSTS procs: $HETPILOT_PROCS"
+$HETPILOT_LAUNCH sh -c 'echo "launched rank $SLURM_PROCID on $SLURMD_NODENAME"'
 exec mpirun.openmpi --mca ras ^slurm --mca btl self,tcp -np "$HETPILOT_PROCS" \
   -hostfile "$HETPILOT_NODEFILE" python3 "$(dirname "$0")/hello.py"
 "#;
@@ -101,4 +104,22 @@ fn a_procs_4_mpi_hello_runs_over_a_two_node_slurm_pilot_and_its_ranks_report_the
         *per_node.entry(node).or_default() += 1;
     }
     assert_eq!(per_node, [("n2", 2), ("n3", 2)].into(), "{text}");
+    // `$HETPILOT_LAUNCH` started one process per slot, in blocks: ranks 0 and 1 on one
+    // host of the run, 2 and 3 on the other (Slurm numbers its nodes in its own order,
+    // not the host file's).
+    let mut launched: BTreeMap<u32, String> = BTreeMap::new();
+    for line in text.split("launched rank ").skip(1) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.len() >= 3 && words[1] == "on" {
+            launched.insert(words[0].parse().unwrap(), words[2].to_string());
+        }
+    }
+    let blocks: Vec<&str> = launched.values().map(String::as_str).collect();
+    assert!(
+        blocks.len() == 4 && blocks[0] == blocks[1] && blocks[2] == blocks[3],
+        "{launched:?}\n{text}"
+    );
+    let mut nodes = vec![blocks[0], blocks[2]];
+    nodes.sort();
+    assert_eq!(nodes, ["n2", "n3"], "{text}");
 }

@@ -635,6 +635,7 @@ impl Queues {
             cores: app.dag.is_some().then_some(cores),
             resources: grant.clone(),
             hosts: Vec::new(),
+            launcher: None,
         });
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
         agent.held.insert(task, batch.lease_ms);
