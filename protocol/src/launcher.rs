@@ -6,9 +6,10 @@
 //! `$HETPILOT_LAUNCH python3 hello.py`.
 //!
 //! Host names come from agents and job ids from the batch system, so nothing in the
-//! rendered words may be shell syntax to a word split: each word is kept to letters,
-//! digits and `-_.,:/=+@%` (no blank, no glob character, no quote), and a host name or job
-//! id outside that set, or starting with `-`, is refused rather than rendered.
+//! rendered words may be shell syntax to a word split: a template's text is kept to
+//! letters, digits and `-_.,:/=+@%^` (no blank, no glob character, no quote, nothing a
+//! shell reads after expanding a variable), and a host name or job id of anything but
+//! letters, digits and `-_.`, or starting with `-`, is refused rather than rendered.
 
 use serde::{Deserialize, Serialize};
 
@@ -57,19 +58,21 @@ pub enum LaunchError {
     /// Literal text outside the characters a word split keeps as they are.
     #[error(
         "the word {0:?} has characters a shell would split or expand: use letters, \
-         digits and `-_.,:/=+@%`"
+         digits and `-_.,:/=+@%^`"
     )]
     UnsafeText(String),
     /// A value to fill in that a word split would break, or that reads as an option.
     #[error(
         "{what} {value:?} cannot go into a launcher: it must be letters, digits and \
-         `-_.,:/=+@%`, not starting with `-`"
+         {allowed}, not starting with `-`"
     )]
     UnsafeValue {
         /// What the value is (a host name, the host file's path, the job id).
         what: &'static str,
         /// The value.
         value: String,
+        /// The other characters it may have.
+        allowed: &'static str,
     },
     /// `{job_id}` used where no batch system started the agent.
     #[error(
@@ -79,16 +82,31 @@ pub enum LaunchError {
     NoJobId,
 }
 
-/// A byte a word split leaves alone: no blank, quote, glob or shell metacharacter.
+/// A byte of a template's text that a word split leaves alone: no blank, quote, glob or
+/// shell metacharacter.
 fn safe_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-_.,:/=+@%".contains(&b)
+    b.is_ascii_alphanumeric() || b"-_.,:/=+@%^".contains(&b)
 }
 
-fn safe_value(what: &'static str, value: &str) -> Result<(), LaunchError> {
-    if value.is_empty() || value.starts_with('-') || !value.bytes().all(safe_byte) {
+/// The other bytes of a host name or a batch job id.
+const NAME_BYTES: &str = "`-_.`";
+/// The other bytes of the host file's path.
+const PATH_BYTES: &str = "`-_./,:=+@%`";
+
+/// `value` is not empty, does not read as an option, and has letters, digits and
+/// `allowed` only.
+fn safe_value(what: &'static str, value: &str, allowed: &'static str) -> Result<(), LaunchError> {
+    let others = allowed.trim_matches('`').as_bytes();
+    if value.is_empty()
+        || value.starts_with('-')
+        || !value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || others.contains(&b))
+    {
         return Err(LaunchError::UnsafeValue {
             what,
             value: value.into(),
+            allowed,
         });
     }
     Ok(())
@@ -187,9 +205,9 @@ impl LaunchTemplate {
     /// side would not have accepted (it came over the network).
     pub fn render(&self, values: &LaunchValues) -> Result<Vec<String>, LaunchError> {
         for host in values.hosts {
-            safe_value("the host name", host)?;
+            safe_value("the host name", host, NAME_BYTES)?;
         }
-        safe_value("the host file's path", values.nodefile)?;
+        safe_value("the host file's path", values.nodefile, PATH_BYTES)?;
         check_words(&self.0)?;
         let mut words = Vec::with_capacity(self.0.len());
         for word in &self.0 {
@@ -204,7 +222,7 @@ impl LaunchTemplate {
                     // `{job_id}`, the only other one.
                     Piece::Placeholder(_) => {
                         let job = values.job_id.ok_or(LaunchError::NoJobId)?;
-                        safe_value("the batch job id", job)?;
+                        safe_value("the batch job id", job, NAME_BYTES)?;
                         out.push_str(job);
                     }
                 }

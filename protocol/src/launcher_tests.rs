@@ -32,6 +32,11 @@ fn the_defaults_fill_in_every_placeholder_as_one_word_each() {
             "4"
         ]
     );
+    let mca = LaunchTemplate::parse("mpirun --mca ras ^slurm -np {procs}")
+        .unwrap()
+        .render(&values(&["n2"], None))
+        .unwrap();
+    assert_eq!(mca, ["mpirun", "--mca", "ras", "^slurm", "-np", "4"]);
     let several = LaunchTemplate::parse("run --at={hosts}:{procs}x{nodes}")
         .unwrap()
         .render(&values(&["a.example", "b"], None))
@@ -91,6 +96,8 @@ fn hostile_host_names_job_ids_and_paths_are_refused_not_rendered() {
             "the batch job id \"1 --uid=0\"",
         ),
         (&["n2"][..], Some("$(id)"), "the batch job id \"$(id)\""),
+        (&["n2^x"][..], Some("1"), "the host name \"n2^x\""),
+        (&["n2"][..], Some("1:2"), "the batch job id \"1:2\""),
     ] {
         let err = t.render(&values(hosts, job)).unwrap_err().to_string();
         assert!(err.contains(what), "{hosts:?} {job:?}: {err}");
