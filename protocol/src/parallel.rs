@@ -44,6 +44,30 @@ pub struct HostSlots {
     pub slots: u32,
 }
 
+/// One agent of a parallel run's group lease, as the agents listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GroupMember {
+    /// The agent.
+    pub agent: crate::AgentId,
+    /// Its host name, as the run's host file names it.
+    pub host: String,
+    /// The slots the run holds there.
+    pub slots: u32,
+}
+
+/// A parallel run's group lease: the agents that hold it, its head (which runs it) first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GroupLeaseView {
+    /// The task.
+    pub task: crate::TaskRef,
+    /// The run's attempt.
+    pub attempt: u32,
+    /// The head, then the agents that keep slots for it.
+    pub members: Vec<GroupMember>,
+}
+
 /// The host file of a run over `hosts`: one `host slots=N` line per host, in order, the
 /// slots of agents that share a host name added up.
 pub fn nodefile(hosts: &[HostSlots]) -> String {

@@ -651,6 +651,9 @@ pub struct AgentInfo {
     /// The parallel runs whose slots it keeps while another agent (their head) runs them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub member_of: Vec<TaskRef>,
+    /// The parallel runs it heads, each with the agents that hold it (this one first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_leases: Vec<crate::parallel::GroupLeaseView>,
 }
 
 /// `POST /v1/users` (admin).

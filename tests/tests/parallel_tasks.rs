@@ -114,6 +114,43 @@ fn a_procs_task_runs_once_on_its_head_with_a_host_file_and_holds_both_agents() {
         json!({"app": app, "index": 0}),
         "{view:?}"
     );
+    // The head lists the group lease: itself first, then the member, 2 slots on each.
+    let heads: Vec<&Value> = view
+        .iter()
+        .filter(|a| !a["group_leases"].is_null())
+        .collect();
+    assert_eq!(heads.len(), 1, "{view:?}");
+    let group = &heads[0]["group_leases"][0];
+    assert_eq!(group["task"], json!({"app": app, "index": 0}), "{group}");
+    assert_eq!(group["attempt"], 1, "{group}");
+    let agents_of: Vec<(Value, u64)> = group["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["agent"].clone(), m["slots"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        agents_of,
+        [
+            (heads[0]["agent"].clone(), 2),
+            (members[0]["agent"].clone(), 2)
+        ],
+        "{group}"
+    );
+    // `/metrics` counts the member's slots kept for the run.
+    let metrics = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", m.url))
+        .bearer_auth(&m.admin)
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "hetpilot_agent_parallel_member_slots{platform=\"local\"} 2"),
+        "{metrics}"
+    );
     let stream = m.submit(json!({
         "name": "stream", "command": "true",
         "tasks": {"array": {"start": 0, "end": 7}},

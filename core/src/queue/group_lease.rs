@@ -300,6 +300,21 @@ impl Queues {
         })
     }
 
+    /// The group leases of the parallel runs agent `id` heads, in task order.
+    pub fn head_groups(&self, id: AgentId) -> Vec<(TaskRef, &GroupLease)> {
+        let Some(agent) = self.agents.get(&id) else {
+            return Vec::new();
+        };
+        let mut groups: Vec<(TaskRef, &GroupLease)> = agent
+            .held
+            .keys()
+            .filter_map(|&t| Some((t, self.group_lease(t)?)))
+            .filter(|(_, g)| g.members.first().is_some_and(|m| m.agent == id))
+            .collect();
+        groups.sort_by_key(|(t, _)| *t);
+        groups
+    }
+
     /// The group lease of task `task`'s current run, if it is a parallel run.
     pub fn group_lease(&self, task: TaskRef) -> Option<&GroupLease> {
         self.apps.get(&task.app)?.groups.get(&task.index)
