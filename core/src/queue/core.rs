@@ -721,7 +721,7 @@ impl Queues {
         let Some(mut app) = self.apps.get_mut(&task.app) else {
             return changes;
         };
-        if dropped && app.parallel.is_some() {
+        if dropped && app.groups.contains_key(&task.index) {
             self.end_group_of(id, task);
             app = self.apps.get_mut(&task.app).expect("looked up above");
         }
@@ -862,7 +862,6 @@ impl Queues {
         let heads = self
             .apps
             .get(&task.app)
-            .filter(|a| a.parallel.is_some())
             .and_then(|a| a.groups.get(&task.index))
             .is_some_and(|g| g.members[0].agent == id);
         if heads {

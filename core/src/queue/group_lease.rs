@@ -123,7 +123,7 @@ impl Queues {
         if app.cancelled {
             return 0;
         }
-        let Some(index) = app.pop_waiting(head) else {
+        let Some(index) = app.pop_for_group(head) else {
             return 0;
         };
         let task = TaskRef { app: app_id, index };
