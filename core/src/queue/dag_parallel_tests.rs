@@ -141,3 +141,43 @@ fn a_workflows_parallel_task_is_never_leased_in_part_to_one_agent() {
     );
     assert_eq!(q.app(AppId(1)).unwrap().tasks[1].state, TaskState::Waiting);
 }
+
+#[test]
+fn a_workflows_parallel_task_whose_member_is_lost_runs_again_whole_and_its_child_waits() {
+    let mut spec = pipeline();
+    spec.dag.as_mut().unwrap().tasks[1].parents.clear();
+    let template = spec.validate().unwrap();
+    let mut q = Queues::new(60_000);
+    q.insert_app(AppEntry::new(AppId(1), "alice".into(), spec, template, 0));
+    for id in 1..=3 {
+        q.insert_agent(AgentEntry::new(
+            AgentId(id),
+            "p".into(),
+            format!("n{id}"),
+            2,
+            0,
+        ));
+    }
+    let sim = lease(&mut q, 2, 1)
+        .into_iter()
+        .find(|a| a.task.index == 1)
+        .expect("`sim` is ready and leased to a group headed by agent 2");
+    let member = q.group_lease(sim.task).unwrap().members[1].agent;
+    q.lose_agent(member, "killed", 5);
+    let slot = *q.app(AppId(1)).unwrap().task(1).unwrap();
+    assert_eq!((slot.state, slot.lost), (TaskState::Waiting, 1));
+    assert!(q.group_lease(sim.task).is_none());
+    assert!(q.member_runs(member).is_empty());
+    // Back among the ready parallel tasks: retried whole, never on one agent alone.
+    let head = [1, 2, 3]
+        .into_iter()
+        .find(|&a| AgentId(a) != member && q.free_slots_of(AgentId(a)) == Some(2))
+        .unwrap();
+    let again: Vec<Assignment> = lease(&mut q, head, 6)
+        .into_iter()
+        .filter(|a| a.task.index == 1)
+        .collect();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!((again[0].attempt, again[0].hosts.len()), (2, 2));
+    assert_eq!(q.app(AppId(1)).unwrap().tasks[2].state, TaskState::Waiting);
+}
