@@ -5,7 +5,9 @@
 use super::*;
 use hetpilot_protocol::dag::{DagSpec, DagTask};
 use hetpilot_protocol::parallel::HostSlots;
-use hetpilot_protocol::protocol::{Assignment, Measurements, Outcome, TaskResult, TaskState};
+use hetpilot_protocol::protocol::{
+    Assignment, Measurements, Outcome, TaskAttempt, TaskResult, TaskState,
+};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::{AgentId, AppId};
 
@@ -180,4 +182,76 @@ fn a_workflows_parallel_task_whose_member_is_lost_runs_again_whole_and_its_child
     assert_eq!(again.len(), 1, "{again:?}");
     assert_eq!((again[0].attempt, again[0].hosts.len()), (2, 2));
     assert_eq!(q.app(AppId(1)).unwrap().tasks[2].state, TaskState::Waiting);
+}
+
+#[test]
+fn a_restored_workflow_keeps_its_parallel_runs_group_and_releases_the_child_after_it() {
+    let agents = |q: &mut Queues| {
+        for id in [1, 2] {
+            q.insert_agent(AgentEntry::new(
+                AgentId(id),
+                "p".into(),
+                format!("n{id}"),
+                2,
+                0,
+            ));
+        }
+    };
+    let mut q = Queues::new(60_000);
+    agents(&mut q);
+    let spec = pipeline();
+    q.insert_app(AppEntry::new(
+        AppId(1),
+        "alice".into(),
+        spec.clone(),
+        spec.validate().unwrap(),
+        0,
+    ));
+    let prep = lease(&mut q, 1, 1);
+    q.apply_result(AgentId(1), success(&prep[0]));
+    let sim = lease(&mut q, 1, 2).remove(0);
+    let members = q.group_lease(sim.task).unwrap().members.clone();
+    // As the store restores it: `prep` done, `sim` running on its head, then its group.
+    let mut r = Queues::new(60_000);
+    agents(&mut r);
+    let slot = |state, attempt, agent| TaskSlot {
+        state,
+        attempt,
+        lost: 0,
+        agent,
+    };
+    let tasks = vec![
+        slot(TaskState::Done, 1, Some(AgentId(1))),
+        slot(TaskState::Running, sim.attempt, Some(AgentId(1))),
+        slot(TaskState::Waiting, 0, None),
+    ];
+    let app = AppEntry::restore(
+        AppId(1),
+        "alice".into(),
+        spec.clone(),
+        spec.validate().unwrap(),
+        TaskInputs::Lines(vec!["prep".into(), "sim".into(), "post".into()]),
+        0,
+        tasks,
+    )
+    .unwrap();
+    r.insert_app(app);
+    r.reattach_leases(&Default::default());
+    let at = TaskAttempt {
+        task: sim.task,
+        attempt: sim.attempt,
+    };
+    assert!(r.restore_groups(vec![(at, members)], 10).is_empty());
+    assert_eq!(
+        (r.free_slots_of(AgentId(1)), r.free_slots_of(AgentId(2))),
+        (Some(0), Some(0))
+    );
+    assert!(
+        lease(&mut r, 2, 11).is_empty(),
+        "`post` waits, `sim` is not ready again"
+    );
+    r.apply_result(AgentId(1), success(&sim));
+    assert_eq!(r.free_slots_of(AgentId(2)), Some(2));
+    let post = lease(&mut r, 2, 12);
+    assert_eq!(post.iter().map(|a| a.task.index).collect::<Vec<_>>(), [2]);
 }
