@@ -16,6 +16,7 @@ pub mod events;
 pub mod file_listing;
 pub mod files;
 mod ids;
+pub mod launcher;
 pub mod listing;
 pub mod parallel;
 pub mod pilots;
