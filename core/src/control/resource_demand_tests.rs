@@ -27,6 +27,7 @@ fn app(name: &str, n: u64, gpus: Option<f64>) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
 

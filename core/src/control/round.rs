@@ -33,6 +33,8 @@ pub struct RoundJob {
     /// What remains of each live workflow, for the workflow policy.
     pub(super) workflows: Vec<(AppId, Ptg)>,
     pub(super) workflow_policy: WorkflowPolicy,
+    /// What a variant round reads (empty: no application declares variants).
+    pub(super) variants: super::variant_round::LiveVariants,
     pub(super) now_ms: u64,
 }
 
@@ -61,6 +63,21 @@ impl RoundJob {
             self.now_ms,
             observe,
         );
+        if let Ok(done) = &mut round {
+            let input = super::variant_round::VariantRoundInput {
+                stats: &self.stats,
+                apps: &self.apps,
+                agents: &self.agents,
+                weights: &self.weights,
+                explore_samples: 0,
+                now_ms: self.now_ms,
+            };
+            match self.planner.variant_plan(&input, &self.variants) {
+                Ok(Some(variants)) => done.plan.variants = variants,
+                Ok(None) => {}
+                Err(e) => round = Err(e),
+            }
+        }
         if let Ok(round) = &mut round {
             if !self.workflows.is_empty() {
                 round.plan.workflows = self.plan_workflows(&round.view);

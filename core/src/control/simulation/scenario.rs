@@ -355,5 +355,6 @@ pub(super) fn spec_of(app: &ScenarioApp) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
