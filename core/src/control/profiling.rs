@@ -143,6 +143,46 @@ impl RunStats {
             .map_or((None, 0), |m| (m.get(), m.n))
     }
 
+    /// Mean seconds of each `(application, variant)` of `keys` on each of `platforms`:
+    /// the measured mean where it ran, else the module's prior with the (application,
+    /// variant) as the application: its work (measured elsewhere, over the platforms'
+    /// slowness) times the platform's slowness, or, measured nowhere, the mean work of the
+    /// variants measured anywhere. `None` where nothing of any variant is measured yet.
+    pub(crate) fn variant_runtimes(
+        &self,
+        keys: &[(AppId, &str)],
+        platforms: &[&str],
+    ) -> Vec<Vec<Option<f64>>> {
+        let slowness = self.slowness();
+        let slow = |p: &str| slowness.get(p).copied().unwrap_or(1.0);
+        let mut by_key: HashMap<(AppId, &str), Vec<f64>> = HashMap::new();
+        for ((app, platform, variant), m) in &self.variants {
+            if let Some(mean) = m.get() {
+                by_key
+                    .entry((*app, variant.as_str()))
+                    .or_default()
+                    .push(mean / slow(platform));
+            }
+        }
+        let work: HashMap<(AppId, &str), f64> = by_key
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, geomean(v.into_iter())?)))
+            .collect();
+        let mean_work = geomean(work.values().copied());
+        keys.iter()
+            .map(|&(app, variant)| {
+                platforms
+                    .iter()
+                    .map(|&p| {
+                        self.variant_mean(app, p, variant).0.or_else(|| {
+                            Some(work.get(&(app, variant)).copied().or(mean_work)? * slow(p))
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Drops what was measured of `apps` (they were forgotten): their means and the
     /// co-runner sets they belonged to.
     pub(crate) fn forget(&mut self, apps: &std::collections::HashSet<AppId>) {

@@ -4,9 +4,10 @@
 //! variant kind) a column, and turns its plan into the queues' [`VariantLeasePlan`]: per
 //! application and platform the variants its tasks run as there and how many of each one
 //! agent may hold. Runtimes are measured online per (application, platform, variant);
-//! a pair not measured yet gets the live profile's estimate for (application, platform)
-//! and a few exploration tasks, so measurements, not declaration order, decide. Without
-//! such an application nothing here runs and leases are decided as before.
+//! a pair not measured yet gets the live profile's prior with the (application, variant)
+//! as the application (`RunStats::variant_runtimes`) and a few exploration tasks, so
+//! measurements, not declaration order, decide. Without such an application nothing here
+//! runs and leases are decided as before.
 
 use super::profiling::{RoundPlatform, RunStats};
 use super::scheduling::{LiveAgent, LiveApp, RoundError};
@@ -143,6 +144,7 @@ pub(super) fn plan(
         })
         .collect();
     let prior = input.stats.profile(&ids, &round_platforms)?.runtime_s;
+    let names: Vec<&str> = platforms.iter().map(|p| p.name.as_str()).collect();
     let mut apps_of: HashMap<&str, f64> = HashMap::new();
     for a in &apps {
         *apps_of.entry(a.owner.as_str()).or_insert(0.0) += 1.0;
@@ -152,22 +154,23 @@ pub(super) fn plan(
         .enumerate()
         .map(|(i, a)| {
             let variants = live.shapes[&a.id].clone();
-            let declared = live.declared.contains(&a.id);
-            let runtime_s = variants
-                .iter()
-                .map(|v| {
-                    platforms
-                        .iter()
-                        .enumerate()
-                        .map(|(j, p)| {
-                            let measured = declared
-                                .then(|| input.stats.variant_mean(a.id, &p.name, &v.name).0)
-                                .flatten();
-                            measured.unwrap_or(prior[i][j])
-                        })
-                        .collect()
-                })
-                .collect();
+            let runtime_s = if live.declared.contains(&a.id) {
+                let keys: Vec<(AppId, &str)> =
+                    variants.iter().map(|v| (a.id, v.name.as_str())).collect();
+                input
+                    .stats
+                    .variant_runtimes(&keys, &names)
+                    .into_iter()
+                    .map(|row| {
+                        row.iter()
+                            .enumerate()
+                            .map(|(j, r)| r.unwrap_or(prior[i][j]))
+                            .collect()
+                    })
+                    .collect()
+            } else {
+                vec![prior[i].clone()]
+            };
             let owner_weight = input.weights.get(&a.owner).copied().unwrap_or(1.0);
             VariantApplication {
                 name: a.name.clone(),
