@@ -226,3 +226,55 @@ fn the_variant_a_lease_chose_is_journaled_and_replays() {
         .zip(&batch.variants)
         .all(|((_, journaled), leased)| journaled == leased));
 }
+
+#[test]
+fn variant_runtimes_the_store_measured_steer_the_first_round_after_a_restart() {
+    let run = |app: AppId, agent: AgentId, variant: &str, wall_s: f64| Run {
+        app,
+        agent,
+        outcome: Outcome::Success,
+        wall_ms: wall_s * 1000.0,
+        started_ms: 0,
+        co_runners: vec![],
+        transfers: vec![],
+        variant: Some(variant.into()),
+    };
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        for (app, gpu_s) in [(SLIGHT, 9.0), (STRONG, 1.0)] {
+            runs.push(run(app, GPU_AGENT, "gpu", gpu_s));
+            runs.push(run(app, GPU_AGENT, "cpu", 10.0));
+            runs.push(run(app, CPU_AGENT, "cpu", 10.0));
+        }
+    }
+    let agent = |agent, platform: &str| AgentResources {
+        agent,
+        platform: platform.into(),
+        slots: 4,
+        memory_mb: 1024,
+    };
+    let measured = Measured {
+        agents: vec![agent(GPU_AGENT, "gpu"), agent(CPU_AGENT, "cpu")],
+        runs,
+        ..Measured::default()
+    };
+    let mut c = Control::new(&settings(), measured).unwrap();
+    join(&mut c, GPU_AGENT, "gpu", 1);
+    join(&mut c, CPU_AGENT, "cpu", 0);
+    for (id, name) in [(SLIGHT, "slight"), (STRONG, "strong")] {
+        let spec = app(name, 40);
+        let template = spec.validate().unwrap();
+        c.submit(id, format!("owner-{name}"), spec, template, 0);
+    }
+    round(&mut c, 1_000);
+    // Everything measured twice: no exploration, the plan alone decides the first lease.
+    let batch = c.lease(GPU_AGENT, 4, 1_010).unwrap();
+    let on_gpu: Vec<AppId> = batch
+        .tasks
+        .iter()
+        .zip(&batch.variants)
+        .filter(|(_, v)| v.as_deref() == Some("gpu"))
+        .map(|(t, _)| t.task.app)
+        .collect();
+    assert_eq!(on_gpu, [STRONG], "{:?}", batch.variants);
+}
