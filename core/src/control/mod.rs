@@ -461,6 +461,7 @@ impl Control {
         let workflows = round::live_workflows(&self.queues, self.policy.workflow_policy);
         let requests = round::live_requests(&self.queues, &apps);
         let variants = variant_round::live_variants(&self.queues);
+        let variant_requests = round::live_variant_requests(&self.queues, &apps);
         let policy = &mut self.policy;
         policy.speeds = policy.stats.speeds();
         let weights = policy
@@ -480,6 +481,7 @@ impl Control {
             weights,
             reachable,
             requests,
+            variant_requests,
             workflows,
             workflow_policy: policy.workflow_policy,
             variants,
