@@ -707,6 +707,7 @@ mod tests {
             resources: Default::default(),
             nodes: None,
             procs: None,
+            variants: Vec::new(),
         };
         let err = spec.validate().unwrap_err().to_string();
         assert!(err.starts_with("field `data_intensive`"), "{err}");

@@ -26,6 +26,7 @@ pub mod resources;
 pub mod spec;
 pub mod task_output;
 pub mod template;
+pub mod variants;
 pub mod views;
 
 pub use ids::{AgentId, AppId, TaskRef};

@@ -544,6 +544,9 @@ pub struct AttemptRecord {
     /// run on one agent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<crate::parallel::HostSlots>,
+    /// The variant the run ran as (`None`: an application without variants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// One task as listed (`GET /v1/apps/{app}/tasks`).

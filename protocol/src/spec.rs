@@ -150,6 +150,11 @@ pub struct AppSpec {
     /// of one platform as it takes (with `nodes`: `procs / nodes` on each).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub procs: Option<u64>,
+    /// Other ways to run the same tasks, of which the scheduler picks one per task by
+    /// measured runtimes (see [`crate::variants`]); empty: the one way `command`, `cores`
+    /// and `gpus` say. Application files write them as `[[variant]]` tables.
+    #[serde(default, alias = "variant", skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<crate::variants::VariantSpec>,
 }
 
 /// Why an application was refused; nothing is stored when this is returned.
@@ -242,6 +247,7 @@ impl AppSpec {
         }
         let template = Template::parse(&self.command, &self.tasks.inputs())?;
         self.resource_request()?;
+        crate::variants::check(self)?;
         crate::parallel::size_of(self)?;
         self.check_files()?;
         if let Some(dag) = &self.dag {
@@ -397,6 +403,7 @@ mod tests {
             resources: BTreeMap::new(),
             nodes: None,
             procs: None,
+            variants: Vec::new(),
         }
     }
 

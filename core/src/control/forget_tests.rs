@@ -31,6 +31,7 @@ fn array(name: &str, n: u64) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
 

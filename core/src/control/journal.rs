@@ -108,6 +108,9 @@ pub enum Output {
     Allocation(Vec<(AppId, Vec<u32>)>),
     /// The call was refused, with the reason.
     Refused(String),
+    /// The task attempts a lease handed out, in order, when some run as a variant: each
+    /// with the variant's name (`None` for an application without variants).
+    LeasedAs(Vec<(TaskAttempt, Option<String>)>),
 }
 
 /// One line of the journal.
@@ -175,6 +178,19 @@ impl Journal {
 /// What a lease decided, as the journal records it.
 pub(crate) fn lease_output(batch: &Result<LeaseBatch, ReportError>) -> Output {
     match batch {
+        Ok(b) if b.variants.iter().any(Option::is_some) => Output::LeasedAs(
+            b.tasks
+                .iter()
+                .zip(&b.variants)
+                .map(|(t, v)| {
+                    let at = TaskAttempt {
+                        task: t.task,
+                        attempt: t.attempt,
+                    };
+                    (at, v.clone())
+                })
+                .collect(),
+        ),
         Ok(b) => Output::Leased(
             b.tasks
                 .iter()

@@ -50,6 +50,9 @@ pub struct Run {
     pub co_runners: Vec<AppId>,
     /// Measured transfers per endpoint (none when the task has no files).
     pub transfers: Vec<Transfer>,
+    /// The variant it ran as (`None`: an application without variants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// What the runs of forgotten applications cost one user: their records left the store,
@@ -94,6 +97,7 @@ pub(crate) fn runs(agent: AgentId, results: &[TaskResult], duplicate: &[bool]) -
                 .as_ref()
                 .map(|s| s.transfers.clone())
                 .unwrap_or_default(),
+            variant: None,
         })
         .collect()
 }

@@ -35,6 +35,9 @@ pub mod simulation;
 pub(crate) mod staging_model;
 mod staging_plan;
 pub(crate) mod usage;
+mod variant_round;
+#[cfg(test)]
+mod variant_tests;
 pub mod wake;
 #[cfg(test)]
 mod workflow_tests;
@@ -365,7 +368,13 @@ impl Control {
             .zip(duplicate.iter().copied())
             .filter(|(r, _)| self.queues.app(r.task.app).is_some())
             .unzip();
-        let runs = measured::runs(agent, &results, &duplicate);
+        let mut runs = measured::runs(agent, &results, &duplicate);
+        for (run, result) in runs
+            .iter_mut()
+            .zip(results.iter().zip(&duplicate).filter(|(_, d)| !**d))
+        {
+            run.variant = self.queues.variant_of(agent, result.0);
+        }
         let mut changes = Vec::new();
         for (result, dup) in results.into_iter().zip(duplicate) {
             if !dup {
@@ -451,6 +460,8 @@ impl Control {
         let (apps, agents) = round::live_state(&self.queues);
         let workflows = round::live_workflows(&self.queues, self.policy.workflow_policy);
         let requests = round::live_requests(&self.queues, &apps);
+        let variants = variant_round::live_variants(&self.queues);
+        let variant_requests = round::live_variant_requests(&self.queues, &apps);
         let policy = &mut self.policy;
         policy.speeds = policy.stats.speeds();
         let weights = policy
@@ -470,8 +481,10 @@ impl Control {
             weights,
             reachable,
             requests,
+            variant_requests,
             workflows,
             workflow_policy: policy.workflow_policy,
+            variants,
             now_ms,
         })
     }

@@ -115,6 +115,10 @@ impl PolicyState {
                 &run.co_runners,
                 run.wall_ms / 1000.0,
             );
+            if let Some(variant) = &run.variant {
+                self.stats
+                    .add_variant(run.app, &agent.platform, variant, run.wall_ms / 1000.0);
+            }
         }
     }
 

@@ -68,6 +68,9 @@ struct PlatformRuns {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RunStats {
     platforms: HashMap<String, PlatformRuns>,
+    /// Successful runs per (application, platform, variant name), for applications with
+    /// variants.
+    variants: HashMap<(AppId, String, String), Mean>,
 }
 
 /// A platform of a scheduling round: its name and the slots of one of its nodes.
@@ -85,6 +88,8 @@ pub(crate) struct LiveProfile {
     pub(crate) speed: Vec<f64>,
     /// Successful runs measured per `[application][platform]`.
     pub(crate) samples: Vec<Vec<u64>>,
+    /// Mean seconds of one task per `[application][platform]`: measured, else the prior.
+    pub(crate) runtime_s: Vec<Vec<f64>>,
 }
 
 fn geomean(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -115,9 +120,73 @@ impl RunStats {
             .add(wall_s);
     }
 
+    /// One successful run of `app` on `platform` as its variant `variant`.
+    pub(crate) fn add_variant(&mut self, app: AppId, platform: &str, variant: &str, wall_s: f64) {
+        if !(wall_s.is_finite() && wall_s > 0.0) {
+            return;
+        }
+        self.variants
+            .entry((app, platform.to_string(), variant.to_string()))
+            .or_default()
+            .add(wall_s);
+    }
+
+    /// Mean runtime and count of `app`'s successful runs as `variant` on `platform`.
+    pub(crate) fn variant_mean(
+        &self,
+        app: AppId,
+        platform: &str,
+        variant: &str,
+    ) -> (Option<f64>, u64) {
+        self.variants
+            .get(&(app, platform.to_string(), variant.to_string()))
+            .map_or((None, 0), |m| (m.get(), m.n))
+    }
+
+    /// Mean seconds of each `(application, variant)` of `keys` on each of `platforms`:
+    /// the measured mean where it ran, else the module's prior with the (application,
+    /// variant) as the application: its work (measured elsewhere, over the platforms'
+    /// slowness) times the platform's slowness, or, measured nowhere, the mean work of the
+    /// variants measured anywhere. `None` where nothing of any variant is measured yet.
+    pub(crate) fn variant_runtimes(
+        &self,
+        keys: &[(AppId, &str)],
+        platforms: &[&str],
+    ) -> Vec<Vec<Option<f64>>> {
+        let slowness = self.slowness();
+        let slow = |p: &str| slowness.get(p).copied().unwrap_or(1.0);
+        let mut by_key: HashMap<(AppId, &str), Vec<f64>> = HashMap::new();
+        for ((app, platform, variant), m) in &self.variants {
+            if let Some(mean) = m.get() {
+                by_key
+                    .entry((*app, variant.as_str()))
+                    .or_default()
+                    .push(mean / slow(platform));
+            }
+        }
+        let work: HashMap<(AppId, &str), f64> = by_key
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, geomean(v.into_iter())?)))
+            .collect();
+        let mean_work = geomean(work.values().copied());
+        keys.iter()
+            .map(|&(app, variant)| {
+                platforms
+                    .iter()
+                    .map(|&p| {
+                        self.variant_mean(app, p, variant).0.or_else(|| {
+                            Some(work.get(&(app, variant)).copied().or(mean_work)? * slow(p))
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Drops what was measured of `apps` (they were forgotten): their means and the
     /// co-runner sets they belonged to.
     pub(crate) fn forget(&mut self, apps: &std::collections::HashSet<AppId>) {
+        self.variants.retain(|(a, _, _), _| !apps.contains(a));
         for runs in self.platforms.values_mut() {
             runs.apps.retain(|a, _| !apps.contains(a));
             runs.sets
@@ -253,13 +322,14 @@ impl RunStats {
                     max_nodes: None,
                 })
                 .collect(),
-            one_core,
+            one_core.clone(),
             combinations,
         )?;
         Ok(LiveProfile {
             profile,
             speed: platforms.iter().map(|p| 1.0 / slow(&p.name)).collect(),
             samples,
+            runtime_s: one_core,
         })
     }
 

@@ -64,6 +64,10 @@ pub(crate) type Demand = HashMap<String, BTreeMap<String, u64>>;
 /// application).
 pub(crate) type Requests = HashMap<AppId, ResourceRequest>;
 
+/// The cores and request of each variant of the applications that declare variants: their
+/// work may go to any platform some variant fits.
+pub(crate) type VariantRequests = HashMap<AppId, Vec<(u32, ResourceRequest)>>;
+
 /// Waiting cores per platform (and, within it, per owner, for per-user pilots): each
 /// application's waiting cores split in proportion to the cores a capacity round gives it
 /// on each platform its request fits ([`eligible_platforms`]: GPU work where the nodes
@@ -76,6 +80,7 @@ pub(crate) fn demand_by_platform(
     agents: &[LiveAgent],
     capacities: &BTreeMap<String, Capacity>,
     requests: &Requests,
+    variants: &VariantRequests,
     weights: &HashMap<String, f64>,
     now_ms: u64,
 ) -> Result<Demand, RoundError> {
@@ -90,7 +95,16 @@ pub(crate) fn demand_by_platform(
         let cores = app.waiting * u64::from(app.cores.max(1));
         let request = requests.get(&app.id).unwrap_or(&cpu_only);
         let names = view.platforms.iter().map(|p| p.name.as_str());
-        let eligible = eligible_platforms(names, capacities, app.cores, request);
+        let eligible = match variants.get(&app.id) {
+            Some(variants) => variants
+                .iter()
+                .flat_map(|(cores, request)| {
+                    let names = view.platforms.iter().map(|p| p.name.as_str());
+                    eligible_platforms(names, capacities, *cores, request)
+                })
+                .collect(),
+            None => eligible_platforms(names, capacities, app.cores, request),
+        };
         let given = view.apps.iter().find(|a| a.app == app.id);
         let given_on = |j: usize| given.map_or(0, |g| u64::from(g.cores[j]));
         let total: u64 = (0..view.platforms.len())
@@ -206,6 +220,7 @@ mod tests {
             agents,
             &BTreeMap::new(),
             &Requests::new(),
+            &VariantRequests::new(),
             &HashMap::new(),
             1_000,
         )
@@ -227,6 +242,7 @@ mod tests {
             &agents,
             &capacities(),
             &Requests::new(),
+            &VariantRequests::new(),
             &HashMap::new(),
             1_000,
         )
@@ -295,6 +311,7 @@ mod tests {
             &agents,
             &caps,
             requests,
+            &VariantRequests::new(),
             &HashMap::new(),
             1_000,
         )

@@ -27,6 +27,7 @@ fn app(name: &str, n: u64, gpus: Option<f64>) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
 
@@ -79,4 +80,60 @@ fn gpu_work_asks_for_gpu_pilots_and_cpu_work_for_cpu_pilots() {
         "GPU work on the CPU platform: {cpu:?}"
     );
     assert!(cpu.get("user1").is_some_and(|&d| d > 0), "cpu: {cpu:?}");
+}
+
+#[test]
+fn work_with_a_gpu_and_a_cpu_variant_asks_for_pilots_where_either_fits() {
+    let settings = ControlSettings {
+        scheduler: SchedulerConfig::default(),
+        fairshare: FairshareConfig::default(),
+        lease_timeout_ms: 60_000,
+        store_io_mib_per_s: Default::default(),
+    };
+    let mut c = Control::new(&settings, Measured::default()).unwrap();
+    let capacity = |gpus| Capacity {
+        nodes: 2,
+        cores_per_node: 8,
+        resources: NodeResources {
+            gpus,
+            named: Default::default(),
+        },
+    };
+    c.use_profiles(
+        BTreeMap::from([
+            ("cpu".to_string(), StagingProfile::default()),
+            ("gpu".to_string(), StagingProfile::default()),
+        ]),
+        BTreeMap::from([
+            ("cpu".to_string(), capacity(0)),
+            ("gpu".to_string(), capacity(4)),
+        ]),
+    );
+    let mut spec = app("train", 40, None);
+    spec.variants = vec![
+        hetpilot_protocol::variants::VariantSpec {
+            name: "gpu".into(),
+            command: None,
+            cores: 1,
+            gpus: ResourceAmount::whole(1),
+        },
+        hetpilot_protocol::variants::VariantSpec {
+            name: "cpu".into(),
+            command: None,
+            cores: 4,
+            gpus: None,
+        },
+    ];
+    let template = spec.validate().unwrap();
+    c.submit(AppId(1), "user0".into(), spec, template, 0);
+    let job = c.begin_round(&HashSet::new(), 1_000).unwrap();
+    let warnings = c.finish_round(job.run());
+    assert!(warnings.demand.is_none(), "{:?}", warnings.demand);
+    for platform in ["gpu", "cpu"] {
+        let demand = c.demand_by_user(platform);
+        assert!(
+            demand.get("user0").is_some_and(|&d| d > 0),
+            "no pilots asked on {platform}: {demand:?}"
+        );
+    }
 }

@@ -30,9 +30,13 @@ pub struct RoundJob {
     pub(super) reachable: Option<BTreeMap<String, Capacity>>,
     /// What each application's tasks request besides cores, for the provisioning demand.
     pub(super) requests: Requests,
+    /// What each variant of the applications with variants takes, for the same.
+    pub(super) variant_requests: super::provision_demand::VariantRequests,
     /// What remains of each live workflow, for the workflow policy.
     pub(super) workflows: Vec<(AppId, Ptg)>,
     pub(super) workflow_policy: WorkflowPolicy,
+    /// What a variant round reads (empty: no application declares variants).
+    pub(super) variants: super::variant_round::LiveVariants,
     pub(super) now_ms: u64,
 }
 
@@ -61,6 +65,21 @@ impl RoundJob {
             self.now_ms,
             observe,
         );
+        if let Ok(done) = &mut round {
+            let input = super::variant_round::VariantRoundInput {
+                stats: &self.stats,
+                apps: &self.apps,
+                agents: &self.agents,
+                weights: &self.weights,
+                explore_samples: 0,
+                now_ms: self.now_ms,
+            };
+            match self.planner.variant_plan(&input, &self.variants) {
+                Ok(Some(variants)) => done.plan.variants = variants,
+                Ok(None) => {}
+                Err(e) => round = Err(e),
+            }
+        }
         if let Ok(round) = &mut round {
             if !self.workflows.is_empty() {
                 round.plan.workflows = self.plan_workflows(&round.view);
@@ -77,6 +96,7 @@ impl RoundJob {
                     &capacity,
                     reachable,
                     &self.requests,
+                    &self.variant_requests,
                     &self.weights,
                     self.now_ms,
                 ))
@@ -154,6 +174,27 @@ pub(super) fn live_requests(queues: &Queues, apps: &[LiveApp]) -> Requests {
         .filter_map(|live| {
             let app = queues.app(live.id)?;
             (!app.request.is_empty()).then(|| (live.id, app.request.clone()))
+        })
+        .collect()
+}
+
+/// The cores and request of each variant of every application with waiting tasks that
+/// declares variants, for the provisioning demand: its work may go wherever one fits.
+pub(super) fn live_variant_requests(
+    queues: &Queues,
+    apps: &[LiveApp],
+) -> super::provision_demand::VariantRequests {
+    apps.iter()
+        .filter_map(|live| {
+            let app = queues.app(live.id)?;
+            (!app.variants.is_empty()).then(|| {
+                let variants = app
+                    .variants
+                    .iter()
+                    .map(|v| (v.cores, v.request.clone()))
+                    .collect();
+                (live.id, variants)
+            })
         })
         .collect()
 }

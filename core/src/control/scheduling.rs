@@ -68,6 +68,10 @@ pub(crate) struct Round {
 /// The scheduler, its RNG and the previous allocation, kept across rounds.
 pub(crate) struct Planner {
     scheduler: Scheduler,
+    /// The variant first level, for rounds with applications that declare variants.
+    variants: crate::sched::variants::VariantScheduler,
+    /// Its own RNG, so rounds without variants draw exactly as before.
+    variant_rng: ChaCha8Rng,
     explore_samples: u32,
     /// The processor allocator that places multi-core and parallel runs (`allocator`).
     allocator: Box<dyn Allocator>,
@@ -110,6 +114,8 @@ impl Planner {
         config: &SchedulerConfig,
     ) -> Result<Self, SchedError> {
         Ok(Planner {
+            variants: crate::sched::variants::VariantScheduler::new(settings.clone())?,
+            variant_rng: ChaCha8Rng::seed_from_u64(config.seed.wrapping_add(1)),
             scheduler: Scheduler::new(settings)?,
             explore_samples: config.explore_samples,
             allocator: config.allocator()?,
@@ -182,6 +188,20 @@ impl Planner {
         let view = self.view(&input, &decision, &plan, weight);
         self.previous = Some((ids, platforms.names, decision.allocation));
         Ok(Round { plan, view })
+    }
+
+    /// The variant round's lease plan (see `control::variant_round`); `None` when no
+    /// application with waiting tasks declares variants.
+    pub(super) fn variant_plan(
+        &mut self,
+        input: &super::variant_round::VariantRoundInput<'_>,
+        live: &super::variant_round::LiveVariants,
+    ) -> Result<Option<crate::queue::VariantLeasePlan>, RoundError> {
+        let input = super::variant_round::VariantRoundInput {
+            explore_samples: self.explore_samples,
+            ..*input
+        };
+        super::variant_round::plan(&self.variants, &input, live, &mut self.variant_rng)
     }
 
     /// The previous round's allocation, remapped to this round's applications and
@@ -532,6 +552,7 @@ mod tests {
             resources: Default::default(),
             nodes: None,
             procs: None,
+            variants: Vec::new(),
         };
         let template = spec.validate().unwrap();
         AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

@@ -202,6 +202,7 @@ mod tests {
 
     fn run(app: u64, wall_s: f64) -> Run {
         Run {
+            variant: None,
             app: AppId(app),
             agent: AgentId(7),
             outcome: Outcome::Success,

@@ -121,6 +121,7 @@ mod tests {
                 agent: AgentId(1),
                 now_ms: 5,
                 resources: Default::default(),
+                variant: None,
             },
             Change::Started { at, now_ms: 6 },
             task_state(TaskState::Running),

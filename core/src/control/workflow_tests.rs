@@ -40,6 +40,7 @@ fn workflow(name: &str, tasks: Vec<DagTask>) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
 

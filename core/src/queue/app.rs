@@ -52,6 +52,9 @@ pub struct TaskSlot {
     pub lost: u32,
     /// The agent of the current or last attempt; `None` before the first lease.
     pub agent: Option<AgentId>,
+    /// The variant the current or last attempt runs as, by index in the application's
+    /// variants (`None`: an application without variants, or never leased).
+    pub variant: Option<u8>,
 }
 
 /// One application's queue: what its tasks run with, their states and the waiting order.
@@ -91,6 +94,9 @@ pub struct AppEntry {
     pub parallel: Option<hetpilot_protocol::parallel::ParallelSize>,
     /// The agents of each parallel run under way, by task index.
     pub(crate) groups: std::collections::HashMap<u64, super::group_lease::GroupLease>,
+    /// The ways its tasks may run, in declaration order (empty: the one way `runtime`
+    /// and `request` say).
+    pub variants: Vec<super::variant_lease::LiveVariant>,
 }
 
 impl AppEntry {
@@ -129,6 +135,7 @@ impl AppEntry {
         let request = spec.resource_request().unwrap_or_default();
         let parallel = hetpilot_protocol::parallel::size_of(&spec).ok().flatten();
         let data_intensive = spec.data_intensive;
+        let variants = super::variant_lease::LiveVariant::of(&spec);
         let inputs = match spec.tasks {
             TaskSource::Lines(lines) => {
                 TaskInputs::Lines(lines.into_iter().map(String::into_boxed_str).collect())
@@ -141,6 +148,7 @@ impl AppEntry {
             attempt: 0,
             lost: 0,
             agent: None,
+            variant: None,
         };
         let mut app = Self::assemble(
             id,
@@ -155,6 +163,11 @@ impl AppEntry {
         );
         app.request = request;
         app.parallel = parallel;
+        match variants {
+            Ok(v) => app.set_variants(v),
+            // `spec.validate()` parsed them; were one unfit anyway, nothing runs.
+            Err(_) => app.cancelled = true,
+        }
         // `spec.validate()` checked the DAG; were it unfit anyway, no task runs out of order.
         if app.attach_dag(dag).is_err() {
             app.cancelled = true;
@@ -191,6 +204,10 @@ impl AppEntry {
             .map_err(|e| format!("stored resource request: {e}"))?;
         app.parallel = hetpilot_protocol::parallel::size_of(&spec)
             .map_err(|e| format!("stored parallel size: {e}"))?;
+        app.set_variants(
+            super::variant_lease::LiveVariant::of(&spec)
+                .map_err(|e| format!("stored variants: {e}"))?,
+        );
         app.attach_dag(dag)?;
         Ok(app)
     }
@@ -226,6 +243,7 @@ impl AppEntry {
             request: ResourceRequest::default(),
             parallel: None,
             groups: std::collections::HashMap::new(),
+            variants: Vec::new(),
         };
         app.rebuild_index();
         app
@@ -331,6 +349,9 @@ impl AppEntry {
     /// The cores the current or last lease of task `index` takes: a workflow task's own
     /// (its allocation if moldable), else the application's.
     pub fn held_cores(&self, index: u64) -> u32 {
+        if let Some(v) = self.task_variant(index) {
+            return v.cores;
+        }
         if let Some(g) = self.groups.get(&index) {
             // The head's share of a parallel run.
             return g.members[0].slots;
@@ -347,6 +368,9 @@ impl AppEntry {
     /// What a run of task `index` asks for besides cores and memory: a workflow task's own
     /// request over the application's, else the application's.
     pub fn task_request(&self, index: u64) -> ResourceRequest {
+        if let Some(v) = self.task_variant(index) {
+            return v.request.clone();
+        }
         match self
             .dag
             .as_ref()
@@ -423,6 +447,9 @@ impl AppEntry {
 
     /// The argv of task `index`: a workflow task's own command, else the template's.
     pub(crate) fn argv(&self, index: u64) -> Vec<String> {
+        if let Some(v) = self.task_variant(index) {
+            return v.template.render(index, self.inputs.input(index));
+        }
         let own = self
             .dag
             .as_ref()

@@ -17,6 +17,8 @@ pub enum Change {
         now_ms: u64,
         /// The GPUs and named counts the run was granted (empty for most runs).
         resources: ResourceGrant,
+        /// The variant it runs as (`None`: an application without variants).
+        variant: Option<String>,
     },
     /// A parallel task's run was leased to a group of agents (after its `Leased`).
     GroupLeased {

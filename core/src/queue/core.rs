@@ -168,6 +168,8 @@ pub struct LeaseBatch {
     pub apps: Vec<AppRuntime>,
     /// The leased tasks.
     pub tasks: Vec<Assignment>,
+    /// The variant each leased task runs as, by name (`None`: no variants), as `tasks`.
+    pub variants: Vec<Option<String>>,
     /// The changes the lease made, to persist before answering.
     pub changes: Vec<Change>,
 }
@@ -200,6 +202,10 @@ pub struct Queues {
     pub(super) reservations: super::reservations::Reservations,
     /// Measured run lengths, for backfilling around reservations.
     pub(super) estimates: super::runtime_estimate::RuntimeEstimates,
+    /// The last variant round's decision (see `queue::variant_lease`).
+    pub(super) variant_plan: super::variant_lease::VariantLeasePlan,
+    /// Exploration tasks sent per (application, platform, variant) since the plan was set.
+    pub(super) explored_variants: HashMap<(AppId, String, usize), u32>,
 }
 
 impl Queues {
@@ -218,6 +224,8 @@ impl Queues {
             workflow_planning: false,
             reservations: super::reservations::Reservations::new(true),
             estimates: Default::default(),
+            variant_plan: Default::default(),
+            explored_variants: HashMap::new(),
         }
     }
 
@@ -346,6 +354,8 @@ impl Queues {
     pub(crate) fn set_plan(&mut self, mut plan: LeasePlan) -> bool {
         let mut newly_planned = false;
         self.parallel = std::mem::take(&mut plan.parallel);
+        self.variant_plan = std::mem::take(&mut plan.variants);
+        self.explored_variants.clear();
         let workflows = std::mem::take(&mut plan.workflows);
         for app in self.apps.values_mut() {
             if let Some(dag) = &mut app.dag {
@@ -421,6 +431,7 @@ impl Queues {
                 while self.lease_one(id, app, remaining, now_ms, batch) > 0 {}
             }
         }
+        self.lease_variant_exploration(id, &name, remaining, now_ms, batch);
         let platform = plan.platforms.get(&name);
         let targets = plan.agents.get(&id);
         if platform.is_none() && targets.is_none() {
@@ -556,6 +567,9 @@ impl Queues {
         if app.dag.is_some() {
             return self.lease_workflow_task(id, app_id, remaining, now_ms, batch);
         }
+        if !app.variants.is_empty() {
+            return self.lease_variant(id, app_id, None, remaining, now_ms, batch);
+        }
         // A parallel task is leased only to its reservation's agents, all at once.
         if app.cancelled || app.runtime.cores > *remaining || app.parallel.is_some() {
             return 0;
@@ -620,19 +634,22 @@ impl Queues {
         app.set_state(index, TaskState::Leased);
         let task = TaskRef { app: app_id, index };
         let at = TaskAttempt { task, attempt };
+        let variant = app.task_variant(index);
         batch.changes.push(Change::Leased {
             at,
             agent: id,
             now_ms,
             resources: grant.clone(),
+            variant: variant.map(|v| v.name.clone()),
         });
+        batch.variants.push(variant.map(|v| v.name.clone()));
         batch.tasks.push(Assignment {
             task,
             attempt,
             argv: app.argv(index),
             input: app.inputs.input_string(index),
             files: app.task_files(index),
-            cores: app.dag.is_some().then_some(cores),
+            cores: (app.dag.is_some() || variant.is_some()).then_some(cores),
             resources: grant.clone(),
             hosts: Vec::new(),
             launcher: None,

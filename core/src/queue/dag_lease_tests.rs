@@ -37,6 +37,7 @@ fn workflow(tasks: &[(u32, f64)]) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
 

@@ -42,6 +42,7 @@ fn pipeline() -> AppSpec {
         }),
         gpus: None,
         resources: Default::default(),
+        variants: Vec::new(),
         nodes: None,
         procs: None,
     }
@@ -219,6 +220,7 @@ fn a_restored_workflow_keeps_its_parallel_runs_group_and_releases_the_child_afte
         attempt,
         lost: 0,
         agent,
+        variant: None,
     };
     let tasks = vec![
         slot(TaskState::Done, 1, Some(AgentId(1))),

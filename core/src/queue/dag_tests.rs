@@ -38,6 +38,7 @@ fn workflow(parents: &[&[u32]], runtimes: &[f64], max_attempts: u32) -> AppSpec 
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
 
@@ -186,6 +187,7 @@ fn the_dependency_state_is_rebuilt_from_stored_task_states() {
         state,
         attempt: u32::from(state != TaskState::Waiting),
         agent: (state != TaskState::Waiting).then_some(AgentId(1)),
+        variant: None,
     };
     let tasks = vec![
         slot(TaskState::Done),

@@ -30,6 +30,7 @@ fn spec(n: u64, procs: Option<u64>, nodes: Option<u64>) -> AppSpec {
         resources: Default::default(),
         nodes,
         procs,
+        variants: Vec::new(),
     }
 }
 
@@ -248,6 +249,7 @@ fn a_restored_group_holds_its_members_or_is_given_back_when_one_is_gone() {
             attempt: at.attempt,
             lost: 0,
             agent: Some(AgentId(1)),
+            variant: None,
         };
         r.insert_app(app);
         r.reattach_leases(&Default::default());

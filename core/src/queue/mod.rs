@@ -18,6 +18,7 @@ mod reservations;
 mod resource_pool;
 mod runtime_estimate;
 mod staging;
+mod variant_lease;
 
 pub use app::{AppEntry, TaskInputs, TaskSlot};
 pub use changes::Change;
@@ -31,6 +32,8 @@ pub(crate) use plan::{LeasePlan, PlatformPlan};
 pub use reservations::{Hold, Reservation};
 pub use resource_pool::ResourcePool;
 pub use staging::{StagingDue, StagingRequest};
+pub use variant_lease::LiveVariant;
+pub(crate) use variant_lease::{VariantLeasePlan, VariantQuota};
 
 #[cfg(test)]
 mod dag_lease_tests;
@@ -48,3 +51,5 @@ mod resource_lease_tests;
 mod staging_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod variant_lease_tests;

@@ -18,6 +18,8 @@ pub(crate) struct LeasePlan {
     pub(crate) parallel: HashMap<AppId, String>,
     /// The workflow policy's plan of each competing workflow (see `ptg::live`).
     pub(crate) workflows: HashMap<AppId, std::sync::Arc<crate::ptg::live::WorkflowPlan>>,
+    /// The variant round's choices for applications with variants.
+    pub(crate) variants: super::variant_lease::VariantLeasePlan,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

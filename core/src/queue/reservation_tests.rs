@@ -29,6 +29,7 @@ fn spec(n: u64, cores: u32, timeout_secs: Option<u64>) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
 

@@ -35,6 +35,7 @@ fn spec(n: u64, gpus: Option<f64>) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     }
 }
 

@@ -25,6 +25,7 @@ fn data_app(id: u64, groups: &[&str]) -> AppEntry {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

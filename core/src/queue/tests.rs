@@ -26,6 +26,7 @@ fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
         resources: Default::default(),
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

@@ -56,6 +56,10 @@ struct AppFile {
         deserialize_with = "hetpilot_protocol::resource_fields::de_named"
     )]
     resources: BTreeMap<String, ResourceAmount>,
+    /// Other ways to run the tasks (`[[variant]] name = "gpu", gpus = 1`), of which the
+    /// scheduler picks one per task by measured runtimes.
+    #[serde(default)]
+    variant: Vec<hetpilot_protocol::variants::VariantSpec>,
 }
 
 /// Parses `512M`, `2G`, `1024K`, `300` (MiB) into MiB.
@@ -230,6 +234,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<AppSpec> {
         resources: file.resources,
         nodes: file.nodes,
         procs: file.procs,
+        variants: file.variant,
     };
     if let Err(e) = spec.validate() {
         let field = match &e {
@@ -299,6 +304,46 @@ mod tests {
         ] {
             let e = parse(&file(extra), p).unwrap_err().to_string();
             assert!(e.contains(want), "{extra}: {e}");
+        }
+    }
+
+    #[test]
+    fn variants_load_from_variant_tables_and_hostile_ones_name_the_field() {
+        let file = |variants: &str| {
+            format!("command = \"train {{}}\"\n[tasks]\narray = \"1-4\"\n{variants}")
+        };
+        let p = Path::new("train.toml");
+        let spec = parse(
+            &file(
+                "[[variant]]\nname = \"gpu\"\ngpus = 1\ncommand = \"train --gpu {}\"\n\
+                 [[variant]]\nname = \"cpu\"\ncores = 8\n",
+            ),
+            p,
+        )
+        .unwrap();
+        assert_eq!(spec.variants.len(), 2);
+        assert_eq!(spec.variants[0].gpus.unwrap().to_string(), "1");
+        assert_eq!(spec.variants[1].cores, 8);
+        for (variants, want) in [
+            (
+                "[[variant]]\nname = \"g\"\ngpus = nan\n",
+                "field `gpus`: NaN",
+            ),
+            (
+                "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"\ngpus = 1\n",
+                "field `variants`: variant `a` is declared twice",
+            ),
+            (
+                "[[variant]]\nname = \"a\"\ncores = 0\n",
+                "cores must be at least 1",
+            ),
+            (
+                "[[variant]]\nname = \"a\"\nmemory = 1\n",
+                "unknown field `memory`",
+            ),
+        ] {
+            let e = format!("{:#}", parse(&file(variants), p).unwrap_err());
+            assert!(e.contains(want), "{variants}: {e}");
         }
     }
 

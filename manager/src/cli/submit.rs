@@ -164,6 +164,7 @@ fn from_flags(args: &Args) -> anyhow::Result<AppSpec> {
         resources: named_resources(&args.resource)?,
         nodes: args.nodes,
         procs: args.procs,
+        variants: Vec::new(),
     };
     spec.validate()?;
     Ok(spec)

@@ -138,13 +138,28 @@ fn attempts(t: &TaskInfo) -> String {
     }
 }
 
-/// What the attempt was granted besides cores, ` with gpus 0,1` (empty when nothing), as
-/// the `logs` header says it.
+/// The variant the attempt ran as and what it was granted besides cores, ` as gpu with
+/// gpus 0,1` (empty when neither), as the `logs` header says it.
 fn granted(a: &AttemptRecord) -> String {
+    let variant = a
+        .variant
+        .as_deref()
+        .map(|v| format!(" as {}", printable(v)))
+        .unwrap_or_default();
     if a.resources.is_empty() {
-        String::new()
+        variant
     } else {
-        format!(" with {}", a.resources)
+        format!("{variant} with {}", a.resources)
+    }
+}
+
+/// The `GRANTED` cell: the variant and the grant, `gpu: gpus 0` (`cpu` for a CPU-only
+/// variant; only the grant without variants).
+fn granted_cell(a: &AttemptRecord) -> String {
+    match (&a.variant, a.resources.is_empty()) {
+        (Some(v), true) => printable(v),
+        (Some(v), false) => format!("{}: {}", printable(v), a.resources),
+        (None, _) => a.resources.to_string(),
     }
 }
 
@@ -182,10 +197,7 @@ fn row(t: &TaskInfo) -> Vec<String> {
         ended(&t.last),
         wall,
         place,
-        t.last
-            .as_ref()
-            .map(|a| a.resources.to_string())
-            .unwrap_or_default(),
+        t.last.as_ref().map(granted_cell).unwrap_or_default(),
     ]
 }
 

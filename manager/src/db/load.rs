@@ -254,7 +254,10 @@ fn load_apps(
         })
     })?;
     let mut tasks = conn.prepare(
-        "SELECT idx, input, state, attempt, agent_id, lost_attempts FROM tasks WHERE app_id = ?1 ORDER BY idx",
+        "SELECT t.idx, t.input, t.state, t.attempt, t.agent_id, t.lost_attempts,
+                CASE WHEN t.state IN (1, 2) THEN (SELECT a.variant FROM attempts a
+                    WHERE a.app_id = t.app_id AND a.idx = t.idx AND a.attempt = t.attempt) END
+         FROM tasks t WHERE t.app_id = ?1 ORDER BY t.idx",
     )?;
     let mut last_run = conn.prepare("SELECT MAX(ended_ms) FROM attempts WHERE app_id = ?1")?;
     for row in rows {
@@ -346,12 +349,18 @@ fn load_app(
                 return Ok(Err(format!("task {index}: {e}")))
             }
         };
+        // A held task keeps the variant its lease chose (its cores and GPUs stay held).
+        let variant = match col::<Option<String>>(r, 6) {
+            Ok(name) => name.and_then(|n| spec.variants.iter().position(|v| v.name == n)),
+            Err(e) => return Ok(Err(format!("task {index}: {e}"))),
+        };
         // Tasks leased but never started before a crash stay with their agent: it was told.
         slots.push(TaskSlot {
             state,
             attempt,
             lost: lost.min(attempt),
             agent,
+            variant: variant.and_then(|v| u8::try_from(v).ok()),
         });
     }
     let (inputs, kinds) = match &spec.tasks {

@@ -48,7 +48,7 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
     let runs = each_row(
         &mut conn.prepare(
             "SELECT a.app_id, a.agent_id, a.outcome, COALESCE(a.wall_ms, 0),
-                    COALESCE(a.started_ms, 0), a.co_runners, s.transfers
+                    COALESCE(a.started_ms, 0), a.co_runners, s.transfers, a.variant
              FROM attempts a LEFT JOIN attempt_staging s
                ON s.app_id = a.app_id AND s.idx = a.idx AND s.attempt = a.attempt
              WHERE a.outcome IS NOT NULL ORDER BY a.ended_ms",
@@ -74,6 +74,7 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
                 transfers: col::<Option<String>>(r, 6)?
                     .and_then(|s| serde_json::from_str(&s).ok())
                     .unwrap_or_default(),
+                variant: col(r, 7)?,
             })
         },
     )?;

@@ -247,6 +247,7 @@ fn apply_change(
             agent,
             now_ms,
             resources,
+            variant,
         } => {
             tx.prepare_cached("UPDATE tasks SET state = ?3, attempt = ?4, agent_id = ?5 WHERE app_id = ?1 AND idx = ?2")?
                 .execute(params![
@@ -259,9 +260,9 @@ fn apply_change(
             let grant = (!resources.is_empty())
                 .then(|| serde_json::to_string(resources).expect("grants serialize"));
             tx.prepare_cached(
-                "INSERT OR IGNORE INTO attempts (app_id, idx, attempt, agent_id, leased_ms, resources) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR IGNORE INTO attempts (app_id, idx, attempt, agent_id, leased_ms, resources, variant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
-            .execute(params![at.task.app.0 as i64, at.task.index as i64, at.attempt, agent.0 as i64, *now_ms as i64, grant])?;
+            .execute(params![at.task.app.0 as i64, at.task.index as i64, at.attempt, agent.0 as i64, *now_ms as i64, grant, variant])?;
         }
         Change::GroupLeased { at, members } => {
             let members = serde_json::to_string(members).expect("group members serialize");

@@ -232,6 +232,16 @@ pub fn check_spec(spec: &AppSpec) -> Result<(), ServiceError> {
             format!("{} is more than {MAX_TASK_CORES}", spec.cores),
         ));
     }
+    if let Some(v) = spec.variants.iter().find(|v| v.cores > MAX_TASK_CORES) {
+        return Err(bad(
+            "variants",
+            format!(
+                "variant `{}`: {} cores is more than {MAX_TASK_CORES}",
+                v.name.chars().take(40).collect::<String>().escape_debug(),
+                v.cores
+            ),
+        ));
+    }
     if spec.memory_mb > MAX_MEMORY_MB {
         return Err(bad(
             "memory_mb",

@@ -39,6 +39,8 @@ mod task_quotas;
 #[cfg(test)]
 mod test_support;
 mod users;
+#[cfg(test)]
+mod variant_tests;
 mod wake;
 #[cfg(test)]
 mod wanted_tests;

@@ -152,9 +152,64 @@ fn field_of(request: &ResourceRequest, pools: &[(String, ResourcePool)]) -> Stri
 }
 
 impl Manager {
+    /// What each configured platform's profile and each active agent offers besides
+    /// cores, by platform.
+    fn offered_pools(&self) -> Vec<(String, ResourcePool)> {
+        let mut pools: Vec<(String, ResourcePool)> = self
+            .book()
+            .resources
+            .iter()
+            .map(|(name, r)| (name.clone(), r.0.clone()))
+            .collect();
+        let control = self.control();
+        pools.extend(
+            control
+                .queues()
+                .agents()
+                .filter(|a| a.state == AgentState::Active)
+                .map(|a| (a.platform.clone(), a.pool().clone())),
+        );
+        pools
+    }
+
+    /// Refuses an application with variants none of which any configured platform's
+    /// profile or registered agent could ever grant (a variant no platform holds is
+    /// simply never chosen).
+    fn check_variants(&self, spec: &AppSpec) -> Result<(), ServiceError> {
+        let requests: Vec<ResourceRequest> = spec.variants.iter().map(|v| v.request()).collect();
+        if requests.iter().any(ResourceRequest::is_empty) {
+            return Ok(());
+        }
+        let pools = self.offered_pools();
+        if requests
+            .iter()
+            .any(|r| pools.iter().any(|(_, p)| p.could_grant(r)))
+        {
+            return Ok(());
+        }
+        let mut seen = BTreeSet::new();
+        let offers: Vec<String> = pools
+            .iter()
+            .map(|(name, p)| describe(name, p.offer()))
+            .filter(|d| seen.insert(d.clone()))
+            .collect();
+        let offered = if offers.is_empty() {
+            "no platform is configured with a profile and no agent is registered".into()
+        } else {
+            format!("platforms offer: {}", offers.join("; "))
+        };
+        Err(bad(
+            "variants",
+            format!("no platform offers what any variant asks for ({offered})"),
+        ))
+    }
+
     /// Refuses an application a task of which asks for GPUs or named counts that no
     /// configured platform's profile and no registered agent could ever grant.
     pub(super) fn check_resources(&self, spec: &AppSpec) -> Result<(), ServiceError> {
+        if !spec.variants.is_empty() {
+            return self.check_variants(spec);
+        }
         let app = spec
             .resource_request()
             .map_err(|e| ServiceError::BadRequest(e.to_string()))?;
@@ -174,22 +229,7 @@ impl Manager {
         if distinct.is_empty() {
             return Ok(());
         }
-        let mut pools: Vec<(String, ResourcePool)> = self
-            .book()
-            .resources
-            .iter()
-            .map(|(name, r)| (name.clone(), r.0.clone()))
-            .collect();
-        {
-            let control = self.control();
-            pools.extend(
-                control
-                    .queues()
-                    .agents()
-                    .filter(|a| a.state == AgentState::Active)
-                    .map(|a| (a.platform.clone(), a.pool().clone())),
-            );
-        }
+        let pools = self.offered_pools();
         for request in &distinct {
             if pools.iter().any(|(_, p)| p.could_grant(request)) {
                 continue;

@@ -371,5 +371,6 @@ pub(super) fn spec_of(app: &ScenarioApp) -> AppSpec {
         resources: Default::default(),
         nodes: None,
         procs: app.procs,
+        variants: Vec::new(),
     }
 }

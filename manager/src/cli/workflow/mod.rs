@@ -181,6 +181,7 @@ impl Workflow {
             resources: Default::default(),
             nodes: None,
             procs: None,
+            variants: Vec::new(),
         });
         spec.cores = cores;
         spec.tasks = TaskSource::Lines(self.tasks.into_iter().map(|t| t.id).collect());

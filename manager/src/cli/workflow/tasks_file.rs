@@ -175,6 +175,7 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
         resources: file.resources,
         nodes: None,
         procs: None,
+        variants: Vec::new(),
     };
     Ok(Workflow {
         name: base.name.clone(),

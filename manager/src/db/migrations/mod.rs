@@ -70,6 +70,11 @@ const MIGRATIONS: &[Migration] = &[
         what: "parallel tasks",
         apply: steps::parallel_runs,
     },
+    Migration {
+        version: 11,
+        what: "application variants",
+        apply: steps::variants,
+    },
 ];
 
 /// The last version made before the schema recorded its version: a database of version 0

@@ -75,3 +75,9 @@ pub fn task_end_order(conn: &Connection) -> rusqlite::Result<()> {
 pub fn parallel_runs(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("ALTER TABLE attempts ADD COLUMN hosts TEXT;")
 }
+
+/// Version 11: the variant each attempt ran as (its name; NULL for an application without
+/// variants).
+pub fn variants(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("ALTER TABLE attempts ADD COLUMN variant TEXT;")
+}
