@@ -44,9 +44,12 @@ impl std::error::Error for UnknownName {}
 /// }
 /// assert_eq!("dark-blue".parse::<Colour>(), Ok(Colour::DarkBlue));
 /// assert_eq!(Colour::Red.to_string(), "red");
+/// assert!(Colour::Red == "red");
 /// assert_eq!(serde_json::to_string(&Colour::DarkBlue).unwrap(), "\"dark-blue\"");
 /// let e = "green".parse::<Colour>().unwrap_err().to_string();
 /// assert_eq!(e, "unknown colour `green` (one of: red, dark-blue)");
+/// let e = serde_json::from_str::<Colour>("\"green\"").unwrap_err().to_string();
+/// assert!(e.starts_with("unknown colour `green` (one of: red, dark-blue)"), "{e}");
 /// ```
 ///
 /// The calling crate needs `serde` (with `derive`) among its dependencies.
@@ -59,7 +62,7 @@ macro_rules! named_enum {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
         $vis enum $name {
             $( $(#[$vmeta])* #[serde(rename = $text)] $variant, )+
         }
@@ -79,6 +82,22 @@ macro_rules! named_enum {
         impl ::std::fmt::Display for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+
+        /// Read through `FromStr`, so that a wrong name in a file or the environment is
+        /// answered with every valid one.
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
+                let name = <::std::string::String as serde::Deserialize>::deserialize(d)?;
+                name.parse().map_err(<D::Error as serde::de::Error>::custom)
+            }
+        }
+
+        /// Compares with a name, as reports and tests do.
+        impl ::std::cmp::PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
             }
         }
 

@@ -64,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (None, None) => bail!("give --scenario, --from-journal or --replay"),
     };
     if let Some(p) = &args.policy {
-        scenario.scheduler.policy = p.clone();
+        scenario.scheduler.policy = p.parse()?;
     }
     let outcome = simulate(&scenario)?;
     if args.json {
