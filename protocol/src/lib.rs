@@ -5,6 +5,7 @@
 //! that carries these types is `hetpilot-transport`.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod affinity_view;
 pub mod agent_resources;
