@@ -165,6 +165,7 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
         gpus: opts.gpus.clone(),
         zero_work: opts.register.zero_work,
         outputs: outputs.clone(),
+        batch_job_id: opts.register.batch_job_id.clone(),
     };
     let reporter = tokio::spawn(
         reporter::run(

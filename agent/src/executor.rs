@@ -122,6 +122,8 @@ pub struct Executor {
     pub zero_work: bool,
     /// Where finished runs' outputs are, for the manager to ask for.
     pub outputs: crate::sent_outputs::KeptOutputs,
+    /// The batch job this agent runs in, for parallel runs' launchers (`{job_id}`).
+    pub batch_job_id: Option<String>,
 }
 
 struct State {
@@ -448,6 +450,7 @@ impl Executor {
             let place = Place {
                 run_dir: cwd_dir,
                 nodefile: nodefile.as_deref(),
+                job_id: self.batch_job_id.as_deref(),
                 sandbox: self.sandbox.as_deref(),
                 gpus: Some(&self.gpus),
                 read_only: files.as_ref().map_or(&[][..], |f| &f.read_only),

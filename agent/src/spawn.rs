@@ -8,6 +8,7 @@ use crate::gpu::{binding, Inventory};
 use crate::output_dir::{AppDir, Rules};
 use crate::sandbox::{Sandbox, TaskView};
 use crate::spawner;
+use hetpilot_protocol::launcher::LaunchValues;
 use hetpilot_protocol::protocol::{AppRuntime, Assignment};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, OsString};
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// Variables set per task; they override the application's environment.
-const PER_TASK: [&str; 9] = [
+const PER_TASK: [&str; 10] = [
     "HETPILOT_TASK",
     "HETPILOT_APP",
     "HETPILOT_INDEX",
@@ -27,6 +28,7 @@ const PER_TASK: [&str; 9] = [
     "HETPILOT_NODEFILE",
     "HETPILOT_HOSTS",
     "HETPILOT_PROCS",
+    "HETPILOT_LAUNCH",
 ];
 
 /// An application's runtime with what every one of its tasks shares, built once.
@@ -192,14 +194,18 @@ pub struct Place<'a> {
     pub gpus: Option<&'a Inventory>,
     /// A parallel run's host file (see [`parallel_env`]).
     pub nodefile: Option<&'a Path>,
+    /// The agent's batch job id, for a parallel run's launcher.
+    pub job_id: Option<&'a str>,
 }
 
 /// A parallel run's variables: `HETPILOT_NODEFILE` (its host file), `HETPILOT_HOSTS`
-/// (the hosts, comma-separated, in the file's order) and `HETPILOT_PROCS` (its slots in
-/// all); none for a run on this agent alone.
-fn parallel_env(a: &Assignment, nodefile: Option<&Path>) -> Vec<Vec<u8>> {
-    let Some(path) = nodefile.filter(|_| !a.hosts.is_empty()) else {
-        return Vec::new();
+/// (the hosts, comma-separated, in the file's order), `HETPILOT_PROCS` (its slots in all)
+/// and, when the manager sent its platform's launcher, `HETPILOT_LAUNCH` (the launcher
+/// filled in, words a shell splits back exactly); none for a run on this agent alone. A
+/// launcher that cannot be filled in safely is a "could not start" reason.
+fn parallel_env(a: &Assignment, place: &Place) -> Result<Vec<Vec<u8>>, String> {
+    let Some(path) = place.nodefile.filter(|_| !a.hosts.is_empty()) else {
+        return Ok(Vec::new());
     };
     let mut hosts: Vec<&str> = Vec::with_capacity(a.hosts.len());
     for h in &a.hosts {
@@ -210,11 +216,25 @@ fn parallel_env(a: &Assignment, nodefile: Option<&Path>) -> Vec<Vec<u8>> {
     let procs: u64 = a.hosts.iter().map(|h| u64::from(h.slots)).sum();
     let mut file = b"HETPILOT_NODEFILE=".to_vec();
     file.extend_from_slice(path.as_os_str().as_bytes());
-    vec![
+    let mut env = vec![
         file,
         format!("HETPILOT_HOSTS={}", hosts.join(",")).into_bytes(),
         format!("HETPILOT_PROCS={procs}").into_bytes(),
-    ]
+    ];
+    if let Some(launcher) = &a.launcher {
+        let values = LaunchValues {
+            hosts: &hosts,
+            // A path that is not UTF-8 is refused as unsafe, like one with a blank.
+            nodefile: &path.to_string_lossy(),
+            procs,
+            job_id: place.job_id,
+        };
+        let words = launcher
+            .render(&values)
+            .map_err(|e| format!("the platform's launcher (HETPILOT_LAUNCH): {e}"))?;
+        env.push(format!("HETPILOT_LAUNCH={}", words.join(" ")).into_bytes());
+    }
+    Ok(env)
 }
 
 /// Starts task `a` of application `app` at `place`; errors are "could not start" reasons.
@@ -264,7 +284,7 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
         envp.push(kv.as_ref().map_err(Clone::clone)?);
     }
     envp.extend(gpu_env.iter().map(CString::as_c_str));
-    let parallel = parallel_env(a, place.nodefile)
+    let parallel = parallel_env(a, &place)?
         .into_iter()
         .map(|kv| cstring(kv, "the parallel run's hosts"))
         .collect::<Result<Vec<_>, _>>()?;
@@ -459,6 +479,7 @@ mod tests {
             cores: None,
             resources: Default::default(),
             hosts: Vec::new(),
+            launcher: None,
         }
     }
 
@@ -532,6 +553,59 @@ mod tests {
         };
         let (out, _) = run_at(&a, &p, place);
         assert_eq!(out, format!("{} n1,n2 6\n", nodefile.display()));
+    }
+
+    #[test]
+    fn a_parallel_run_gets_its_launcher_filled_in_as_words_a_shell_splits_back() {
+        use hetpilot_protocol::launcher::LaunchTemplate;
+        let dir = tempfile::tempdir().unwrap();
+        let p = Prepared::new(
+            app(&[("HETPILOT_LAUNCH", "rm -rf")]),
+            dir.path(),
+            dir.path(),
+        );
+        // What a task does with it: `$HETPILOT_LAUNCH prog args`, one argument per line.
+        let script = "printf '%s\\n' ${HETPILOT_LAUNCH-none} prog";
+        let mut a = task(&["/bin/sh", "-c", script]);
+        a.hosts = ["n1", "n2"]
+            .map(|h| hetpilot_protocol::parallel::HostSlots {
+                host: h.into(),
+                slots: 2,
+            })
+            .to_vec();
+        let nodefile = dir.path().join("hetpilot-nodefile");
+        let place = |job_id| Place {
+            nodefile: Some(&nodefile),
+            job_id,
+            ..Place::default()
+        };
+        assert_eq!(
+            run_at(&a, &p, place(None)).0,
+            "none\nprog\n",
+            "no launcher sent"
+        );
+        a.launcher = Some(LaunchTemplate::slurm());
+        assert_eq!(
+            run_at(&a, &p, place(Some("953"))).0,
+            "srun\n--overlap\n--jobid=953\n--nodes=2\n--nodelist=n1,n2\n--ntasks=4\n\
+             --cpus-per-task=1\n--distribution=block\nprog\n"
+        );
+        a.launcher = Some(LaunchTemplate::mpiexec());
+        assert_eq!(
+            run_at(&a, &p, place(None)).0,
+            format!("mpiexec\n-hostfile\n{}\n-n\n4\nprog\n", nodefile.display())
+        );
+        // A host name a word split would break, and Slurm's launcher outside a batch job:
+        // the run does not start, and says why.
+        a.launcher = Some(LaunchTemplate::slurm());
+        let err = start(&a, &p, place(None)).err().unwrap();
+        assert!(
+            err.contains("HETPILOT_LAUNCH") && err.contains("no batch job id"),
+            "{err}"
+        );
+        a.hosts[1].host = "n2 *".into();
+        let err = start(&a, &p, place(Some("953"))).err().unwrap();
+        assert!(err.contains("the host name \"n2 *\""), "{err}");
     }
 
     #[test]

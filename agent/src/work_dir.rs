@@ -148,6 +148,7 @@ mod tests {
             cores: None,
             resources: Default::default(),
             hosts: Vec::new(),
+            launcher: None,
         };
         let runs = t.path().join("runs");
         let stale = runs.join("app-5/task-2.3");

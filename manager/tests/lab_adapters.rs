@@ -139,6 +139,7 @@ wait
             sandbox: Default::default(),
             gpus_per_node: 0,
             resources: Default::default(),
+            launcher: hetpilot_protocol::launcher::LaunchTemplate::mpiexec(),
         }
     }
 

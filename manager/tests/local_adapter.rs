@@ -45,6 +45,7 @@ fn local_agent_starts_in_its_own_session_and_stops_by_process_group() {
         sandbox: Default::default(),
         gpus_per_node: 0,
         resources: Default::default(),
+        launcher: hetpilot_protocol::launcher::LaunchTemplate::mpiexec(),
     };
     let pilot = PilotSpec {
         name: "here-p1".into(),

@@ -86,6 +86,13 @@ pub struct DagTask {
         deserialize_with = "crate::resource_fields::de_named"
     )]
     pub resources: BTreeMap<String, ResourceAmount>,
+    /// A parallel task's whole nodes, as an application's `nodes` (u64: a value out of
+    /// range gets a message naming the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u64>,
+    /// A parallel task's processors, as an application's `procs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub procs: Option<u64>,
 }
 
 /// The most cores one workflow task may reserve.
@@ -104,6 +111,14 @@ impl DagTask {
     pub fn most_cores(&self, app_cores: u32) -> u32 {
         let least = self.least_cores(app_cores);
         self.max_cores.map_or(least, |m| m.max(least))
+    }
+
+    /// The parallel size this task asks for (`None`: a run on one agent), as checked at
+    /// submission.
+    pub fn parallel_size(&self) -> Option<crate::parallel::ParallelSize> {
+        crate::parallel::size_from(self.nodes, self.procs)
+            .ok()
+            .flatten()
     }
 
     /// What a run of this task asks for besides cores and memory: the application's
@@ -179,6 +194,7 @@ impl DagSpec {
             }
             check_task(i, t, names)?;
             check_cores(t, &names[i])?;
+            check_parallel(t, &names[i])?;
             crate::resource_fields::request_of(
                 t.gpus,
                 &t.resources,
@@ -312,6 +328,43 @@ fn check_cores(t: &DagTask, name: &str) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// A parallel task (`nodes` / `procs`): sizes in range and consistent, and nothing a
+/// parallel run cannot take (more than one core a slot, moldability, GPUs, named counts).
+fn check_parallel(t: &DagTask, name: &str) -> Result<(), SpecError> {
+    let named = |e: SpecError| match e {
+        SpecError::Field { field: f, problem } => field(f, format!("task `{name}`: {problem}")),
+        other => other,
+    };
+    if crate::parallel::size_from(t.nodes, t.procs)
+        .map_err(named)?
+        .is_none()
+    {
+        return Ok(());
+    }
+    let refuse = |f: &'static str, what: &str| {
+        Err(field(
+            f,
+            format!("task `{name}`: a parallel task (`nodes` or `procs`) cannot {what}"),
+        ))
+    };
+    if t.cores.is_some_and(|c| c > 1) {
+        return refuse(
+            "cores",
+            "ask for cores: its size is its `nodes` and `procs`",
+        );
+    }
+    if t.max_cores.is_some() {
+        return refuse("max_cores", "be moldable");
+    }
+    if t.gpus.is_some() {
+        return refuse("gpus", "ask for GPUs yet");
+    }
+    if !t.resources.is_empty() {
+        return refuse("resources", "ask for named resources yet");
+    }
+    Ok(())
+}
+
 /// Refuses an output name that two tasks produce (a child could read either).
 fn check_producers(dag: &DagSpec, names: &[String]) -> Result<(), SpecError> {
     let mut producer: HashMap<&str, usize> = HashMap::new();
@@ -426,6 +479,56 @@ pub struct WorkflowTaskInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parallel_tasks_size_is_checked_naming_the_field_and_the_task() {
+        let with = |edit: fn(&mut DagTask)| {
+            let mut d = dag(&[&[], &[0]]);
+            edit(&mut d.tasks[1]);
+            d.check(&names(2)).map_err(|e| e.to_string())
+        };
+        assert!(with(|t| t.procs = Some(4)).is_ok());
+        assert_eq!(
+            dag(&[&[], &[0]]).tasks[1].parallel_size(),
+            None,
+            "a task without `nodes` or `procs` runs on one agent"
+        );
+        type Edit = fn(&mut DagTask);
+        let cases: [(Edit, &str); 7] = [
+            (
+                |t| t.procs = Some(0),
+                "field `procs`: task `t1`: must be at least 1",
+            ),
+            (
+                |t| t.procs = Some(1 << 40),
+                "field `procs`: task `t1`: 1099511627776 is more",
+            ),
+            (
+                |t| t.nodes = Some(5000),
+                "field `nodes`: task `t1`: 5000 is more",
+            ),
+            (
+                |t| (t.nodes, t.procs) = (Some(3), Some(4)),
+                "field `procs`: task `t1`: 4 processors do not split evenly over 3 nodes",
+            ),
+            (
+                |t| (t.procs, t.cores) = (Some(4), Some(2)),
+                "field `cores`: task `t1`",
+            ),
+            (
+                |t| (t.procs, t.max_cores) = (Some(4), Some(8)),
+                "field `max_cores`: task `t1`",
+            ),
+            (
+                |t| (t.nodes, t.gpus) = (Some(2), Some(ResourceAmount::whole(1).unwrap())),
+                "field `gpus`: task `t1`",
+            ),
+        ];
+        for (edit, want) in cases {
+            let err = with(edit).unwrap_err();
+            assert!(err.contains(want), "{want}: {err}");
+        }
+    }
 
     fn dag(parents: &[&[u32]]) -> DagSpec {
         DagSpec {

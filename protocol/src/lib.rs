@@ -18,6 +18,7 @@ pub mod events;
 pub mod file_listing;
 pub mod files;
 mod ids;
+pub mod launcher;
 pub mod listing;
 pub mod named;
 pub mod parallel;

@@ -44,6 +44,30 @@ pub struct HostSlots {
     pub slots: u32,
 }
 
+/// One agent of a parallel run's group lease, as the agents listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GroupMember {
+    /// The agent.
+    pub agent: crate::AgentId,
+    /// Its host name, as the run's host file names it.
+    pub host: String,
+    /// The slots the run holds there.
+    pub slots: u32,
+}
+
+/// A parallel run's group lease: the agents that hold it, its head (which runs it) first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GroupLeaseView {
+    /// The task.
+    pub task: crate::TaskRef,
+    /// The run's attempt.
+    pub attempt: u32,
+    /// The head, then the agents that keep slots for it.
+    pub members: Vec<GroupMember>,
+}
+
 /// The host file of a run over `hosts`: one `host slots=N` line per host, in order, the
 /// slots of agents that share a host name added up.
 pub fn nodefile(hosts: &[HostSlots]) -> String {
@@ -64,9 +88,12 @@ fn field(field: &'static str, problem: String) -> SpecError {
     SpecError::Field { field, problem }
 }
 
-/// The parallel size `spec` asks for (`None`: a task on one agent); an error names the
-/// field that is out of range or does not fit with another.
-pub fn size_of(spec: &AppSpec) -> Result<Option<ParallelSize>, SpecError> {
+/// The parallel size `nodes` and `procs` ask for (`None`: neither); an error names the
+/// field that is out of range or does not fit with the other.
+pub fn size_from(
+    nodes: Option<u64>,
+    procs: Option<u64>,
+) -> Result<Option<ParallelSize>, SpecError> {
     let bounded = |name: &'static str, v: Option<u64>, max: u64| match v {
         Some(0) => Err(field(name, "must be at least 1".into())),
         Some(n) if n > max => Err(field(
@@ -75,9 +102,9 @@ pub fn size_of(spec: &AppSpec) -> Result<Option<ParallelSize>, SpecError> {
         )),
         other => Ok(other.map(|n| n as u32)),
     };
-    let nodes = bounded("nodes", spec.nodes, MAX_NODES)?;
-    let procs = bounded("procs", spec.procs, MAX_PROCS)?;
-    let size = match (nodes, procs) {
+    let nodes = bounded("nodes", nodes, MAX_NODES)?;
+    let procs = bounded("procs", procs, MAX_PROCS)?;
+    Ok(Some(match (nodes, procs) {
         (None, None) => return Ok(None),
         (Some(n), None) => ParallelSize::Nodes(n),
         (None, Some(p)) => ParallelSize::Procs(p),
@@ -91,6 +118,14 @@ pub fn size_of(spec: &AppSpec) -> Result<Option<ParallelSize>, SpecError> {
             nodes: n,
             per_node: p / n,
         },
+    }))
+}
+
+/// The parallel size `spec` asks for (`None`: a task on one agent); an error names the
+/// field that is out of range or does not fit with another.
+pub fn size_of(spec: &AppSpec) -> Result<Option<ParallelSize>, SpecError> {
+    let Some(size) = size_from(spec.nodes, spec.procs)? else {
+        return Ok(None);
     };
     if spec.cores != 1 {
         return Err(field(
@@ -113,7 +148,7 @@ pub fn size_of(spec: &AppSpec) -> Result<Option<ParallelSize>, SpecError> {
     if spec.dag.is_some() {
         return Err(field(
             "nodes",
-            "a workflow's tasks cannot be parallel (`nodes` or `procs`) yet".into(),
+            "a workflow's parallel tasks say `nodes` or `procs` each, not the workflow".into(),
         ));
     }
     if spec.data_intensive {

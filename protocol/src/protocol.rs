@@ -192,6 +192,10 @@ pub struct Assignment {
     /// A parallel run's hosts, this agent's first (empty: a run on this agent alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<crate::parallel::HostSlots>,
+    /// A parallel run's launcher template (its head's platform's), which the head fills
+    /// in as `HETPILOT_LAUNCH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<crate::launcher::LaunchTemplate>,
 }
 
 /// The answer to a pull.
@@ -648,6 +652,9 @@ pub struct AgentInfo {
     /// The parallel runs whose slots it keeps while another agent (their head) runs them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub member_of: Vec<TaskRef>,
+    /// The parallel runs it heads, each with the agents that hold it (this one first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_leases: Vec<crate::parallel::GroupLeaseView>,
 }
 
 /// `POST /v1/users` (admin).

@@ -519,3 +519,70 @@ fn the_platforms_page_shows_a_gpu_agents_devices_and_their_use() {
     let _ = agent.kill();
     let _ = agent.wait();
 }
+
+/// The platforms page draws a parallel run's group lease: the run, its head and the agent
+/// that keeps slots for it, with their hosts and slots, as the agents listing gives them.
+#[test]
+#[ignore = "needs chromium and chromium-driver (deploy/test-all.sh installs them)"]
+fn the_platforms_page_draws_a_parallel_runs_group_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = start(dir.path());
+    let _a = m.agent_on_node("fast", 2, "nodeA");
+    let _b = m.agent_on_node("fast", 2, "nodeB");
+    wait_until("both agents to register", LONG, || {
+        let agents = get(&m, &m.admin, "/v1/agents");
+        (agents.as_array()?.len() == 2).then_some(())
+    });
+    let release = Release(dir.path().join("release"));
+    let hold = format!(
+        "sh -c 'while [ ! -e {} ]; do sleep 0.05; done'",
+        release.0.display()
+    );
+    let (s, b) = m.http().post(
+        "/v1/apps",
+        &m.admin,
+        &json!({"name": "mpi", "command": hold, "procs": 4,
+                "tasks": {"array": {"start": 0, "end": 0}}}),
+    );
+    assert_eq!(s, 200, "{b}");
+    let app = b["app"].as_u64().unwrap();
+    let group = wait_until("the run's group lease", LONG, || {
+        let agents = get(&m, &m.admin, "/v1/agents");
+        agents
+            .as_array()?
+            .iter()
+            .find_map(|a| a["group_leases"].get(0).cloned())
+    });
+    let cell = |m: &Value| {
+        format!(
+            "{} ({}: {})",
+            m["agent"],
+            m["host"].as_str().unwrap(),
+            m["slots"]
+        )
+    };
+    let members = group["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2, "{group}");
+
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
+    let (_driver, driver_url) = start_driver(&dir.path().join("chromedriver.log"));
+    let browser = Browser::open(&driver_url, &m.url, &dir.path().join("chromium"), &shots);
+    browser.login(&m.admin);
+    browser.page("platforms");
+    let key = format!("group.{app}.0");
+    browser.expect(&format!("{key}.head"), &cell(&members[0]));
+    browser.expect(&format!("{key}.members"), &cell(&members[1]));
+    browser.expect(&format!("{key}.slots"), "4");
+    assert_eq!(browser.count("#groups-table tbody tr"), 1);
+    let mut hosts = [
+        members[0]["host"].as_str().unwrap(),
+        members[1]["host"].as_str().unwrap(),
+    ];
+    hosts.sort();
+    assert_eq!(hosts, ["nodeA", "nodeB"]);
+    browser.screenshot("admin-platforms-groups");
+    let errors = browser.console_errors();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    drop(release);
+    m.wait_finished(app, LONG);
+}

@@ -26,6 +26,7 @@ grep -Eq '^node[A-C] slots=2$' "$HETPILOT_NODEFILE" || exit 3
 hosts=$(cut -d' ' -f1 "$HETPILOT_NODEFILE" | paste -sd, -)
 [ "$HETPILOT_HOSTS" = "$hosts" ] || exit 3
 echo $$ > "$D/pid.$HETPILOT_ATTEMPT"
+printf '%s\n' "$HETPILOT_NODEFILE" $HETPILOT_LAUNCH > "$D/launch.$HETPILOT_ATTEMPT"
 echo "$HETPILOT_HOSTS" > "$D/hosts.$HETPILOT_ATTEMPT.tmp"
 mv "$D/hosts.$HETPILOT_ATTEMPT.tmp" "$D/hosts.$HETPILOT_ATTEMPT"
 while [ ! -e "$D/release.$HETPILOT_ATTEMPT" ]; do sleep 0.05; done
@@ -92,6 +93,14 @@ fn a_procs_task_runs_once_on_its_head_with_a_host_file_and_holds_both_agents() {
     let mut hosts = running_hosts(dir.path(), 1);
     hosts.sort();
     assert_eq!(hosts, ["nodeA", "nodeB"]);
+    // Its launcher (the default of a platform without a profile), split as a shell does.
+    let launch = std::fs::read_to_string(dir.path().join("launch.1")).unwrap();
+    let words: Vec<&str> = launch.lines().collect();
+    assert_eq!(
+        words[1..],
+        ["mpiexec", "-hostfile", words[0], "-n", "4"],
+        "HETPILOT_LAUNCH: {launch}"
+    );
     // While it runs, both agents' slots are taken: the head's by the run, the other's
     // kept for it.
     let view = agents(&m);
@@ -104,6 +113,43 @@ fn a_procs_task_runs_once_on_its_head_with_a_host_file_and_holds_both_agents() {
         members[0]["member_of"][0],
         json!({"app": app, "index": 0}),
         "{view:?}"
+    );
+    // The head lists the group lease: itself first, then the member, 2 slots on each.
+    let heads: Vec<&Value> = view
+        .iter()
+        .filter(|a| !a["group_leases"].is_null())
+        .collect();
+    assert_eq!(heads.len(), 1, "{view:?}");
+    let group = &heads[0]["group_leases"][0];
+    assert_eq!(group["task"], json!({"app": app, "index": 0}), "{group}");
+    assert_eq!(group["attempt"], 1, "{group}");
+    let agents_of: Vec<(Value, u64)> = group["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["agent"].clone(), m["slots"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        agents_of,
+        [
+            (heads[0]["agent"].clone(), 2),
+            (members[0]["agent"].clone(), 2)
+        ],
+        "{group}"
+    );
+    // `/metrics` counts the member's slots kept for the run.
+    let metrics = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", m.url))
+        .bearer_auth(&m.admin)
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "hetpilot_agent_parallel_member_slots{platform=\"local\"} 2"),
+        "{metrics}"
     );
     let stream = m.submit(json!({
         "name": "stream", "command": "true",

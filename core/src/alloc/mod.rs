@@ -11,8 +11,9 @@ pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod order;
 
+#[cfg(test)]
 pub(crate) use allocator::Tlpa;
-pub use allocator::{allocator_by_name, Allocator, AllocatorInput};
+pub use allocator::{allocator_by_name, Allocator, AllocatorInput, MAX_TLPA_DEPTH};
 #[cfg(test)]
 pub(crate) use allocator::{BestFit, FastestFirst};
 pub(crate) use load::ClusterLoad;

@@ -81,6 +81,12 @@ pub enum AllocError {
         /// The value given.
         value: f64,
     },
+    /// A TLPA look-ahead deeper than [`MAX_TLPA_DEPTH`](super::MAX_TLPA_DEPTH).
+    #[error(
+        "a TLPA look-ahead depth of {0} is more than the {max} allowed (--depth, [scheduler] tlpa_depth)",
+        max = super::MAX_TLPA_DEPTH
+    )]
+    DepthTooLarge(usize),
     /// No allocator or job order of that name.
     #[error("unknown {kind} {name:?}; known: {known}")]
     UnknownPolicy {

@@ -1,6 +1,7 @@
 //! Live TLPA: which platform the next task of each multi-core application goes to,
-//! chosen by the pure [`Tlpa`] allocator (the TLPA paper's TLPA_BJS, Fig. 1) with the live
-//! queue as its look-ahead. No I/O: nodes, runtimes and the clock come in as data.
+//! chosen by a pure [`Allocator`] of `simulate alloc` (by default TLPA,
+//! the TLPA paper's TLPA_BJS, Fig. 1; best fit and fastest first as `[scheduler]
+//! allocator` selects) with the live queue as its look-ahead. No I/O: nodes, runtimes and the clock come in as data.
 //!
 //! The paper's clusters are single sites a rigid job runs within; here that is a node (an
 //! agent): cluster = agent, with procs = its slots and speed = its platform's relative
@@ -16,7 +17,7 @@
 //! slots (`procs`) or its agents (`nodes`, whole agents), and the run is the rigid job
 //! ([`place_runs`]).
 
-use crate::alloc::{Allocator, AllocatorInput, Cluster, ClusterLoad, Job, Tlpa};
+use crate::alloc::{Allocator, AllocatorInput, Cluster, ClusterLoad, Job};
 use hetpilot_protocol::parallel::ParallelSize;
 use hetpilot_protocol::AppId;
 
@@ -60,7 +61,7 @@ pub(crate) fn place_runs(
     nodes: &[Node],
     speeds: &[f64],
     apps: &[GroupApp],
-    depth: usize,
+    allocator: &mut dyn Allocator,
     now_s: f64,
 ) -> Vec<(AppId, usize)> {
     let platforms = speeds.len();
@@ -111,21 +112,29 @@ pub(crate) fn place_runs(
             })
             .collect();
         if !jobs.is_empty() {
-            chosen.extend(place(&pooled(whole_agents), speeds, &jobs, depth, now_s));
+            chosen.extend(place(
+                &pooled(whole_agents),
+                speeds,
+                &jobs,
+                allocator,
+                now_s,
+            ));
         }
     }
     chosen
 }
 
 /// The platform chosen for each application of `apps` (given in FCFS order) whose task can
-/// start now on some node; `speeds[p]` is platform p's relative speed.
+/// start now on some node; `speeds[p]` is platform p's relative speed. The allocator sees
+/// as many waiting tasks behind each as its look-ahead asks for.
 pub(crate) fn place(
     nodes: &[Node],
     speeds: &[f64],
     apps: &[ParallelApp],
-    depth: usize,
+    allocator: &mut dyn Allocator,
     now_s: f64,
 ) -> Vec<(AppId, usize)> {
+    let depth = allocator.lookahead();
     let clusters: Vec<Cluster> = nodes
         .iter()
         .map(|n| Cluster {
@@ -149,7 +158,7 @@ pub(crate) fn place(
     // The live queue: every waiting multi-core task, up to what the look-ahead can see.
     let mut queue: Vec<Job> = Vec::new();
     for (i, a) in apps.iter().enumerate() {
-        let take = a.waiting.min(depth as u64 + 1);
+        let take = a.waiting.min((depth as u64).saturating_add(1));
         queue.extend((0..take).map(|_| Job {
             id: i as i64,
             submit: a.submitted_s,
@@ -158,7 +167,6 @@ pub(crate) fn place(
             estimate: a.work_s,
         }));
     }
-    let mut tlpa = Tlpa::new(depth);
     let mut chosen = Vec::new();
     let mut head = 0;
     for (i, a) in apps.iter().enumerate() {
@@ -171,8 +179,8 @@ pub(crate) fn place(
             .filter(|&c| loads[c].free >= job.procs)
             .collect();
         if !allocable.is_empty() {
-            let waiting_end = (head + 1 + depth).min(queue.len());
-            let c = tlpa.choose(&AllocatorInput {
+            let waiting_end = (head + 1).saturating_add(depth).min(queue.len());
+            let c = allocator.choose(&AllocatorInput {
                 now: now_s,
                 job: &job,
                 clusters: &clusters,
@@ -191,6 +199,7 @@ pub(crate) fn place(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::alloc::Tlpa;
 
     fn app(id: u64, cores: u32, waiting: u64, work_s: f64) -> ParallelApp {
         ParallelApp {
@@ -222,14 +231,46 @@ mod tests {
         let apps = [app(1, 4, 1, 10.0), app(2, 8, 1, 1000.0)];
         // Greedy (depth 0) takes the faster node for the short task ...
         assert_eq!(
-            place(&nodes, &speeds, &apps[..1], 0, 0.0),
+            place(&nodes, &speeds, &apps[..1], &mut Tlpa::new(0), 0.0),
             vec![(AppId(1), 1)]
         );
         // ... the look-ahead sees the 8-core task behind it and leaves the big node free.
         assert_eq!(
-            place(&nodes, &speeds, &apps, 1, 0.0),
+            place(&nodes, &speeds, &apps, &mut Tlpa::new(1), 0.0),
             vec![(AppId(1), 0), (AppId(2), 1)]
         );
+        // A look-ahead deeper than any queue sees it all, without overflowing.
+        assert_eq!(
+            place(&nodes, &speeds, &apps, &mut Tlpa::new(usize::MAX), 0.0),
+            vec![(AppId(1), 0), (AppId(2), 1)]
+        );
+    }
+
+    #[test]
+    fn the_configured_allocator_decides_the_placement() {
+        // A 4-core task on idle nodes of 8 slots (speed 1.25) and 4 slots (speed 1):
+        // fastest first and greedy TLPA take the fast node, best fit the one it fills.
+        let nodes = [
+            Node {
+                platform: 0,
+                slots: 8,
+                busy: Vec::new(),
+            },
+            Node {
+                platform: 1,
+                slots: 4,
+                busy: Vec::new(),
+            },
+        ];
+        let speeds = [1.25, 1.0];
+        let apps = [app(1, 4, 1, 10.0)];
+        let chosen = |name: &str| {
+            let mut allocator = crate::alloc::allocator_by_name(name, 0).unwrap();
+            place(&nodes, &speeds, &apps, allocator.as_mut(), 0.0)
+        };
+        assert_eq!(chosen("ff"), [(AppId(1), 0)]);
+        assert_eq!(chosen("tlpa"), [(AppId(1), 0)]);
+        assert_eq!(chosen("bf"), [(AppId(1), 1)]);
     }
 
     #[test]
@@ -248,9 +289,23 @@ mod tests {
         ];
         let speeds = [1.0, 1.0];
         // 3 cores: only node 0 could, and it has 2 free: no placement now.
-        assert!(place(&nodes, &speeds, &[app(1, 3, 5, 1.0)], 4, 0.0).is_empty());
+        assert!(place(
+            &nodes,
+            &speeds,
+            &[app(1, 3, 5, 1.0)],
+            &mut Tlpa::new(4),
+            0.0
+        )
+        .is_empty());
         assert_eq!(
-            place(&nodes, &speeds, &[app(1, 2, 5, 1.0)], 4, 0.0).len(),
+            place(
+                &nodes,
+                &speeds,
+                &[app(1, 2, 5, 1.0)],
+                &mut Tlpa::new(4),
+                0.0
+            )
+            .len(),
             1
         );
     }
@@ -289,7 +344,7 @@ mod tests {
             &nodes,
             &speeds,
             &[run(1, ParallelSize::Procs(8), 100.0)],
-            2,
+            &mut Tlpa::new(2),
             0.0,
         );
         assert_eq!(got, [(AppId(1), 1)]);
@@ -300,7 +355,7 @@ mod tests {
             &nodes,
             &speeds,
             &[run(1, ParallelSize::Procs(8), 100.0)],
-            2,
+            &mut Tlpa::new(2),
             0.0,
         );
         assert_eq!(got, [(AppId(1), 0)]);
@@ -309,7 +364,7 @@ mod tests {
             &nodes,
             &speeds,
             &[run(2, ParallelSize::Nodes(2), 100.0)],
-            2,
+            &mut Tlpa::new(2),
             0.0,
         );
         assert_eq!(got, [(AppId(2), 0)]);
@@ -317,7 +372,7 @@ mod tests {
             &nodes,
             &speeds,
             &[run(3, ParallelSize::Nodes(1), 100.0)],
-            2,
+            &mut Tlpa::new(2),
             0.0,
         );
         assert_eq!(got, [(AppId(3), 1)]);
@@ -326,7 +381,7 @@ mod tests {
             &nodes,
             &speeds,
             &[run(4, ParallelSize::Procs(9), 100.0)],
-            2,
+            &mut Tlpa::new(2),
             0.0,
         );
         assert!(got.is_empty(), "{got:?}");

@@ -1,5 +1,6 @@
 //! `[scheduler]`: which two-level policies the live manager runs, and how often.
 
+use crate::alloc::{allocator_by_name, Allocator, MAX_TLPA_DEPTH};
 use crate::ptg::live::WorkflowPolicy;
 use crate::sched::{FirstLevel, PlatformAffinity, SchedError, SchedulerSettings, SecondLevel};
 use hetpilot_protocol::named::UnknownName;
@@ -86,6 +87,10 @@ pub struct SchedulerConfig {
     pub(crate) seed: u64,
     /// TLPA look-ahead depth d for multi-core applications (waiting tasks simulated).
     pub(crate) tlpa_depth: usize,
+    /// Which processor allocator places multi-core and parallel runs on platforms, as
+    /// `simulate alloc --allocator` names them: `tlpa` (look-ahead `tlpa_depth`), `bf`
+    /// (best fit) or `ff` (fastest first).
+    pub allocator: String,
     /// How competing workflows share the cores the first level gives them
     /// (`cafm-k-shelves`, `cra-work-weight` or `round-robin`, see `ptg::live`).
     pub workflows: WorkflowPolicy,
@@ -105,6 +110,7 @@ impl Default for SchedulerConfig {
             explore_samples: 2,
             seed: 1,
             tlpa_depth: 8,
+            allocator: "tlpa".into(),
             workflows: WorkflowPolicy::default(),
             reservations: true,
         }
@@ -115,6 +121,7 @@ impl SchedulerConfig {
     /// The core's settings, or None for `round-robin`; errors name the field. (The
     /// policies' names were checked when the configuration was read.)
     pub fn settings(&self) -> Result<Option<SchedulerSettings>, SchedError> {
+        self.allocator()?;
         let LivePolicy::TwoLevel(first_level) = self.policy else {
             return Ok(None);
         };
@@ -132,5 +139,21 @@ impl SchedulerConfig {
             });
         }
         Ok(Some(settings))
+    }
+
+    /// The processor allocator `allocator` names; the error lists the accepted names.
+    pub(crate) fn allocator(&self) -> Result<Box<dyn Allocator>, SchedError> {
+        if self.tlpa_depth > MAX_TLPA_DEPTH {
+            return Err(SchedError::InvalidSetting {
+                field: "tlpa_depth",
+                problem: format!("{} is more than {MAX_TLPA_DEPTH}", self.tlpa_depth),
+            });
+        }
+        allocator_by_name(&self.allocator, self.tlpa_depth).map_err(|e| {
+            SchedError::InvalidSetting {
+                field: "allocator",
+                problem: e.to_string(),
+            }
+        })
     }
 }

@@ -8,6 +8,7 @@
 use super::placement::{place, place_runs, GroupApp, Node, ParallelApp};
 use super::profiling::{LiveProfile, RoundPlatform, RunStats};
 use super::SchedulerConfig;
+use crate::alloc::Allocator;
 use crate::queue::{LeasePlan, PlatformPlan};
 use crate::sched::{
     ApplicationState, CoreAllocation, Decision, PlatformState, RuntimeProfileError, SchedError,
@@ -68,7 +69,8 @@ pub(crate) struct Round {
 pub(crate) struct Planner {
     scheduler: Scheduler,
     explore_samples: u32,
-    tlpa_depth: usize,
+    /// The processor allocator that places multi-core and parallel runs (`allocator`).
+    allocator: Box<dyn Allocator>,
     rng: ChaCha8Rng,
     /// The previous round's applications, platforms and allocation (PAF keeps users on
     /// platforms they had).
@@ -110,7 +112,7 @@ impl Planner {
         Ok(Planner {
             scheduler: Scheduler::new(settings)?,
             explore_samples: config.explore_samples,
-            tlpa_depth: config.tlpa_depth,
+            allocator: config.allocator()?,
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             previous: None,
         })
@@ -255,7 +257,7 @@ impl Planner {
 
     /// TLPA places the multi-core applications' next tasks and the parallel applications'
     /// next runs (the TLPA paper, Fig. 1): the platform each one's tasks go to.
-    fn place_parallel(&self, input: &RoundInput<'_>) -> HashMap<AppId, String> {
+    fn place_parallel(&mut self, input: &RoundInput<'_>) -> HashMap<AppId, String> {
         let (apps, ids, names, live) = (input.apps, input.ids, &input.platforms.names, input.live);
         let mut parallel: Vec<usize> = (0..apps.len()).filter(|&i| apps[i].cores > 1).collect();
         let mut groups: Vec<usize> = (0..apps.len())
@@ -319,14 +321,9 @@ impl Planner {
             })
             .collect();
         let now_s = input.now_ms as f64 / 1000.0;
-        let mut chosen = place(&nodes, &live.speed, &jobs, self.tlpa_depth, now_s);
-        chosen.extend(place_runs(
-            &nodes,
-            &live.speed,
-            &runs,
-            self.tlpa_depth,
-            now_s,
-        ));
+        let allocator = self.allocator.as_mut();
+        let mut chosen = place(&nodes, &live.speed, &jobs, allocator, now_s);
+        chosen.extend(place_runs(&nodes, &live.speed, &runs, allocator, now_s));
         chosen
             .into_iter()
             .map(|(app, j)| (app, names[j].clone()))
@@ -732,6 +729,22 @@ mod tests {
             let e = read(text).unwrap_err();
             assert!(accepted.iter().all(|a| e.contains(a)), "{text}: {e}");
         }
+        let bad = SchedulerConfig {
+            allocator: "worst-fit".into(),
+            ..SchedulerConfig::default()
+        };
+        let err = bad.settings().unwrap_err().to_string();
+        assert!(
+            err.contains("allocator") && err.contains("bf, ff, tlpa"),
+            "{err}"
+        );
+        // A look-ahead past every queue would overflow the placement's arithmetic.
+        let deep = SchedulerConfig {
+            tlpa_depth: usize::MAX,
+            ..SchedulerConfig::default()
+        };
+        let err = deep.settings().unwrap_err().to_string();
+        assert!(err.contains("tlpa_depth"), "{err}");
         let rr = read("policy = \"round-robin\"").unwrap();
         assert_eq!(rr.settings().unwrap(), None);
         let paf = read("policy = \"paf\"\nmetric = \"epa\"").unwrap();

@@ -303,12 +303,40 @@ impl AppEntry {
         None
     }
 
+    /// The parallel size a reservation of this application is made for now: its own, or
+    /// a workflow's first ready parallel task's (`None`: none now).
+    pub fn parallel_size(&self) -> Option<hetpilot_protocol::parallel::ParallelSize> {
+        self.parallel
+            .or_else(|| self.dag.as_ref()?.peek_parallel_size(&self.tasks))
+    }
+
+    /// Whether a reservation of this application has a task to be made for: a ready
+    /// parallel task for a workflow that has some, else any ready task.
+    pub(crate) fn reservation_ready(&self) -> bool {
+        match &self.dag {
+            Some(dag) if dag.has_parallel() => dag.peek_parallel_size(&self.tasks).is_some(),
+            _ => self.ready_count() > 0,
+        }
+    }
+
+    /// Takes the task a group lease starts: a workflow's first ready parallel task, else
+    /// the next waiting one.
+    pub(crate) fn pop_for_group(&mut self, agent: AgentId) -> Option<u64> {
+        match &mut self.dag {
+            Some(dag) => dag.pop_ready_parallel(&self.tasks),
+            None => self.pop_waiting(agent),
+        }
+    }
+
     /// The cores the current or last lease of task `index` takes: a workflow task's own
     /// (its allocation if moldable), else the application's.
     pub fn held_cores(&self, index: u64) -> u32 {
-        if self.parallel.is_some() {
+        if let Some(g) = self.groups.get(&index) {
             // The head's share of a parallel run.
-            return self.groups.get(&index).map_or(1, |g| g.members[0].slots);
+            return g.members[0].slots;
+        }
+        if self.parallel.is_some() {
+            return 1;
         }
         match &self.dag {
             Some(dag) => dag.held_cores(index, self.runtime.cores),

@@ -635,6 +635,7 @@ impl Queues {
             cores: app.dag.is_some().then_some(cores),
             resources: grant.clone(),
             hosts: Vec::new(),
+            launcher: None,
         });
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
         agent.held.insert(task, batch.lease_ms);
@@ -720,7 +721,7 @@ impl Queues {
         let Some(mut app) = self.apps.get_mut(&task.app) else {
             return changes;
         };
-        if dropped && app.parallel.is_some() {
+        if dropped && app.groups.contains_key(&task.index) {
             self.end_group_of(id, task);
             app = self.apps.get_mut(&task.app).expect("looked up above");
         }
@@ -861,7 +862,6 @@ impl Queues {
         let heads = self
             .apps
             .get(&task.app)
-            .filter(|a| a.parallel.is_some())
             .and_then(|a| a.groups.get(&task.index))
             .is_some_and(|g| g.members[0].agent == id);
         if heads {

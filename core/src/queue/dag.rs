@@ -18,10 +18,11 @@ use super::app::TaskSlot;
 use crate::ptg::live::{task_model, RuntimeRefinement, WorkflowPlan};
 use crate::ptg::{MoldableTask, Ptg};
 use hetpilot_protocol::dag::{DagSpec, DEFAULT_SERIAL_FRACTION};
+use hetpilot_protocol::parallel::ParallelSize;
 use hetpilot_protocol::protocol::TaskState;
 use hetpilot_protocol::AgentId;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
 /// How many of the top ready tasks a lease looks at for one whose parents ran on the
@@ -84,6 +85,11 @@ pub struct DagState {
     allocated: Vec<u32>,
     /// The most cores any task may take (declared ones; 1 when none declares any).
     widest: u32,
+    /// Each parallel task's size (`nodes` / `procs`), by index.
+    parallel: BTreeMap<u32, ParallelSize>,
+    /// Ready parallel tasks, by index: leased only through a reservation, all agents at
+    /// once (`queue::group_lease`), never by [`Self::pop_ready`].
+    ready_parallel: BTreeSet<u32>,
 }
 
 impl DagState {
@@ -109,6 +115,12 @@ impl DagState {
             .map(|t| t.most_cores(1))
             .max()
             .unwrap_or(1);
+        let parallel = spec
+            .tasks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some((i as u32, t.parallel_size()?)))
+            .collect();
         let mut dag = DagState {
             spec,
             children,
@@ -122,6 +134,8 @@ impl DagState {
             plan: None,
             allocated: vec![0; n],
             widest,
+            parallel,
+            ready_parallel: BTreeSet::new(),
         };
         dag.rebuild(tasks);
         Ok(dag)
@@ -159,6 +173,7 @@ impl DagState {
     /// Recounts pending parents and refills the ready heap from the tasks' states.
     pub(crate) fn rebuild(&mut self, tasks: &[TaskSlot]) {
         self.ready.clear();
+        self.ready_parallel.clear();
         self.blocked = 0;
         let spec = Arc::clone(&self.spec);
         for (i, t) in spec.tasks.iter().enumerate() {
@@ -211,8 +226,13 @@ impl DagState {
         &self.spec.tasks[index as usize].parents
     }
 
-    /// Queues a waiting task whose parents are all done.
+    /// Queues a waiting task whose parents are all done (a parallel one apart, for its
+    /// reservation).
     pub(crate) fn push_ready(&mut self, index: u64) {
+        if self.parallel.contains_key(&(index as u32)) {
+            self.ready_parallel.insert(index as u32);
+            return;
+        }
         let i = index as usize;
         let key = match &self.plan {
             Some(p) => -p.start[i],
@@ -234,6 +254,38 @@ impl DagState {
         for r in ready {
             self.push_ready(u64::from(r.index));
         }
+    }
+
+    /// Whether some task is parallel (the workflow then takes part in reservations).
+    pub fn has_parallel(&self) -> bool {
+        !self.parallel.is_empty()
+    }
+
+    /// The size of the parallel task a reservation is made for now: the ready one of
+    /// lowest index still waiting (entries whose task left `Waiting` are dropped).
+    pub(crate) fn ready_parallel_size(&mut self, tasks: &[TaskSlot]) -> Option<ParallelSize> {
+        while let Some(&i) = self.ready_parallel.first() {
+            if tasks[i as usize].state == TaskState::Waiting {
+                return self.parallel.get(&i).copied();
+            }
+            self.ready_parallel.pop_first();
+        }
+        None
+    }
+
+    /// The size of the first ready parallel task, without dropping stale entries.
+    pub fn peek_parallel_size(&self, tasks: &[TaskSlot]) -> Option<ParallelSize> {
+        self.ready_parallel
+            .iter()
+            .find(|&&i| tasks[i as usize].state == TaskState::Waiting)
+            .and_then(|i| self.parallel.get(i).copied())
+    }
+
+    /// Takes the ready parallel task a reservation was made for (see
+    /// [`Self::ready_parallel_size`]).
+    pub(crate) fn pop_ready_parallel(&mut self, tasks: &[TaskSlot]) -> Option<u64> {
+        self.ready_parallel_size(tasks)?;
+        self.ready_parallel.pop_first().map(u64::from)
     }
 
     /// Whether a round's plan orders this workflow.
@@ -360,6 +412,7 @@ impl DagState {
     /// Forgets every ready task (the application was cancelled).
     pub(crate) fn clear(&mut self) {
         self.ready.clear();
+        self.ready_parallel.clear();
         self.blocked = 0;
     }
 

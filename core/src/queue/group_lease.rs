@@ -123,7 +123,7 @@ impl Queues {
         if app.cancelled {
             return 0;
         }
-        let Some(index) = app.pop_waiting(head) else {
+        let Some(index) = app.pop_for_group(head) else {
             return 0;
         };
         let task = TaskRef { app: app_id, index };
@@ -298,6 +298,21 @@ impl Queues {
         self.agents.get(&id).map_or_else(Vec::new, |a| {
             a.member_of.iter().map(|h| h.at.task).collect()
         })
+    }
+
+    /// The group leases of the parallel runs agent `id` heads, in task order.
+    pub fn head_groups(&self, id: AgentId) -> Vec<(TaskRef, &GroupLease)> {
+        let Some(agent) = self.agents.get(&id) else {
+            return Vec::new();
+        };
+        let mut groups: Vec<(TaskRef, &GroupLease)> = agent
+            .held
+            .keys()
+            .filter_map(|&t| Some((t, self.group_lease(t)?)))
+            .filter(|(_, g)| g.members.first().is_some_and(|m| m.agent == id))
+            .collect();
+        groups.sort_by_key(|(t, _)| *t);
+        groups
     }
 
     /// The group lease of task `task`'s current run, if it is a parallel run.

@@ -35,6 +35,8 @@ pub use staging::{StagingDue, StagingRequest};
 #[cfg(test)]
 mod dag_lease_tests;
 #[cfg(test)]
+mod dag_parallel_tests;
+#[cfg(test)]
 mod dag_tests;
 #[cfg(test)]
 mod group_lease_tests;

@@ -129,7 +129,10 @@ impl Queues {
             return;
         };
         let wide = self.reservations.enabled && is_wide(a.runtime.cores, &a.request);
-        if (wide || a.parallel.is_some()) && a.dag.is_none() && !a.has_ended() {
+        // A workflow takes part for its parallel tasks only (its other tasks each have
+        // their own cores).
+        let parallel = a.parallel.is_some() || a.dag.as_ref().is_some_and(|d| d.has_parallel());
+        if ((wide && a.dag.is_none()) || parallel) && !a.has_ended() {
             self.reservations.wide.insert(app);
         }
     }
@@ -167,7 +170,11 @@ impl Queues {
             return;
         };
         let (app, cores) = (hold.app, hold.cores);
-        if self.apps.get(&app).is_some_and(|a| a.parallel.is_some()) {
+        if self
+            .apps
+            .get(&app)
+            .is_some_and(|a| a.parallel_size().is_some())
+        {
             self.lease_group(id, app, remaining, now_ms, batch);
         } else if cores <= self.free_slots(id) {
             // The slots are free now, as the manager counts them (every task the agent holds
@@ -186,7 +193,7 @@ impl Queues {
         let wide: Vec<AppId> = self.reservations.wide.iter().copied().collect();
         for app_id in wide {
             let (ended, ready) = match self.apps.get(&app_id) {
-                Some(a) => (a.has_ended(), !a.cancelled && a.ready_count() > 0),
+                Some(a) => (a.has_ended(), !a.cancelled && a.reservation_ready()),
                 None => (true, false),
             };
             if ended {
@@ -220,8 +227,9 @@ impl Queues {
         let (Some(agent), Some(a)) = (self.agents.get(&id), self.apps.get(&app)) else {
             return false;
         };
+        // A workflow's `cores` are its widest task's: its parallel tasks take shares.
         agent.state == AgentState::Active
-            && agent.slots >= a.runtime.cores
+            && (agent.slots >= a.runtime.cores || a.dag.is_some())
             && agent.only_user.as_ref().is_none_or(|u| *u == a.owner)
             && self.parallel.get(&app).is_none_or(|p| *p == agent.platform)
             && agent.pool.could_grant(&a.request)
@@ -230,12 +238,20 @@ impl Queues {
     /// Reserves the agent where `app`'s head task fits earliest (the agents, for a
     /// parallel task).
     fn reserve(&mut self, app: AppId, asking: AgentId, now_ms: u64) {
-        let (cores, request, parallel) = {
+        let (cores, request, parallel, workflow) = {
             let a = &self.apps[&app];
-            (a.runtime.cores, a.request.clone(), a.parallel)
+            (
+                a.runtime.cores,
+                a.request.clone(),
+                a.parallel_size(),
+                a.dag.is_some(),
+            )
         };
         if let Some(size) = parallel {
             return self.reserve_group(app, size, asking, now_ms);
+        }
+        if workflow {
+            return;
         }
         let need = Need {
             cores,
@@ -379,7 +395,7 @@ impl Queues {
         if self
             .apps
             .get(&hold.app)
-            .is_some_and(|a| a.parallel.is_some())
+            .is_some_and(|a| a.parallel_size().is_some())
         {
             let start = self.group_start_ms(hold.app, now_ms);
             return easy::delays_past(&self.load(id), need, candidate, now_ms, start);
@@ -414,7 +430,7 @@ impl Queues {
             .holds
             .get(&id)
             .is_some_and(|h| h.app == app);
-        let drained = self.apps.get(&app).is_none_or(|a| a.ready_count() == 0);
+        let drained = self.apps.get(&app).is_none_or(|a| !a.reservation_ready());
         if consumed || (drained && self.reservations.by_app.contains_key(&app)) {
             self.reservations.drop_app(app);
         }

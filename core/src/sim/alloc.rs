@@ -172,6 +172,19 @@ pub fn simulate_alloc(
     Ok(AllocRun { outcomes, metrics })
 }
 
+/// The metrics of a schedule made elsewhere (`outcomes`, one per job of `jobs`, as
+/// [`simulate_alloc`] gives them), so that it compares with the simulator's: the
+/// turnaround, wait, slowdown, utilisation and makespan; one decision per job, the rest 0.
+pub fn metrics_of(clusters: &[Cluster], jobs: &[Job], outcomes: &[JobOutcome]) -> AllocMetrics {
+    let mut metrics = AllocMetrics {
+        jobs: jobs.len(),
+        decisions: jobs.len(),
+        ..AllocMetrics::default()
+    };
+    summarize(clusters, jobs, outcomes, &mut metrics);
+    metrics
+}
+
 fn summarize(clusters: &[Cluster], jobs: &[Job], outcomes: &[JobOutcome], m: &mut AllocMetrics) {
     if jobs.is_empty() {
         return;
@@ -316,6 +329,10 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, AllocError::JobTooLarge { id: 9, .. }));
+        // A look-ahead whose buffers could not be allocated is refused by name.
+        let err = crate::alloc::allocator_by_name("tlpa", usize::MAX).err();
+        assert_eq!(err, Some(AllocError::DepthTooLarge(usize::MAX)));
+        assert!(crate::alloc::allocator_by_name("tlpa", crate::alloc::MAX_TLPA_DEPTH).is_ok());
     }
 
     fn arb_case() -> impl Strategy<Value = (Vec<Cluster>, Vec<Job>)> {

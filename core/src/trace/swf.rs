@@ -25,6 +25,8 @@ const SKIPPED_LINES_KEPT: usize = 10;
 /// One job record. Field numbers follow the SWF definition (1-based).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SwfJob {
+    /// The line of the file it was read from, counting from 1.
+    pub(crate) line: usize,
     /// 1: job number.
     pub(crate) id: i64,
     /// 2: submit time, seconds.
@@ -181,7 +183,8 @@ pub fn parse_swf(reader: impl BufRead, options: SwfOptions) -> Result<SwfTrace, 
             continue;
         }
         match parse_record(trimmed) {
-            Ok(job) => {
+            Ok(mut job) => {
+                job.line = line_no;
                 if job.submit < last_submit {
                     trace.stats.resorted = true;
                 }
@@ -249,6 +252,7 @@ fn parse_record(line: &str) -> Result<SwfJob, String> {
     let submit = known(2)?.ok_or_else(|| "field 2 (submit time) is unknown".to_string())?;
     let text = |i: usize| fields.get(i - 1).map(|s| s.to_string());
     Ok(SwfJob {
+        line: 0,
         id: number(1)? as i64,
         submit,
         wait: known(3)?,

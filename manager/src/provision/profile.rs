@@ -32,6 +32,13 @@
 //! account = "proj42"              # optional, passed to the batch system
 //! pilots = "shared"               # or "per-user": each pilot runs one user's tasks only
 //! gpus_per_node = 4               # optional: GPUs each pilot asks its batch system for
+//! launcher = "mpiexec -hostfile {nodefile} -n {procs}"
+//!                                 # optional: what a parallel task starts its ranks with
+//!                                 # (`HETPILOT_LAUNCH`); placeholders {hosts} {nodefile}
+//!                                 # {nodes} {procs} {job_id}. Default: Slurm `srun
+//!                                 # --overlap --jobid={job_id} --nodes={nodes}
+//!                                 # --nodelist={hosts} --ntasks={procs} --cpus-per-task=1
+//!                                 # --distribution=block`, elsewhere this `mpiexec` line
 //!
 //! [resources]                     # optional: named counts each pilot's node offers
 //! licenses = 2                    # (tasks ask `resources = { licenses = 1 }`)
@@ -42,6 +49,7 @@
 //! ```
 
 use crate::control::StagingProfile;
+use hetpilot_protocol::launcher::LaunchTemplate;
 use hetpilot_protocol::resources::{
     check_name, ResourceAmount, GPUS, MAX_GPUS_PER_AGENT, MAX_RESOURCE_NAMES,
 };
@@ -157,6 +165,8 @@ pub struct PlatformProfile {
     pub gpus_per_node: u32,
     /// Named counts each pilot's node offers besides cores, memory and GPUs.
     pub resources: BTreeMap<String, ResourceAmount>,
+    /// What a parallel task on the platform starts its ranks with.
+    pub launcher: LaunchTemplate,
 }
 
 /// A profile that cannot be used; the message names the file and the field.
@@ -219,6 +229,7 @@ struct ProfileFile {
     gpus_per_node: u32,
     #[serde(default)]
     resources: BTreeMap<String, ResourceAmount>,
+    launcher: Option<String>,
 }
 
 fn local_login() -> String {
@@ -393,7 +404,14 @@ impl PlatformProfile {
                 ));
             }
         }
+        let launcher = match &file.launcher {
+            Some(text) => {
+                LaunchTemplate::parse(text).map_err(|e| invalid("launcher", e.to_string()))?
+            }
+            None => default_launcher(file.adapter),
+        };
         Ok(PlatformProfile {
+            launcher,
             name: file.name,
             adapter: file.adapter,
             login,
@@ -423,6 +441,15 @@ impl PlatformProfile {
     /// Cores one pilot brings: its nodes × cores per node.
     pub fn cores_per_pilot(&self) -> u64 {
         u64::from(self.nodes_per_pilot) * u64::from(self.cores_per_node)
+    }
+}
+
+/// The launcher of a platform whose profile names none: a Slurm job step within the
+/// head's allocation, elsewhere `mpiexec` with the host file.
+fn default_launcher(adapter: AdapterKind) -> LaunchTemplate {
+    match adapter {
+        AdapterKind::Slurm => LaunchTemplate::slurm(),
+        _ => LaunchTemplate::mpiexec(),
     }
 }
 
@@ -613,6 +640,33 @@ work_dir = "/scratch"
                 .to_string();
             assert!(err.contains("nodes_per_pilot"), "{text}: {err}");
             assert!(err.contains(problem), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_launcher_defaults_per_adapter_and_an_unknown_placeholder_names_the_key() {
+        assert_eq!(parse("").unwrap().launcher, LaunchTemplate::slurm());
+        let pbs = BASE.replace("\"slurm\"", "\"pbs\"");
+        let p = PlatformProfile::parse(&pbs, Path::new("p.toml")).unwrap();
+        assert_eq!(p.launcher, LaunchTemplate::mpiexec());
+        let p = parse("launcher = \"mpirun -np {procs} --hostfile {nodefile}\"\n").unwrap();
+        assert_eq!(
+            p.launcher.words(),
+            ["mpirun", "-np", "{procs}", "--hostfile", "{nodefile}"]
+        );
+        for (line, problem) in [
+            (
+                "launcher = \"srun --nodelist={host}\"",
+                "\"{host}\" is not a placeholder",
+            ),
+            ("launcher = \"srun; reboot\"", "\"srun;\" has characters"),
+            ("launcher = \"\"", "names no command"),
+        ] {
+            let err = parse(&format!("{line}\n")).unwrap_err().to_string();
+            assert!(
+                err.contains("p.toml: field `launcher`: ") && err.contains(problem),
+                "{line}: {err}"
+            );
         }
     }
 

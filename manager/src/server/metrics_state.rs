@@ -164,6 +164,7 @@ fn agents_and_pilots(r: &mut Registry, m: &Manager, admin: &Principal) -> Result
     let slots: Family<PlatformLabel, Gauge> = Family::default();
     let reserved: Family<PlatformLabel, Gauge> = Family::default();
     let reserved_idle: Family<PlatformLabel, Gauge> = Family::default();
+    let member_held: Family<PlatformLabel, Gauge> = Family::default();
     let listed = m.list_agents(admin)?;
     metrics_resources::register(r, &listed);
     for a in listed {
@@ -172,6 +173,21 @@ fn agents_and_pilots(r: &mut Registry, m: &Manager, admin: &Principal) -> Result
             state: a.state.clone(),
         };
         agents.get_or_create(&l).inc();
+        // The slots other agents keep for the parallel runs this one heads.
+        let kept: u64 = a
+            .group_leases
+            .iter()
+            .flat_map(|g| g.members.iter().skip(1))
+            .map(|m| u64::from(m.slots))
+            .sum();
+        if kept > 0 {
+            let l = PlatformLabel {
+                platform: a.platform.clone(),
+            };
+            member_held
+                .get_or_create(&l)
+                .inc_by(i64::try_from(kept).unwrap_or(i64::MAX));
+        }
         if a.state == "active" {
             let l = PlatformLabel {
                 platform: a.platform,
@@ -220,6 +236,12 @@ fn agents_and_pilots(r: &mut Registry, m: &Manager, admin: &Principal) -> Result
         "agent_reserved_idle_slots",
         "Free slots of active agents held idle for wide tasks' reservations, by platform",
         reserved_idle,
+    );
+    r.register(
+        "agent_parallel_member_slots",
+        "Slots agents keep for parallel runs that another agent of their group lease runs, \
+         by platform",
+        member_held,
     );
     r.register("pilots", "Pilot batch jobs by platform and state", pilots);
     r.register(

@@ -167,7 +167,7 @@ impl Manager {
             let notified = self.waiters.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let (batch, leased, leases_stored, drain, kill, platform) = {
+            let (mut batch, leased, leases_stored, drain, kill, platform) = {
                 // A multi-node pilot's agents get tasks once its credential is closed.
                 // Taken before the control lock, not under it.
                 let held_for_its_group = self.held_for_its_group(id);
@@ -200,6 +200,7 @@ impl Manager {
                     .flatten();
                 (batch, leased, leases_stored, drain, kill, platform)
             };
+            self.add_launchers(platform.as_deref(), &mut batch.tasks);
             let send_output = self.outputs_to_send(id);
             if !batch.tasks.is_empty()
                 || drain

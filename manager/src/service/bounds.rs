@@ -45,10 +45,31 @@ fn check_name(field: &str, value: &str, required: bool) -> Result<(), ServiceErr
     Ok(())
 }
 
+/// A host name as parallel runs' host files and launchers list it: letters, digits, `-`,
+/// `_` and `.`, not starting with `-` or `.` (a blank would split a host-file line or a
+/// launcher's word, a leading `-` read as an option).
+fn check_host_name(host: &str) -> Result<(), ServiceError> {
+    let safe = host
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && !host.starts_with(['-', '.']);
+    if !safe {
+        return Err(bad(
+            "hostname",
+            format!(
+                "{host:?} is not a host name: use letters, digits, `-`, `_` and `.` (parallel \
+                 runs' host files and launchers list it)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A registration's numbers and names are within bounds.
 pub fn check_register(req: &RegisterRequest) -> Result<(), ServiceError> {
     check_name("platform", &req.platform, true)?;
     check_name("hostname", &req.hostname, true)?;
+    check_host_name(&req.hostname)?;
     if let Some(job) = &req.batch_job_id {
         check_name("batch_job_id", job, false)?;
     }
@@ -304,10 +325,13 @@ mod tests {
     fn registrations_out_of_bounds_name_the_field() {
         assert!(check_register(&register()).is_ok());
         type Edit = fn(&mut RegisterRequest);
-        let cases: [(&str, Edit); 5] = [
+        let cases: [(&str, Edit); 8] = [
             ("memory_mb", |r| r.memory_mb = 1 << 44),
             ("cores", |r| r.cores = 0),
             ("hostname", |r| r.hostname = "a\u{1b}[2J".into()),
+            ("hostname", |r| r.hostname = "n1 slots=64".into()),
+            ("hostname", |r| r.hostname = "--export=ALL".into()),
+            ("hostname", |r| r.hostname = "n[1-9]*".into()),
             ("walltime_end", |r| r.walltime_end = Some(u64::MAX)),
             ("batch_job_id", |r| r.batch_job_id = Some("x".repeat(300))),
         ];

@@ -6,7 +6,7 @@
 use super::{Manager, ServiceError};
 use crate::queue::AgentState;
 use hetpilot_protocol::parallel::{size_of, ParallelSize};
-use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use std::collections::BTreeMap;
 
 /// What one platform can hold at once: agents, and slots on all of them.
@@ -39,14 +39,50 @@ impl Room {
 }
 
 impl Manager {
-    /// Refuses a parallel task no known platform could ever hold; accepts any while no
-    /// platform is known (no profile and no agent yet).
+    /// Refuses a parallel task (the application's, or a workflow's) no known platform
+    /// could ever hold; accepts any while no platform is known (no profile and no agent
+    /// yet). `spec` was validated.
     pub(super) fn check_parallel(&self, spec: &AppSpec) -> Result<(), ServiceError> {
-        let size = match size_of(spec) {
-            Ok(Some(size)) => size,
-            Ok(None) => return Ok(()),
+        let mut sizes: Vec<(String, ParallelSize)> = Vec::new();
+        match size_of(spec) {
+            Ok(Some(size)) => sizes.push((String::new(), size)),
+            Ok(None) => {}
             Err(e) => return Err(ServiceError::BadRequest(e.to_string())),
-        };
+        }
+        if let (Some(dag), TaskSource::Lines(names)) = (&spec.dag, &spec.tasks) {
+            for (t, name) in dag.tasks.iter().zip(names) {
+                if let Some(size) = t.parallel_size() {
+                    sizes.push((format!("task `{name}`: "), size));
+                }
+            }
+        }
+        if sizes.is_empty() {
+            return Ok(());
+        }
+        let rooms = self.rooms();
+        for (task, size) in sizes {
+            if rooms.is_empty() || rooms.values().any(|r| r.fits(size)) {
+                continue;
+            }
+            let field = match size {
+                ParallelSize::Nodes(_) => "nodes",
+                _ => "procs",
+            };
+            let offers: Vec<String> = rooms
+                .iter()
+                .map(|(name, r)| format!("{name}: {} nodes, {} slots", r.agents, r.slots))
+                .collect();
+            return Err(ServiceError::BadRequest(format!(
+                "field `{field}`: {task}no platform can hold this parallel task at once ({})",
+                offers.join("; ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// What each known platform can hold at once: its profile's pilots, or its agents
+    /// registered now, whichever is larger.
+    fn rooms(&self) -> BTreeMap<String, Room> {
         let mut rooms: BTreeMap<String, Room> = self
             .book()
             .shapes
@@ -78,20 +114,6 @@ impl Manager {
             let entry = rooms.entry(name).or_default();
             *entry = entry.larger(room);
         }
-        if rooms.is_empty() || rooms.values().any(|r| r.fits(size)) {
-            return Ok(());
-        }
-        let field = match size {
-            ParallelSize::Nodes(_) => "nodes",
-            _ => "procs",
-        };
-        let offers: Vec<String> = rooms
-            .iter()
-            .map(|(name, r)| format!("{name}: {} nodes, {} slots", r.agents, r.slots))
-            .collect();
-        Err(ServiceError::BadRequest(format!(
-            "field `{field}`: no platform can hold this parallel task at once ({})",
-            offers.join("; ")
-        )))
+        rooms
     }
 }

@@ -7,7 +7,9 @@ use super::Manager;
 use crate::control::{Capacity, NodeResources, StagingProfile};
 use crate::provision::profile::PlatformProfile;
 use crate::queue::{AgentState, AppEntry, Queues};
+use hetpilot_protocol::launcher::LaunchTemplate;
 use hetpilot_protocol::pilots::PlatformStatus;
+use hetpilot_protocol::protocol::Assignment;
 use std::collections::BTreeMap;
 
 /// A profiled platform as its profile describes it.
@@ -20,6 +22,8 @@ pub struct Shape {
     pub profile_cores: u32,
     /// What each node offers besides cores, as the profile says.
     pub resources: NodeResources,
+    /// What its parallel tasks start their ranks with.
+    pub launcher: LaunchTemplate,
 }
 
 /// The newest active agent of `platform`'s slots: what its nodes really give a pilot.
@@ -72,6 +76,21 @@ impl Offers {
 }
 
 impl Manager {
+    /// Gives each parallel run in `tasks` (leased to an agent of `platform`) the launcher
+    /// its head fills in: the platform profile's, else (agents started by hand on a
+    /// platform without a profile) `mpiexec` with the host file.
+    pub(super) fn add_launchers(&self, platform: Option<&str>, tasks: &mut [Assignment]) {
+        if tasks.iter().all(|t| t.hosts.is_empty()) {
+            return;
+        }
+        let launcher = platform
+            .and_then(|p| self.book().shapes.get(p).map(|s| s.launcher.clone()))
+            .unwrap_or_else(LaunchTemplate::mpiexec);
+        for t in tasks.iter_mut().filter(|t| !t.hosts.is_empty()) {
+            t.launcher = Some(launcher.clone());
+        }
+    }
+
     /// Takes what the profiled platforms' profiles say: their staging numbers and how far
     /// the provisioner may grow them.
     pub fn use_profiles(&self, profiles: &[PlatformProfile]) {
@@ -88,6 +107,7 @@ impl Manager {
                         gpus: p.gpus_per_node,
                         named: p.resources.clone(),
                     },
+                    launcher: p.launcher.clone(),
                 };
                 (p.name.clone(), shape)
             })

@@ -7,6 +7,7 @@ use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::db::Write;
 use crate::queue::AppEntry;
 use crate::source_ranges::SourceRanges;
+use hetpilot_protocol::parallel::{GroupLeaseView, GroupMember};
 use hetpilot_protocol::protocol::{
     AgentInfo, AgentTokenInfo, AppReport, AppSummary, AttemptRecord, NewAgentToken, NewUser,
     SubmitResponse, TaskInfo, TaskState, TokenResponse,
@@ -483,6 +484,23 @@ impl Manager {
                 reserved_idle_slots: queues.reserved_free_slots(a.id),
                 free_slots: queues.free_slots_of(a.id).unwrap_or(0),
                 member_of: queues.member_runs(a.id),
+                group_leases: queues
+                    .head_groups(a.id)
+                    .into_iter()
+                    .map(|(task, g)| GroupLeaseView {
+                        task,
+                        attempt: g.attempt,
+                        members: g
+                            .members
+                            .iter()
+                            .map(|m| GroupMember {
+                                agent: m.agent,
+                                host: m.host.clone(),
+                                slots: m.slots,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
             })
             .collect();
         agents.sort_by_key(|a| a.agent);

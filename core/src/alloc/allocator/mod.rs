@@ -41,8 +41,16 @@ pub trait Allocator: Send {
 /// Names accepted by [`allocator_by_name`].
 pub(crate) const ALLOCATOR_NAMES: [&str; 3] = ["bf", "ff", "tlpa"];
 
-/// `bf` (best-fit), `ff` (fastest-first) or `tlpa` (TLPA_BJS with look-ahead `depth`).
+/// Deepest TLPA look-ahead: each decision simulates up to this many waiting jobs, and
+/// buffers of this size are allocated up front.
+pub const MAX_TLPA_DEPTH: usize = 1024;
+
+/// `bf` (best-fit), `ff` (fastest-first) or `tlpa` (TLPA_BJS with look-ahead `depth`, at
+/// most [`MAX_TLPA_DEPTH`]).
 pub fn allocator_by_name(name: &str, depth: usize) -> Result<Box<dyn Allocator>, AllocError> {
+    if depth > MAX_TLPA_DEPTH {
+        return Err(AllocError::DepthTooLarge(depth));
+    }
     match name {
         "bf" | "best-fit" => Ok(Box::new(BestFit)),
         "ff" | "fastest-first" => Ok(Box::new(FastestFirst)),

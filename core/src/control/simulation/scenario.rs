@@ -36,6 +36,12 @@ pub struct Scenario {
     /// The `[[app]]` tables: the applications, in submission order for equal times.
     #[serde(rename = "app")]
     pub apps: Vec<ScenarioApp>,
+    /// Rounds run only when something happened since the last one (a submission, an
+    /// agent, a lease, an end), still on the `interval_ms` grid: a round of an unchanged
+    /// state decides what the last one did, and a trace spanning weeks would otherwise
+    /// run a round per simulated second. Set by trace replays, not by scenario files.
+    #[serde(skip)]
+    pub(crate) skip_quiet_rounds: bool,
 }
 
 fn default_lease_timeout_ms() -> u64 {
@@ -68,6 +74,13 @@ pub struct ScenarioApp {
     pub(crate) submit_at_ms: u64,
     /// Mean wall time of one task on each platform, seconds.
     pub(crate) runtime_s: BTreeMap<String, f64>,
+    /// A parallel application's processors per run, over agents of one platform
+    /// (`procs` of the spec; `cores` is then 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) procs: Option<u64>,
+    /// The declared timeout of each task, seconds (what backfilling trusts as its length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) timeout_s: Option<u64>,
 }
 
 fn default_owner() -> String {
@@ -297,6 +310,7 @@ impl Scenario {
             runtime_noise: 0.0,
             platforms: platforms.into_values().collect(),
             apps: out,
+            skip_quiet_rounds: false,
         })
     }
 }
@@ -310,6 +324,8 @@ fn app_of(spec: &AppSpec, owner: &str, submit_at_ms: u64) -> ScenarioApp {
         cores: spec.cores,
         submit_at_ms,
         runtime_s: BTreeMap::new(),
+        procs: spec.procs,
+        timeout_s: spec.timeout_secs,
     }
 }
 
@@ -345,7 +361,7 @@ pub(super) fn spec_of(app: &ScenarioApp) -> AppSpec {
         env: Default::default(),
         workdir: None,
         max_attempts: 1,
-        timeout_secs: None,
+        timeout_secs: app.timeout_s,
         output_dir: None,
         inputs: Vec::new(),
         outputs: Vec::new(),
@@ -354,6 +370,6 @@ pub(super) fn spec_of(app: &ScenarioApp) -> AppSpec {
         gpus: None,
         resources: Default::default(),
         nodes: None,
-        procs: None,
+        procs: app.procs,
     }
 }

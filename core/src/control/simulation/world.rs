@@ -58,6 +58,8 @@ pub struct SimOutcome {
     pub makespan_ms: u64,
     /// When each application's last task ended.
     pub finished_ms: BTreeMap<String, u64>,
+    /// When each application's first task started.
+    pub started_ms: BTreeMap<String, u64>,
     /// Tasks each application ran on each platform.
     pub runs: BTreeMap<String, BTreeMap<String, u64>>,
     /// Every round whose allocation differed from the round before.
@@ -86,8 +88,17 @@ struct SimAgent {
 
 /// Runs a scenario to completion through a fresh control plane.
 pub fn simulate(scenario: &Scenario) -> Result<SimOutcome, SimError> {
+    simulate_observed(scenario, &mut |_| {})
+}
+
+/// [`simulate`], telling `progress` the number of tasks ended so far as they end.
+pub(super) fn simulate_observed(
+    scenario: &Scenario,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SimOutcome, SimError> {
     scenario.check()?;
     let mut world = World::new(scenario)?;
+    world.progress = Some(progress);
     world.run()?;
     Ok(world.outcome)
 }
@@ -104,6 +115,10 @@ pub fn simulate_journaled(scenario: &Scenario) -> Result<(SimOutcome, Vec<Entry>
 
 struct World<'a> {
     scenario: &'a Scenario,
+    /// Told the number of tasks ended, as they end.
+    progress: Option<&'a mut dyn FnMut(u64)>,
+    /// Tasks ended so far.
+    ended: u64,
     control: Control,
     rng: ChaCha8Rng,
     /// Due times (with a sequence number that orders ties) and the events themselves.
@@ -118,6 +133,10 @@ struct World<'a> {
     submitted: usize,
     /// When the next round is due (a replan brings it forward).
     next_round_ms: u64,
+    /// Whether a round is queued (with `skip_quiet_rounds`, none is while nothing happens).
+    round_pending: bool,
+    /// When the last round ran.
+    last_round_ms: u64,
     /// When something last happened besides rounds and empty pulls.
     last_progress_ms: u64,
     outcome: SimOutcome,
@@ -132,6 +151,8 @@ impl<'a> World<'a> {
         let control = Control::new(&scenario.settings(), Default::default())?;
         let mut world = World {
             scenario,
+            progress: None,
+            ended: 0,
             control,
             rng: ChaCha8Rng::seed_from_u64(scenario.seed),
             queue: BinaryHeap::new(),
@@ -142,6 +163,8 @@ impl<'a> World<'a> {
             open_tasks: scenario.apps.iter().map(|a| a.tasks).collect(),
             submitted: 0,
             next_round_ms: 0,
+            round_pending: false,
+            last_round_ms: 0,
             last_progress_ms: 0,
             outcome: SimOutcome::default(),
         };
@@ -154,6 +177,7 @@ impl<'a> World<'a> {
             }
         }
         if world.control.schedules() {
+            world.round_pending = true;
             world.push(0, Event::Round);
         }
         Ok(world)
@@ -180,7 +204,7 @@ impl<'a> World<'a> {
                 Event::Join { platform, nth } => self.join(platform, nth, now),
                 Event::Pull(agent) => self.pull(agent, now),
                 Event::End { agent, at } => self.end(agent, at, now),
-                Event::Round if now == self.next_round_ms => {
+                Event::Round if now == self.next_round_ms && self.round_pending => {
                     if self.stuck(now) {
                         break;
                     }
@@ -210,10 +234,30 @@ impl<'a> World<'a> {
 
     /// Something that matters to scheduling changed: a round now.
     fn replan(&mut self, now: u64) {
-        if self.control.schedules() && now < self.next_round_ms {
+        if self.control.schedules() && (now < self.next_round_ms || !self.round_pending) {
             self.next_round_ms = now;
+            self.round_pending = true;
             self.push(now, Event::Round);
         }
+    }
+
+    /// Something happened: with `skip_quiet_rounds`, the next round on the interval grid
+    /// is due if none is queued.
+    fn touch(&mut self, now: u64) {
+        if !self.scenario.skip_quiet_rounds || self.round_pending || !self.control.schedules() {
+            return;
+        }
+        let interval = self.scenario.scheduler.interval_ms.max(1);
+        let ticks = now
+            .saturating_sub(self.last_round_ms)
+            .div_ceil(interval)
+            .max(1);
+        let at = self
+            .last_round_ms
+            .saturating_add(ticks.saturating_mul(interval));
+        self.next_round_ms = at;
+        self.round_pending = true;
+        self.push(at, Event::Round);
     }
 
     /// Idle agents' long polls wake up when work may have arrived.
@@ -292,12 +336,17 @@ impl<'a> World<'a> {
             Err(_) => return,
         };
         let _ = self.control.heartbeat(id, now);
-        let attempts: Vec<TaskAttempt> = batch
+        // The slots each run takes here: a parallel run's share on its first host (the
+        // other hosts' slots are the control plane's to hold), else the task's own cores.
+        let attempts: Vec<(TaskAttempt, Option<u32>)> = batch
             .tasks
             .iter()
-            .map(|t| TaskAttempt {
-                task: t.task,
-                attempt: t.attempt,
+            .map(|t| {
+                let at = TaskAttempt {
+                    task: t.task,
+                    attempt: t.attempt,
+                };
+                (at, t.hosts.first().map(|h| h.slots).or(t.cores))
             })
             .collect();
         let agent = self.agents.get_mut(&id).expect("present");
@@ -307,12 +356,18 @@ impl<'a> World<'a> {
         }
         let platform = self.scenario.platforms[agent.platform].name.clone();
         self.last_progress_ms = now;
-        let _ = self.control.started(id, &attempts, now);
-        for at in attempts {
+        self.touch(now);
+        let started: Vec<TaskAttempt> = attempts.iter().map(|(at, _)| *at).collect();
+        let _ = self.control.started(id, &started, now);
+        for (at, share) in attempts {
             let i = self.apps[&at.task.app];
             let app = &self.scenario.apps[i];
             let mean_s = app.runtime_s.get(&platform).copied().unwrap_or(0.0);
-            let cores = app.cores;
+            let cores = share.unwrap_or(app.cores);
+            self.outcome
+                .started_ms
+                .entry(app.name.clone())
+                .or_insert(now);
             *self
                 .outcome
                 .runs
@@ -325,6 +380,8 @@ impl<'a> World<'a> {
             agent.running.insert(at, (at.task.app, cores, now));
             self.push(now.saturating_add(wall_ms), Event::End { agent: id, at });
         }
+        // Like a live agent, it asks again at once while it has slots free.
+        self.push(now, Event::Pull(id));
     }
 
     /// A log-normal factor of mean 1.
@@ -371,6 +428,8 @@ impl<'a> World<'a> {
             None,
         );
         self.control.record_results(id, vec![result], &[false], now);
+        // Its slots are free: progress, however long ago anything was last leased.
+        self.last_progress_ms = now;
         let i = self.apps[&app];
         self.open_tasks[i] -= 1;
         if self.open_tasks[i] == 0 {
@@ -379,11 +438,18 @@ impl<'a> World<'a> {
                 .insert(self.scenario.apps[i].name.clone(), now);
         }
         self.outcome.makespan_ms = self.outcome.makespan_ms.max(now);
+        self.ended += 1;
+        if let Some(progress) = self.progress.as_mut() {
+            progress(self.ended);
+        }
+        self.touch(now);
         self.push(now, Event::Pull(id));
         self.wake(now);
     }
 
     fn round(&mut self, now: u64) {
+        self.last_round_ms = now;
+        self.round_pending = false;
         if let Some(job) = self.control.begin_round(&HashSet::new(), now) {
             let done = job.run();
             self.control.finish_round(done);
@@ -393,8 +459,12 @@ impl<'a> World<'a> {
         // A new plan may free a task for an agent whose long poll found nothing (a
         // multi-core task TLPA moved); their polls come back meanwhile in the live system.
         self.wake(now);
+        if self.scenario.skip_quiet_rounds {
+            return;
+        }
         let next = now + self.scenario.scheduler.interval_ms.max(1);
         self.next_round_ms = next;
+        self.round_pending = true;
         self.push(next, Event::Round);
     }
 
@@ -437,6 +507,8 @@ mod tests {
             cores: 1,
             submit_at_ms: 0,
             runtime_s: BTreeMap::from([("fast".into(), fast), ("slow".into(), slow)]),
+            procs: None,
+            timeout_s: None,
         };
         let platform = |name: &str| ScenarioPlatform {
             name: name.into(),
@@ -455,6 +527,7 @@ mod tests {
             runtime_noise: 0.2,
             platforms: vec![platform("fast"), platform("slow")],
             apps: vec![app("io", 0.2, 0.2), app("cpu", 0.1, 0.6)],
+            skip_quiet_rounds: false,
         }
     }
 

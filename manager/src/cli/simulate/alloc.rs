@@ -80,18 +80,42 @@ pub struct Args {
 
 /// Which end of the cluster list is fastest under speed heterogeneity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum SpeedOrder {
+pub(crate) enum SpeedOrder {
     Ascending,
     Descending,
 }
 
 /// SH spread over the clusters in the chosen order.
-fn ordered_speeds(n: usize, sh: f64, order: SpeedOrder) -> Vec<f64> {
+pub(crate) fn ordered_speeds(n: usize, sh: f64, order: SpeedOrder) -> Vec<f64> {
     let mut s = heterogeneous_speeds(n, sh);
     if order == SpeedOrder::Descending {
         s.reverse();
     }
     s
+}
+
+/// The speeds of `n` clusters: `--speeds` if given, else SH spread in `order`.
+pub(crate) fn cluster_speeds(
+    n: usize,
+    speeds: Option<&str>,
+    sh: f64,
+    order: SpeedOrder,
+) -> anyhow::Result<Vec<f64>> {
+    match speeds {
+        Some(text) => {
+            let s: Vec<f64> = parse_list(text, "--speeds")?;
+            if s.len() != n {
+                bail!("--speeds lists {} speeds for {n} clusters", s.len());
+            }
+            Ok(s)
+        }
+        None => {
+            if !(0.0..1.0).contains(&sh) {
+                bail!("--speed-heterogeneity must be in [0, 1), got {sh}");
+            }
+            Ok(ordered_speeds(n, sh, order))
+        }
+    }
 }
 
 /// Read an SWF file, decompressing `.gz`.
@@ -125,7 +149,7 @@ pub(crate) fn load_swf(path: &Path, strict: bool) -> anyhow::Result<SwfTrace> {
     Ok(trace)
 }
 
-fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> anyhow::Result<Vec<T>> {
+pub(crate) fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> anyhow::Result<Vec<T>> {
     text.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -136,7 +160,7 @@ fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> anyhow::Result<Ve
         .collect()
 }
 
-fn build_clusters(procs: &[u32], speeds: &[f64]) -> Vec<Cluster> {
+pub(crate) fn build_clusters(procs: &[u32], speeds: &[f64]) -> Vec<Cluster> {
     procs
         .iter()
         .zip(speeds)
@@ -146,28 +170,12 @@ fn build_clusters(procs: &[u32], speeds: &[f64]) -> Vec<Cluster> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let procs: Vec<u32> = parse_list(&args.clusters, "--clusters")?;
-    let speeds = match &args.speeds {
-        Some(text) => {
-            let s: Vec<f64> = parse_list(text, "--speeds")?;
-            if s.len() != procs.len() {
-                bail!(
-                    "--speeds lists {} speeds for {} clusters",
-                    s.len(),
-                    procs.len()
-                );
-            }
-            s
-        }
-        None => {
-            if !(0.0..1.0).contains(&args.speed_heterogeneity) {
-                bail!(
-                    "--speed-heterogeneity must be in [0, 1), got {}",
-                    args.speed_heterogeneity
-                );
-            }
-            ordered_speeds(procs.len(), args.speed_heterogeneity, args.speed_order)
-        }
-    };
+    let speeds = cluster_speeds(
+        procs.len(),
+        args.speeds.as_deref(),
+        args.speed_heterogeneity,
+        args.speed_order,
+    )?;
     validate_clusters(&build_clusters(&procs, &speeds))?;
     let load = SystemLoad::parse(&args.load).with_context(|| {
         format!(
@@ -240,7 +248,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_metrics(m: &AllocMetrics) {
+pub(crate) fn print_metrics(m: &AllocMetrics) {
     println!("jobs                    {}", m.jobs);
     println!("average turnaround (s)  {:.1}", m.avg_turnaround);
     println!("average wait (s)        {:.1}", m.avg_wait);

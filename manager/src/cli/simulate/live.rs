@@ -1,8 +1,10 @@
 //! `hetpilot simulate live`: the manager's own control plane without a manager. Runs a
 //! scenario (TOML, or the live run a `hetpilot serve --journal` file records, with the
 //! runtimes it measured) with simulated agents, or replays a journal and checks that
-//! every lease and every round's allocation comes out as the live manager decided.
+//! every lease and every round's allocation comes out as the live manager decided, or
+//! replays a parallel-job trace (`--swf`, see `live_swf`).
 
+use super::live_swf::SwfArgs;
 use crate::cli::output::{millis, print_json, print_table};
 use anyhow::{bail, Context};
 use hetpilot::control::journal::Entry;
@@ -11,7 +13,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["scenario", "from_journal", "replay"])))]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["scenario", "from_journal", "replay", "swf"])))]
 pub struct Args {
     /// A scenario file: `[[platform]]` (name, slots, agents_at_ms), `[[app]]` (name,
     /// owner, tasks, cores, submit_at_ms, runtime_s.PLATFORM), `[scheduler]`, `[fairshare]`,
@@ -31,9 +33,14 @@ pub struct Args {
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub swf: SwfArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.swf.swf.is_some() {
+        return super::live_swf::run(&args.swf, args.policy.as_deref(), args.json);
+    }
     if let Some(path) = &args.replay {
         let entries = read_journal(path)?;
         let summary = replay(entries).with_context(|| format!("replaying {}", path.display()))?;
@@ -61,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         (None, Some(path)) => Scenario::from_journal(&read_journal(path)?)
             .with_context(|| format!("the workload of {}", path.display()))?,
-        (None, None) => bail!("give --scenario, --from-journal or --replay"),
+        (None, None) => bail!("give --scenario, --from-journal, --replay or --swf"),
     };
     if let Some(p) = &args.policy {
         scenario.scheduler.policy = p.parse()?;

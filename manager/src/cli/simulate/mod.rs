@@ -6,6 +6,7 @@ mod alloc;
 mod fairshare;
 mod fairshare_speeds;
 pub mod live;
+mod live_swf;
 mod ptg;
 mod staging;
 pub mod two_level;

@@ -64,6 +64,9 @@ pub struct WfTask {
     pub gpus: Option<f64>,
     /// Named counts it asks for (a `[[task]]`'s `resources`).
     pub resources: BTreeMap<String, hetpilot_protocol::resources::ResourceAmount>,
+    /// A parallel task's whole nodes and processors (a `[[task]]`'s `nodes`, `procs`).
+    pub nodes: Option<u64>,
+    pub procs: Option<u64>,
 }
 
 /// A workflow read from a file.
@@ -151,6 +154,12 @@ impl Workflow {
                 d.cores = Some(own);
                 d.max_cores = Some(most.max(own));
                 d.serial_fraction = alpha;
+            }
+            if t.nodes.is_some() || t.procs.is_some() {
+                // Its size is its nodes and processors: cores only when it says more
+                // than one (which the check refuses, naming the field).
+                d.cores = (own > 1).then_some(own);
+                (d.nodes, d.procs) = (t.nodes, t.procs);
             }
         }
         let mut spec = self.base.take().unwrap_or_else(|| AppSpec {

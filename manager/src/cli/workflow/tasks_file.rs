@@ -12,6 +12,11 @@
 //! after = ["split"]
 //! inputs = ["parts.txt"]
 //! runtime = "30s"            # optional: the scheduler's weight (bottom levels)
+//! [[task]]
+//! id = "simulate"
+//! command = "sh -c '$HETPILOT_LAUNCH ./sim'"
+//! after = ["count"]
+//! procs = 8                  # optional: a parallel task (or `nodes`), as in application files
 //! ```
 //!
 //! Files are names or URIs as in the application's `inputs`/`outputs`, used as given.
@@ -50,6 +55,10 @@ struct TaskTable {
         deserialize_with = "hetpilot_protocol::resource_fields::de_named"
     )]
     resources: BTreeMap<String, hetpilot_protocol::resources::ResourceAmount>,
+    /// A parallel task's whole nodes.
+    nodes: Option<u64>,
+    /// A parallel task's processors.
+    procs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -118,12 +127,18 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Workflow> {
             argv: Some(argv),
             parents: t.after,
             runtime_secs: runtime_secs.map(|s| s as f64),
-            cores: Some(f64::from(t.cores.unwrap_or(cores))),
+            // A parallel task's size is its nodes and processors, not the file's cores.
+            cores: match (t.nodes, t.procs) {
+                (None, None) => Some(f64::from(t.cores.unwrap_or(cores))),
+                _ => t.cores.map(f64::from),
+            },
             moldable: t.max_cores.map(|m| (m, t.serial_fraction)),
             inputs: files(t.inputs),
             outputs: files(t.outputs),
             gpus: t.gpus,
             resources: t.resources,
+            nodes: t.nodes,
+            procs: t.procs,
         });
     }
     let default_name = path

@@ -92,6 +92,7 @@ pub fn profile(adapter: AdapterKind) -> PlatformProfile {
         sandbox: Default::default(),
         gpus_per_node: 0,
         resources: Default::default(),
+        launcher: hetpilot_protocol::launcher::LaunchTemplate::mpiexec(),
     }
 }
 

@@ -498,8 +498,28 @@ async function pagePlatforms() {
           (a.apps || []).map((id) => `${id} ${state.names.get(id) || ''}`.trim()).join(', ')),
         h('td', { 'data-k': `agent.${a.agent}.state` }, a.state), h('td', {}, a.batch_job_id || '-'),
         h('td', {}, ago(a.last_seen_ms)))), { id: 'agents-table' }));
+  out.push(...groupTable(agents));
   out.push(...gpuTables(live));
   return out;
+}
+
+// Group leases: each parallel run with the agents that hold it, its head (which runs it)
+// first, and the slots it holds on each.
+function groupTable(agents) {
+  const runs = agents.flatMap((a) => (a.group_leases || []).map((g) => ({ platform: a.platform, g })));
+  if (!runs.length) return [];
+  const agentCell = (m) => `${m.agent} (${m.host}: ${m.slots})`;
+  return [h('h2', {}, `Parallel runs (${runs.length} group leases)`),
+    table(['run', 'application', 'attempt', 'platform', 'head', 'members', 'slots'],
+      runs.map(({ platform, g }) => {
+        const key = `group.${g.task.app}.${g.task.index}`;
+        const slots = g.members.reduce((n, m) => n + m.slots, 0);
+        return h('tr', {}, h('td', {}, `${g.task.app}.${g.task.index}`),
+          h('td', {}, state.names.get(g.task.app) || ''), h('td', {}, g.attempt), h('td', {}, platform),
+          h('td', { 'data-k': `${key}.head` }, agentCell(g.members[0])),
+          h('td', { 'data-k': `${key}.members` }, g.members.slice(1).map(agentCell).join(', ')),
+          num(slots, `${key}.slots`));
+      }), { id: 'groups-table' })];
 }
 
 // The GPUs and named counts of live agents: each device with its share in use and the
