@@ -118,7 +118,9 @@ impl Api {
                     None => ApiError::Unreachable { url, message },
                 }
             }
-            CallError::Refused { status, message } => ApiError::Refused {
+            CallError::Refused {
+                status, message, ..
+            } => ApiError::Refused {
                 path: path.to_string(),
                 status,
                 message,

@@ -12,7 +12,7 @@ use hetpilot_protocol::launcher::LaunchValues;
 use hetpilot_protocol::protocol::{AppRuntime, Assignment};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, OsString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -161,10 +161,10 @@ pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// /dev/null, opened once, for every task's stdin.
-fn dev_null() -> std::io::Result<i32> {
+fn dev_null() -> std::io::Result<BorrowedFd<'static>> {
     static NULL: OnceLock<std::io::Result<OwnedFd>> = OnceLock::new();
     match NULL.get_or_init(|| std::fs::File::open("/dev/null").map(OwnedFd::from)) {
-        Ok(fd) => Ok(fd.as_raw_fd()),
+        Ok(fd) => Ok(fd.as_fd()),
         Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
     }
 }
@@ -306,7 +306,7 @@ pub fn start(a: &Assignment, app: &Prepared, place: Place) -> Result<Child, Stri
     let (out_r, out_w) = pipe().map_err(fail)?;
     let (err_r, err_w) = pipe().map_err(fail)?;
     let null = dev_null().map_err(fail)?;
-    let stdio = [null, out_w.as_raw_fd(), err_w.as_raw_fd()];
+    let stdio = [null, out_w.as_fd(), err_w.as_fd()];
     let cwd_c = run_dir_c.as_deref().unwrap_or(&app.cwd_c);
     let pid = match place.sandbox {
         None => spawn(
@@ -358,7 +358,7 @@ fn spawn(
     program: &CStr,
     argv: &[&CStr],
     envp: &[&CStr],
-    stdio: [i32; 3],
+    stdio: [BorrowedFd<'_>; 3],
     cwd: &CStr,
 ) -> std::io::Result<i32> {
     let request = spawner::Request {
@@ -384,7 +384,7 @@ fn posix_spawn(
     program: &CStr,
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
-    stdio: [i32; 3],
+    stdio: [BorrowedFd<'_>; 3],
     cwd: &CStr,
 ) -> std::io::Result<i32> {
     let check = |r: libc::c_int| match r {
@@ -419,7 +419,7 @@ fn posix_spawn(
             for (fd, target) in stdio.into_iter().zip(0..) {
                 check(libc::posix_spawn_file_actions_adddup2(
                     &mut actions,
-                    fd,
+                    fd.as_raw_fd(),
                     target,
                 ))?;
             }

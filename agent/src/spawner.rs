@@ -34,10 +34,16 @@
 //! results leave: a message per task cost a system call on each side and a wake of the
 //! helper.
 
+use rustix::io::Errno;
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
 use std::collections::HashSet;
 use std::ffi::CStr;
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::{IoSlice, IoSliceMut, Read, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Mutex;
 
@@ -50,7 +56,7 @@ pub struct Request<'a> {
     pub argv: &'a [&'a CStr],
     pub envp: &'a [&'a CStr],
     pub cwd: &'a CStr,
-    pub stdio: [RawFd; 3],
+    pub stdio: [BorrowedFd<'a>; 3],
 }
 
 /// The agent's end of a running helper.
@@ -223,81 +229,48 @@ fn ask(
 }
 
 /// Writes all of `bytes`, the descriptors `fds` attached to the first of them.
-fn send_with_fds(socket: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> std::io::Result<()> {
-    let fd_bytes = std::mem::size_of_val(fds);
-    // SAFETY: CMSG_SPACE is arithmetic on a constant.
-    let space = unsafe { libc::CMSG_SPACE(fd_bytes as u32) } as usize;
-    let mut control = vec![0u8; space];
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut libc::c_void,
-        iov_len: bytes.len(),
-    };
-    // SAFETY: an all-zero msghdr is valid; every pointer set below outlives the call.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
-    msg.msg_controllen = space as _;
-    // SAFETY: the control buffer has room for one header with `fds` (CMSG_SPACE).
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(fd_bytes as u32) as _;
-        std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg) as *mut RawFd, fds.len());
+fn send_with_fds(socket: &UnixStream, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> std::io::Result<()> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(std::io::Error::other(format!(
+            "{} descriptors do not fit one message",
+            fds.len()
+        )));
     }
-    // SAFETY: msg points at live buffers.
-    let sent = unsafe { libc::sendmsg(socket.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-    if sent < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    (&*socket).write_all(&bytes[sent as usize..])
+    let sent = rustix::net::sendmsg(
+        socket,
+        &[IoSlice::new(bytes)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )?;
+    (&*socket).write_all(&bytes[sent..])
 }
 
 /// Reads `buf.len()` bytes; the first read also takes up to three descriptors (made
 /// close-on-exec). Returns them, or `None` at end of stream before any byte.
 fn recv_with_fds(socket: &UnixStream, buf: &mut [u8]) -> std::io::Result<Option<Vec<OwnedFd>>> {
-    // SAFETY: CMSG_SPACE is arithmetic on a constant.
-    let space = unsafe { libc::CMSG_SPACE((3 * std::mem::size_of::<RawFd>()) as u32) } as usize;
-    let mut control = vec![0u8; space];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // SAFETY: an all-zero msghdr is valid; every pointer set below outlives the call.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
-    msg.msg_controllen = space as _;
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
     let got = loop {
-        // SAFETY: msg points at live buffers.
-        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n >= 0 {
-            break n as usize;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
+        match rustix::net::recvmsg(
+            socket,
+            &mut [IoSliceMut::new(buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Ok(received) => break received.bytes,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     };
     if got == 0 {
         return Ok(None);
     }
     let mut fds = Vec::new();
-    // SAFETY: walking the control messages the kernel filled in, within msg_controllen.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(cmsg) as *const RawFd;
-                let n = ((*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
-                    / std::mem::size_of::<RawFd>();
-                for i in 0..n {
-                    fds.push(OwnedFd::from_raw_fd(*data.add(i)));
-                }
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(received) = message {
+            fds.extend(received);
         }
     }
     (&*socket).read_exact(&mut buf[got..])?;

@@ -6,8 +6,8 @@
 use std::time::Instant;
 
 use hetpilot_core::staging::platforms::four_cluster;
-use hetpilot_core::staging::policy_by_name;
 use hetpilot_core::staging::workload::{Overlap, WorkloadKind};
+use hetpilot_core::staging::StagingAlgorithm;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -20,7 +20,7 @@ fn main() {
     let tasks: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let w = kind.generate(Overlap::High, tasks, 6, &mut ChaCha8Rng::seed_from_u64(1));
     let platform = four_cluster(16, 6);
-    let policy = policy_by_name("het-hps").expect("het-hps");
+    let policy = StagingAlgorithm::HetHps.build();
     let start = Instant::now();
     let plan = policy.plan(&w, &platform, 1).expect("valid input");
     let seconds = start.elapsed().as_secs_f64();

@@ -17,6 +17,7 @@
 //! - [`report`]: tables and SVG charts of the simulators' outcomes, rendered to strings.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod alloc;
 pub mod control;

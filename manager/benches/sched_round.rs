@@ -40,8 +40,8 @@ fn main() {
         "# one scheduling round: {PLATFORMS} platforms x {NODES} nodes x {CORES_PER_NODE} cores"
     );
     let headline = SchedulerSettings {
-        first_level: "pa-rr".into(),
-        second_level: "maf".into(),
+        first_level: "pa-rr".parse().unwrap(),
+        second_level: "maf".parse().unwrap(),
         pairwise: true,
         ..Default::default()
     };
@@ -105,7 +105,7 @@ fn main() {
         let mut cells = vec![format!("{round:.2}")];
         for f in firsts {
             let s = Scheduler::new(SchedulerSettings {
-                first_level: f.into(),
+                first_level: f.parse().unwrap(),
                 ..headline.clone()
             })
             .expect("valid");
@@ -119,7 +119,7 @@ fn main() {
         let allocation = scheduler.allocate(&snapshot, &mut ChaCha8Rng::seed_from_u64(1));
         for (second, pairwise, recompute) in seconds {
             let s = Scheduler::new(SchedulerSettings {
-                second_level: second.into(),
+                second_level: second.parse().unwrap(),
                 pairwise,
                 recompute_co_runner_affinity: recompute,
                 ..headline.clone()

@@ -37,8 +37,8 @@ fn main() {
         ("water-fill", "maf"),
     ] {
         let settings = SchedulerSettings {
-            first_level: first.into(),
-            second_level: second.into(),
+            first_level: first.parse().unwrap(),
+            second_level: second.parse().unwrap(),
             ..Default::default()
         };
         let label = settings.label();

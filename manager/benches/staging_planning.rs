@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use hetpilot::staging::platforms::four_cluster;
-use hetpilot::staging::policy_by_name;
 use hetpilot::staging::workload::{Overlap, WorkloadKind};
+use hetpilot::staging::StagingAlgorithm;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -24,8 +24,14 @@ fn main() {
     for tasks in [2000usize, 20000] {
         for kind in [WorkloadKind::Image, WorkloadKind::Sat] {
             let w = kind.generate(Overlap::High, tasks, 6, &mut ChaCha8Rng::seed_from_u64(1));
-            for name in ["het-hps", "hps", "minmin", "maxmin", "sufferage"] {
-                let policy = policy_by_name(name).expect("known policy");
+            for name in [
+                StagingAlgorithm::HetHps,
+                StagingAlgorithm::Hps,
+                StagingAlgorithm::MinMin,
+                StagingAlgorithm::MaxMin,
+                StagingAlgorithm::Sufferage,
+            ] {
+                let policy = name.build();
                 let (mut wall, mut cpu): (Vec<f64>, Vec<f64>) = (0..runs)
                     .map(|seed| {
                         let (start, cpu_start) = (Instant::now(), cpu_seconds());

@@ -1,5 +1,6 @@
 //! A typed client of the `/v1` API, used by the CLI, the demo and the tests.
 
+use hetpilot_protocol::error_code::ErrorCode;
 use hetpilot_protocol::file_listing::FilePage;
 use hetpilot_protocol::pilots::{PlatformStatus, PlatformsReloaded};
 use hetpilot_protocol::protocol::{
@@ -27,8 +28,13 @@ pub enum ClientError {
          (the admin's `hetpilot user add` prints it), or --ca-file/HETPILOT_CA_FILE"
     )]
     UntrustedCertificate { url: String },
-    #[error("{message} (HTTP {status})")]
-    Refused { status: u16, message: String },
+    #[error("{message} (HTTP {status}{})", code.map(|c| format!(", {c}")).unwrap_or_default())]
+    Refused {
+        status: u16,
+        message: String,
+        /// The manager's code for it; none for a refusal this client made up.
+        code: Option<ErrorCode>,
+    },
 }
 
 impl ClientError {
@@ -96,7 +102,15 @@ impl Client {
             .await
             .map_err(|e| match e {
                 CallError::Unreachable(e) => self.unreachable(&e),
-                CallError::Refused { status, message } => ClientError::Refused { status, message },
+                CallError::Refused {
+                    status,
+                    message,
+                    code,
+                } => ClientError::Refused {
+                    status,
+                    message,
+                    code,
+                },
             })
     }
 
@@ -118,6 +132,7 @@ impl Client {
         let refused = |message: String| ClientError::Refused {
             status: 400,
             message,
+            code: None,
         };
         let mut url = reqwest::Url::parse(&self.base).map_err(|e| refused(e.to_string()))?;
         url.path_segments_mut()
@@ -146,13 +161,20 @@ impl Client {
             return Ok(resp);
         }
         let status = resp.status();
-        let message = match resp.json::<serde_json::Value>().await {
-            Ok(b) => b["error"].as_str().unwrap_or("refused").to_string(),
-            Err(_) => status.canonical_reason().unwrap_or("error").to_string(),
+        let (message, code) = match resp.json::<serde_json::Value>().await {
+            Ok(b) => (
+                b["error"].as_str().unwrap_or("refused").to_string(),
+                b["code"].as_str().and_then(|c| c.parse().ok()),
+            ),
+            Err(_) => (
+                status.canonical_reason().unwrap_or("error").to_string(),
+                None,
+            ),
         };
         Err(ClientError::Refused {
             status: status.as_u16(),
             message,
+            code,
         })
     }
 
@@ -207,6 +229,7 @@ impl Client {
         let body: serde_json::Value = resp.json().await.map_err(|e| ClientError::Refused {
             status: 502,
             message: format!("the manager's answer is not JSON: {e}"),
+            code: None,
         })?;
         Ok(body["size"].as_u64().unwrap_or(0))
     }

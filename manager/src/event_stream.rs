@@ -128,5 +128,6 @@ fn bad_line(what: &str) -> ClientError {
     ClientError::Refused {
         status: 502,
         message: format!("the manager's event stream sent {what}"),
+        code: None,
     }
 }

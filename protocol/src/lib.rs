@@ -5,6 +5,7 @@
 //! that carries these types is `hetpilot-transport`.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod affinity_view;
 pub mod agent_resources;
@@ -12,12 +13,14 @@ pub mod agent_version;
 pub mod byte_range;
 pub mod dag;
 pub mod dashboard;
+pub mod error_code;
 pub mod events;
 pub mod file_listing;
 pub mod files;
 mod ids;
 pub mod launcher;
 pub mod listing;
+pub mod named;
 pub mod parallel;
 pub mod pilots;
 pub mod protocol;

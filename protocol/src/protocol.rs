@@ -4,6 +4,7 @@
 //! (user calls), an agent registration token (`POST /v1/agents`), or the per-agent
 //! credential that registration returns (every other agent call).
 
+use crate::error_code::ErrorCode;
 use crate::ids::{AgentId, AppId, TaskRef};
 use crate::resources::{ResourceGrant, ResourceOffer};
 use serde::{Deserialize, Serialize};
@@ -715,6 +716,8 @@ pub struct TokenResponse {
 pub struct ErrorBody {
     /// What went wrong, for people.
     pub error: String,
+    /// What went wrong, for programs: one of a fixed list.
+    pub code: ErrorCode,
 }
 
 /// One task with its history (`GET /v1/tasks/{task}`).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hetpilot import AppEnd, NotFound, TaskEnd, Unauthorized, BadRequest
+from hetpilot.errors import CODES
 
 
 def test_submit_wait_status_tasks_logs_and_output(manager) -> None:
@@ -55,9 +56,11 @@ def test_cancel_and_errors_carry_the_managers_message(manager) -> None:
     with pytest.raises(NotFound) as missing:
         bob.status(app)
     assert missing.value.status == 404 and str(app) in missing.value.message
+    assert missing.value.code == "not_found"
     with pytest.raises(BadRequest) as bad:
         list(c.events(app, after=-1))
     assert "`after`" in bad.value.message
+    assert bad.value.code == "invalid_field"
 
 
 def test_a_revoked_token_raises_unauthorized(manager) -> None:
@@ -67,3 +70,5 @@ def test_a_revoked_token_raises_unauthorized(manager) -> None:
     with pytest.raises(Unauthorized) as e:
         old.apps()
     assert e.value.status == 401
+    assert e.value.code == "unauthorized"
+    assert e.value.code in CODES

@@ -22,6 +22,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use hetpilot_protocol::error_code::ErrorCode;
 use hetpilot_protocol::files::check_store_name;
 use hetpilot_protocol::protocol::ErrorBody;
 use hetpilot_transport::http_file::{self, HttpFileError};
@@ -75,7 +76,8 @@ pub struct ServeFilesArgs {
     max_connections_per_ip: u64,
 }
 
-/// An error answer: a status and `{"error": "..."}`.
+/// An error answer: a status and `{"error": "...", "code": "..."}`, the code following
+/// from the status.
 #[derive(Debug)]
 pub struct DepotError {
     pub status: StatusCode,
@@ -99,6 +101,7 @@ impl IntoResponse for DepotError {
     fn into_response(self) -> Response {
         let body = Json(ErrorBody {
             error: self.message,
+            code: ErrorCode::of_http_status(self.status.as_u16()),
         });
         (self.status, body).into_response()
     }

@@ -1,6 +1,6 @@
 //! `[fairshare]`: whether and how the live manager weights users by fairshare priority.
 
-use crate::fairshare::{penalty_by_name, PENALTY_NAMES};
+use crate::fairshare::Penalty;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ pub struct FairshareConfig {
     /// Charges halve every this many hours (0: no decay).
     pub(crate) half_life_hours: f64,
     /// Penalty function P(j): `multi-resource`, `cpu` or `processor-equivalent`.
-    pub(crate) penalty: String,
+    pub(crate) penalty: Penalty,
     /// Per-user shares (`[fairshare.shares] alice = 2.0`); users not listed have 1. A
     /// user's first-level weight is their share × their fairshare factor.
     pub(crate) shares: BTreeMap<String, f64>,
@@ -24,22 +24,16 @@ impl Default for FairshareConfig {
         FairshareConfig {
             enabled: true,
             half_life_hours: 168.0,
-            penalty: "multi-resource".into(),
+            penalty: Penalty::MultiResource,
             shares: BTreeMap::new(),
         }
     }
 }
 
 impl FairshareConfig {
-    /// The first problem with these values, in words that name the accepted ones.
+    /// The first problem with these values, in words that name the accepted ones (the
+    /// penalty's name was checked as the configuration was read).
     pub fn problem(&self) -> Option<String> {
-        if penalty_by_name(&self.penalty).is_none() {
-            return Some(format!(
-                "unknown penalty `{}` (known: {})",
-                self.penalty,
-                PENALTY_NAMES.join(", ")
-            ));
-        }
         if !(self.half_life_hours.is_finite() && self.half_life_hours >= 0.0) {
             return Some(format!(
                 "half_life_hours must be a number of hours >= 0, got {}",

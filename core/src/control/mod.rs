@@ -50,7 +50,7 @@ pub use measured::{AgentResources, AppResources, CarriedUsage, Measured, Run};
 pub use provision_demand::Capacity;
 pub use resource_fit::NodeResources;
 pub use round::{RoundDone, RoundJob};
-pub use scheduler_config::SchedulerConfig;
+pub use scheduler_config::{LivePolicy, SchedulerConfig};
 pub use scheduling::{RoundError, RoundStep};
 pub use settings::ControlSettings;
 pub use staging_model::{request_files, RequestFiles, StagingProfile};

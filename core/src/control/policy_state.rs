@@ -72,7 +72,7 @@ impl PolicyState {
         }
         let mut state = PolicyState {
             scheduling: planner.is_some(),
-            workflow_policy: settings.scheduler.workflow_policy()?,
+            workflow_policy: settings.scheduler.workflows,
             planner,
             stats: RunStats::default(),
             bandwidths: Bandwidths::default(),
@@ -85,7 +85,7 @@ impl PolicyState {
             usage,
             agents: measured.agents.into_iter().map(|a| (a.agent, a)).collect(),
             view: ScheduleView {
-                policy: settings.scheduler.policy.clone(),
+                policy: settings.scheduler.policy.to_string(),
                 ..ScheduleView::default()
             },
         };

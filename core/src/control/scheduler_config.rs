@@ -2,8 +2,71 @@
 
 use crate::alloc::{allocator_by_name, Allocator, MAX_TLPA_DEPTH};
 use crate::ptg::live::WorkflowPolicy;
-use crate::sched::{SchedError, Scheduler, SchedulerSettings};
+use crate::sched::{FirstLevel, PlatformAffinity, SchedError, SchedulerSettings, SecondLevel};
+use hetpilot_protocol::named::UnknownName;
 use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// What the live manager schedules with: the two-level scheduler, named by its
+/// first-level policy, or the applications served in turn (`round-robin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum LivePolicy {
+    /// Applications served in turn, without scheduling rounds.
+    RoundRobin,
+    /// The two-level scheduler with this first-level policy.
+    TwoLevel(FirstLevel),
+}
+
+impl LivePolicy {
+    /// The name of [`LivePolicy::RoundRobin`].
+    const ROUND_ROBIN: &'static str = "round-robin";
+}
+
+impl fmt::Display for LivePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LivePolicy::RoundRobin => f.write_str(Self::ROUND_ROBIN),
+            LivePolicy::TwoLevel(first) => first.fmt(f),
+        }
+    }
+}
+
+impl FromStr for LivePolicy {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == Self::ROUND_ROBIN {
+            return Ok(LivePolicy::RoundRobin);
+        }
+        s.parse()
+            .map(LivePolicy::TwoLevel)
+            .map_err(|e: UnknownName| {
+                let mut valid = e.valid;
+                valid.push(Self::ROUND_ROBIN);
+                UnknownName {
+                    what: "scheduler policy",
+                    valid,
+                    ..e
+                }
+            })
+    }
+}
+
+impl TryFrom<String> for LivePolicy {
+    type Error = UnknownName;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<LivePolicy> for String {
+    fn from(p: LivePolicy) -> String {
+        p.to_string()
+    }
+}
 
 /// `[scheduler]` in the configuration.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -11,11 +74,11 @@ use serde::{Deserialize, Serialize};
 pub struct SchedulerConfig {
     /// First-level policy (`fairness`, `paf`, `aaf`, `pa-rr`, `water-fill`), or
     /// `round-robin` to serve applications in turn without scheduling rounds.
-    pub policy: String,
+    pub policy: LivePolicy,
     /// Second-level policy (`all-core`, `random`, `maf`, `ca-rr`).
-    pub(crate) second_level: String,
+    pub(crate) second_level: SecondLevel,
     /// Platform-affinity metric (`throughput`, `epa`, `rpa`).
-    pub(crate) metric: String,
+    pub(crate) metric: PlatformAffinity,
     /// Longest time between two rounds; rounds also run on every change that matters.
     pub interval_ms: u64,
     /// Tasks each application runs on each platform before only the plan decides.
@@ -30,7 +93,7 @@ pub struct SchedulerConfig {
     pub allocator: String,
     /// How competing workflows share the cores the first level gives them
     /// (`cafm-k-shelves`, `cra-work-weight` or `round-robin`, see `ptg::live`).
-    pub workflows: String,
+    pub workflows: WorkflowPolicy,
     /// Whether a wide task (several slots, or several units of a resource, at once)
     /// gets a reservation, with narrower tasks backfilling around it (EASY); off, it
     /// waits until enough slots happen to be free when its agent pulls.
@@ -40,36 +103,35 @@ pub struct SchedulerConfig {
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
-            policy: "pa-rr".into(),
-            second_level: "maf".into(),
-            metric: "rpa".into(),
+            policy: LivePolicy::TwoLevel(FirstLevel::PaRoundRobin),
+            second_level: SecondLevel::Maf,
+            metric: PlatformAffinity::Reciprocal,
             interval_ms: 1000,
             explore_samples: 2,
             seed: 1,
             tlpa_depth: 8,
             allocator: "tlpa".into(),
-            workflows: WorkflowPolicy::default().name().into(),
+            workflows: WorkflowPolicy::default(),
             reservations: true,
         }
     }
 }
 
 impl SchedulerConfig {
-    /// The core's settings, or None for `round-robin`; errors name the field and the
-    /// accepted values.
+    /// The core's settings, or None for `round-robin`; errors name the field. (The
+    /// policies' names were checked when the configuration was read.)
     pub fn settings(&self) -> Result<Option<SchedulerSettings>, SchedError> {
-        self.workflow_policy()?;
         self.allocator()?;
-        if self.policy == "round-robin" {
+        let LivePolicy::TwoLevel(first_level) = self.policy else {
             return Ok(None);
-        }
+        };
         let settings = SchedulerSettings {
-            first_level: self.policy.clone(),
-            second_level: self.second_level.clone(),
-            platform_affinity: self.metric.parse()?,
+            first_level,
+            second_level: self.second_level,
+            platform_affinity: self.metric,
             ..SchedulerSettings::default()
         };
-        Scheduler::new(settings.clone())?;
+        settings.validate()?;
         if self.interval_ms < 10 {
             return Err(SchedError::InvalidSetting {
                 field: "interval_ms",
@@ -92,14 +154,6 @@ impl SchedulerConfig {
                 field: "allocator",
                 problem: e.to_string(),
             }
-        })
-    }
-
-    /// The workflow policy `workflows` names; the error lists the accepted names.
-    pub fn workflow_policy(&self) -> Result<WorkflowPolicy, SchedError> {
-        WorkflowPolicy::parse(&self.workflows).map_err(|problem| SchedError::InvalidSetting {
-            field: "workflows",
-            problem,
         })
     }
 }

@@ -514,7 +514,7 @@ mod tests {
 
     fn planner(policy: &str) -> Planner {
         let config = SchedulerConfig {
-            policy: policy.into(),
+            policy: policy.parse().unwrap(),
             ..SchedulerConfig::default()
         };
         Planner::new(config.settings().unwrap().unwrap(), &config).unwrap()
@@ -733,18 +733,23 @@ mod tests {
         assert_eq!(round.plan.parallel[&AppId(2)], "big");
     }
 
+    /// A policy's name is checked as the configuration is read, and the error lists the
+    /// accepted names.
     #[test]
     fn configuration_errors_name_the_accepted_values() {
-        let bad = SchedulerConfig {
-            policy: "fastest".into(),
-            ..SchedulerConfig::default()
-        };
-        assert!(bad.settings().unwrap_err().to_string().contains("pa-rr"));
-        let bad = SchedulerConfig {
-            metric: "speed".into(),
-            ..SchedulerConfig::default()
-        };
-        assert!(bad.settings().unwrap_err().to_string().contains("rpa"));
+        let read = |text: &str| toml::from_str::<SchedulerConfig>(text).map_err(|e| e.to_string());
+        for (text, accepted) in [
+            ("policy = \"fastest\"", ["pa-rr", "round-robin"]),
+            ("metric = \"speed\"", ["rpa", "epa"]),
+            ("second_level = \"best\"", ["maf", "ca-rr"]),
+            (
+                "workflows = \"selfish\"",
+                ["cafm-k-shelves", "cra-work-weight"],
+            ),
+        ] {
+            let e = read(text).unwrap_err();
+            assert!(accepted.iter().all(|a| e.contains(a)), "{text}: {e}");
+        }
         let bad = SchedulerConfig {
             allocator: "worst-fit".into(),
             ..SchedulerConfig::default()
@@ -761,10 +766,16 @@ mod tests {
         };
         let err = deep.settings().unwrap_err().to_string();
         assert!(err.contains("tlpa_depth"), "{err}");
-        let rr = SchedulerConfig {
-            policy: "round-robin".into(),
-            ..SchedulerConfig::default()
-        };
+        let rr = read("policy = \"round-robin\"").unwrap();
         assert_eq!(rr.settings().unwrap(), None);
+        let paf = read("policy = \"paf\"\nmetric = \"epa\"").unwrap();
+        let settings = paf.settings().unwrap().unwrap();
+        assert_eq!(settings.first_level, crate::sched::FirstLevel::Paf);
+        assert_eq!(
+            settings.platform_affinity,
+            crate::sched::PlatformAffinity::Egocentric
+        );
+        // Written back by the same names.
+        assert_eq!(read(&toml::to_string(&paf).unwrap()).unwrap(), paf);
     }
 }

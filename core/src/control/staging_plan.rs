@@ -6,7 +6,7 @@
 use super::staging_model::{staging_platform, Measures, RequestFiles};
 use super::Control;
 use crate::queue::{Partitions, StagingRequest};
-use crate::staging::{policy_by_name, StagingError, StagingPlan};
+use crate::staging::{StagingAlgorithm, StagingError, StagingPlan};
 use hetpilot_protocol::AppId;
 
 /// A request ready to plan: its files and the platform its agents form.
@@ -52,10 +52,11 @@ impl StagingJob {
     /// planner fails.
     pub fn plan(self) -> PlannedStaging {
         let req = self.req;
-        let (partitions, predicted_bytes) = match policy_by_name("het-hps")
-            .expect("het-hps is a policy")
-            .plan(&self.files.workload, &self.platform, req.app.0)
-        {
+        let (partitions, predicted_bytes) = match StagingAlgorithm::HetHps.build().plan(
+            &self.files.workload,
+            &self.platform,
+            req.app.0,
+        ) {
             Ok(plan) => {
                 let predicted = predicted_bytes(&req, &self.files.workload, &plan);
                 (bind(&req, plan), predicted)
@@ -151,7 +152,7 @@ mod tests {
         w: &Workload,
         p: &StagingPlatform,
     ) -> HashMap<AgentId, u64> {
-        let plan = policy_by_name("het-hps").unwrap().plan(w, p, 7).unwrap();
+        let plan = StagingAlgorithm::HetHps.build().plan(w, p, 7).unwrap();
         let mut parts = bind(req, plan);
         let mut bytes = HashMap::new();
         for (agent, _) in &req.agents {
@@ -174,7 +175,7 @@ mod tests {
         // every file is fetched once, by its group's agent.
         let req = grouped();
         let (w, p) = State::default().platform(&req);
-        let plan = policy_by_name("het-hps").unwrap().plan(&w, &p, 7).unwrap();
+        let plan = StagingAlgorithm::HetHps.build().plan(&w, &p, 7).unwrap();
         let predicted = predicted_bytes(&req, &w, &plan);
         let group = 3 * (1u64 << 20);
         assert_eq!(predicted.iter().map(|(_, b)| b).sum::<u64>(), 4 * group);
@@ -192,7 +193,7 @@ mod tests {
     fn het_hps_binds_each_group_to_one_agent() {
         let req = grouped();
         let (w, p) = State::default().platform(&req);
-        let plan = policy_by_name("het-hps").unwrap().plan(&w, &p, 7).unwrap();
+        let plan = StagingAlgorithm::HetHps.build().plan(&w, &p, 7).unwrap();
         let mut parts = bind(&req, plan);
         assert_eq!(parts.generation, 3);
         let mut groups: [Vec<AgentId>; 4] = Default::default();

@@ -15,8 +15,8 @@
 use super::FairshareConfig;
 use super::{AgentResources, AppResources, CarriedUsage, Run};
 use crate::fairshare::{
-    penalty_by_name, priorities, JobRequest, Machine, MachinePool, PenaltyFunction, Shares,
-    UsageAccount, UsageLedger, UsageRecord,
+    priorities, JobRequest, Machine, MachinePool, PenaltyFunction, Shares, UsageAccount,
+    UsageLedger, UsageRecord,
 };
 use hetpilot_protocol::views::UserUsage;
 use hetpilot_protocol::{AgentId, AppId};
@@ -61,8 +61,7 @@ impl Usage {
                 by_user: config.shares.clone(),
             },
             ledger: UsageLedger::new(half_life),
-            penalty: penalty_by_name(&config.penalty)
-                .unwrap_or_else(|| Box::new(crate::fairshare::MultiResource)),
+            penalty: config.penalty.build(),
             apps: HashMap::new(),
             charged: HashMap::new(),
             nodes: HashMap::new(),
@@ -242,11 +241,8 @@ mod tests {
 
     #[test]
     fn bad_configuration_names_the_choices() {
-        let c = FairshareConfig {
-            penalty: "drf".into(),
-            ..FairshareConfig::default()
-        };
-        assert!(c.problem().unwrap().contains("multi-resource"));
+        let e = toml::from_str::<FairshareConfig>("penalty = \"drf\"").unwrap_err();
+        assert!(e.to_string().contains("multi-resource"), "{e}");
         assert!(FairshareConfig::default().problem().is_none());
         let c = FairshareConfig {
             shares: [("alice".to_string(), 0.0)].into(),

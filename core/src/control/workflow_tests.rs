@@ -47,7 +47,7 @@ fn workflow(name: &str, tasks: Vec<DagTask>) -> AppSpec {
 fn control(workflows: &str, apps: Vec<AppSpec>, slots: u32) -> Control {
     let settings = ControlSettings {
         scheduler: SchedulerConfig {
-            workflows: workflows.into(),
+            workflows: workflows.parse().unwrap(),
             ..SchedulerConfig::default()
         },
         fairshare: FairshareConfig::default(),

@@ -13,7 +13,7 @@ pub(crate) mod request;
 pub(crate) mod usage;
 
 pub use machine::{Machine, MachinePool, MachinePoolError};
-pub(crate) use penalty::{penalty_by_name, PENALTY_NAMES};
+pub use penalty::Penalty;
 pub use penalty::{
     CpuOnly, MachinePrice, MultiResource, PenaltyError, PenaltyFunction, ProcessorEquivalent,
     RequestPrice,

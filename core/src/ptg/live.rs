@@ -21,7 +21,7 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::algorithms::{self, ClusterPtg, Instance, MultiPtgAlgorithm};
+use super::algorithms::{self, ClusterPtg, Instance, MultiPtgAlgorithm, PtgAlgorithm};
 use super::graph::Ptg;
 use super::hcpa::HcpaSettings;
 use super::model::MoldableTask;
@@ -34,52 +34,29 @@ pub const MAX_PLANNED_TASKS: usize = 20_000;
 /// processor count).
 pub const MAX_PLANNED_PROCESSORS: u32 = 1024;
 
-/// How competing workflows share their cores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WorkflowPolicy {
-    /// CAFM_K_SHELVES (§4.4): each workflow a moldable job, boxes packed in K shelves,
-    /// HCPA inside each box.
-    #[default]
-    CafmKShelves,
-    /// CRA_WORK_WEIGHT (§4.3): each workflow bounded by its share of the sequential work
-    /// (eq. 1), tasks by decreasing `bl / (C*_max)²`.
-    CraWorkWeight,
-    /// No multiple-PTG policy: the two-level scheduler and the round-robin between
-    /// applications decide, each workflow's ready tasks by bottom level.
-    RoundRobin,
+hetpilot_protocol::named_enum! {
+    /// How competing workflows share their cores.
+    #[derive(Default)]
+    pub enum WorkflowPolicy("workflow policy") {
+        /// CAFM_K_SHELVES (§4.4): each workflow a moldable job, boxes packed in K shelves,
+        /// HCPA inside each box.
+        #[default]
+        CafmKShelves = "cafm-k-shelves",
+        /// CRA_WORK_WEIGHT (§4.3): each workflow bounded by its share of the sequential
+        /// work (eq. 1), tasks by decreasing `bl / (C*_max)²`.
+        CraWorkWeight = "cra-work-weight",
+        /// No multiple-PTG policy: the two-level scheduler and the round-robin between
+        /// applications decide, each workflow's ready tasks by bottom level.
+        RoundRobin = "round-robin",
+    }
 }
 
 impl WorkflowPolicy {
-    /// The names the configuration accepts, the default first.
-    pub const NAMES: [&'static str; 3] = ["cafm-k-shelves", "cra-work-weight", "round-robin"];
-
-    /// The policy called `name`; the error lists the accepted names.
-    pub fn parse(name: &str) -> Result<WorkflowPolicy, String> {
-        match name {
-            "cafm-k-shelves" => Ok(WorkflowPolicy::CafmKShelves),
-            "cra-work-weight" => Ok(WorkflowPolicy::CraWorkWeight),
-            "round-robin" => Ok(WorkflowPolicy::RoundRobin),
-            _ => Err(format!(
-                "unknown workflow policy `{name}` (accepted: {})",
-                Self::NAMES.join(", ")
-            )),
-        }
-    }
-
-    /// Its configuration name.
-    pub fn name(self) -> &'static str {
-        match self {
-            WorkflowPolicy::CafmKShelves => Self::NAMES[0],
-            WorkflowPolicy::CraWorkWeight => Self::NAMES[1],
-            WorkflowPolicy::RoundRobin => Self::NAMES[2],
-        }
-    }
-
     /// The paper's algorithm it runs (`None`: round-robin).
     pub fn algorithm(self) -> Option<Box<dyn MultiPtgAlgorithm>> {
         match self {
-            WorkflowPolicy::CafmKShelves => algorithms::by_name("CAFM_K_SHELVES"),
-            WorkflowPolicy::CraWorkWeight => algorithms::by_name("CRA_WORK_WEIGHT"),
+            WorkflowPolicy::CafmKShelves => Some(PtgAlgorithm::CafmKShelves.build()),
+            WorkflowPolicy::CraWorkWeight => Some(PtgAlgorithm::CraWorkWeight.build()),
             WorkflowPolicy::RoundRobin => None,
         }
     }
@@ -257,11 +234,11 @@ mod tests {
 
     #[test]
     fn names_parse_and_unknown_ones_list_the_accepted() {
-        for name in WorkflowPolicy::NAMES {
-            assert_eq!(WorkflowPolicy::parse(name).unwrap().name(), name);
+        for &policy in WorkflowPolicy::ALL {
+            assert_eq!(policy.as_str().parse::<WorkflowPolicy>().unwrap(), policy);
         }
-        assert_eq!(WorkflowPolicy::default().name(), "cafm-k-shelves");
-        let e = WorkflowPolicy::parse("selfish").unwrap_err();
+        assert_eq!(WorkflowPolicy::default().as_str(), "cafm-k-shelves");
+        let e = "selfish".parse::<WorkflowPolicy>().unwrap_err().to_string();
         assert!(
             e.contains("`selfish`") && e.contains("cra-work-weight"),
             "{e}"

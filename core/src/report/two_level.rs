@@ -233,16 +233,16 @@ impl<'a> SuiteResults<'a> {
         };
         let mut fig3_f = Vec::new();
         let mut fig3_e = Vec::new();
-        for m in PlatformAffinity::ALL {
+        for &m in PlatformAffinity::ALL {
             fig3_f.push(Series {
-                label: m.name().into(),
+                label: m.as_str().into(),
                 values: groups
                     .iter()
                     .map(|g| mean(metric_cases(m, g).iter().map(|r| r.fairness)))
                     .collect(),
             });
             fig3_e.push(Series {
-                label: m.name().into(),
+                label: m.as_str().into(),
                 values: groups
                     .iter()
                     .map(|g| mean(metric_cases(m, g).iter().map(|r| r.efficiency)))

@@ -33,7 +33,7 @@ pub fn run_variant_scenario(scenario: &VariantScenario) -> Result<Vec<PlacementR
     }];
     for policy in &scenario.policies {
         let scheduler = VariantScheduler::new(SchedulerSettings {
-            first_level: policy.clone(),
+            first_level: policy.parse()?,
             platform_affinity: scenario.platform_affinity.parse()?,
             ..Default::default()
         })?;

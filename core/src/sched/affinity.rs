@@ -4,109 +4,39 @@
 //! A higher platform affinity means running application K on platform P is more
 //! beneficial; a higher co-runner affinity means K suffers more from co-runners on P.
 
-use std::fmt;
-use std::str::FromStr;
-
-use super::error::SchedError;
 use super::profile::{Combination, RuntimeProfile};
 
-/// Which platform-affinity metric a first-level policy ranks platforms with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PlatformAffinity {
-    /// OneCore throughput in tasks per hour (3600 / runtime).
-    Throughput,
-    /// Egocentric platform affinity: mean OneCore runtime of K on the other platforms over
-    /// its runtime on P (Section 4.1, "suitability of P to K").
-    Egocentric,
-    /// Reciprocal platform affinity: the same ratio on runtimes first normalized by each
-    /// platform's mean runtime over all applications (Section 4.1).
-    Reciprocal,
-}
-
-impl PlatformAffinity {
-    /// Every metric, in the order the CLI lists them.
-    pub(crate) const ALL: [Self; 3] = [Self::Throughput, Self::Egocentric, Self::Reciprocal];
-
-    /// Short name used on the command line and in scenario files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Throughput => "throughput",
-            Self::Egocentric => "epa",
-            Self::Reciprocal => "rpa",
-        }
+hetpilot_protocol::named_enum! {
+    /// Which platform-affinity metric a first-level policy ranks platforms with.
+    pub enum PlatformAffinity("platform affinity") {
+        /// OneCore throughput in tasks per hour (3600 / runtime).
+        Throughput = "throughput",
+        /// Egocentric platform affinity: mean OneCore runtime of K on the other platforms
+        /// over its runtime on P (Section 4.1, "suitability of P to K").
+        Egocentric = "epa",
+        /// Reciprocal platform affinity: the same ratio on runtimes first normalized by
+        /// each platform's mean runtime over all applications (Section 4.1).
+        Reciprocal = "rpa",
     }
 }
 
-impl fmt::Display for PlatformAffinity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+hetpilot_protocol::named_enum! {
+    /// Which co-runner-affinity metric MAF ranks applications with.
+    pub enum CoRunnerAffinity("co-runner affinity") {
+        /// Mean of C − S in seconds (Table 4, left).
+        RawDifference = "raw",
+        /// Mean of (C − S) / S × 100, in percent (Table 4, right).
+        NormalizedDifference = "normalized",
     }
-}
-
-impl FromStr for PlatformAffinity {
-    type Err = SchedError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        by_name(&Self::ALL, Self::name, s, "platform affinity")
-    }
-}
-
-/// The metric called `s` among `all`; the error lists every known name.
-fn by_name<T: Copy>(
-    all: &[T],
-    name: fn(T) -> &'static str,
-    s: &str,
-    what: &'static str,
-) -> Result<T, SchedError> {
-    all.iter()
-        .copied()
-        .find(|m| name(*m) == s)
-        .ok_or_else(|| SchedError::UnknownMetric {
-            what,
-            name: s.to_string(),
-            known: all.iter().map(|m| name(*m)).collect::<Vec<_>>().join(", "),
-        })
-}
-
-/// Which co-runner-affinity metric MAF ranks applications with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CoRunnerAffinity {
-    /// Mean of C − S in seconds (Table 4, left).
-    RawDifference,
-    /// Mean of (C − S) / S × 100, in percent (Table 4, right).
-    NormalizedDifference,
 }
 
 impl CoRunnerAffinity {
-    /// Every metric, in the order the CLI lists them.
-    pub(crate) const ALL: [Self; 2] = [Self::RawDifference, Self::NormalizedDifference];
-
-    /// Short name used on the command line and in scenario files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::RawDifference => "raw",
-            Self::NormalizedDifference => "normalized",
-        }
-    }
-
     /// The difference of one runtime `with` co-runners against the solo runtime `solo`.
     pub(crate) fn difference(self, with: f64, solo: f64) -> f64 {
         match self {
             Self::RawDifference => with - solo,
             Self::NormalizedDifference => (with - solo) / solo * 100.0,
         }
-    }
-}
-
-impl fmt::Display for CoRunnerAffinity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for CoRunnerAffinity {
-    type Err = SchedError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        by_name(&Self::ALL, Self::name, s, "co-runner affinity")
     }
 }
 
@@ -247,7 +177,7 @@ mod tests {
             .iter()
             .map(|&a| platforms.iter().map(|&q| Some(p.one_core(a, q))).collect())
             .collect();
-        for metric in PlatformAffinity::ALL {
+        for &metric in PlatformAffinity::ALL {
             assert_eq!(
                 affinities_with_gaps(&full, metric),
                 platform_affinities(&p, &apps, &platforms, metric),
@@ -309,7 +239,7 @@ mod tests {
     #[test]
     fn single_platform_affinity_is_neutral() {
         let p = profile();
-        for m in PlatformAffinity::ALL {
+        for &m in PlatformAffinity::ALL {
             let pa = platform_affinities(&p, &[0, 1], &[2], m);
             assert!(pa
                 .iter()
@@ -337,11 +267,11 @@ mod tests {
 
     #[test]
     fn metric_names_round_trip() {
-        for m in PlatformAffinity::ALL {
-            assert_eq!(m.name().parse::<PlatformAffinity>().unwrap(), m);
+        for &m in PlatformAffinity::ALL {
+            assert_eq!(m.as_str().parse::<PlatformAffinity>().unwrap(), m);
         }
-        for m in CoRunnerAffinity::ALL {
-            assert_eq!(m.name().parse::<CoRunnerAffinity>().unwrap(), m);
+        for &m in CoRunnerAffinity::ALL {
+            assert_eq!(m.as_str().parse::<CoRunnerAffinity>().unwrap(), m);
         }
         assert!("nope".parse::<PlatformAffinity>().is_err());
     }

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::affinity::CoRunnerAffinity;
 use super::profile::RuntimeProfile;
-use super::second_level::{self, map_platform, PlatformMapping};
+use super::second_level::{self, map_platform, PlatformMapping, SecondLevel};
 use super::settings::SchedulerSettings;
 
 /// One platform's result over every subset of applications.
@@ -38,12 +38,10 @@ pub struct MetricStudyRow {
 pub fn co_runner_metric_study(profile: &RuntimeProfile, nodes: &[u32]) -> Vec<MetricStudyRow> {
     let apps = profile.applications().len();
     let policy = |metric| {
-        second_level::by_name(&SchedulerSettings {
-            second_level: "maf".into(),
+        SecondLevel::Maf.build(&SchedulerSettings {
             co_runner_affinity: metric,
             ..SchedulerSettings::default()
         })
-        .expect("maf is a second-level policy")
     };
     let (raw, normalized) = (
         policy(CoRunnerAffinity::RawDifference),

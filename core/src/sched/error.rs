@@ -30,26 +30,9 @@ pub enum RuntimeProfileError {
 /// A scheduler configuration or snapshot that the policies cannot work with.
 #[derive(Debug, Error, PartialEq)]
 pub enum SchedError {
-    /// No policy of that name at that level.
-    #[error("unknown {level} policy `{name}` (known: {known})")]
-    UnknownPolicy {
-        /// `"first-level"` or `"second-level"`.
-        level: &'static str,
-        /// The name asked for.
-        name: String,
-        /// Every known name, comma-separated.
-        known: String,
-    },
-    /// No affinity metric of that name.
-    #[error("unknown {what} `{name}` (known: {known})")]
-    UnknownMetric {
-        /// `"platform affinity"` or `"co-runner affinity"`.
-        what: &'static str,
-        /// The name asked for.
-        name: String,
-        /// Every known name, comma-separated.
-        known: String,
-    },
+    /// No policy or metric of that name; the error lists the known ones.
+    #[error(transparent)]
+    UnknownName(#[from] hetpilot_protocol::named::UnknownName),
     /// A knob of [`SchedulerSettings`](super::SchedulerSettings) out of range.
     #[error("setting `{field}`: {problem}")]
     InvalidSetting {

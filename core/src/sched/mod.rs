@@ -24,8 +24,10 @@ pub use affinity::{CoRunnerAffinity, PlatformAffinity};
 pub use affinity_tables::AffinityTables;
 pub use co_runner_metric_study::{co_runner_metric_study, metric_study_markdown, MetricStudyRow};
 pub use error::{RuntimeProfileError, SchedError};
+pub use first_level::FirstLevel;
 pub use profile::{ProfiledPlatform, RuntimeProfile};
 pub use scheduler::Scheduler;
+pub use second_level::SecondLevel;
 pub use settings::SchedulerSettings;
 pub use snapshot::{
     ApplicationState, CoreAllocation, Decision, NodeGroup, PlatformState, Snapshot,

@@ -5,8 +5,8 @@ use rand::RngCore;
 
 use super::affinity::{co_runner_affinity, platform_affinities, CoRunnerAffinity};
 use super::error::SchedError;
-use super::first_level::{self, FirstLevelInput, FirstLevelPolicy};
-use super::second_level::{self, map_platform, PlatformMapping, SecondLevelPolicy};
+use super::first_level::{FirstLevelInput, FirstLevelPolicy};
+use super::second_level::{map_platform, PlatformMapping, SecondLevelPolicy};
 use super::settings::SchedulerSettings;
 use super::snapshot::{CoreAllocation, Decision, NodeGroup, Snapshot};
 
@@ -22,8 +22,8 @@ impl Scheduler {
     /// Check the settings and look both policies up by name.
     pub fn new(settings: SchedulerSettings) -> Result<Self, SchedError> {
         settings.validate()?;
-        let first = first_level::by_name(&settings)?;
-        let second = second_level::by_name(&settings)?;
+        let first = settings.first_level.build(&settings);
+        let second = settings.second_level.build(&settings);
         Ok(Self {
             settings,
             first,
@@ -232,17 +232,18 @@ mod tests {
     use super::*;
     use crate::sched::snapshot::{ApplicationState, PlatformState};
     use crate::sched::test_profiles::synthetic_profile;
+    use crate::sched::{FirstLevel, SecondLevel};
     use proptest::prelude::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     fn all_settings() -> Vec<SchedulerSettings> {
         let mut out = Vec::new();
-        for (first, _) in first_level::POLICIES {
-            for (second, _) in second_level::POLICIES {
+        for &first in FirstLevel::ALL {
+            for &second in SecondLevel::ALL {
                 out.push(SchedulerSettings {
-                    first_level: first.to_string(),
-                    second_level: second.to_string(),
+                    first_level: first,
+                    second_level: second,
                     ..Default::default()
                 });
             }
@@ -388,9 +389,14 @@ mod tests {
         }];
         let weights = [2.0, 1.0];
         // PAF gives a lone platform to its top-k% applications, whatever their weights.
-        for first in ["fairness", "pa-rr", "water-fill", "aaf"] {
+        for first in [
+            FirstLevel::Fairness,
+            FirstLevel::PaRoundRobin,
+            FirstLevel::WaterFill,
+            FirstLevel::Aaf,
+        ] {
             let scheduler = Scheduler::new(SchedulerSettings {
-                first_level: first.into(),
+                first_level: first,
                 ..Default::default()
             })
             .unwrap();
@@ -406,7 +412,7 @@ mod tests {
                 .unwrap();
             let (a, b) = (d.allocation.cores_of(0), d.allocation.cores_of(1));
             assert_eq!(a + b, 300, "{first}");
-            if first != "water-fill" {
+            if first != FirstLevel::WaterFill {
                 assert_eq!((a, b), (200, 100), "{first}");
             } else {
                 assert!(a > b, "{first}: {a} vs {b}");
@@ -416,11 +422,7 @@ mod tests {
 
     #[test]
     fn unknown_names_are_reported() {
-        let e = Scheduler::new(SchedulerSettings {
-            first_level: "magic".into(),
-            ..Default::default()
-        })
-        .unwrap_err();
+        let e = "magic".parse::<FirstLevel>().unwrap_err();
         assert!(e.to_string().contains("pa-rr"), "{e}");
     }
 }

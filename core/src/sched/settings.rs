@@ -3,14 +3,16 @@
 
 use super::affinity::{CoRunnerAffinity, PlatformAffinity};
 use super::error::SchedError;
+use super::first_level::FirstLevel;
+use super::second_level::SecondLevel;
 
 /// Everything that selects and tunes the two policies of a [`super::Scheduler`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchedulerSettings {
-    /// First-level policy name (`fairness`, `paf`, `aaf`, `pa-rr`, `water-fill`).
-    pub first_level: String,
-    /// Second-level policy name (`all-core`, `random`, `maf`, `ca-rr`).
-    pub second_level: String,
+    /// First-level policy (`fairness`, `paf`, `aaf`, `pa-rr`, `water-fill`).
+    pub first_level: FirstLevel,
+    /// Second-level policy (`all-core`, `random`, `maf`, `ca-rr`).
+    pub second_level: SecondLevel,
     /// Platform-affinity metric of the first level (Section 4.1).
     pub platform_affinity: PlatformAffinity,
     /// Co-runner-affinity metric of MAF (Section 4.2).
@@ -31,8 +33,8 @@ pub struct SchedulerSettings {
 impl Default for SchedulerSettings {
     fn default() -> Self {
         Self {
-            first_level: "pa-rr".into(),
-            second_level: "maf".into(),
+            first_level: FirstLevel::PaRoundRobin,
+            second_level: SecondLevel::Maf,
             platform_affinity: PlatformAffinity::Reciprocal,
             co_runner_affinity: CoRunnerAffinity::NormalizedDifference,
             top_k_percent: 50,
@@ -45,7 +47,7 @@ impl Default for SchedulerSettings {
 }
 
 impl SchedulerSettings {
-    /// Reject out-of-range knobs (the policy names are checked by the registries).
+    /// Reject out-of-range knobs (the policies' names were checked where they were read).
     pub fn validate(&self) -> Result<(), SchedError> {
         if !(1..=50).contains(&self.top_k_percent) {
             return Err(SchedError::InvalidSetting {
@@ -73,21 +75,21 @@ impl SchedulerSettings {
 
     /// A short label such as `pa-rr(rpa, D=1) + maf(normalized)` for reports.
     pub fn label(&self) -> String {
-        let first = match self.first_level.as_str() {
-            "fairness" => "fairness".to_string(),
-            "paf" | "aaf" => format!(
+        let first = match self.first_level {
+            FirstLevel::Fairness => "fairness".to_string(),
+            FirstLevel::Paf | FirstLevel::Aaf => format!(
                 "{}({}, k={})",
                 self.first_level, self.platform_affinity, self.top_k_percent
             ),
-            "pa-rr" | "water-fill" if self.d_unit != 1 => format!(
+            FirstLevel::PaRoundRobin | FirstLevel::WaterFill if self.d_unit != 1 => format!(
                 "{}({}, D={})",
                 self.first_level, self.platform_affinity, self.d_unit
             ),
             other => format!("{other}({})", self.platform_affinity),
         };
-        let second = match self.second_level.as_str() {
-            "maf" => {
-                let mut opts = vec![self.co_runner_affinity.name().to_string()];
+        let second = match self.second_level {
+            SecondLevel::Maf => {
+                let mut opts = vec![self.co_runner_affinity.to_string()];
                 if self.pairwise {
                     opts.push("pairwise".into());
                 }
@@ -96,7 +98,7 @@ impl SchedulerSettings {
                 }
                 format!("maf({})", opts.join(", "))
             }
-            "ca-rr" if self.p_unit != 1 || self.pairwise => {
+            SecondLevel::CaRoundRobin if self.p_unit != 1 || self.pairwise => {
                 format!(
                     "ca-rr(P={}{})",
                     self.p_unit,

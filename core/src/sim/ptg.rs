@@ -270,7 +270,7 @@ impl RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ptg::algorithms::by_name;
+    use crate::ptg::algorithms::PtgAlgorithm;
 
     fn small() -> Suite {
         Suite::new(SuiteSettings {
@@ -315,7 +315,7 @@ mod tests {
     #[test]
     fn runs_are_reproducible() {
         let suite = small();
-        let alg = by_name("SELFISH").unwrap();
+        let alg = PtgAlgorithm::Selfish.build();
         let a = suite.run(5, alg.as_ref());
         let b = small().run(5, alg.as_ref());
         assert_eq!(a.schedule, b.schedule);

@@ -7,7 +7,7 @@
 //! Planner API for the live manager: build a [`model::Workload`] (tasks with the files
 //! they read, each file with size and home storage node) and a [`model::StagingPlatform`]
 //! (clusters with node count, C_i, LBW_i, shared link bandwidth; storage nodes with
-//! IBW_p), then `policy_by_name("het-hps")?.plan(&workload, &platform, seed)` returns a
+//! IBW_p), then `StagingAlgorithm::HetHps.build().plan(&workload, &platform, seed)` returns a
 //! [`StagingPlan`]: per-node ordered task lists (nodes in [`model::StagingPlatform::nodes`]
 //! order) or, for SJF, one shared queue. The simulator (`crate::sim::staging`) replays
 //! such plans; `partition` is usable on its own for any hypergraph.
@@ -33,4 +33,4 @@ pub use hypergraph::Hypergraph;
 pub use model::{DataFile, StagingPlatform, Task, Workload};
 pub use partition::{partition, Partition, PartitionConfig};
 pub use policy::{StagingPlan, StagingPolicy};
-pub use registry::{policy_by_name, POLICY_NAMES, SENSITIVITY_POLICY_NAMES};
+pub use registry::StagingAlgorithm;

@@ -2,7 +2,7 @@
 //! tasks (with the files they read) and a platform (nodes with speeds and bandwidths,
 //! storage nodes) and returns which node runs which task in which order. The live manager
 //! and the simulator call the same policies; adding one touches one file plus one line in
-//! [`policy_by_name`].
+//! [`StagingAlgorithm`](super::StagingAlgorithm).
 
 use crate::staging::error::StagingError;
 use crate::staging::model::{StagingPlatform, TaskId, Workload};

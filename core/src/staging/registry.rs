@@ -1,66 +1,96 @@
 //! Every staging policy by name: Het-HPS (ours and as the paper gives it), the paper's
-//! baselines (online MinMin/MaxMin/Sufferage, SJF, HPS) and the clairvoyant MCT planners. Kept apart from the `StagingPolicy` trait, which the policies implement, so
-//! the trait's module does not depend on its implementations.
+//! baselines (online MinMin/MaxMin/Sufferage, SJF, HPS) and the clairvoyant MCT planners.
+//! Kept apart from the `StagingPolicy` trait, which the policies implement, so the trait's
+//! module does not depend on its implementations.
 
 use super::baselines::{Hps, Mct, MctSelection, OnlineMctPolicy, Sjf};
 use super::het_hps::HetHps;
 use super::policy::StagingPolicy;
 
-/// Names of all policies, in report order.
-pub const POLICY_NAMES: [&str; 10] = [
-    "het-hps",
-    "het-hps-paper",
-    "hps",
-    "minmin",
-    "maxmin",
-    "sufferage",
-    "sjf",
-    "minmin-clairvoyant",
-    "maxmin-clairvoyant",
-    "sufferage-clairvoyant",
-];
+hetpilot_protocol::named_enum! {
+    /// A staging policy, by its name on the command line and in reports; report order
+    /// first, then the online heuristics' sensitivity variants.
+    pub enum StagingAlgorithm("staging algorithm") {
+        /// Het-HPS as we run it (capacity-aware start).
+        HetHps = "het-hps",
+        /// Het-HPS as the paper gives it.
+        HetHpsPaper = "het-hps-paper",
+        /// HPS.
+        Hps = "hps",
+        /// Online MinMin.
+        MinMin = "minmin",
+        /// Online MaxMin.
+        MaxMin = "maxmin",
+        /// Online Sufferage.
+        Sufferage = "sufferage",
+        /// Shortest job first.
+        Sjf = "sjf",
+        /// Clairvoyant MCT, MinMin selection.
+        MinMinClairvoyant = "minmin-clairvoyant",
+        /// Clairvoyant MCT, MaxMin selection.
+        MaxMinClairvoyant = "maxmin-clairvoyant",
+        /// Clairvoyant MCT, Sufferage selection.
+        SufferageClairvoyant = "sufferage-clairvoyant",
+        /// Online MinMin over idle nodes only (sensitivity variant).
+        MinMinIdle = "minmin-idle",
+        /// Online MaxMin over idle nodes only (sensitivity variant).
+        MaxMinIdle = "maxmin-idle",
+        /// Online Sufferage over idle nodes only (sensitivity variant).
+        SufferageIdle = "sufferage-idle",
+    }
+}
 
-/// The online heuristics' sensitivity variants (MCT over idle nodes only), not in
-/// [`POLICY_NAMES`]: name them with `--algorithms`.
-pub const SENSITIVITY_POLICY_NAMES: [&str; 3] = ["minmin-idle", "maxmin-idle", "sufferage-idle"];
+impl StagingAlgorithm {
+    /// Whether the reports run it by default; the sensitivity variants are named with
+    /// `--algorithms`.
+    pub fn in_report(self) -> bool {
+        !matches!(
+            self,
+            StagingAlgorithm::MinMinIdle
+                | StagingAlgorithm::MaxMinIdle
+                | StagingAlgorithm::SufferageIdle
+        )
+    }
 
-/// The policy called `name`.
-pub fn policy_by_name(name: &str) -> Option<Box<dyn StagingPolicy>> {
-    Some(match name {
-        "het-hps" => Box::new(HetHps::default()),
-        "het-hps-paper" => Box::new(HetHps {
-            capacity_aware_start: false,
-            ..HetHps::default()
-        }),
-        "hps" => Box::new(Hps::default()),
-        "minmin" => Box::new(OnlineMctPolicy {
-            rule: MctSelection::MinMin,
-            idle_only: false,
-        }),
-        "minmin-idle" => Box::new(OnlineMctPolicy {
-            rule: MctSelection::MinMin,
-            idle_only: true,
-        }),
-        "maxmin" => Box::new(OnlineMctPolicy {
-            rule: MctSelection::MaxMin,
-            idle_only: false,
-        }),
-        "maxmin-idle" => Box::new(OnlineMctPolicy {
-            rule: MctSelection::MaxMin,
-            idle_only: true,
-        }),
-        "sufferage" => Box::new(OnlineMctPolicy {
-            rule: MctSelection::Sufferage,
-            idle_only: false,
-        }),
-        "sufferage-idle" => Box::new(OnlineMctPolicy {
-            rule: MctSelection::Sufferage,
-            idle_only: true,
-        }),
-        "minmin-clairvoyant" => Box::new(Mct(MctSelection::MinMin)),
-        "maxmin-clairvoyant" => Box::new(Mct(MctSelection::MaxMin)),
-        "sufferage-clairvoyant" => Box::new(Mct(MctSelection::Sufferage)),
-        "sjf" => Box::new(Sjf),
-        _ => return None,
-    })
+    /// The policy.
+    pub fn build(self) -> Box<dyn StagingPolicy> {
+        let online = |rule, idle_only| -> Box<dyn StagingPolicy> {
+            Box::new(OnlineMctPolicy { rule, idle_only })
+        };
+        match self {
+            StagingAlgorithm::HetHps => Box::new(HetHps::default()),
+            StagingAlgorithm::HetHpsPaper => Box::new(HetHps {
+                capacity_aware_start: false,
+                ..HetHps::default()
+            }),
+            StagingAlgorithm::Hps => Box::new(Hps::default()),
+            StagingAlgorithm::MinMin => online(MctSelection::MinMin, false),
+            StagingAlgorithm::MinMinIdle => online(MctSelection::MinMin, true),
+            StagingAlgorithm::MaxMin => online(MctSelection::MaxMin, false),
+            StagingAlgorithm::MaxMinIdle => online(MctSelection::MaxMin, true),
+            StagingAlgorithm::Sufferage => online(MctSelection::Sufferage, false),
+            StagingAlgorithm::SufferageIdle => online(MctSelection::Sufferage, true),
+            StagingAlgorithm::MinMinClairvoyant => Box::new(Mct(MctSelection::MinMin)),
+            StagingAlgorithm::MaxMinClairvoyant => Box::new(Mct(MctSelection::MaxMin)),
+            StagingAlgorithm::SufferageClairvoyant => Box::new(Mct(MctSelection::Sufferage)),
+            StagingAlgorithm::Sjf => Box::new(Sjf),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_algorithm_builds_the_policy_of_its_name() {
+        for &algorithm in StagingAlgorithm::ALL {
+            assert_eq!(algorithm.build().name(), algorithm.as_str());
+        }
+        let e = "fastest"
+            .parse::<StagingAlgorithm>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("het-hps") && e.contains("sufferage-idle"), "{e}");
+    }
 }

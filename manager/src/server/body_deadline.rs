@@ -9,9 +9,10 @@ use super::error::ApiError;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::header::CONNECTION;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use hetpilot_protocol::error_code::ErrorCode;
 use http_body::{Frame, SizeHint};
 use std::future::Future;
 use std::pin::Pin;
@@ -82,14 +83,14 @@ pub async fn limit(State(limit): State<Duration>, req: Request, next: Next) -> R
         return response;
     }
     tracing::info!(?limit, "request body too slow: answered 408");
-    let mut late = ApiError {
-        status: StatusCode::REQUEST_TIMEOUT,
-        message: format!(
+    let mut late = ApiError::new(
+        ErrorCode::RequestTimeout,
+        format!(
             "the request body did not arrive within {} s (limits.body_deadline_secs): \
              send it faster, or send less",
             limit.as_secs_f64()
         ),
-    }
+    )
     .into_response();
     late.headers_mut()
         .insert(CONNECTION, HeaderValue::from_static("close"));

@@ -177,14 +177,7 @@ pub(super) async fn put_app(
 
 impl From<HttpFileError> for ApiError {
     fn from(e: HttpFileError) -> Self {
-        let status = e.status();
-        if status.is_server_error() {
-            tracing::error!(error = %e, "file service");
-        }
-        ApiError {
-            status,
-            message: e.to_string(),
-        }
+        ApiError::with_status(e.status(), e.to_string())
     }
 }
 
@@ -198,15 +191,12 @@ async fn open(file: &ServiceFile) -> std::io::Result<std::fs::File> {
 
 fn open_error(name: &str, e: &std::io::Error) -> ApiError {
     let status = beneath::status_of(e, false);
-    if status.is_server_error() {
-        tracing::error!(error = %e, name, "file service");
-    }
     let message = match status {
         StatusCode::NOT_FOUND => format!("no file `{}`", name.escape_debug()),
         StatusCode::URI_TOO_LONG => "a name in the path is too long".into(),
         _ => format!("file `{}`: {e}", name.escape_debug()),
     };
-    ApiError { status, message }
+    ApiError::with_status(status, message)
 }
 
 async fn send(

@@ -9,9 +9,9 @@ use super::auth::bearer;
 use super::error::ApiError;
 use crate::service::Manager;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use hetpilot_protocol::error_code::ErrorCode;
 use std::sync::Arc;
 
 /// Answers the request, or 401 once its token is revoked, whichever comes first.
@@ -35,12 +35,11 @@ pub async fn end_on_revocation(
         biased;
         () = manager.until_revoked(&token) => {
             tracing::info!(%route, "long poll ended: its token was revoked");
-            ApiError {
-                status: StatusCode::UNAUTHORIZED,
-                message: "this token was revoked while the request waited (re-issued, \
-                          rotated, or its agent left): use the current token"
-                    .into(),
-            }
+            ApiError::new(
+                ErrorCode::Unauthorized,
+                "this token was revoked while the request waited (re-issued, rotated, or \
+                 its agent left): use the current token",
+            )
             .into_response()
         }
         answer = next.run(req) => answer,

@@ -64,9 +64,7 @@ pub async fn exposition(State(access): State<MetricsAccess>, headers: HeaderMap)
     match tokio::task::spawn_blocking(move || metrics_state::exposition(&manager)).await {
         Ok(Ok(text)) => ([(CONTENT_TYPE_HEADER, CONTENT_TYPE)], text).into_response(),
         Ok(Err(e)) => ApiError::from(e).into_response(),
-        Err(e) => {
-            ApiError::from(ServiceError::BadRequest(format!("scrape aborted: {e}"))).into_response()
-        }
+        Err(e) => ApiError::from(ServiceError::from(e)).into_response(),
     }
 }
 

@@ -6,11 +6,12 @@ use super::error::ApiError;
 use crate::service::Principal;
 use axum::extract::{Request, State};
 use axum::http::header::RETRY_AFTER;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
+use hetpilot_protocol::error_code::ErrorCode;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
@@ -59,10 +60,10 @@ pub async fn limit(State(rate): State<Arc<RateLimit>>, req: Request, next: Next)
         Err(not_until) => {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            let mut resp = ApiError {
-                status: StatusCode::TOO_MANY_REQUESTS,
-                message: format!("too many {} from {key}: try again in {secs} s", rate.what),
-            }
+            let mut resp = ApiError::new(
+                ErrorCode::RateLimited,
+                format!("too many {} from {key}: try again in {secs} s", rate.what),
+            )
             .into_response();
             resp.headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));

@@ -23,8 +23,7 @@ impl Manager {
         let name = name.to_string();
         let job = self.control().affinity_job();
         let mut view = tokio::task::spawn_blocking(move || job.compute())
-            .await
-            .map_err(|e| ServiceError::BadRequest(format!("affinity aborted: {e}")))?
+            .await?
             .map_err(|e| ServiceError::Conflict(format!("the live profile is unusable: {e}")))?;
         if !admin {
             view.retain_apps(|a| a.owner == name);

@@ -2,6 +2,7 @@
 
 use crate::db::StoreError;
 use crate::queue::{ForgetError, ReportError};
+use hetpilot_protocol::error_code::ErrorCode;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -34,6 +35,43 @@ pub enum ServiceError {
     Store(#[from] StoreError),
     #[error("database: {0}")]
     Database(#[from] rusqlite::Error),
+    /// The manager failed inside (a worker it waited on panicked or was cancelled).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ServiceError {
+    /// The code the answer carries: a failure inside the manager is `internal`, whatever
+    /// its kind; a full disk is the one inside failure a caller can act on.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ServiceError::Unauthorized => ErrorCode::Unauthorized,
+            ServiceError::Forbidden(_) => ErrorCode::Forbidden,
+            ServiceError::NotFound(_) => ErrorCode::NotFound,
+            ServiceError::BadRequest(_) => ErrorCode::InvalidField,
+            ServiceError::Conflict(_) => ErrorCode::Conflict,
+            ServiceError::Gone(_) => ErrorCode::Gone,
+            ServiceError::Quota(_) => ErrorCode::QuotaExceeded,
+            ServiceError::TooMany(_) => ErrorCode::TooManyStreams,
+            ServiceError::NameTooLong(_) => ErrorCode::NameTooLong,
+            ServiceError::Store(StoreError::Full { .. }) => ErrorCode::StorageFull,
+            ServiceError::Io(_)
+            | ServiceError::Store(_)
+            | ServiceError::Database(_)
+            | ServiceError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl From<tokio::task::JoinError> for ServiceError {
+    fn from(e: tokio::task::JoinError) -> Self {
+        let how = if e.is_panic() {
+            "panicked"
+        } else {
+            "was cancelled"
+        };
+        ServiceError::Internal(format!("a blocking worker {how}"))
+    }
 }
 
 impl From<ReportError> for ServiceError {
@@ -54,5 +92,23 @@ impl From<ForgetError> for ServiceError {
             ForgetError::Unknown(_) => ServiceError::NotFound(e.to_string()),
             ForgetError::Live { .. } => ServiceError::Conflict(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support;
+    use crate::server::ApiError;
+
+    /// A read query whose worker panics is the manager's failure: answered 500, not 400.
+    #[tokio::test]
+    async fn a_read_whose_worker_panicked_is_answered_500() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, m, _) = test_support::open(dir.path(), &[]);
+        let failed = m
+            .read(|_| -> rusqlite::Result<()> { panic!("a query's worker failed") })
+            .await
+            .unwrap_err();
+        assert_eq!(ApiError::from(failed).status.as_u16(), 500);
     }
 }

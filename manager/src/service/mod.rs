@@ -404,8 +404,7 @@ impl Manager {
     ) -> Result<T, ServiceError> {
         let reader = self.reader.clone();
         tokio::task::spawn_blocking(move || f(&reader))
-            .await
-            .map_err(|e| ServiceError::BadRequest(format!("query aborted: {e}")))?
+            .await?
             .map_err(ServiceError::from)
     }
 

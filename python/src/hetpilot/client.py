@@ -220,12 +220,15 @@ class Client:
 def _raise_for(resp: httpx.Response) -> None:
     if resp.status_code < 400:
         return
+    code: Optional[str] = None
     try:
-        message = str(resp.json()["error"])
-    except (ValueError, KeyError, TypeError):
+        body = resp.json()
+        message = str(body["error"])
+        code = body.get("code") if isinstance(body.get("code"), str) else None
+    except (ValueError, KeyError, TypeError, AttributeError):
         message = resp.reason_phrase or "refused"
     try:
         retry_after: Optional[float] = float(resp.headers["retry-after"])
     except (KeyError, ValueError):
         retry_after = None
-    raise from_status(resp.status_code, message, retry_after)
+    raise from_status(resp.status_code, message, retry_after, code)

@@ -1,4 +1,5 @@
-"""Why a call to the manager failed: typed exceptions carrying the manager's message."""
+"""Why a call to the manager failed: typed exceptions carrying the manager's message and
+its machine-readable code (see ``CODES``)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,40 @@ from typing import Optional
 
 from .events import TaskEnd
 
+#: Every code an error answer may carry (the API guide's "Error answers" describes each).
+CODES = frozenset(
+    {
+        "invalid_field",
+        "invalid_body",
+        "unauthorized",
+        "forbidden",
+        "quota_exceeded",
+        "not_found",
+        "request_timeout",
+        "conflict",
+        "gone",
+        "too_large",
+        "name_too_long",
+        "bad_range",
+        "too_many_streams",
+        "rate_limited",
+        "internal",
+        "storage_full",
+    }
+)
+
 
 class HetpilotError(Exception):
-    """A call failed; ``message`` is the manager's own words (or why it was not reached)."""
+    """A call failed; ``message`` is the manager's own words (or why it was not reached),
+    ``code`` its machine-readable reason, one of ``CODES`` (None when the manager sent
+    none, or the call got no answer)."""
 
-    def __init__(self, message: str, status: Optional[int] = None) -> None:
-        super().__init__(f"{message} (HTTP {status})" if status else message)
+    def __init__(self, message: str, status: Optional[int] = None, code: Optional[str] = None) -> None:
+        where = ", ".join(str(x) for x in (f"HTTP {status}" if status else None, code) if x)
+        super().__init__(f"{message} ({where})" if where else message)
         self.message = message
         self.status = status
+        self.code = code
 
 
 class Unreachable(HetpilotError):
@@ -44,8 +71,14 @@ class TooManyRequests(HetpilotError):
     """429: too many at once (submits, open event streams); ``retry_after``: the seconds
     the manager said to wait, when it said."""
 
-    def __init__(self, message: str, status: Optional[int] = None, retry_after: Optional[float] = None):
-        super().__init__(message, status)
+    def __init__(
+        self,
+        message: str,
+        status: Optional[int] = None,
+        retry_after: Optional[float] = None,
+        code: Optional[str] = None,
+    ):
+        super().__init__(message, status, code)
         self.retry_after = retry_after
 
 
@@ -71,10 +104,13 @@ _BY_STATUS = {
 }
 
 
-def from_status(status: int, message: str, retry_after: Optional[float] = None) -> HetpilotError:
-    """The exception for an answer with ``status`` and the manager's ``message``."""
+def from_status(
+    status: int, message: str, retry_after: Optional[float] = None, code: Optional[str] = None
+) -> HetpilotError:
+    """The exception for an answer with ``status``, the manager's ``message`` and its
+    ``code`` (a code not in ``CODES``, from a newer manager, is kept as sent)."""
     if status >= 500:
-        return ServerError(message, status)
+        return ServerError(message, status, code)
     if status == 429:
-        return TooManyRequests(message, status, retry_after)
-    return _BY_STATUS.get(status, HetpilotError)(message, status)
+        return TooManyRequests(message, status, retry_after, code)
+    return _BY_STATUS.get(status, HetpilotError)(message, status, code)

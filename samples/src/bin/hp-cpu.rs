@@ -1,6 +1,8 @@
 //! `hp-cpu ITERATIONS [SEED]`: a compute-bound task. Runs a xorshift/multiply hash chain
 //! ITERATIONS times in registers (no memory traffic) and prints the final value.
 
+#![forbid(unsafe_code)]
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let iterations: u64 = match args.next().and_then(|a| a.parse().ok()) {

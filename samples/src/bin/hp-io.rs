@@ -1,6 +1,8 @@
 //! `hp-io DIR MIB`: an I/O-bound task. Writes MIB MiB to a new file in DIR in 1 MiB
 //! blocks, fsyncs it, reads it back, checks it, and removes it.
 
+#![forbid(unsafe_code)]
+
 use std::io::{Read, Write};
 
 fn main() -> std::io::Result<()> {

@@ -2,6 +2,8 @@
 //! MiB of u64 slots and follows it for STEPS dependent loads (pointer chasing), so the
 //! run time is dominated by cache misses and its peak RSS is about MIB MiB.
 
+#![forbid(unsafe_code)]
+
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)

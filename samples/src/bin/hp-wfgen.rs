@@ -5,6 +5,8 @@
 //! The tasks form layers of up to 1000; a task of layer l > 0 reads the outputs of two
 //! tasks of layer l - 1, and layer 0 reads the workflow's one external input.
 
+#![forbid(unsafe_code)]
+
 use std::io::{BufWriter, Write};
 
 const WIDTH: usize = 1000;

@@ -14,7 +14,7 @@
 use super::scenario::{Scenario, ScenarioApp, ScenarioPlatform};
 use super::world::{simulate_observed, SimError};
 use crate::alloc::{validate_clusters, AllocError, Cluster, Job};
-use crate::control::{FairshareConfig, SchedulerConfig};
+use crate::control::{FairshareConfig, LivePolicy, SchedulerConfig};
 use crate::sim::alloc::{metrics_of, AllocRun, JobOutcome};
 use crate::trace::SwfTrace;
 use hetpilot_protocol::spec::MAX_TIMEOUT_SECS;
@@ -33,7 +33,7 @@ const MAX_AGENT_SLOTS: u32 = 4096;
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceSettings {
     /// `[scheduler] policy`: the first level.
-    pub policy: String,
+    pub policy: LivePolicy,
     /// `[scheduler] allocator`: `tlpa`, `bf` or `ff`.
     pub allocator: String,
     /// `[scheduler] tlpa_depth`.
@@ -231,7 +231,7 @@ pub fn scenario_of(
     }
     Ok(Scenario {
         scheduler: SchedulerConfig {
-            policy: settings.policy.clone(),
+            policy: settings.policy,
             interval_ms: settings.interval_ms,
             seed: settings.seed,
             tlpa_depth: settings.depth,

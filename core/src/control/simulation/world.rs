@@ -517,7 +517,7 @@ mod tests {
         };
         Scenario {
             scheduler: SchedulerConfig {
-                policy: policy.into(),
+                policy: policy.parse().unwrap(),
                 interval_ms: 100,
                 ..SchedulerConfig::default()
             },

@@ -44,16 +44,26 @@ pub trait PenaltyFunction: Send + Sync {
     fn penalty(&self, platform: &MachinePool, job: &JobRequest) -> Result<f64, PenaltyError>;
 }
 
-/// Names accepted by [`penalty_by_name`].
-pub(crate) const PENALTY_NAMES: [&str; 3] = ["multi-resource", "cpu", "processor-equivalent"];
+hetpilot_protocol::named_enum! {
+    /// A penalty function, by the name the configuration gives it.
+    pub enum Penalty("penalty") {
+        /// [`MultiResource`].
+        MultiResource = "multi-resource",
+        /// [`CpuOnly`].
+        Cpu = "cpu",
+        /// [`ProcessorEquivalent`].
+        ProcessorEquivalent = "processor-equivalent",
+    }
+}
 
-/// The penalty function called `name` (see [`PENALTY_NAMES`]).
-pub(crate) fn penalty_by_name(name: &str) -> Option<Box<dyn PenaltyFunction>> {
-    match name {
-        "multi-resource" => Some(Box::new(MultiResource)),
-        "cpu" => Some(Box::new(CpuOnly)),
-        "processor-equivalent" => Some(Box::new(ProcessorEquivalent)),
-        _ => None,
+impl Penalty {
+    /// The function.
+    pub fn build(self) -> Box<dyn PenaltyFunction> {
+        match self {
+            Penalty::MultiResource => Box::new(MultiResource),
+            Penalty::Cpu => Box::new(CpuOnly),
+            Penalty::ProcessorEquivalent => Box::new(ProcessorEquivalent),
+        }
     }
 }
 
@@ -71,9 +81,9 @@ mod tests {
 
     #[test]
     fn registry_knows_every_name() {
-        for name in PENALTY_NAMES {
-            assert_eq!(penalty_by_name(name).unwrap().name(), name);
+        for &penalty in Penalty::ALL {
+            assert_eq!(penalty.build().name(), penalty.as_str());
         }
-        assert!(penalty_by_name("drf").is_none());
+        assert!("drf".parse::<Penalty>().is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! The algorithms of §4, each a [`MultiPtgAlgorithm`]: given an [`Instance`] (several
 //! PTGs on one cluster) and a seeded RNG for random tie-breaking, a schedule. [`run`]
 //! applies the backfilling post-pass all of them end with (§4.1) and computes the
-//! [`Metrics`]; [`NAMES`] lists the 19 in the paper's order and [`by_name`] builds one.
+//! [`Metrics`]; [`PtgAlgorithm`] names the 19 in the paper's order and builds each.
 //!
 //! - [`selfish`]: SELFISH, SELFISH_ORDER, SELFISH_WEIGHT (§4.1).
 //! - [`zhao`]: C1, C4, F1, F2 after Zhao and Sakellariou (§4.2).
@@ -156,86 +156,106 @@ impl TaskOrder {
     }
 }
 
-/// The 19 algorithms of the paper's figures, in their order (Table 2).
-pub const NAMES: [&str; 19] = [
-    "SELFISH",
-    "SELFISH_ORDER",
-    "SELFISH_WEIGHT",
-    "C1",
-    "C4",
-    "F1",
-    "F2",
-    "CRA_NDAGS",
-    "CRA_NDAGS_WEIGHT",
-    "CRA_WORK",
-    "CRA_WORK_WEIGHT",
-    "CRA_WIDTH",
-    "CRA_WIDTH_WEIGHT",
-    "CAFM_CRA",
-    "CAFM_CRA_WEIGHT",
-    "CAFM_SAF",
-    "CAFM_SPTF",
-    "CAFM_LPTF",
-    "CAFM_K_SHELVES",
-];
-
-/// The algorithm called `name` (one of [`NAMES`]).
-pub fn by_name(name: &str) -> Option<Box<dyn MultiPtgAlgorithm>> {
-    use cafm::{BoxOrder, CafmKShelves, CafmList};
-    use cra::{Cra, CraShare};
-    use selfish::Selfish;
-    use zhao::{Composite, CompositeKind, FairnessDriven, StretchEstimate};
-    let cra = |share, weighted| -> Box<dyn MultiPtgAlgorithm> { Box::new(Cra { share, weighted }) };
-    Some(match name {
-        "SELFISH" => Box::new(Selfish {
-            order: TaskOrder::BottomLevel,
-        }),
-        "SELFISH_ORDER" => Box::new(Selfish {
-            order: TaskOrder::ShortestPtgFirst,
-        }),
-        "SELFISH_WEIGHT" => Box::new(Selfish {
-            order: TaskOrder::WeightedBottomLevel,
-        }),
-        "C1" => Box::new(Composite {
-            kind: CompositeKind::ForkJoin,
-        }),
-        "C4" => Box::new(Composite {
-            kind: CompositeKind::Grafted,
-        }),
-        "F1" => Box::new(FairnessDriven {
-            estimate: StretchEstimate::LastTask,
-        }),
-        "F2" => Box::new(FairnessDriven {
-            estimate: StretchEstimate::AllGraphs,
-        }),
-        "CRA_NDAGS" => cra(CraShare::Equal, false),
-        "CRA_NDAGS_WEIGHT" => cra(CraShare::Equal, true),
-        "CRA_WORK" => cra(CraShare::Work, false),
-        "CRA_WORK_WEIGHT" => cra(CraShare::Work, true),
-        "CRA_WIDTH" => cra(CraShare::Width, false),
-        "CRA_WIDTH_WEIGHT" => cra(CraShare::Width, true),
-        "CAFM_CRA" => cra(CraShare::DualApproximation, false),
-        "CAFM_CRA_WEIGHT" => cra(CraShare::DualApproximation, true),
-        "CAFM_SAF" => Box::new(CafmList {
-            order: BoxOrder::SmallestAreaFirst,
-        }),
-        "CAFM_SPTF" => Box::new(CafmList {
-            order: BoxOrder::ShortestFirst,
-        }),
-        "CAFM_LPTF" => Box::new(CafmList {
-            order: BoxOrder::LongestFirst,
-        }),
-        "CAFM_K_SHELVES" => Box::new(CafmKShelves),
-        _ => return None,
-    })
+hetpilot_protocol::named_enum! {
+    /// The 19 algorithms of the paper's figures, in their order (Table 2).
+    pub enum PtgAlgorithm("multiple-PTG algorithm") {
+        /// SELFISH.
+        Selfish = "SELFISH",
+        /// SELFISH_ORDER.
+        SelfishOrder = "SELFISH_ORDER",
+        /// SELFISH_WEIGHT.
+        SelfishWeight = "SELFISH_WEIGHT",
+        /// C1.
+        C1 = "C1",
+        /// C4.
+        C4 = "C4",
+        /// F1.
+        F1 = "F1",
+        /// F2.
+        F2 = "F2",
+        /// CRA_NDAGS.
+        CraNdags = "CRA_NDAGS",
+        /// CRA_NDAGS_WEIGHT.
+        CraNdagsWeight = "CRA_NDAGS_WEIGHT",
+        /// CRA_WORK.
+        CraWork = "CRA_WORK",
+        /// CRA_WORK_WEIGHT.
+        CraWorkWeight = "CRA_WORK_WEIGHT",
+        /// CRA_WIDTH.
+        CraWidth = "CRA_WIDTH",
+        /// CRA_WIDTH_WEIGHT.
+        CraWidthWeight = "CRA_WIDTH_WEIGHT",
+        /// CAFM_CRA.
+        CafmCra = "CAFM_CRA",
+        /// CAFM_CRA_WEIGHT.
+        CafmCraWeight = "CAFM_CRA_WEIGHT",
+        /// CAFM_SAF.
+        CafmSaf = "CAFM_SAF",
+        /// CAFM_SPTF.
+        CafmSptf = "CAFM_SPTF",
+        /// CAFM_LPTF.
+        CafmLptf = "CAFM_LPTF",
+        /// CAFM_K_SHELVES.
+        CafmKShelves = "CAFM_K_SHELVES",
+    }
 }
 
-/// Every algorithm, in [`NAMES`] order.
+impl PtgAlgorithm {
+    /// The algorithm.
+    pub fn build(self) -> Box<dyn MultiPtgAlgorithm> {
+        use cafm::{BoxOrder, CafmKShelves, CafmList};
+        use cra::{Cra, CraShare};
+        use selfish::Selfish;
+        use zhao::{Composite, CompositeKind, FairnessDriven, StretchEstimate};
+        let cra =
+            |share, weighted| -> Box<dyn MultiPtgAlgorithm> { Box::new(Cra { share, weighted }) };
+        match self {
+            PtgAlgorithm::Selfish => Box::new(Selfish {
+                order: TaskOrder::BottomLevel,
+            }),
+            PtgAlgorithm::SelfishOrder => Box::new(Selfish {
+                order: TaskOrder::ShortestPtgFirst,
+            }),
+            PtgAlgorithm::SelfishWeight => Box::new(Selfish {
+                order: TaskOrder::WeightedBottomLevel,
+            }),
+            PtgAlgorithm::C1 => Box::new(Composite {
+                kind: CompositeKind::ForkJoin,
+            }),
+            PtgAlgorithm::C4 => Box::new(Composite {
+                kind: CompositeKind::Grafted,
+            }),
+            PtgAlgorithm::F1 => Box::new(FairnessDriven {
+                estimate: StretchEstimate::LastTask,
+            }),
+            PtgAlgorithm::F2 => Box::new(FairnessDriven {
+                estimate: StretchEstimate::AllGraphs,
+            }),
+            PtgAlgorithm::CraNdags => cra(CraShare::Equal, false),
+            PtgAlgorithm::CraNdagsWeight => cra(CraShare::Equal, true),
+            PtgAlgorithm::CraWork => cra(CraShare::Work, false),
+            PtgAlgorithm::CraWorkWeight => cra(CraShare::Work, true),
+            PtgAlgorithm::CraWidth => cra(CraShare::Width, false),
+            PtgAlgorithm::CraWidthWeight => cra(CraShare::Width, true),
+            PtgAlgorithm::CafmCra => cra(CraShare::DualApproximation, false),
+            PtgAlgorithm::CafmCraWeight => cra(CraShare::DualApproximation, true),
+            PtgAlgorithm::CafmSaf => Box::new(CafmList {
+                order: BoxOrder::SmallestAreaFirst,
+            }),
+            PtgAlgorithm::CafmSptf => Box::new(CafmList {
+                order: BoxOrder::ShortestFirst,
+            }),
+            PtgAlgorithm::CafmLptf => Box::new(CafmList {
+                order: BoxOrder::LongestFirst,
+            }),
+            PtgAlgorithm::CafmKShelves => Box::new(CafmKShelves),
+        }
+    }
+}
+
+/// Every algorithm, in [`PtgAlgorithm`] order.
 pub fn all() -> Vec<Box<dyn MultiPtgAlgorithm>> {
-    NAMES
-        .iter()
-        .map(|n| by_name(n).expect("every name builds"))
-        .collect()
+    PtgAlgorithm::ALL.iter().map(|a| a.build()).collect()
 }
 
 /// An algorithm's result on one instance.
@@ -316,10 +336,10 @@ pub(crate) mod tests {
 
     #[test]
     fn every_name_builds_and_reports_its_name() {
-        for name in NAMES {
-            assert_eq!(by_name(name).unwrap().name(), name);
+        for &algorithm in PtgAlgorithm::ALL {
+            assert_eq!(algorithm.build().name(), algorithm.as_str());
         }
-        assert!(by_name("HEFT").is_none());
+        assert!("HEFT".parse::<PtgAlgorithm>().is_err());
     }
 
     #[test]
@@ -423,7 +443,7 @@ pub(crate) mod tests {
     fn a_single_ptg_alone_has_stretch_one_under_selfish() {
         let inst = instance(vec![fork_join("alone", 5, 10.0)], 8);
         let out = run(
-            by_name("SELFISH").unwrap().as_ref(),
+            PtgAlgorithm::Selfish.build().as_ref(),
             &inst,
             &mut ChaCha8Rng::seed_from_u64(1),
         );

@@ -1,7 +1,7 @@
 //! First level (Section 5.1): how many cores of each platform each application gets.
 //!
-//! Every policy implements [`FirstLevelPolicy`] and is registered by name in
-//! [`POLICIES`]; the scheduler hands it a [`FirstLevelInput`] restricted to applications
+//! Every policy implements [`FirstLevelPolicy`] and is named by a [`FirstLevel`], which
+//! builds it; the scheduler hands it a [`FirstLevelInput`] restricted to applications
 //! with remaining tasks and platforms with cores, with the platform affinities of
 //! Algorithm 1/2 line 6 already computed.
 
@@ -14,7 +14,6 @@ mod water_fill;
 
 use rand::RngCore;
 
-use super::error::SchedError;
 use super::settings::SchedulerSettings;
 
 /// The first level's view of a snapshot, in compact indices: `a` ranges over the active
@@ -126,35 +125,33 @@ pub(crate) trait FirstLevelPolicy: std::fmt::Debug + Send + Sync {
     }
 }
 
-/// A constructor of a policy from the settings.
-pub(crate) type Constructor = fn(&SchedulerSettings) -> Box<dyn FirstLevelPolicy>;
+hetpilot_protocol::named_enum! {
+    /// A first-level policy, by the name settings and scenarios give it.
+    pub enum FirstLevel("first-level policy") {
+        /// Equal (entitlement-weighted) cores, each platform shared equally (baseline).
+        Fairness = "fairness",
+        /// Provider Affinity First: each platform favours its top k% applications.
+        Paf = "paf",
+        /// Application Affinity First: each application favours its top k% platforms.
+        Aaf = "aaf",
+        /// Platform Affinity based Round-Robin in turns of D_unit cores (Algorithm 2).
+        PaRoundRobin = "pa-rr",
+        /// Max-min water-filling on normalized throughput, D_unit cores at a time.
+        WaterFill = "water-fill",
+    }
+}
 
-/// Every first-level policy, by name.
-pub(crate) const POLICIES: &[(&str, Constructor)] = &[
-    ("fairness", fairness::build),
-    ("paf", paf::build),
-    ("aaf", aaf::build),
-    ("pa-rr", pa_round_robin::build),
-    ("water-fill", water_fill::build),
-];
-
-/// Build the first-level policy the settings name.
-pub(crate) fn by_name(
-    settings: &SchedulerSettings,
-) -> Result<Box<dyn FirstLevelPolicy>, SchedError> {
-    POLICIES
-        .iter()
-        .find(|(name, _)| *name == settings.first_level)
-        .map(|(_, build)| build(settings))
-        .ok_or_else(|| SchedError::UnknownPolicy {
-            level: "first-level",
-            name: settings.first_level.clone(),
-            known: POLICIES
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
+impl FirstLevel {
+    /// The policy, tuned by `settings`.
+    pub(crate) fn build(self, settings: &SchedulerSettings) -> Box<dyn FirstLevelPolicy> {
+        match self {
+            FirstLevel::Fairness => fairness::build(settings),
+            FirstLevel::Paf => paf::build(settings),
+            FirstLevel::Aaf => aaf::build(settings),
+            FirstLevel::PaRoundRobin => pa_round_robin::build(settings),
+            FirstLevel::WaterFill => water_fill::build(settings),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -215,9 +212,9 @@ pub(crate) mod tests {
                     inp.feasible[a][p] = false;
                 }
             }
-            for (name, build) in POLICIES {
+            for &name in FirstLevel::ALL {
                 let settings = SchedulerSettings { d_unit: 3, ..Default::default() };
-                let policy = build(&settings);
+                let policy = name.build(&settings);
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
                 let alloc = policy.allocate(&inp, &mut rng);
                 prop_assert_eq!(alloc.len(), demand.len());

@@ -3,8 +3,8 @@
 //!
 //! A policy implements [`SecondLevelPolicy`] and places whole combinations through a
 //! [`MappingState`]; afterwards the shared frame packs whatever shares are left into
-//! random combinations on the free nodes (Algorithm 3 lines 12-15). Policies are
-//! registered by name in [`POLICIES`].
+//! random combinations on the free nodes (Algorithm 3 lines 12-15). Policies are named
+//! by a [`SecondLevel`], which builds them.
 
 mod all_core;
 mod ca_round_robin;
@@ -19,7 +19,6 @@ use rand::RngCore;
 
 pub(crate) use state::MappingState;
 
-use super::error::SchedError;
 use super::profile::RuntimeProfile;
 use super::settings::SchedulerSettings;
 use super::snapshot::NodeGroup;
@@ -44,34 +43,30 @@ pub(crate) trait SecondLevelPolicy: std::fmt::Debug + Send + Sync {
     fn place(&self, state: &mut MappingState, rng: &mut dyn RngCore);
 }
 
-/// A constructor of a policy from the settings.
-pub(crate) type Constructor = fn(&SchedulerSettings) -> Box<dyn SecondLevelPolicy>;
+hetpilot_protocol::named_enum! {
+    /// A second-level policy, by the name settings and scenarios give it.
+    pub enum SecondLevel("second-level policy") {
+        /// Every node runs one application's tasks (baseline).
+        AllCore = "all-core",
+        /// A combination drawn uniformly per node (baseline).
+        Random = "random",
+        /// Most Affected First (Algorithm 3).
+        Maf = "maf",
+        /// Co-runner Affinity based Round-Robin, up to P_unit nodes a turn.
+        CaRoundRobin = "ca-rr",
+    }
+}
 
-/// Every second-level policy, by name.
-pub(crate) const POLICIES: &[(&str, Constructor)] = &[
-    ("all-core", all_core::build),
-    ("random", random::build),
-    ("maf", maf::build),
-    ("ca-rr", ca_round_robin::build),
-];
-
-/// Build the second-level policy the settings name.
-pub(crate) fn by_name(
-    settings: &SchedulerSettings,
-) -> Result<Box<dyn SecondLevelPolicy>, SchedError> {
-    POLICIES
-        .iter()
-        .find(|(name, _)| *name == settings.second_level)
-        .map(|(_, build)| build(settings))
-        .ok_or_else(|| SchedError::UnknownPolicy {
-            level: "second-level",
-            name: settings.second_level.clone(),
-            known: POLICIES
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
+impl SecondLevel {
+    /// The policy, tuned by `settings`.
+    pub(crate) fn build(self, settings: &SchedulerSettings) -> Box<dyn SecondLevelPolicy> {
+        match self {
+            SecondLevel::AllCore => all_core::build(settings),
+            SecondLevel::Random => random::build(settings),
+            SecondLevel::Maf => maf::build(settings),
+            SecondLevel::CaRoundRobin => ca_round_robin::build(settings),
+        }
+    }
 }
 
 /// Run `policy` on one platform, then pack the leftovers randomly (lines 12-15).
@@ -181,9 +176,9 @@ pub(crate) mod tests {
                 profile: &profile, platform: 0, nodes, cores_per_node: 4,
                 apps: (0..n).collect(), shares: shares.clone(),
             };
-            for (name, build) in POLICIES {
+            for &name in SecondLevel::ALL {
                 let settings = SchedulerSettings { pairwise, p_unit: 2, ..Default::default() };
-                let policy = build(&settings);
+                let policy = name.build(&settings);
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
                 let groups = map_platform(policy.as_ref(), &mapping, pairwise, &mut rng);
                 let used_nodes: u32 = groups.iter().map(|g| g.nodes).sum();
@@ -200,11 +195,7 @@ pub(crate) mod tests {
 
     #[test]
     fn unknown_policy_lists_the_known_ones() {
-        let settings = SchedulerSettings {
-            second_level: "best".into(),
-            ..Default::default()
-        };
-        let err = by_name(&settings).unwrap_err().to_string();
+        let err = "best".parse::<SecondLevel>().unwrap_err().to_string();
         assert!(err.contains("maf") && err.contains("best"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use super::columns::{capacities, columns, variant_on, Column, VariantKind};
 use super::model::VariantSnapshot;
 use crate::sched::affinity::affinities_with_gaps;
 use crate::sched::error::SchedError;
-use crate::sched::first_level::{self, FirstLevelInput, FirstLevelPolicy};
+use crate::sched::first_level::{FirstLevelInput, FirstLevelPolicy};
 use crate::sched::settings::SchedulerSettings;
 
 /// A first-level policy over variant columns. Cheap to keep across rounds.
@@ -56,10 +56,10 @@ impl VariantPlan {
 }
 
 impl VariantScheduler {
-    /// Checks the settings and looks the first-level policy up by name.
+    /// Checks the settings and builds the first-level policy they name.
     pub fn new(settings: SchedulerSettings) -> Result<Self, SchedError> {
         settings.validate()?;
-        let first = first_level::by_name(&settings)?;
+        let first = settings.first_level.build(&settings);
         Ok(Self { settings, first })
     }
 

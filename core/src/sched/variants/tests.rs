@@ -6,8 +6,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::sched::first_level::POLICIES;
 use crate::sched::settings::SchedulerSettings;
+use crate::sched::FirstLevel;
 
 fn platforms() -> Vec<VariantPlatform> {
     vec![
@@ -57,7 +57,7 @@ fn app(name: &str, speedup: f64) -> VariantApplication {
 
 fn plan(first_level: &str, apps: &[VariantApplication]) -> VariantPlan {
     let scheduler = VariantScheduler::new(SchedulerSettings {
-        first_level: first_level.into(),
+        first_level: first_level.parse().unwrap(),
         ..Default::default()
     })
     .unwrap();
@@ -113,8 +113,8 @@ fn no_policy_puts_a_variant_where_it_does_not_fit() {
     gpu_only.variants = vec![gpu_variant()];
     gpu_only.runtime_s = vec![vec![20.0; 2]];
     let apps = [cpu_only, gpu_only, app("2x", 2.0)];
-    for (first, _) in POLICIES {
-        let p = plan(first, &apps);
+    for first in FirstLevel::ALL {
+        let p = plan(first.as_str(), &apps);
         for (c, col) in p.columns.iter().enumerate() {
             match (col.kind, col.platform) {
                 (VariantKind::Gpu, _) => assert_eq!(p.slots[0][c], 0, "{first}: {:?}", p.slots),

@@ -550,11 +550,11 @@ mod tests {
                         .fold(f64::INFINITY, f64::min)
             })
             .sum();
-        for first in ["fairness", "paf", "aaf", "pa-rr", "water-fill"] {
-            for second in ["all-core", "random", "maf", "ca-rr"] {
+        for &first in crate::sched::FirstLevel::ALL {
+            for &second in crate::sched::SecondLevel::ALL {
                 let settings = SchedulerSettings {
-                    first_level: first.into(),
-                    second_level: second.into(),
+                    first_level: first,
+                    second_level: second,
                     ..Default::default()
                 };
                 let a = run(&input, settings.clone(), 4);

@@ -4,13 +4,13 @@
 
 use std::collections::HashMap;
 
+use hetpilot_protocol::named::UnknownName;
 use serde::Deserialize;
 use thiserror::Error;
 
 use super::engine::{Arrivals, SimApplication, SimulationInput};
 use crate::sched::affinity::{CoRunnerAffinity, PlatformAffinity};
 use crate::sched::profile::{ProfiledPlatform, RuntimeProfile};
-use crate::sched::scheduler::Scheduler;
 use crate::sched::settings::SchedulerSettings;
 use crate::sched::snapshot::PlatformState;
 
@@ -124,10 +124,14 @@ impl Scenario {
         let t = &self.scheduler;
         let mut s = SchedulerSettings::default();
         if let Some(v) = &t.first_level {
-            s.first_level = v.clone();
+            s.first_level = v
+                .parse()
+                .map_err(|e: UnknownName| invalid("first_level", e.to_string()))?;
         }
         if let Some(v) = &t.second_level {
-            s.second_level = v.clone();
+            s.second_level = v
+                .parse()
+                .map_err(|e: UnknownName| invalid("second_level", e.to_string()))?;
         }
         if let Some(v) = &t.platform_affinity {
             s.platform_affinity = v
@@ -184,14 +188,6 @@ impl Scenario {
         if let Some(v) = t.recompute_co_runner_affinity {
             s.recompute_co_runner_affinity = v;
         }
-        Scheduler::new(s.clone()).map_err(|e| {
-            let field = if e.to_string().contains("first-level") {
-                "first_level"
-            } else {
-                "second_level"
-            };
-            invalid(field, e.to_string())
-        })?;
         Ok(s)
     }
 

@@ -5,13 +5,25 @@
 
 use crate::sched::affinity::{CoRunnerAffinity, PlatformAffinity};
 use crate::sched::settings::SchedulerSettings;
+use crate::sched::{FirstLevel, SecondLevel};
 
 use super::outcome::RunOutcome;
 
-/// The paper's four first-level policies plus ours.
-pub(crate) const FIRST_LEVELS: [&str; 5] = ["fairness", "paf", "aaf", "pa-rr", "water-fill"];
-/// The paper's four second-level policies.
-pub(crate) const SECOND_LEVELS: [&str; 4] = ["all-core", "random", "maf", "ca-rr"];
+/// The paper's four first-level policies plus ours, by name, in the reports' order.
+pub(crate) const FIRST_LEVELS: [&str; 5] = [
+    FirstLevel::Fairness.as_str(),
+    FirstLevel::Paf.as_str(),
+    FirstLevel::Aaf.as_str(),
+    FirstLevel::PaRoundRobin.as_str(),
+    FirstLevel::WaterFill.as_str(),
+];
+/// The paper's four second-level policies, by name, in the reports' order.
+pub(crate) const SECOND_LEVELS: [&str; 4] = [
+    SecondLevel::AllCore.as_str(),
+    SecondLevel::Random.as_str(),
+    SecondLevel::Maf.as_str(),
+    SecondLevel::CaRoundRobin.as_str(),
+];
 /// Mean inter-arrival times (s) of the dynamic-submission runs (the paper does not give
 /// its four rates; these span a fraction of to about the default makespan).
 pub(crate) const ARRIVAL_MEANS_S: [f64; 4] = [900.0, 1800.0, 3600.0, 7200.0];
@@ -63,10 +75,10 @@ pub struct CaseResult {
     pub normalized: Vec<f64>,
 }
 
-fn settings(first: &str, second: &str, metric: PlatformAffinity) -> SchedulerSettings {
+fn settings(first: FirstLevel, second: SecondLevel, metric: PlatformAffinity) -> SchedulerSettings {
     SchedulerSettings {
-        first_level: first.into(),
-        second_level: second.into(),
+        first_level: first,
+        second_level: second,
         platform_affinity: metric,
         ..Default::default()
     }
@@ -89,41 +101,45 @@ pub fn cases(
                 study,
             })
         };
-        for second in SECOND_LEVELS {
+        for &second in SecondLevel::ALL {
             push(
-                settings("fairness", second, PlatformAffinity::Reciprocal),
+                settings(FirstLevel::Fairness, second, PlatformAffinity::Reciprocal),
                 Study::Policies,
             );
-            for metric in PlatformAffinity::ALL {
-                for first in ["paf", "aaf", "pa-rr"] {
+            for &metric in PlatformAffinity::ALL {
+                for first in [FirstLevel::Paf, FirstLevel::Aaf, FirstLevel::PaRoundRobin] {
                     push(settings(first, second, metric), Study::Policies);
                 }
             }
             push(
-                settings("water-fill", second, PlatformAffinity::Reciprocal),
+                settings(FirstLevel::WaterFill, second, PlatformAffinity::Reciprocal),
                 Study::Policies,
             );
         }
-        for first in FIRST_LEVELS {
-            let mut s = settings(first, "maf", PlatformAffinity::Reciprocal);
+        for &first in FirstLevel::ALL {
+            let mut s = settings(first, SecondLevel::Maf, PlatformAffinity::Reciprocal);
             s.co_runner_affinity = CoRunnerAffinity::RawDifference;
             push(s, Study::RawDifference);
         }
-        for first in ["pa-rr", "water-fill"] {
-            let mut pairwise = settings(first, "maf", PlatformAffinity::Reciprocal);
+        for first in [FirstLevel::PaRoundRobin, FirstLevel::WaterFill] {
+            let mut pairwise = settings(first, SecondLevel::Maf, PlatformAffinity::Reciprocal);
             pairwise.pairwise = true;
             push(pairwise, Study::Variants);
-            let mut once = settings(first, "maf", PlatformAffinity::Reciprocal);
+            let mut once = settings(first, SecondLevel::Maf, PlatformAffinity::Reciprocal);
             once.recompute_co_runner_affinity = false;
             push(once, Study::Variants);
         }
         if Some(s) == default_scenario {
-            for first in ["pa-rr", "water-fill"] {
-                let mut d = settings(first, "maf", PlatformAffinity::Reciprocal);
+            for first in [FirstLevel::PaRoundRobin, FirstLevel::WaterFill] {
+                let mut d = settings(first, SecondLevel::Maf, PlatformAffinity::Reciprocal);
                 d.d_unit = 200;
                 push(d, Study::Variants);
             }
-            let mut p = settings("pa-rr", "ca-rr", PlatformAffinity::Reciprocal);
+            let mut p = settings(
+                FirstLevel::PaRoundRobin,
+                SecondLevel::CaRoundRobin,
+                PlatformAffinity::Reciprocal,
+            );
             p.p_unit = 20;
             push(p, Study::Variants);
         }
@@ -139,12 +155,16 @@ pub fn cases(
                 })
             };
             push(settings(
-                "fairness",
-                "all-core",
+                FirstLevel::Fairness,
+                SecondLevel::AllCore,
                 PlatformAffinity::Reciprocal,
             ));
-            for first in FIRST_LEVELS {
-                push(settings(first, "maf", PlatformAffinity::Reciprocal));
+            for &first in FirstLevel::ALL {
+                push(settings(
+                    first,
+                    SecondLevel::Maf,
+                    PlatformAffinity::Reciprocal,
+                ));
             }
         }
     }
@@ -201,8 +221,8 @@ pub fn aggregate(cases: &[Case], outcomes: &[Vec<RunOutcome>]) -> Vec<CaseResult
                 .find(|b| {
                     b.case.scenario == r.case.scenario
                         && b.case.arrival_mean_s == r.case.arrival_mean_s
-                        && b.case.settings.first_level == "fairness"
-                        && b.case.settings.second_level == "all-core"
+                        && b.case.settings.first_level == FirstLevel::Fairness
+                        && b.case.settings.second_level == SecondLevel::AllCore
                 })
                 .map(|b| b.makespan_s)
         })
@@ -231,14 +251,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_report_order_names_every_policy_once() {
+        let firsts: Vec<&str> = FirstLevel::ALL.iter().map(|f| f.as_str()).collect();
+        let seconds: Vec<&str> = SecondLevel::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(FIRST_LEVELS.to_vec(), firsts);
+        assert_eq!(SECOND_LEVELS.to_vec(), seconds);
+    }
+
+    #[test]
     fn every_case_has_a_baseline_and_valid_settings() {
         let cases = cases(3, Some(0), &[0]);
         for c in &cases {
             c.settings.validate().unwrap();
             assert!(cases.iter().any(|b| b.scenario == c.scenario
                 && b.arrival_mean_s == c.arrival_mean_s
-                && b.settings.first_level == "fairness"
-                && b.settings.second_level == "all-core"));
+                && b.settings.first_level == FirstLevel::Fairness
+                && b.settings.second_level == SecondLevel::AllCore));
         }
         // 53 static cases per scenario, 3 more on the default one, 24 dynamic.
         assert_eq!(cases.len(), 3 * 53 + 3 + 24);

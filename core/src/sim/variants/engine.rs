@@ -405,7 +405,7 @@ mod tests {
     fn affinity_runs_the_40x_application_on_gpus_and_ends_sooner_than_first_fit() {
         let s = scenario();
         let paf = VariantScheduler::new(SchedulerSettings {
-            first_level: "paf".into(),
+            first_level: crate::sched::FirstLevel::Paf,
             ..Default::default()
         })
         .unwrap();

@@ -71,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (None, None) => bail!("give --scenario, --from-journal, --replay or --swf"),
     };
     if let Some(p) = &args.policy {
-        scenario.scheduler.policy = p.clone();
+        scenario.scheduler.policy = p.parse()?;
     }
     let outcome = simulate(&scenario)?;
     if args.json {

@@ -148,7 +148,7 @@ pub fn run(args: &SwfArgs, policy: Option<&str>, json: bool) -> anyhow::Result<(
         ..TraceSettings::default()
     };
     if let Some(p) = policy {
-        settings.policy = p.to_string();
+        settings.policy = p.parse()?;
     }
     let bar = if json {
         ProgressBar::hidden()

@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
-use hetpilot::ptg::algorithms::{self, by_name, MultiPtgAlgorithm, NAMES};
+use hetpilot::ptg::algorithms::{self, MultiPtgAlgorithm, PtgAlgorithm};
 use hetpilot::ptg::generator::PtgFamily;
 use hetpilot::ptg::hcpa::{GrowthCriterion, HcpaSettings, DEFAULT_MINIMUM_EFFICIENCY};
 use hetpilot::ptg::Cluster;
@@ -128,21 +128,17 @@ fn settings(args: &Args) -> anyhow::Result<SuiteSettings> {
 
 /// The algorithms to run, SELFISH first.
 fn algorithms(spec: &str) -> anyhow::Result<Vec<Box<dyn MultiPtgAlgorithm>>> {
-    let mut names: Vec<String> = if spec == "all" {
-        NAMES.iter().map(|s| s.to_string()).collect()
+    let mut names: Vec<PtgAlgorithm> = if spec == "all" {
+        PtgAlgorithm::ALL.to_vec()
     } else {
-        spec.split(',').map(|s| s.trim().to_uppercase()).collect()
+        spec.split(',')
+            .map(|s| s.trim().to_uppercase().parse())
+            .collect::<Result<_, _>>()?
     };
-    if !names.iter().any(|n| n == "SELFISH") {
-        names.insert(0, "SELFISH".into());
+    if !names.contains(&PtgAlgorithm::Selfish) {
+        names.insert(0, PtgAlgorithm::Selfish);
     }
-    names
-        .iter()
-        .map(|n| {
-            by_name(n)
-                .with_context(|| format!("unknown algorithm `{n}`; known: {}", NAMES.join(", ")))
-        })
-        .collect()
+    Ok(names.iter().map(|n| n.build()).collect())
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {

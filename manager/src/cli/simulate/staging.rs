@@ -11,7 +11,7 @@ use hetpilot::report::staging::{self, SeedRun, StagingRow};
 use hetpilot::sim::staging::simulate_staging;
 use hetpilot::staging::platforms::{four_cluster, osc_dc};
 use hetpilot::staging::workload::{Overlap, WorkloadKind};
-use hetpilot::staging::{policy_by_name, StagingPlatform, POLICY_NAMES, SENSITIVITY_POLICY_NAMES};
+use hetpilot::staging::{StagingAlgorithm, StagingPlatform};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -185,23 +185,18 @@ fn settings(args: &Args) -> anyhow::Result<Vec<Setting>> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let names: Vec<String> = if args.algorithms == "all" {
-        POLICY_NAMES.iter().map(|s| s.to_string()).collect()
+    let names: Vec<StagingAlgorithm> = if args.algorithms == "all" {
+        StagingAlgorithm::ALL
+            .iter()
+            .copied()
+            .filter(|a| a.in_report())
+            .collect()
     } else {
         args.algorithms
             .split(',')
-            .map(|s| s.trim().to_string())
-            .collect()
+            .map(|s| s.trim().parse())
+            .collect::<Result<_, _>>()?
     };
-    for n in &names {
-        if policy_by_name(n).is_none() {
-            bail!(
-                "unknown algorithm `{n}`; known: {}, {}",
-                POLICY_NAMES.join(", "),
-                SENSITIVITY_POLICY_NAMES.join(", ")
-            );
-        }
-    }
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
@@ -219,7 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             })
             .collect();
         for name in &names {
-            let policy = policy_by_name(name).expect("checked above");
+            let policy = name.build();
             let mut runs = Vec::new();
             for (i, w) in workloads.iter().enumerate() {
                 bar.set_message(format!("{} {name}", setting.label));
@@ -238,7 +233,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
                 seed_runs.push(SeedRun {
                     setting: setting.label.clone(),
-                    policy: name.clone(),
+                    policy: name.to_string(),
                     seed: i as u64 + 1,
                     throughput: r.throughput,
                 });
@@ -252,7 +247,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             rows.push(StagingRow {
                 setting: setting.label.clone(),
-                policy: name.clone(),
+                policy: name.to_string(),
                 makespan: median(runs.iter().map(|r| r.0)),
                 throughput: median(runs.iter().map(|r| r.1)),
                 gigabytes: median(runs.iter().map(|r| r.2)),
@@ -292,6 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         w.flush()?;
     }
     if let Some(path) = &args.plot {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         plot(&args, &rows, &names, path)?;
     }
     if let Some(path) = &args.claims {

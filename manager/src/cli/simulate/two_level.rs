@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use hetpilot::report::two_level::{self as report, ScenarioInfo};
 use hetpilot::sched::{
-    CoRunnerAffinity, PlatformAffinity, RuntimeProfile, Scheduler, SchedulerSettings,
+    CoRunnerAffinity, FirstLevel, PlatformAffinity, RuntimeProfile, Scheduler, SchedulerSettings,
+    SecondLevel,
 };
 use hetpilot::sim::two_level::suite::{self, Case, Study};
 use hetpilot::sim::two_level::{simulate, Arrivals, RunOutcome, Scenario, SimulationInput};
@@ -128,10 +129,10 @@ fn load_scenario(path: &Path) -> anyhow::Result<Loaded> {
 fn settings(args: &Args, scenario: &Scenario) -> anyhow::Result<SchedulerSettings> {
     let mut s = scenario.scheduler_settings()?;
     if let Some(v) = &args.first {
-        s.first_level = v.clone();
+        s.first_level = v.parse()?;
     }
     if let Some(v) = &args.second {
-        s.second_level = v.clone();
+        s.second_level = v.parse()?;
     }
     if let Some(v) = &args.platform_affinity {
         s.platform_affinity = v.parse::<PlatformAffinity>()?;
@@ -198,8 +199,8 @@ fn run_single(args: &Args) -> anyhow::Result<()> {
     let settings = settings(args, &loaded.scenario)?;
     let runs = args.runs.unwrap_or(10).max(1);
     let baseline = SchedulerSettings {
-        first_level: "fairness".into(),
-        second_level: "all-core".into(),
+        first_level: FirstLevel::Fairness,
+        second_level: SecondLevel::AllCore,
         ..Default::default()
     };
     let cases = vec![

@@ -45,7 +45,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let policy = WorkflowPolicy::parse(&args.policy).map_err(anyhow::Error::msg)?;
+    let policy = args.policy.parse::<WorkflowPolicy>()?;
     let Some(algorithm) = policy.algorithm() else {
         bail!(
             "`{}` is not a paper algorithm: nothing to simulate",
@@ -110,7 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect();
     let m = out.metrics;
     if args.json {
-        let v = json!({"policy": policy.name(), "algorithm": algorithm.name(),
+        let v = json!({"policy": policy.as_str(), "algorithm": algorithm.name(),
             "processors": args.processors, "workflows": rows,
             "average_stretch": m.average_stretch, "maximum_stretch": m.maximum_stretch,
             "makespan_s": m.makespan, "utilization": m.utilization});

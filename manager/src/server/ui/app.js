@@ -99,9 +99,13 @@ async function api(path) {
     headers: { Authorization: 'Bearer ' + state.token },
     cache: 'no-store',
   });
-  if (r.status === 401) throw new Unauthorized('the token was refused');
   const body = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(body.error || r.statusText);
+  // Refusals carry a code (docs/guide/api.md, "Error answers"); the status covers a
+  // manager that sends none.
+  if (body.code === 'unauthorized' || r.status === 401) {
+    throw new Unauthorized('the token was refused');
+  }
+  if (!r.ok) throw new Error(body.code ? `${body.error} (${body.code})` : (body.error || r.statusText));
   return body;
 }
 
