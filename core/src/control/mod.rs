@@ -210,7 +210,7 @@ impl Control {
         self.journal.input(|| Input::Submit {
             app,
             owner: owner.clone(),
-            spec: spec.clone(),
+            spec: Box::new(spec.clone()),
             now_ms,
         });
         self.policy.usage.app(AppResources {
