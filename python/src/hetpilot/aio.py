@@ -15,6 +15,7 @@ from .connect import resolve
 from .errors import HetpilotError, TaskFailed, Unreachable
 from .events import AppEnd, Event, TaskEnd, parse
 from .executor import command_line
+from .pinning import AsyncPinnedTransport
 
 Json = Dict[str, Any]
 
@@ -22,21 +23,26 @@ Json = Dict[str, Any]
 class AsyncClient:
     """:class:`hetpilot.Client`'s application calls for asyncio, configured the same way."""
 
-    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, *, timeout: float = 30.0):
-        conn = resolve(url, token)
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        token: Optional[str] = None,
+        *,
+        timeout: float = 30.0,
+        config: Optional[str] = None,
+        token_file: Optional[str] = None,
+    ):
+        conn = resolve(url, token, config=config, token_file=token_file)
         self.url = conn.url
         self._timeout = timeout
-        if conn.fingerprint:
-            raise HetpilotError(
-                "the manager's certificate is to be pinned (HETPILOT_TLS_FINGERPRINT, or the "
-                "local manager's), but the asyncio client cannot pin one yet: use "
-                "hetpilot.Client, or HETPILOT_CA_FILE"
-            )
+        # A pinned fingerprint wins over a CA file, as in the sync client.
+        pinned = conn.fingerprint
         self._http = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {conn.token}"},
             timeout=timeout,
             verify=_trust(conn),
+            transport=AsyncPinnedTransport(pinned) if pinned else None,
         )
 
     async def aclose(self) -> None:

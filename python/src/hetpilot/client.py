@@ -33,7 +33,8 @@ def _trust(conn: Connection) -> Union[bool, ssl.SSLContext]:
 
 class Client:
     """The manager at ``url`` (default ``$HETPILOT_URL``) as the holder of ``token``
-    (default ``$HETPILOT_TOKEN``). Every refusal raises a :class:`HetpilotError` subclass
+    (default ``$HETPILOT_TOKEN``); ``config`` and ``token_file`` stand in for
+    ``HETPILOT_CONFIG`` and ``HETPILOT_TOKEN_FILE`` (see :mod:`hetpilot.connect`). Every refusal raises a :class:`HetpilotError` subclass
     carrying the manager's message."""
 
     def __init__(
@@ -42,8 +43,10 @@ class Client:
         token: Optional[str] = None,
         *,
         timeout: float = 30.0,
+        config: Optional[str] = None,
+        token_file: Optional[str] = None,
     ) -> None:
-        conn = resolve(url, token)
+        conn = resolve(url, token, config=config, token_file=token_file)
         self.url = conn.url
         self._timeout = timeout
         # A pinned fingerprint wins over a CA file.
