@@ -5,7 +5,6 @@ machine does not trust, ``HETPILOT_TLS_FINGERPRINT`` (pinned) or ``HETPILOT_CA_F
 
 from __future__ import annotations
 
-import json
 import ssl
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
@@ -14,14 +13,12 @@ import httpx
 
 from .connect import Connection, resolve
 from .errors import TooManyRequests, Unreachable, from_status
-from .events import AppEnd, Event, TaskEnd, parse
+from .events import Event
 from .pinning import PinnedTransport
+from .resume import CLOSED_EARLY, Resumption, event_of, stream_timeout
 
 #: The longest ``Retry-After`` a submit waits out by itself, seconds.
 MAX_SUBMIT_WAIT_S = 60.0
-
-#: Resumptions of the event stream in a row, with no event between them, before giving up.
-MAX_RESUMES = 6
 
 Json = Dict[str, Any]
 
@@ -181,37 +178,30 @@ class Client:
         """The application's task ends past cursor ``after`` as they are stored, then its
         :class:`AppEnd`. A dropped connection is resumed past the last end yielded, so
         each end comes once."""
-        resumes = 0
+        resume = Resumption(self.url, after)
         while True:
             try:
-                for event in self._stream_once(app, after):
-                    resumes = 0
-                    if isinstance(event, TaskEnd):
-                        after = event.cursor
+                for event in self._stream_once(app, resume.after):
+                    last = resume.seen(event)
                     yield event
-                    if isinstance(event, AppEnd):
+                    if last:
                         return
-                why = "the event stream closed before the application's end"
+                why = CLOSED_EARLY
             except httpx.TransportError as e:
                 why = f"the event stream broke: {e}"
-            resumes += 1
-            if resumes > MAX_RESUMES:
-                raise Unreachable(f"{why} ({self.url}); gave up after {MAX_RESUMES} tries")
-            time.sleep(0.25 * 2 ** min(resumes, 5))
+            time.sleep(resume.broke(why))
 
     def _stream_once(self, app: int, after: int) -> Iterator[Event]:
-        # Keepalives come every 15 s: a minute of silence is a dead connection.
-        timeout = httpx.Timeout(self._timeout, read=60.0)
         path = f"/v1/apps/{int(app)}/events"
+        timeout = stream_timeout(self._timeout)
         with self._http.stream("GET", path, params={"after": after}, timeout=timeout) as resp:
             if resp.status_code >= 400:
                 resp.read()
                 _raise_for(resp)
             for line in resp.iter_lines():
-                if line.strip():
-                    event = parse(json.loads(line))
-                    if event is not None:
-                        yield event
+                event = event_of(line)
+                if event is not None:
+                    yield event
 
     def wait(self, app: int) -> Json:
         """Follows the application's events to its end; its final summary."""
