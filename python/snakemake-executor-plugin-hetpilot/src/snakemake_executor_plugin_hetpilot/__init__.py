@@ -10,8 +10,9 @@ from .settings import ExecutorSettings
 
 #: Jobs run elsewhere, on the same shared file system as the workflow (see the README):
 #: the spawned Snakemake finds the sources, the inputs and the software where they are.
-#: The environment variables a job needs go in each application's ``env`` rather than in
-#: its command line, where the manager would store them in the open.
+#: The environment variables a job needs (``--envvars``) go in each application's ``env``
+#: rather than in its command line, which every user of the node sees (``ps``) and
+#: ``hetpilot status`` shows.
 common_settings = CommonSettings(
     non_local_exec=True,
     implies_no_shared_fs=False,
