@@ -16,6 +16,8 @@ from typing import List
 
 import pytest
 
+from hetpilot import AppEnd, TaskEnd, TooManyRequests, Unauthorized
+
 FAN_OUT = 50
 
 SNAKEFILE = textwrap.dedent(
@@ -34,7 +36,7 @@ SNAKEFILE = textwrap.dedent(
         output: "parts/{{i}}.txt"
         threads: 2
         resources: mem_mb=20
-        shell: "echo $(( $(cat {{input}}) + {{wildcards.i}} )) > {{output}}"
+        shell: "echo $(( $(cat {{input}}) + {{wildcards.i}} )) $HETPILOT_CORES > {{output}}"
 
     rule summary:
         input: expand("parts/{{i}}.txt", i=range({FAN_OUT}))
@@ -48,6 +50,11 @@ SNAKEFILE = textwrap.dedent(
     rule fine:
         output: "fine.txt"
         shell: "echo fine > {{output}}"
+
+    rule needs_fpga:
+        output: "fpga.txt"
+        resources: fpga=1
+        shell: "touch {{output}}"
 
     rule slow:
         output: "slow.txt"
@@ -89,17 +96,18 @@ def test_a_fan_out_runs_to_its_end_as_batched_hetpilot_tasks(manager, tmp_path) 
     wf = workflow(tmp_path)
     done = run(manager, wf, "all")
     assert done.returncode == 0, done.stderr[-4000:]
-    parts = sorted(int(p.read_text()) for p in (wf / "parts").iterdir())
-    assert parts == [1000 + i for i in range(FAN_OUT)]
-    assert int((wf / "summary.txt").read_text()) == sum(parts)
+    # Each part ran on hetpilot with its rule's 2 threads as its cores.
+    parts = sorted(p.read_text().split() for p in (wf / "parts").iterdir())
+    assert sorted(int(value) for value, _ in parts) == [1000 + i for i in range(FAN_OUT)]
+    assert {cores for _, cores in parts} == {"2"}
+    assert int((wf / "summary.txt").read_text()) == sum(int(value) for value, _ in parts)
 
     client = manager.client()
     apps = client.apps()
     tasks = every_task(client)
     assert len(tasks) == 1 + FAN_OUT + 1, "seed, the parts and the summary, each once"
     assert all(t["state"] == "done" for t in tasks), tasks
-    # The fan-out's jobs were ready in one scheduling round: one application, its threads
-    # and memory the hetpilot request (20 MB is 20 MiB rounded up).
+    # The fan-out's jobs were ready in one scheduling round: one application.
     fan = [a for a in apps if a["name"] == f"snakemake part ({FAN_OUT} jobs)"]
     assert len(fan) == 1, [a["name"] for a in apps]
     spec = client.status(fan[0]["app"])
@@ -124,6 +132,18 @@ def test_a_failing_job_fails_the_workflow_and_its_neighbour_still_ends(manager, 
     assert tasks[said.group(1)]["state"] == "failed"
     states = sorted(t["state"] for t in tasks.values())
     assert states == ["done", "failed"], "one run each: hetpilot does not retry by default"
+
+
+def test_a_resource_no_platform_offers_stops_the_workflow_with_the_managers_words(
+    manager, tmp_path
+) -> None:
+    manager.agent(2)
+    wf = workflow(tmp_path)
+    refused = run(manager, wf, "needs_fpga")
+    assert refused.returncode != 0
+    assert "hetpilot refused the 1 job(s) of rule(s) needs_fpga" in refused.stderr, refused.stderr[-4000:]
+    assert "resources.fpga" in refused.stderr
+    assert manager.client().apps() == [], "nothing was stored"
 
 
 def test_ctrl_c_cancels_the_running_jobs_on_hetpilot(manager, tmp_path) -> None:
@@ -178,3 +198,58 @@ def test_threads_memory_gpus_time_and_named_resources_become_the_hetpilot_reques
         with pytest.raises(WorkflowError) as e:
             request_of("bad", 1, hostile)
         assert "rule bad" in str(e.value)
+
+
+class _CappedThenFine:
+    """A client whose first stream open is refused at the user's cap, then streams."""
+
+    def __init__(self, ends: list) -> None:
+        self.ends = ends
+        self.opens = 0
+
+    def events(self, app: int, after: int = 0):
+        self.opens += 1
+        if self.opens == 1:
+            raise TooManyRequests("too many event streams open", 429, retry_after=0.01)
+        yield from self.ends
+
+
+def _end(app: int, index: int, cursor: int) -> TaskEnd:
+    return TaskEnd(cursor=cursor, app=app, index=index, state="done", attempt=1, outcome="success",
+                   exit_code=0, signal=None, wall_ms=1.0, agent=1, host="h", stdout_path=None,
+                   stderr_path=None, error=None)
+
+
+def _until_taken(follower, app: int, index: int):
+    deadline = time.monotonic() + 10
+    while (outcome := follower.take(app, index)) is None:
+        assert time.monotonic() < deadline, "no outcome"
+        follower.news.wait(0.1)
+    return outcome
+
+
+def test_the_follower_waits_out_the_stream_cap_and_reports_a_lost_stream_per_task() -> None:
+    from snakemake_executor_plugin_hetpilot.follower import Follower
+
+    capped = _CappedThenFine([_end(7, 0, 3), _end(7, 1, 5), AppEnd(app=7, cancelled=False, counts={})])
+    follower = Follower(capped, max_streams=1)  # type: ignore[arg-type]
+    follower.follow(7)
+    assert _until_taken(follower, 7, 1).cursor == 5
+    assert _until_taken(follower, 7, 0).cursor == 3
+    assert follower.take(7, 0) is None, "an end is taken once"
+    assert capped.opens == 2, "opened again after the 429"
+
+    class Revoked:
+        def events(self, app: int, after: int = 0):
+            raise Unauthorized("the token was revoked", 401)
+            yield  # pragma: no cover - a generator that fails at once
+
+    lost = Follower(Revoked(), max_streams=1)  # type: ignore[arg-type]
+    lost.follow(9)
+    for index in (0, 1):
+        outcome = _until_taken(lost, 9, index)
+        assert isinstance(outcome, Unauthorized) and "revoked" in outcome.message
+    deadline = time.monotonic() + 10
+    while lost.running():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
