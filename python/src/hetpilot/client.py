@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import ssl
 import time
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
 
 import httpx
 
+from . import app_file
 from .connect import Connection, resolve
-from .errors import TooManyRequests, Unreachable, from_status
+from .errors import BadRequest, TooManyRequests, Unreachable, from_status
 from .events import Event
 from .pinning import PinnedTransport
 from .resume import CLOSED_EARLY, Resumption, event_of, stream_timeout
@@ -97,6 +99,19 @@ class Client:
                 if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
                     raise
                 time.sleep(e.retry_after)
+
+    def submit_app_file(self, path: Union[str, Path]) -> int:
+        """Submits the application file at ``path``, as ``hetpilot submit FILE`` does (see
+        :mod:`hetpilot.app_file`); its id. A refusal names the file, the line and the
+        field."""
+        spec = app_file.load(path)
+        try:
+            return self.submit(spec)
+        except BadRequest as e:
+            located = app_file.refusal(path, Path(path).read_text(encoding="utf-8"), e.message)
+            if located is None:
+                raise
+            raise BadRequest(located.message, e.status) from e
 
     def submit_array(self, command: str, count: int, *, name: str = "array", **options: Any) -> int:
         """``count`` tasks of ``command`` (``{}``: the task's index), like ``--array 0-N``."""
