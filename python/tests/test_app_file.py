@@ -52,15 +52,16 @@ def test_errors_name_the_file_the_line_and_the_field(manager, tmp_path) -> None:
         ('command = "x"\n[tasks]\narray = "1-2"\nlines = ["a"]\n', "d.toml: field `tasks`"),
         ('command = "x"\n[tasks]\neach_line = "missing.txt"\n', "e.toml:3: field `each_line`"),
         ('command = "x"\nname = [\n', "f.toml: "),
+        ("command = " + "[" * 100_000 + "]" * 100_000 + "\n", "g.toml: arrays or tables nested too deep"),
     ]
     for number, (text, want) in enumerate(cases):
-        path = write(tmp_path, "abcdef"[number] + ".toml", text)
+        path = write(tmp_path, "abcdefg"[number] + ".toml", text)
         with pytest.raises(HetpilotError) as e:
             load(path)
         assert want in e.value.message, e.value.message
     # The manager's own refusals get the field's line too; nothing was stored.
     client = manager.client()
-    path = write(tmp_path, "g.toml", 'command = "x {nope}"\ncores = 1\n[tasks]\narray = "1-2"\n')
+    path = write(tmp_path, "m.toml", 'command = "x {nope}"\ncores = 1\n[tasks]\narray = "1-2"\n')
     with pytest.raises(BadRequest) as refused:
         client.submit_app_file(path)
     assert refused.value.message.startswith(f"{path}:1: field `command`"), refused.value.message

@@ -159,6 +159,8 @@ def load(path: Union[str, Path]) -> Json:
         data = _toml.loads(text)
     except _toml.TOMLDecodeError as e:
         raise HetpilotError(f"{path}: {e}") from e
+    except RecursionError as e:
+        raise HetpilotError(f"{path}: arrays or tables nested too deep to read") from e
     for field in data:
         if field not in FIELDS:
             raise at_line(path, text, field, f"unknown field (the fields are {', '.join(sorted(FIELDS))})")
