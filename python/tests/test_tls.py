@@ -73,10 +73,11 @@ def test_the_managers_configuration_leads_to_it_its_token_and_its_certificate(
     with pytest.raises(HetpilotError) as none:
         Client()
     assert "HETPILOT_CONFIG" in none.value.message and str(empty) in none.value.message
-    config.write_text("data_dir = [\n")
-    with pytest.raises(HetpilotError) as bad:
-        Client()
-    assert "cannot read" in bad.value.message
+    for broken in ("data_dir = [\n", "data_dir = " + "[" * 100_000 + "]" * 100_000 + "\n"):
+        config.write_text(broken)
+        with pytest.raises(HetpilotError) as bad:
+            Client()
+        assert "cannot read" in bad.value.message
 
 
 def test_the_asyncio_client_pins_the_certificate_too(tls_manager, monkeypatch) -> None:

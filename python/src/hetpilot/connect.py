@@ -59,7 +59,7 @@ def _settings(config: Optional[str]) -> Dict[str, Any]:
     try:
         with open(path, "rb") as f:
             return dict(_toml.load(f))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # tomllib recurses on nesting
         raise HetpilotError(f"HETPILOT_CONFIG: cannot read {path}: {e}") from e
 
 
