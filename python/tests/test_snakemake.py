@@ -18,7 +18,10 @@ import pytest
 
 from hetpilot import AppEnd, TaskEnd, TooManyRequests, Unauthorized
 
-FAN_OUT = 50
+#: Parts of the fan-out: twice what the test's agent runs at once (8 slots, 2 threads each).
+#: Each job is a Snakemake process of its own, ~0.75 s of CPU before its rule runs, so a
+#: larger fan-out costs the test minutes on a busy machine and proves nothing more.
+FAN_OUT = 8
 
 SNAKEFILE = textwrap.dedent(
     f"""
@@ -198,6 +201,17 @@ def test_threads_memory_gpus_time_and_named_resources_become_the_hetpilot_reques
         with pytest.raises(WorkflowError) as e:
             request_of("bad", 1, hostile)
         assert "rule bad" in str(e.value)
+
+
+def test_a_jobs_snakemake_process_does_not_load_the_hetpilot_client() -> None:
+    # Every job is a fresh Snakemake process that imports every executor plugin installed;
+    # the client (httpx and all) would add about a tenth to each job's start-up CPU.
+    probe = ("import sys, snakemake_executor_plugin_hetpilot as p; assert p.Executor; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('hetpilot', 'httpx')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            timeout=60)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
 
 
 class _CappedThenFine:

@@ -3,16 +3,19 @@ that ask for the same cores, memory, GPUs, time and resources as one application
 each, so that a round costs one submit, not one per job); each task runs the job's
 Snakemake command in the workflow's directory on the agent's node (a shared file system,
 as for Slurm). Ends come from the task-event stream (:mod:`.follower`); Snakemake's cancel
-cancels every application still running."""
+cancels every application still running.
+
+The hetpilot client (``httpx`` and all) is imported only when the executor is made: every
+job runs as a fresh Snakemake process that imports every executor plugin it finds, and
+has no use for the client (about a tenth of such a process's start-up CPU)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 from collections import defaultdict
-from typing import AsyncGenerator, Dict, List, Set
+from typing import TYPE_CHECKING, AsyncGenerator, Dict, List, Set
 
-from hetpilot import Client, Conflict, HetpilotError, NotFound, TaskEnd
 from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
@@ -20,9 +23,11 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 from snakemake_interface_executor_plugins.logging import LoggerExecutorInterface
 from snakemake_interface_executor_plugins.workflow import WorkflowExecutorInterface
 
-from .follower import Follower
 from .requests import Request, request_of
 from .settings import ExecutorSettings
+
+if TYPE_CHECKING:
+    from hetpilot import TaskEnd
 
 #: Jobs in one application at most (a round of more makes several).
 JOBS_PER_APP = 1000
@@ -37,6 +42,10 @@ COMMAND = "/bin/sh -c {job}"
 
 class Executor(RemoteExecutor):
     def __init__(self, workflow: WorkflowExecutorInterface, logger: LoggerExecutorInterface) -> None:
+        from hetpilot import Client, HetpilotError
+
+        from .follower import Follower
+
         # Before the base class starts the status loop, which uses the follower at once.
         settings: ExecutorSettings = workflow.executor_settings  # type: ignore[attr-defined]
         try:
@@ -68,6 +77,8 @@ class Executor(RemoteExecutor):
                 self._submit_app(request, group[start : start + JOBS_PER_APP])
 
     def _submit_app(self, request: Request, jobs: List[JobExecutorInterface]) -> None:
+        from hetpilot import HetpilotError
+
         rules = sorted({job.name for job in jobs})
         spec = {
             "name": _app_name(rules, len(jobs)),
@@ -94,6 +105,8 @@ class Executor(RemoteExecutor):
     async def check_active_jobs(
         self, active_jobs: List[SubmittedJobInfo]
     ) -> AsyncGenerator[SubmittedJobInfo, None]:
+        from hetpilot import TaskEnd
+
         # Cleared before reading: an end recorded from here on wakes the next sleep.
         self._follower.news.clear()
         for info in active_jobs:
@@ -118,6 +131,8 @@ class Executor(RemoteExecutor):
     # --- stopping ---
 
     def cancel_jobs(self, active_jobs: List[SubmittedJobInfo]) -> None:
+        from hetpilot import Conflict, HetpilotError, NotFound
+
         apps: Set[int] = self._follower.running()
         apps.update(info.aux["app"] for info in active_jobs if info.aux)
         for app in sorted(apps):
