@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A JOBS-job Snakemake fan-out (each job one `echo`, then one gathering job) on this
 # machine, twice: Snakemake's local executor with --cores CORES, then `--executor hetpilot`
-# on a fresh manager with one local agent of CORES slots. Prints each wall time.
+# on a fresh manager with one local agent of CORES slots. Prints each wall time and CPU
+# time (the local run's includes its jobs; the hetpilot run's is the scheduling Snakemake's
+# alone, its jobs' CPU is summed from the manager's task measurements).
 #   bench.sh BIN_DIR JOBS CORES   (BIN_DIR: the hetpilot and hetpilot-agent binaries; run
 #   in a venv with snakemake and this plugin installed)
 set -euo pipefail
@@ -21,10 +23,14 @@ rule work:
     shell: "echo {wildcards.i} > {output}"
 SNAKE
 }
-wall() { local t0 t1; t0=$(date +%s.%N); "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log" >&2; return 1; }; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
+wall() {
+  /usr/bin/time -o "$work/time" -f "%e s wall, %U s user + %S s system CPU" "$@" >"$work/last.log" 2>&1 ||
+    { cat "$work/last.log" >&2; return 1; }
+  cat "$work/time"
+}
 
 snakefile "$work/local"
-echo "local  --cores $cores: $(wall python -m snakemake --cores "$cores" --directory "$work/local" --snakefile "$work/local/Snakefile" all) s"
+echo "local  --cores $cores: $(wall python -m snakemake --cores "$cores" --directory "$work/local" --snakefile "$work/local/Snakefile" all)"
 test "$(cat "$work/local/all.txt")" = "$jobs"
 
 mkdir -p "$work/data"
@@ -39,6 +45,14 @@ HETPILOT_AGENT_TOKEN=$token "$bin/hetpilot-agent" --manager "$url" --platform lo
   --slots "$cores" --work-dir "$work/agent" >/dev/null 2>"$work/agent.log" & agent=$!
 snakefile "$work/hp"
 export HETPILOT_URL=$url HETPILOT_TOKEN=$admin
-echo "hetpilot --jobs 100, $cores slots: $(wall python -m snakemake --executor hetpilot --jobs 100 --directory "$work/hp" --snakefile "$work/hp/Snakefile" all) s"
+echo "hetpilot --jobs 100, $cores slots: $(wall python -m snakemake --executor hetpilot --jobs 100 --directory "$work/hp" --snakefile "$work/hp/Snakefile" all)"
 test "$(cat "$work/hp/all.txt")" = "$jobs"
-echo "applications: $(curl -sf -H "Authorization: Bearer $admin" "$url/v1/apps?limit=1000" | python -c 'import json,sys; print(len(json.load(sys.stdin)))')"
+python - <<'PY'
+from hetpilot import Client
+client = Client()
+apps = client.apps()
+runs = [t["last"]["measurements"] for a in apps for t in client.tasks(a["app"])]
+cpu = sum(m["user_cpu_ms"] + m["sys_cpu_ms"] for m in runs) / 1000
+wall = sum(m["wall_ms"] for m in runs) / 1000
+print(f"applications: {len(apps)}; {len(runs)} tasks: {cpu:.1f} s CPU, {wall:.1f} s wall in all")
+PY
