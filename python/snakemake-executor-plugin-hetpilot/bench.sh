@@ -4,10 +4,11 @@
 # on a fresh manager with one local agent of CORES slots. Prints each wall time and CPU
 # time (the local run's includes its jobs; the hetpilot run's is the scheduling Snakemake's
 # alone, its jobs' CPU is summed from the manager's task measurements).
-#   bench.sh BIN_DIR JOBS CORES   (BIN_DIR: the hetpilot and hetpilot-agent binaries; run
-#   in a venv with snakemake and this plugin installed)
+#   bench.sh BIN_DIR JOBS CORES [SNAKEMAKE_ARGS...]   (BIN_DIR: the hetpilot and
+#   hetpilot-agent binaries; run in a venv with snakemake and this plugin installed;
+#   SNAKEMAKE_ARGS, e.g. `--scheduler greedy`, go to both runs)
 set -euo pipefail
-bin=$(cd "$1" && pwd); jobs=${2:-1000}; cores=${3:-2}
+bin=$(cd "$1" && pwd); jobs=${2:-1000}; cores=${3:-2}; shift 3 || shift $#
 work=$(mktemp -d); agent=; manager=
 trap 'kill $agent $manager 2>/dev/null && wait; rm -rf "$work"' EXIT
 snakefile() {
@@ -30,7 +31,7 @@ wall() {
 }
 
 snakefile "$work/local"
-echo "local  --cores $cores: $(wall python -m snakemake --cores "$cores" --directory "$work/local" --snakefile "$work/local/Snakefile" all)"
+echo "local  --cores $cores: $(wall python -m snakemake --cores "$cores" --directory "$work/local" --snakefile "$work/local/Snakefile" "$@" all)"
 test "$(cat "$work/local/all.txt")" = "$jobs"
 
 mkdir -p "$work/data"
@@ -45,7 +46,7 @@ HETPILOT_AGENT_TOKEN=$token "$bin/hetpilot-agent" --manager "$url" --platform lo
   --slots "$cores" --work-dir "$work/agent" >/dev/null 2>"$work/agent.log" & agent=$!
 snakefile "$work/hp"
 export HETPILOT_URL=$url HETPILOT_TOKEN=$admin
-echo "hetpilot --jobs 100, $cores slots: $(wall python -m snakemake --executor hetpilot --jobs 100 --directory "$work/hp" --snakefile "$work/hp/Snakefile" all)"
+echo "hetpilot --jobs 100, $cores slots: $(wall python -m snakemake --executor hetpilot --jobs 100 --directory "$work/hp" --snakefile "$work/hp/Snakefile" "$@" all)"
 test "$(cat "$work/hp/all.txt")" = "$jobs"
 python - <<'PY'
 from hetpilot import Client
