@@ -36,6 +36,7 @@ fn gpu_work_asks_for_gpu_pilots_and_cpu_work_for_cpu_pilots() {
         scheduler: SchedulerConfig::default(),
         fairshare: FairshareConfig::default(),
         lease_timeout_ms: 60_000,
+        heartbeats_per_second: None,
         store_io_mib_per_s: Default::default(),
     };
     let mut c = Control::new(&settings, Measured::default()).unwrap();
