@@ -7,7 +7,8 @@
 //! does, each simulated agent starts its heartbeats as soon as it has registered, and
 //! makes every call after registration on one HTTP/2 connection where the manager says it
 //! serves HTTP/2 (so 10,000 agents hold 10,000 descriptors in the generator and in the
-//! manager, within a 20,000 open-files limit).
+//! manager, within a 20,000 open-files limit). `BENCH_HTTP1=1` plays agents of before
+//! HTTP/2 (two connections each), for comparison.
 //!
 //! `cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
 //! many_agents -- [AGENTS,AGENTS,...] [TASK_MS]` (default 1000 agents, 1 s tasks).
@@ -59,14 +60,17 @@ struct SimAgent {
     seen_up_to_ms: AtomicU64,
 }
 
-/// A client from the `i`th agent's loopback address; HTTP/2 only with `http2`.
+/// A client from the `i`th agent's loopback address; HTTP/2 only with `http2` (unless
+/// `BENCH_HTTP1` is set: agents of before HTTP/2, for comparison). Plain HTTP: no
+/// certificates to load, so a client is cheap to build.
 fn client(i: usize, http2: bool) -> reqwest::Client {
     let octet = 2 + (i % 250) as u8;
     let builder = reqwest::Client::builder()
         .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, octet)))
         .pool_idle_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(120));
-    let builder = if http2 {
+        .timeout(Duration::from_secs(120))
+        .tls_certs_only(std::iter::empty());
+    let builder = if http2 && std::env::var_os("BENCH_HTTP1").is_none() {
         builder.http2_prior_knowledge()
     } else {
         builder
@@ -272,7 +276,7 @@ fn percentile(v: &mut [u64], p: f64) -> f64 {
 fn run(agents: usize, task_ms: u64) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("hetpilot.toml");
-    // HEARTBEATS_PER_SECOND overrides the manager's heartbeat budget (default 2,500).
+    // HEARTBEATS_PER_SECOND overrides the manager's heartbeat budget (default 1,000).
     let budget = std::env::var("HEARTBEATS_PER_SECOND")
         .map(|n| format!("heartbeats_per_second = {}\n", n.parse::<u32>().unwrap()))
         .unwrap_or_default();
