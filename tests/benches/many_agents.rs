@@ -357,7 +357,11 @@ fn run(agents: usize, task_ms: u64) {
         let url = m.url.clone();
         let admin = m.admin.clone();
         let app = tokio::task::spawn_blocking(move || {
-            let http = reqwest::blocking::Client::new();
+            // Submitting a million tasks takes longer than reqwest's default 30 s.
+            let http = reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(600))
+                .build()
+                .unwrap();
             let v: serde_json::Value = http
                 .post(format!("{url}/v1/apps"))
                 .bearer_auth(&admin)
@@ -366,7 +370,7 @@ fn run(agents: usize, task_ms: u64) {
                 .unwrap()
                 .json()
                 .unwrap();
-            let app = v["app"].as_u64().unwrap();
+            let app = v["app"].as_u64().unwrap_or_else(|| panic!("submit: {v}"));
             let mut seen = 0;
             while seen < tasks {
                 let v: serde_json::Value = http
