@@ -158,7 +158,10 @@ async fn heartbeats(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBoo
                     tick.reset();
                 }
             }
-            Err(_) => {
+            Err(e) => {
+                if is_gone(&e) {
+                    return;
+                }
                 stats.failed_calls.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -193,7 +196,10 @@ async fn work(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>, ta
                 Ok(p) => p,
                 Err(_) => continue,
             },
-            Err(_) => {
+            Err(e) => {
+                if is_gone(&e) {
+                    return;
+                }
                 stats.failed_calls.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
@@ -259,6 +265,12 @@ async fn work(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>, ta
             held.remove(r);
         }
     }
+}
+
+/// The manager no longer knows the agent (lost, its credential revoked): a real agent
+/// stops (`agent::is_gone`), so the simulated one stops calling too.
+fn is_gone(e: &reqwest::Error) -> bool {
+    matches!(e.status().map(|s| s.as_u16()), Some(401 | 404 | 410))
 }
 
 fn unix_ms() -> u64 {
