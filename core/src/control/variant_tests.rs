@@ -61,6 +61,7 @@ fn settings() -> ControlSettings {
         },
         fairshare: FairshareConfig::default(),
         lease_timeout_ms: 60_000,
+        heartbeats_per_second: None,
         store_io_mib_per_s: Default::default(),
     }
 }
