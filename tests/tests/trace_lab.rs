@@ -7,9 +7,9 @@
 //! its submit time. Checked: every job ran once, on one platform, with all its processors
 //! on that platform's agents of one batch job, no agent over-committed, and a job that the
 //! last round seen before its lease placed (`GET /v1/schedule`'s `placed_on`, from the
-//! configured allocator) ran on that platform. It writes `trace_lab/jobs.csv`
-//! under the target directory for `bench-tools/trace_lab.py compare`; timings are reported,
-//! not asserted.
+//! configured allocator) ran on that platform, and nothing stays held at the end. It writes
+//! `trace_lab/jobs.csv` and `trace_lab/agents.log` under the target directory for
+//! `bench-tools/trace_lab.py compare`; timings are reported, not asserted.
 
 use hetpilot_e2e::lab::{self, configure};
 use hetpilot_e2e::{bin_dir, free_port, wait_until, Manager};
@@ -91,15 +91,18 @@ fn start_manager(dir: &Path) -> Manager {
 }
 
 /// Brings both pilots up before the trace, so it does not measure the batch queue's start
-/// of the first pilots: 1-core sleeps for more slots than both platforms have, until each
-/// platform's pilot registered all its agents, then cancelled. (A `nodes = 2` task alone
-/// does not do it: the provisioner's demand follows the scheduler's core shares, which go
-/// to lab-debug, and lab-small never gets a pilot.) Returns how long it took.
-fn warm_up(m: &Manager) -> Duration {
+/// of the first pilots: 1-core tasks for more slots than both platforms have, each waiting
+/// for a file that appears once each platform's pilot registered all its agents; they then
+/// end, leaving no process behind. (A `nodes = 2` task alone does not do it: the
+/// provisioner's demand follows the scheduler's core shares, which go to lab-debug, and
+/// lab-small never gets a pilot.) Returns how long it took.
+fn warm_up(m: &Manager, dir: &Path) -> Duration {
     let started = Instant::now();
+    let go = dir.join("warm-up-go");
     let app = m.submit(serde_json::json!({
-        "name": "warm-up", "command": "sleep 30", "timeout_secs": 60,
-        "tasks": {"array": {"start": 0, "end": 23}},
+        "name": "warm-up",
+        "command": format!("sh -c 'while [ ! -e {} ]; do sleep 0.2; done'", go.display()),
+        "timeout_secs": 600, "tasks": {"array": {"start": 0, "end": 23}},
     }));
     wait_until("a pilot on each platform", Duration::from_secs(300), || {
         let db = m.db();
@@ -116,11 +119,9 @@ fn warm_up(m: &Manager) -> Duration {
             .all(|(name, _, nodes)| agents(name) as usize >= nodes.len())
             .then_some(())
     });
-    let (status, body) = m
-        .http()
-        .post(&format!("/v1/apps/{app}/cancel"), &m.admin, &Value::Null);
-    assert_eq!(status, 200, "{body}");
-    m.wait_finished(app, Duration::from_secs(120));
+    std::fs::write(&go, "").unwrap();
+    let summary = m.wait_finished(app, Duration::from_secs(120));
+    assert_eq!(summary["counts"]["done"], 24, "warm-up: {summary}");
     started.elapsed()
 }
 
@@ -129,8 +130,14 @@ fn warm_up(m: &Manager) -> Duration {
 /// the application on, if any), once per round.
 type Placements = HashMap<u64, Vec<(i64, Option<String>)>>;
 
+/// The agents listing (`GET /v1/agents`: applications, free slots, member holds,
+/// reservations) each time it
+/// changed, with the unix ms it was seen at: what the platforms held through the run.
+type AgentLog = Vec<(i64, Value)>;
+
 struct PlacementWatch {
     seen: Arc<Mutex<Placements>>,
+    agents: Arc<Mutex<AgentLog>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -139,10 +146,30 @@ impl PlacementWatch {
     fn start(m: &Manager) -> Self {
         let (http, admin) = (m.http(), m.admin.clone());
         let seen: Arc<Mutex<Placements>> = Arc::default();
+        let agents: Arc<Mutex<AgentLog>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, halt) = (seen.clone(), stop.clone());
+        let (s, log, halt) = (seen.clone(), agents.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
             while !halt.load(Ordering::Relaxed) {
+                let (status, listing) = http.get("/v1/agents", &admin);
+                assert_eq!(status, 200, "{listing}");
+                let held: Vec<Value> = listing
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| {
+                        serde_json::json!({"id": a["id"], "platform": a["platform"],
+                            "apps": a["apps"], "free_slots": a["free_slots"],
+                            "member_of": a["member_of"], "reserved_slots": a["reserved_slots"],
+                            "reserved_idle_slots": a["reserved_idle_slots"]})
+                    })
+                    .collect();
+                let held = Value::from(held);
+                let mut log = log.lock().unwrap();
+                if log.last().is_none_or(|(_, last)| *last != held) {
+                    log.push((unix_ms(), held));
+                }
+                drop(log);
                 let (status, view) = http.get("/v1/schedule", &admin);
                 assert_eq!(status, 200, "{view}");
                 let at = view["at_ms"].as_i64().unwrap_or(0);
@@ -161,15 +188,19 @@ impl PlacementWatch {
         });
         PlacementWatch {
             seen,
+            agents,
             stop,
             thread: Some(thread),
         }
     }
 
-    fn finish(mut self) -> Placements {
+    fn finish(mut self) -> (Placements, AgentLog) {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.take().unwrap().join().unwrap();
-        std::mem::take(&mut self.seen.lock().unwrap())
+        (
+            std::mem::take(&mut self.seen.lock().unwrap()),
+            std::mem::take(&mut self.agents.lock().unwrap()),
+        )
     }
 }
 
@@ -341,6 +372,41 @@ fn assert_no_agent_over_committed(m: &Manager, runs: &[Run]) {
     }
 }
 
+/// The active agents still holding slots or member holds, after waiting a while for the
+/// last reports to land (empty: none).
+fn wait_for_free_agents(m: &Manager) -> Vec<Value> {
+    let busy = || -> Vec<Value> {
+        let (status, listing) = m.http().get("/v1/agents", &m.admin);
+        assert_eq!(status, 200, "{listing}");
+        listing
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| {
+                a["state"] == "active"
+                    && (a["free_slots"] != a["slots"] || !a["member_of"].is_null())
+            })
+            .cloned()
+            .collect()
+    };
+    hetpilot_e2e::poll_until(Duration::from_secs(30), || {
+        let held = busy();
+        held.is_empty().then_some(())
+    })
+    .map_or_else(busy, |()| Vec::new())
+}
+
+/// Writes the agents' log (seconds from the first submission, one listing a line).
+fn write_agent_log(log: &AgentLog, t0_ms: i64) {
+    let text: String = log
+        .iter()
+        .map(|(at, agents)| format!("{:.3} {agents}\n", (at - t0_ms) as f64 / 1000.0))
+        .collect();
+    let dir = bin_dir().parent().unwrap().join("trace_lab");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("agents.log"), text).unwrap();
+}
+
 fn unix_ms() -> i64 {
     i64::try_from(
         SystemTime::now()
@@ -412,7 +478,7 @@ fn an_sdsc_sp2_slice_runs_live_on_two_lab_platforms_placed_by_tlpa() {
     let jobs = read_slice();
     assert_eq!(jobs.len(), 45);
     let m = start_manager(dir.path());
-    let warm = warm_up(&m);
+    let warm = warm_up(&m, dir.path());
     let watch = PlacementWatch::start(&m);
     let t0 = Instant::now();
     let t0_ms = unix_ms();
@@ -433,7 +499,11 @@ fn an_sdsc_sp2_slice_runs_live_on_two_lab_platforms_placed_by_tlpa() {
         let summary = m.wait_finished(app, Duration::from_secs(300));
         assert_eq!(summary["counts"]["done"], 1, "job {}: {summary}", job.id);
     }
-    let placements = watch.finish();
+    let (placements, agent_log) = watch.finish();
+    write_agent_log(&agent_log, t0_ms);
+    // Nothing stays held once every run has ended: no slot, no member hold.
+    let leaked = wait_for_free_agents(&m);
+    assert!(leaked.is_empty(), "slots still held: {leaked:?}");
     let runs: Vec<Run> = apps.iter().map(|&app| read_run(&m, app)).collect();
     let platforms: Vec<String> = jobs
         .iter()
