@@ -28,6 +28,8 @@ pub(crate) mod provision_demand;
 mod resource_demand_tests;
 mod resource_fit;
 mod round;
+#[cfg(test)]
+mod round_tests;
 mod scheduler_config;
 pub(crate) mod scheduling;
 mod settings;

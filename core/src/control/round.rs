@@ -225,10 +225,13 @@ pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
             id: a.id,
             platform: a.platform.clone(),
             slots: a.slots,
+            // What it runs, and the slots it keeps as a member of another agent's
+            // parallel run: both are busy until that run ends.
             held: a
                 .held
                 .keys()
                 .map(|t| (t.app, queues.held_cores(*t)))
+                .chain(a.member_of.iter().map(|h| (h.at.task.app, h.slots)))
                 .collect(),
         })
         .collect();

@@ -1,0 +1,59 @@
+//! What a round sees of the agents: the slots of a parallel run count as busy on every
+//! agent of its group, the head and the members, so the round's allocator does not place
+//! work on a platform whose slots a wide run holds.
+
+use super::round::live_state;
+use crate::queue::{AgentEntry, AppEntry, Queues};
+use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use hetpilot_protocol::{AgentId, AppId};
+
+fn app(id: u64, procs: Option<u64>) -> AppEntry {
+    let spec = AppSpec {
+        name: format!("a{id}"),
+        command: "run {}".into(),
+        tasks: TaskSource::Array { start: 1, end: 1 },
+        cores: 1,
+        memory_mb: 0,
+        env: Default::default(),
+        workdir: None,
+        max_attempts: 3,
+        timeout_secs: Some(10),
+        output_dir: None,
+        inputs: vec![],
+        outputs: vec![],
+        data_intensive: false,
+        dag: None,
+        gpus: None,
+        resources: Default::default(),
+        nodes: None,
+        procs,
+    };
+    let template = spec.validate().unwrap();
+    AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
+}
+
+#[test]
+fn a_parallel_runs_member_agents_show_its_slots_as_held() {
+    let mut q = Queues::new(60_000);
+    for id in [1, 2] {
+        q.insert_agent(AgentEntry::new(
+            AgentId(id),
+            "p".into(),
+            format!("n{id}"),
+            2,
+            0,
+        ));
+    }
+    q.insert_app(app(1, Some(4)));
+    let leased = q.lease(AgentId(1), 2, 1).unwrap().tasks;
+    assert_eq!(leased.len(), 1, "{leased:?}");
+    let (_, agents) = live_state(&q);
+    for agent in &agents {
+        assert_eq!(
+            agent.held,
+            vec![(AppId(1), 2)],
+            "agent {:?} holds the run's 2 slots on it",
+            agent.id
+        );
+    }
+}
