@@ -56,7 +56,7 @@ fn app(name: &str, n: u64) -> AppSpec {
 fn settings() -> ControlSettings {
     ControlSettings {
         scheduler: SchedulerConfig {
-            policy: "paf".into(),
+            policy: "paf".parse().unwrap(),
             ..SchedulerConfig::default()
         },
         fairshare: FairshareConfig::default(),
