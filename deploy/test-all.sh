@@ -38,11 +38,12 @@ unset HETPILOT_CONFIG
 status=0
 # Every test binary runs, also after one failed: the count at the end is of all of them.
 cargo test --workspace --no-fail-fast -- --include-ignored 2>&1 | tee "$log" || status=$?
-# The Python client's tests (python/), against the binaries just built, in a venv of
-# their own.
+# The Python client's tests (python/), with the Snakemake executor plugin running real
+# workflows, against the binaries just built, in a venv of their own.
 venv="${CARGO_TARGET_DIR:-target}/python-venv"
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet ./python pytest
+"$venv/bin/pip" install --quiet ./python ./python/snakemake-executor-plugin-hetpilot pytest \
+  'snakemake>=9,<10'
 HETPILOT_BIN_DIR="$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)" \
   "$venv/bin/python" -m pytest -q python/tests || status=1
 # One closing line over every test binary (cargo's own last line is the doc tests').

@@ -101,7 +101,18 @@ pub async fn run(opts: Options) -> Result<Summary, ApiError> {
     tracing::info!(agent = %reg.agent, slots = reg.slots, "registered");
     // Everything the agent logs from here on carries its id (and, at DEBUG, each run's).
     let agent_span = tracing::info_span!("agent", agent = %reg.agent);
-    let api = api.with_token(reg.credential.clone());
+    let api = if reg.http2 {
+        // Heartbeats, long polls and reports share one connection from here on; the
+        // registration's connection closes with its client.
+        api.over_http2(&opts.staging.trust)
+            .map_err(|e| ApiError::Unreachable {
+                url: opts.manager.clone(),
+                message: e.to_string(),
+            })?
+    } else {
+        api
+    }
+    .with_token(reg.credential.clone());
     let base = format!("/v1/agents/{}", reg.agent);
     let output_dir = opts.work_dir.join("output");
     let runs_dir = opts.work_dir.join("runs");
@@ -243,6 +254,13 @@ fn heartbeat_every(ms: u64) -> Duration {
     Duration::from_millis(ms.clamp(100, 3_600_000))
 }
 
+/// A heartbeat tick every `every`, the first at once; a late beat delays the next ones.
+fn beating_every(every: Duration) -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
 /// Shortest interval between two pulls that only report started tasks.
 const STARTS_EVERY: Duration = Duration::from_millis(250);
 
@@ -376,11 +394,10 @@ async fn pull_loop(api: Api, base: String, mut demand: watch::Receiver<Demand>, 
     }
 }
 
-async fn heartbeat_loop(api: Api, base: String, every: Duration, ch: Channels) {
+async fn heartbeat_loop(api: Api, base: String, mut every: Duration, ch: Channels) {
     let events = &ch.events;
     let path = format!("{base}/heartbeat");
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = beating_every(every);
     loop {
         tick.tick().await;
         let mut body = ch.held.heartbeat();
@@ -390,6 +407,19 @@ async fn heartbeat_loop(api: Api, base: String, every: Duration, ch: Channels) {
             .await
         {
             Ok(r) => {
+                // The manager stretches the cadence as agents join: the next beat comes
+                // one new interval after this one.
+                if let Some(told) = r.heartbeat_interval_ms.map(heartbeat_every) {
+                    if told != every {
+                        tracing::debug!(
+                            interval_ms = told.as_millis() as u64,
+                            "heartbeat interval changed"
+                        );
+                        every = told;
+                        tick = beating_every(every);
+                        tick.reset();
+                    }
+                }
                 ch.grants.update(r.grants);
                 if !r.kill.is_empty() {
                     let _ = events.send(Event::Kill(r.kill));

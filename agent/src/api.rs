@@ -57,6 +57,26 @@ pub struct Api {
     contact: Contact,
 }
 
+/// A client of the manager at `base`, trusting its certificate as `trust` says; over plain
+/// `http://`, speaking HTTP/2 from the first byte when `http2_prior_knowledge` (under TLS,
+/// ALPN agrees on HTTP/2 by itself where the manager serves it).
+fn client(
+    base: &str,
+    trust: &ClientTrust,
+    http2_prior_knowledge: bool,
+) -> Result<reqwest::Client, TlsError> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .pool_idle_timeout(http::POOL_IDLE_TIMEOUT);
+    if http2_prior_knowledge && base.starts_with("http://") {
+        builder = builder.http2_prior_knowledge();
+    }
+    Ok(trust
+        .apply_for(base, builder)?
+        .build()
+        .expect("building the HTTP client"))
+}
+
 impl Api {
     /// A client of the manager at `base` (trusting its certificate as `trust` says), whose
     /// calls fail for good once the manager has been silent for `give_up`.
@@ -66,18 +86,20 @@ impl Api {
         trust: &ClientTrust,
         give_up: Duration,
     ) -> Result<Api, TlsError> {
-        let builder = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .pool_idle_timeout(http::POOL_IDLE_TIMEOUT);
-        let http = trust
-            .apply_for(base, builder)?
-            .build()
-            .expect("building the HTTP client");
         Ok(Api {
-            http,
+            http: client(base, trust, false)?,
             base: base.trim_end_matches('/').to_string(),
             token,
             contact: Contact::new(give_up),
+        })
+    }
+
+    /// This client, making its calls on one HTTP/2 connection (a manager that said it
+    /// serves HTTP/2 over plain TCP: `RegisterResponse::http2`).
+    pub fn over_http2(self, trust: &ClientTrust) -> Result<Api, TlsError> {
+        Ok(Api {
+            http: client(&self.base, trust, true)?,
+            ..self
         })
     }
 

@@ -31,6 +31,10 @@ fn default_lease_timeout_secs() -> f64 {
     30.0
 }
 
+fn default_heartbeats_per_second() -> u32 {
+    1_000
+}
+
 fn default_platforms() -> Vec<PlatformConfig> {
     vec![PlatformConfig {
         name: "local".into(),
@@ -76,6 +80,12 @@ pub struct Settings {
     /// An agent silent for this long is lost and its tasks go back to their queues.
     #[serde(default = "default_lease_timeout_secs")]
     pub lease_timeout_secs: f64,
+    /// The most agent heartbeats per second the manager asks for: with more agents than
+    /// one beat per quarter lease timeout allows, agents beat less often and the lease
+    /// timeout grows to four of their intervals (see `queue::heartbeat_cadence`). At the
+    /// default, 10,000 agents beat every 10 s, for a few percent of a core.
+    #[serde(default = "default_heartbeats_per_second")]
+    pub heartbeats_per_second: u32,
     /// The HTTPS certificate chain (PEM); with `tls_key`, the API is served over TLS.
     #[serde(default)]
     pub tls_cert: Option<PathBuf>,
@@ -203,6 +213,12 @@ impl Settings {
                 ),
             });
         }
+        if self.heartbeats_per_second == 0 {
+            return Err(ConfigError::Invalid {
+                field: "heartbeats_per_second",
+                problem: "must be at least 1".into(),
+            });
+        }
         if self.platforms.is_empty() {
             return Err(ConfigError::Invalid {
                 field: "platforms",
@@ -313,6 +329,12 @@ mod tests {
     fn bad_values_name_the_field() {
         let err = Settings::load(None, &[("lease_timeout_secs", "0".into())]).unwrap_err();
         assert!(err.to_string().contains("lease_timeout_secs"), "{err}");
+        for rate in ["0", "-1", "5000000000", "many"] {
+            let err = Settings::load(None, &[("heartbeats_per_second", rate.into())])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("heartbeats_per_second"), "{rate}: {err}");
+        }
         for days in ["0", "-1", "NaN", "inf", "1e9", "soon"] {
             let err = Settings::load(None, &[("retention.ended_app_days", days.into())])
                 .unwrap_err()

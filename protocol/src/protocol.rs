@@ -115,6 +115,11 @@ pub struct RegisterResponse {
     /// How long the manager waits without hearing from the agent before it declares it lost
     /// and gives its tasks back, milliseconds.
     pub lease_timeout_ms: u64,
+    /// The manager serves HTTP/2 over plain TCP too (prior knowledge): the agent makes its
+    /// further calls (heartbeats, long polls, reports) on one multiplexed connection.
+    /// Absent from managers that serve HTTP/1.1 only. Under TLS, ALPN decides instead.
+    #[serde(default)]
+    pub http2: bool,
 }
 
 /// `POST /v1/agents/{id}/pull`: long-poll for up to `max` tasks.
@@ -396,6 +401,15 @@ pub struct HeartbeatResponse {
     /// expires under a running task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grants: Vec<StoreGrant>,
+    /// How often the agent should beat from now on, milliseconds: the manager stretches
+    /// it as agents join (absent from managers with a fixed cadence: keep the one told at
+    /// registration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_interval_ms: Option<u64>,
+    /// How long the manager now waits without hearing from the agent before it declares
+    /// it lost, milliseconds (four heartbeat intervals at least).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_timeout_ms: Option<u64>,
 }
 
 /// Counts of an application's tasks by state.

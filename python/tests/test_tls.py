@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import ssl
 
 import pytest
 
 from hetpilot import Client, HetpilotError, Unreachable
+from hetpilot.aio import AsyncClient
 
 
 def fingerprint(manager) -> str:
@@ -71,7 +73,33 @@ def test_the_managers_configuration_leads_to_it_its_token_and_its_certificate(
     with pytest.raises(HetpilotError) as none:
         Client()
     assert "HETPILOT_CONFIG" in none.value.message and str(empty) in none.value.message
-    config.write_text("data_dir = [\n")
-    with pytest.raises(HetpilotError) as bad:
-        Client()
-    assert "cannot read" in bad.value.message
+    for broken in ("data_dir = [\n", "data_dir = " + "[" * 100_000 + "]" * 100_000 + "\n"):
+        config.write_text(broken)
+        with pytest.raises(HetpilotError) as bad:
+            Client()
+        assert "cannot read" in bad.value.message
+
+
+def test_the_asyncio_client_pins_the_certificate_too(tls_manager, monkeypatch) -> None:
+    pin = fingerprint(tls_manager)
+
+    async def submit_and_cancel() -> dict:
+        client = AsyncClient(tls_manager.url, tls_manager.admin)
+        try:
+            app = await client.submit({"name": "pinned", "command": "true",
+                                       "tasks": {"array": {"start": 0, "end": 1}}})
+            await client.cancel(app)
+            ends = [e async for e in client.events(app)]
+            assert len(ends) == 3, "two task ends and the application's end, pinned too"
+            return await client.status(app)
+        finally:
+            await client.aclose()
+
+    monkeypatch.setenv("HETPILOT_TLS_FINGERPRINT", pin)
+    assert asyncio.run(submit_and_cancel())["counts"]["cancelled"] == 2
+
+    wrong = "11" * 32
+    monkeypatch.setenv("HETPILOT_TLS_FINGERPRINT", wrong)
+    with pytest.raises(Unreachable) as e:
+        asyncio.run(submit_and_cancel())
+    assert f"not the pinned {wrong}" in e.value.message and pin in e.value.message

@@ -3,13 +3,18 @@
 //! manager asks for, batched reports — against one release manager on 127.0.0.1. Agents
 //! come from 250 loopback addresses (127.0.0.2-251), as agents on many hosts would, and
 //! run zero-work tasks of a fixed duration (a timer, no process), 16 slots each. The
-//! manager's lease timeout is 8 s, so it asks for a heartbeat every 2 s.
+//! manager's lease timeout is 8 s, so it asks for a heartbeat every 2 s. As a real agent
+//! does, each simulated agent starts its heartbeats as soon as it has registered, and
+//! makes every call after registration on one HTTP/2 connection where the manager says it
+//! serves HTTP/2 (so 10,000 agents hold 10,000 descriptors in the generator and in the
+//! manager, within a 20,000 open-files limit). `BENCH_HTTP1=1` plays agents of before
+//! HTTP/2 (two connections each), for comparison.
 //!
 //! `cargo build --release --workspace --bins && cargo bench -p hetpilot-e2e --bench
 //! many_agents -- [AGENTS,AGENTS,...] [TASK_MS]` (default 1000 agents, 1 s tasks).
 //!
 //! Per agent count: registration time; an idle phase (10 s of heartbeats and waiting long
-//! polls) for the manager's CPU per heartbeat; a work phase of 10 tasks per slot for its
+//! polls) for the manager's CPU per heartbeat and per agent per second; a work phase of 10 tasks per slot for its
 //! CPU per pull (with the report that follows it), the tasks per second, heartbeat latency
 //! (p50, p99, max) against its deadline (the heartbeat interval: the next one is due
 //! then), lost agents and tasks leased more than once (lost leases). The generator runs on
@@ -41,25 +46,40 @@ struct Stats {
     late_heartbeats: AtomicU64,
     failed_calls: AtomicU64,
     recording: AtomicBool,
+    /// The longest heartbeat interval the manager told, milliseconds.
+    interval_ms: AtomicU64,
 }
 
 struct SimAgent {
     http: reqwest::Client,
     base: String,
     credential: String,
-    interval: Duration,
+    /// The heartbeat interval the manager told at registration, milliseconds.
+    interval_ms: u64,
     held: Mutex<HashSet<TaskAttempt>>,
     seen_up_to_ms: AtomicU64,
 }
 
-async fn register(url: String, token: String, i: usize) -> SimAgent {
+/// A client from the `i`th agent's loopback address; HTTP/2 only with `http2` (unless
+/// `BENCH_HTTP1` is set: agents of before HTTP/2, for comparison). Plain HTTP: no
+/// certificates to load, so a client is cheap to build.
+fn client(i: usize, http2: bool) -> reqwest::Client {
     let octet = 2 + (i % 250) as u8;
-    let http = reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, octet)))
         .pool_idle_timeout(Duration::from_secs(5))
         .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap();
+        .tls_certs_only(std::iter::empty());
+    let builder = if http2 && std::env::var_os("BENCH_HTTP1").is_none() {
+        builder.http2_prior_knowledge()
+    } else {
+        builder
+    };
+    builder.build().unwrap()
+}
+
+async fn register(url: String, token: String, i: usize) -> SimAgent {
+    let http = client(i, false);
     let req = RegisterRequest {
         platform: "local".into(),
         hostname: format!("sim-{i}"),
@@ -86,18 +106,26 @@ async fn register(url: String, token: String, i: usize) -> SimAgent {
         .await
         .unwrap();
     SimAgent {
-        http,
+        http: if r.http2 { client(i, true) } else { http },
         base: format!("{url}/v1/agents/{}", r.agent),
         credential: r.credential,
-        interval: Duration::from_millis(r.heartbeat_interval_ms),
+        interval_ms: r.heartbeat_interval_ms,
         held: Mutex::new(HashSet::new()),
         seen_up_to_ms: AtomicU64::new(0),
     }
 }
 
-async fn heartbeats(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>) {
-    let mut tick = tokio::time::interval(agent.interval);
+/// A heartbeat tick every `ms` milliseconds; a late beat delays the next ones.
+fn beating_every(ms: u64) -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(Duration::from_millis(ms.max(1)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
+async fn heartbeats(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>) {
+    let mut interval_ms = agent.interval_ms;
+    stats.interval_ms.fetch_max(interval_ms, Ordering::Relaxed);
+    let mut tick = beating_every(interval_ms);
     while !stop.load(Ordering::Relaxed) {
         tick.tick().await;
         let body = HeartbeatRequest {
@@ -117,16 +145,30 @@ async fn heartbeats(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBoo
         let us = t.elapsed().as_micros() as u64;
         match r {
             Ok(r) => {
-                let _ = r.json::<HeartbeatResponse>().await;
+                // Follow the cadence the manager tells, as a real agent does.
+                let told = r
+                    .json::<HeartbeatResponse>()
+                    .await
+                    .ok()
+                    .and_then(|r| r.heartbeat_interval_ms);
+                if let Some(told) = told.filter(|t| *t != interval_ms) {
+                    interval_ms = told;
+                    stats.interval_ms.fetch_max(told, Ordering::Relaxed);
+                    tick = beating_every(told);
+                    tick.reset();
+                }
             }
-            Err(_) => {
+            Err(e) => {
+                if is_gone(&e) {
+                    return;
+                }
                 stats.failed_calls.fetch_add(1, Ordering::Relaxed);
             }
         }
         stats.heartbeats.fetch_add(1, Ordering::Relaxed);
         if stats.recording.load(Ordering::Relaxed) {
             stats.heartbeat_us.lock().unwrap().push(us);
-            if us > agent.interval.as_micros() as u64 {
+            if us > interval_ms * 1000 {
                 stats.late_heartbeats.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -154,7 +196,10 @@ async fn work(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>, ta
                 Ok(p) => p,
                 Err(_) => continue,
             },
-            Err(_) => {
+            Err(e) => {
+                if is_gone(&e) {
+                    return;
+                }
                 stats.failed_calls.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
@@ -222,6 +267,12 @@ async fn work(agent: Arc<SimAgent>, stats: Arc<Stats>, stop: Arc<AtomicBool>, ta
     }
 }
 
+/// The manager no longer knows the agent (lost, its credential revoked): a real agent
+/// stops (`agent::is_gone`), so the simulated one stops calling too.
+fn is_gone(e: &reqwest::Error) -> bool {
+    matches!(e.status().map(|s| s.as_u16()), Some(401 | 404 | 410))
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -237,9 +288,13 @@ fn percentile(v: &mut [u64], p: f64) -> f64 {
 fn run(agents: usize, task_ms: u64) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("hetpilot.toml");
+    // HEARTBEATS_PER_SECOND overrides the manager's heartbeat budget (default 1,000).
+    let budget = std::env::var("HEARTBEATS_PER_SECOND")
+        .map(|n| format!("heartbeats_per_second = {}\n", n.parse::<u32>().unwrap()))
+        .unwrap_or_default();
     std::fs::write(
         &config,
-        "allow_zero_work = true\n[limits]\nregister_burst = 100000\nregistrations_per_minute = 1000000\n",
+        format!("allow_zero_work = true\n{budget}[limits]\nregister_burst = 100000\nregistrations_per_minute = 1000000\n"),
     )
     .unwrap();
     // Heartbeats every 2 s (a quarter of the lease timeout), so the work phase sees many.
@@ -257,29 +312,32 @@ fn run(agents: usize, task_ms: u64) {
     let stats = Arc::new(Stats::default());
     let stop = Arc::new(AtomicBool::new(false));
     let t = Instant::now();
+    let mut handles = Vec::new();
     let sims: Vec<Arc<SimAgent>> = rt.block_on(async {
         let mut out = Vec::new();
-        // In groups of 50 at once.
+        // In groups of 50 at once; each agent beats from its registration on, as a real
+        // one does (a lease timeout shorter than the whole registration storm would
+        // otherwise lose the first agents).
         for chunk in (0..agents).collect::<Vec<_>>().chunks(50) {
             let regs = chunk
                 .iter()
                 .map(|&i| register(m.url.clone(), token.clone(), i));
             for a in futures_join_all(regs).await {
-                out.push(Arc::new(a));
+                let a = Arc::new(a);
+                handles.push(tokio::spawn(heartbeats(
+                    a.clone(),
+                    stats.clone(),
+                    stop.clone(),
+                )));
+                out.push(a);
             }
         }
         out
     });
     let register_s = t.elapsed().as_secs_f64();
     let tasks = agents as u64 * u64::from(SLOTS) * TASKS_PER_SLOT;
-    let (idle_cpu_per_hb, work) = rt.block_on(async {
-        let mut handles = Vec::new();
+    let (idle_cpu_per_hb, idle_cpu_per_agent_s, work) = rt.block_on(async {
         for a in &sims {
-            handles.push(tokio::spawn(heartbeats(
-                a.clone(),
-                stats.clone(),
-                stop.clone(),
-            )));
             handles.push(tokio::spawn(work(
                 a.clone(),
                 stats.clone(),
@@ -289,13 +347,17 @@ fn run(agents: usize, task_ms: u64) {
         }
         // Idle: heartbeats and waiting long polls only.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let (hb0, cpu0) = (
+        let (hb0, cpu0, idle_start) = (
             stats.heartbeats.load(Ordering::Relaxed),
             cpu_ms(m.child.id()),
+            Instant::now(),
         );
         tokio::time::sleep(Duration::from_secs(10)).await;
         let hbs = stats.heartbeats.load(Ordering::Relaxed) - hb0;
-        let idle = (cpu_ms(m.child.id()) - cpu0) / hbs.max(1) as f64;
+        let idle_cpu = cpu_ms(m.child.id()) - cpu0;
+        let idle = idle_cpu / hbs.max(1) as f64;
+        // Milliseconds of manager CPU per agent per second of wall time, idle.
+        let per_agent_s = idle_cpu / agents as f64 / idle_start.elapsed().as_secs_f64();
         // Work.
         stats.recording.store(true, Ordering::Relaxed);
         let (p0, hb1, cpu1) = (
@@ -307,7 +369,11 @@ fn run(agents: usize, task_ms: u64) {
         let url = m.url.clone();
         let admin = m.admin.clone();
         let app = tokio::task::spawn_blocking(move || {
-            let http = reqwest::blocking::Client::new();
+            // Submitting a million tasks takes longer than reqwest's default 30 s.
+            let http = reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(600))
+                .build()
+                .unwrap();
             let v: serde_json::Value = http
                 .post(format!("{url}/v1/apps"))
                 .bearer_auth(&admin)
@@ -316,7 +382,7 @@ fn run(agents: usize, task_ms: u64) {
                 .unwrap()
                 .json()
                 .unwrap();
-            let app = v["app"].as_u64().unwrap();
+            let app = v["app"].as_u64().unwrap_or_else(|| panic!("submit: {v}"));
             let mut seen = 0;
             while seen < tasks {
                 let v: serde_json::Value = http
@@ -341,7 +407,7 @@ fn run(agents: usize, task_ms: u64) {
         for h in handles {
             h.abort();
         }
-        (idle, (app, secs, pulls, hbs, cpu))
+        (idle, per_agent_s, (app, secs, pulls, hbs, cpu))
     });
     let (app, secs, pulls, hbs, cpu) = work;
     let db = m.db();
@@ -363,13 +429,14 @@ fn run(agents: usize, task_ms: u64) {
     // CPU per pull: the work phase's CPU less its heartbeats' share at the idle rate.
     let per_pull = (cpu - hbs as f64 * idle_cpu_per_hb) / pulls.max(1) as f64;
     println!(
-        "{agents},{register_s:.1},{idle_cpu_per_hb:.3},{tasks},{secs:.1},{:.0},{per_pull:.3},{hbs},{:.1},{:.1},{:.1},{},{lost},{releases},{}",
+        "{agents},{register_s:.1},{idle_cpu_per_hb:.3},{idle_cpu_per_agent_s:.4},{tasks},{secs:.1},{:.0},{per_pull:.3},{hbs},{:.1},{:.1},{:.1},{},{lost},{releases},{},{}",
         tasks as f64 / secs,
         percentile(&mut lat, 0.5),
         percentile(&mut lat, 0.99),
         percentile(&mut lat, 1.0),
         stats.late_heartbeats.load(Ordering::Relaxed),
         stats.failed_calls.load(Ordering::Relaxed),
+        stats.interval_ms.load(Ordering::Relaxed),
     );
 }
 
@@ -395,7 +462,7 @@ fn main() {
         .map(|a| a.split(',').map(|n| n.parse().unwrap()).collect())
         .unwrap_or_else(|| vec![1000]);
     let task_ms: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
-    println!("agents,register_s,manager_cpu_ms_per_heartbeat,tasks,run_s,tasks_per_s,manager_cpu_ms_per_pull,heartbeats,hb_p50_ms,hb_p99_ms,hb_max_ms,late_heartbeats,lost_agents,tasks_leased_again,failed_calls");
+    println!("agents,register_s,manager_cpu_ms_per_heartbeat,manager_cpu_ms_per_agent_per_s,tasks,run_s,tasks_per_s,manager_cpu_ms_per_pull,heartbeats,hb_p50_ms,hb_p99_ms,hb_max_ms,late_heartbeats,lost_agents,tasks_leased_again,failed_calls,heartbeat_interval_ms");
     for n in counts {
         run(n, task_ms);
     }

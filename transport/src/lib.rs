@@ -7,6 +7,7 @@ pub mod beneath;
 pub mod host_keys;
 pub mod http;
 pub mod http_file;
+pub mod http_version;
 pub mod serve;
 pub mod store_grant;
 pub mod tls;

@@ -1,17 +1,20 @@
 //! The HTTP accept loop the manager and the file store serve their axum routers with.
 //! `axum::serve` has no header-read timeout and no connection cap, so a host that opens
 //! connections and never finishes their headers could hold every descriptor. This loop
-//! serves HTTP/1.1 with hyper and a timer, closes a connection whose request headers take
-//! longer than `header_read_timeout`, holds at most `max_connections` connections (further
+//! serves HTTP/1.1 and HTTP/2 (see `http_version`: ALPN under TLS, prior knowledge over
+//! plain TCP) with hyper and a timer, closes a connection whose first bytes (and, in
+//! HTTP/1.1, whose request headers) take longer than `header_read_timeout`, pings a silent
+//! HTTP/2 connection and closes it if the peer does not answer, holds at most `max_connections` connections (further
 //! ones wait in the listen queue) and at most `max_connections_per_ip` from one address
 //! (further ones are closed at once). With a TLS configuration it serves HTTPS (the
 //! handshake gets the header-read timeout too). Each request carries its connection's peer
 //! address as axum's `ConnectInfo<SocketAddr>`.
 
+use crate::http_version;
 use axum::extract::ConnectInfo;
 use axum::{Extension, Router};
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper::server::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use std::collections::HashMap;
@@ -52,9 +55,7 @@ pub async fn serve(
     let total = Arc::new(Semaphore::new(max_connections));
     let peers = PeerCounts::default();
     let graceful = GracefulShutdown::new();
-    let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
+    let protocols = Protocols::new(&limits);
     let tls = limits.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     tokio::pin!(shutdown);
     loop {
@@ -78,22 +79,31 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(Extension(ConnectInfo(peer)).layer(router.clone()));
-        let (http, watcher) = (http.clone(), graceful.watcher());
+        let (protocols, watcher) = (protocols.clone(), graceful.watcher());
         let tls = tls.clone();
-        let handshake_timeout = limits.header_read_timeout;
+        let first_bytes_timeout = limits.header_read_timeout;
         tokio::spawn(async move {
             let served = match tls {
                 None => {
-                    watcher
-                        .watch(http.serve_connection(TokioIo::new(stream), service))
-                        .await
+                    let h2 = tokio::time::timeout(
+                        first_bytes_timeout,
+                        http_version::opens_with_h2_preface(&stream),
+                    )
+                    .await;
+                    match h2 {
+                        Ok(Ok(h2)) => protocols.serve(stream, h2, service, watcher).await,
+                        Ok(Err(e)) => Err(Box::new(e) as BoxError),
+                        Err(_) => {
+                            tracing::debug!(%peer, "no request within the header-read timeout");
+                            Ok(())
+                        }
+                    }
                 }
                 Some(tls) => {
-                    match tokio::time::timeout(handshake_timeout, tls.accept(stream)).await {
+                    match tokio::time::timeout(first_bytes_timeout, tls.accept(stream)).await {
                         Ok(Ok(stream)) => {
-                            watcher
-                                .watch(http.serve_connection(TokioIo::new(stream), service))
-                                .await
+                            let h2 = http_version::alpn_is_h2(stream.get_ref().1.alpn_protocol());
+                            protocols.serve(stream, h2, service, watcher).await
                         }
                         Ok(Err(e)) => {
                             tracing::debug!(%peer, error = %e, "TLS handshake failed");
@@ -120,6 +130,70 @@ pub async fn serve(
         tracing::warn!("connections still open {SHUTDOWN_GRACE:?} after shutdown began");
     }
     Ok(())
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How long an HTTP/2 connection may stay silent before the server pings it, and how long
+/// it then waits for the answer before closing it (a peer that vanished).
+const H2_KEEP_ALIVE: Duration = Duration::from_secs(30);
+
+/// Requests one HTTP/2 connection may have open at once. An agent has a few (a long poll,
+/// a heartbeat, a report, an output upload).
+const H2_MAX_STREAMS: u32 = 64;
+
+/// The HTTP/1.1 and HTTP/2 servers of one listener, set up once.
+#[derive(Clone)]
+struct Protocols {
+    http1: http1::Builder,
+    http2: http2::Builder<TokioExecutor>,
+}
+
+impl Protocols {
+    fn new(limits: &ServeLimits) -> Protocols {
+        let mut http1 = http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout);
+        let mut http2 = http2::Builder::new(TokioExecutor::new());
+        http2
+            .timer(TokioTimer::new())
+            .keep_alive_interval(H2_KEEP_ALIVE)
+            .keep_alive_timeout(H2_KEEP_ALIVE)
+            .max_concurrent_streams(H2_MAX_STREAMS);
+        Protocols { http1, http2 }
+    }
+
+    /// Serves one connection with HTTP/2 (`h2`) or HTTP/1.1 until it closes or the
+    /// shutdown `watcher` ends it.
+    async fn serve<I, S>(
+        &self,
+        io: I,
+        h2: bool,
+        service: S,
+        watcher: hyper_util::server::graceful::Watcher,
+    ) -> Result<(), BoxError>
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+        S: hyper::service::HttpService<hyper::body::Incoming> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::ResBody: Send + 'static,
+        <S::ResBody as hyper::body::Body>::Data: Send,
+        <S::ResBody as hyper::body::Body>::Error: Into<BoxError>,
+        S::Error: Into<BoxError>,
+    {
+        if h2 {
+            watcher
+                .watch(self.http2.serve_connection(TokioIo::new(io), service))
+                .await
+                .map_err(|e| Box::new(e) as BoxError)
+        } else {
+            watcher
+                .watch(self.http1.serve_connection(TokioIo::new(io), service))
+                .await
+                .map_err(|e| Box::new(e) as BoxError)
+        }
+    }
 }
 
 /// Descriptors kept for everything but connections (database, files served, clients).
@@ -241,3 +315,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "serve_http2_tests.rs"]
+mod http2_tests;

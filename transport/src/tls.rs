@@ -69,7 +69,7 @@ pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError>
     Ok(certs)
 }
 
-/// The server side: the certificate chain and key in PEM files, HTTP/1.1.
+/// The server side: the certificate chain and key in PEM files, HTTP/2 or HTTP/1.1 (ALPN).
 pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let certs = read_certs(cert)?;
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| TlsError::Pem {
@@ -80,7 +80,10 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
         .with_single_cert(certs, key)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![
+        crate::http_version::ALPN_H2.to_vec(),
+        crate::http_version::ALPN_HTTP1.to_vec(),
+    ];
     Ok(Arc::new(config))
 }
 
@@ -191,11 +194,16 @@ impl ClientTrust {
                 sha256: parse_fingerprint(fp)?,
                 provider: provider(),
             };
-            let config = rustls::ClientConfig::builder_with_provider(provider())
+            let mut config = rustls::ClientConfig::builder_with_provider(provider())
                 .with_safe_default_protocol_versions()?
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(verifier))
                 .with_no_client_auth();
+            // reqwest offers these itself only to configurations it builds.
+            config.alpn_protocols = vec![
+                crate::http_version::ALPN_H2.to_vec(),
+                crate::http_version::ALPN_HTTP1.to_vec(),
+            ];
             return Ok(builder.tls_backend_preconfigured(config));
         }
         if let Some(path) = &self.ca_file {

@@ -44,6 +44,7 @@ fn control(apps: &[(&str, u64)]) -> Control {
         scheduler: SchedulerConfig::default(),
         fairshare: FairshareConfig::default(),
         lease_timeout_ms: 60_000,
+        heartbeats_per_second: None,
         store_io_mib_per_s: Default::default(),
     };
     let mut c = Control::new(&settings, Measured::default()).unwrap();

@@ -29,7 +29,7 @@ pub(crate) enum Input {
     Submit {
         app: AppId,
         owner: String,
-        spec: AppSpec,
+        spec: Box<AppSpec>,
         now_ms: u64,
     },
     Cancel {

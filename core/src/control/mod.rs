@@ -114,6 +114,7 @@ impl Control {
     /// A control plane that knows what the store measured (nothing on a first start).
     pub fn new(settings: &ControlSettings, measured: Measured) -> Result<Control, SchedError> {
         let mut queues = Queues::new(settings.lease_timeout_ms);
+        queues.set_heartbeats_per_second(settings.heartbeats_per_second);
         queues.set_reservations(settings.scheduler.reservations);
         let platforms: std::collections::HashMap<AgentId, &str> = measured
             .agents
@@ -210,7 +211,7 @@ impl Control {
         self.journal.input(|| Input::Submit {
             app,
             owner: owner.clone(),
-            spec: spec.clone(),
+            spec: Box::new(spec.clone()),
             now_ms,
         });
         self.policy.usage.app(AppResources {

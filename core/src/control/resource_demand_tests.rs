@@ -37,6 +37,7 @@ fn gpu_work_asks_for_gpu_pilots_and_cpu_work_for_cpu_pilots() {
         scheduler: SchedulerConfig::default(),
         fairshare: FairshareConfig::default(),
         lease_timeout_ms: 60_000,
+        heartbeats_per_second: None,
         store_io_mib_per_s: Default::default(),
     };
     let mut c = Control::new(&settings, Measured::default()).unwrap();
@@ -88,6 +89,7 @@ fn work_with_a_gpu_and_a_cpu_variant_asks_for_pilots_where_either_fits() {
         scheduler: SchedulerConfig::default(),
         fairshare: FairshareConfig::default(),
         lease_timeout_ms: 60_000,
+        heartbeats_per_second: None,
         store_io_mib_per_s: Default::default(),
     };
     let mut c = Control::new(&settings, Measured::default()).unwrap();

@@ -13,8 +13,13 @@ pub struct ControlSettings {
     pub scheduler: SchedulerConfig,
     /// The `[fairshare]` section: the penalty, shares and decay.
     pub fairshare: FairshareConfig,
-    /// An agent silent for this long is lost and its tasks go back to their queues.
+    /// An agent silent for this long is lost and its tasks go back to their queues (more
+    /// agents than `heartbeats_per_second` allows stretch it: `queue::heartbeat_cadence`).
     pub lease_timeout_ms: u64,
+    /// The most heartbeats per second the agents' cadence aims for; none (journals from
+    /// before it existed, simulations): a fixed cadence.
+    #[serde(default)]
+    pub heartbeats_per_second: Option<u32>,
     /// The I/O bandwidth configured for each file store, by endpoint (`store:NAME`), MiB/s.
     pub store_io_mib_per_s: HashMap<String, f64>,
 }

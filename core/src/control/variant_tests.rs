@@ -56,11 +56,12 @@ fn app(name: &str, n: u64) -> AppSpec {
 fn settings() -> ControlSettings {
     ControlSettings {
         scheduler: SchedulerConfig {
-            policy: "paf".parse().unwrap(),
+            policy: "paf".parse().expect("a policy"),
             ..SchedulerConfig::default()
         },
         fairshare: FairshareConfig::default(),
         lease_timeout_ms: 60_000,
+        heartbeats_per_second: None,
         store_io_mib_per_s: Default::default(),
     }
 }

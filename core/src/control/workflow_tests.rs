@@ -52,6 +52,7 @@ fn control(workflows: &str, apps: Vec<AppSpec>, slots: u32) -> Control {
         },
         fairshare: FairshareConfig::default(),
         lease_timeout_ms: 60_000,
+        heartbeats_per_second: None,
         store_io_mib_per_s: Default::default(),
     };
     let mut c = Control::new(&settings, Measured::default()).unwrap();

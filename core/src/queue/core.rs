@@ -2,6 +2,7 @@
 
 use super::app::AppEntry;
 use super::changes::Change;
+use super::heartbeat_cadence::{self, Cadence};
 use super::partitions::Partitions;
 use super::plan::{wanted, LeasePlan};
 use super::resource_pool::ResourcePool;
@@ -182,7 +183,15 @@ pub struct Queues {
     pub(super) agents: HashMap<AgentId, AgentEntry>,
     /// Round-robin position: the first application considered by the next lease.
     rr_next: AppId,
+    /// The configured lease timeout; more agents than `heartbeats_per_second` allows at
+    /// that cadence stretch it (see `heartbeat_cadence`).
     lease_timeout_ms: u64,
+    /// The heartbeat rate the cadence aims for (none: a fixed cadence).
+    heartbeats_per_second: Option<u32>,
+    /// Agents live (active or draining) as last counted, plus those joined since.
+    live_agents: u64,
+    /// The most `live_agents` since the queues started: what the cadence follows.
+    most_live_agents: u64,
     /// The newest lease time handed out; each lease call gets a later one.
     last_lease_ms: u64,
     /// The last scheduling round's wishes (empty: round-robin only).
@@ -215,6 +224,9 @@ impl Queues {
             agents: HashMap::new(),
             rr_next: AppId(0),
             lease_timeout_ms,
+            heartbeats_per_second: None,
+            live_agents: 0,
+            most_live_agents: 0,
             last_lease_ms: 0,
             plan: LeasePlan::default(),
             explored: HashMap::new(),
@@ -239,9 +251,31 @@ impl Queues {
         self.workflow_planning
     }
 
-    /// How long an agent may stay silent before it is declared lost, milliseconds.
+    /// How long an agent may stay silent before it is declared lost, milliseconds (the
+    /// configured timeout, stretched for many agents: see [`Queues::cadence`]).
     pub fn lease_timeout_ms(&self) -> u64 {
-        self.lease_timeout_ms
+        self.cadence().lease_timeout_ms
+    }
+
+    /// How often agents are to beat and how long one may stay silent, for the most agents
+    /// live at once so far.
+    pub fn cadence(&self) -> Cadence {
+        heartbeat_cadence::cadence(
+            self.lease_timeout_ms,
+            self.heartbeats_per_second,
+            self.most_live_agents,
+        )
+    }
+
+    /// Aims the heartbeat cadence at `per_second` heartbeats (none: a fixed cadence).
+    pub(crate) fn set_heartbeats_per_second(&mut self, per_second: Option<u32>) {
+        self.heartbeats_per_second = per_second;
+    }
+
+    /// Counts `live` agents now; the cadence follows the most ever counted.
+    fn count_live_agents(&mut self, live: u64) {
+        self.live_agents = live;
+        self.most_live_agents = self.most_live_agents.max(live);
     }
 
     pub(crate) fn insert_app(&mut self, mut app: AppEntry) {
@@ -252,6 +286,9 @@ impl Queues {
     }
 
     pub(crate) fn insert_agent(&mut self, agent: AgentEntry) {
+        if matches!(agent.state, AgentState::Active | AgentState::Draining) {
+            self.count_live_agents(self.live_agents.saturating_add(1));
+        }
         self.agents.insert(agent.id, agent);
         self.agent_generation += 1;
     }
@@ -790,19 +827,20 @@ impl Queues {
     /// Declares lost every agent silent for longer than the lease timeout and puts its
     /// tasks back in their queues (or fails them when their attempts are used up).
     pub(crate) fn expire(&mut self, now_ms: u64) -> Vec<Change> {
+        let timeout_ms = self.lease_timeout_ms();
+        let mut live = 0u64;
         let lost: Vec<AgentId> = self
             .agents
             .values()
             .filter(|a| matches!(a.state, AgentState::Active | AgentState::Draining))
-            .filter(|a| now_ms.saturating_sub(a.last_seen_ms) > self.lease_timeout_ms)
+            .inspect(|_| live += 1)
+            .filter(|a| now_ms.saturating_sub(a.last_seen_ms) > timeout_ms)
             .map(|a| a.id)
             .collect();
+        self.count_live_agents(live);
         let mut changes = Vec::new();
         for id in lost {
-            let reason = format!(
-                "agent {id} missed heartbeats for {} ms",
-                self.lease_timeout_ms
-            );
+            let reason = format!("agent {id} missed heartbeats for {timeout_ms} ms");
             changes.extend(self.release_agent(id, AgentState::Lost, &reason, now_ms));
         }
         changes

@@ -12,6 +12,7 @@ mod forget;
 mod gpu_reserve;
 mod group_lease;
 mod group_reserve;
+pub mod heartbeat_cadence;
 mod partitions;
 mod plan;
 mod reservations;

@@ -15,7 +15,7 @@
 //! header_read_timeout_secs = 10    # a connection must send its headers this fast
 //! body_timeout_secs = 60           # ... and then no pause this long within a body
 //! body_deadline_secs = 120         # ... and the whole body within this (file uploads aside)
-//! max_connections = 10000          # at once (capped by the open-files limit)
+//! max_connections = 16384          # at once (capped by the open-files limit)
 //! max_connections_per_ip = 1024    # at once from one address
 //! submit_burst = 20                # submits per user at once ...
 //! submits_per_minute = 120         # ... then at this rate
@@ -64,7 +64,7 @@ impl Default for LimitsConfig {
             header_read_timeout_secs: 10.0,
             body_timeout_secs: 60.0,
             body_deadline_secs: 120.0,
-            max_connections: 10_000,
+            max_connections: 16_384,
             max_connections_per_ip: 1024,
             submit_burst: 20,
             submits_per_minute: 120,

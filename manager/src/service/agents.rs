@@ -119,7 +119,11 @@ impl Manager {
             only_user: pilot.and_then(|p| self.pilot_user(p)),
             resources: req.resources.clone(),
         };
-        self.control().agent_joined(join, now);
+        let cadence = {
+            let mut control = self.control();
+            control.agent_joined(join, now);
+            control.queues().cadence()
+        };
         self.tokens.insert(hash, Principal::Agent(id));
         self.replan();
         if let Some(p) = pilot {
@@ -136,13 +140,14 @@ impl Manager {
         if req.zero_work {
             tracing::warn!(agent = %id, "a zero-work agent registered: its tasks end without running");
         }
-        let lease = self.settings.lease_timeout_ms();
         Ok(RegisterResponse {
             agent: id,
             credential,
             slots,
-            heartbeat_interval_ms: (lease / 4).max(50),
-            lease_timeout_ms: lease,
+            heartbeat_interval_ms: cadence.heartbeat_interval_ms,
+            lease_timeout_ms: cadence.lease_timeout_ms,
+            // The accept loop (`hetpilot_transport::serve`) serves HTTP/2 on every port.
+            http2: true,
         })
     }
 
@@ -359,7 +364,7 @@ impl Manager {
         let id = agent(who, path)?;
         bounds::check_listed("started", req.started.len())?;
         bounds::check_listed("held", req.held.len())?;
-        let (given_back, drain, kill, held) = {
+        let (given_back, drain, kill, held, cadence) = {
             let mut control = self.control();
             let started = control.started(id, &req.started, now_ms())?;
             drop(control.persist(started));
@@ -373,7 +378,8 @@ impl Manager {
                 .agent(id)
                 .map(|a| a.held.keys().copied().collect())
                 .unwrap_or_default();
-            (given_back_count, drain, kill, held)
+            let cadence = control.queues().cadence();
+            (given_back_count, drain, kill, held, cadence)
         };
         if given_back > 0 {
             tracing::warn!(agent = %id, tasks = given_back, "leases that never reached their agent went back to their queues");
@@ -384,6 +390,8 @@ impl Manager {
             kill,
             send_output: self.outputs_to_send(id),
             grants,
+            heartbeat_interval_ms: Some(cadence.heartbeat_interval_ms),
+            lease_timeout_ms: Some(cadence.lease_timeout_ms),
         })
     }
 

@@ -188,6 +188,7 @@ pub fn control_settings(settings: &Settings) -> ControlSettings {
         scheduler: settings.scheduler.clone(),
         fairshare: settings.fairshare.clone(),
         lease_timeout_ms: settings.lease_timeout_ms(),
+        heartbeats_per_second: Some(settings.heartbeats_per_second),
         store_io_mib_per_s: settings
             .storage
             .iter()

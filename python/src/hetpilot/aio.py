@@ -5,16 +5,17 @@ stream as an async iterator, resumed past its cursor) and :class:`AsyncExecutor`
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, cast
 
 import httpx
 
-from .client import MAX_RESUMES, _raise_for, _trust
+from .client import _raise_for, _trust
 from .connect import resolve
 from .errors import HetpilotError, TaskFailed, Unreachable
-from .events import AppEnd, Event, TaskEnd, parse
+from .events import Event, TaskEnd
 from .executor import command_line
+from .pinning import AsyncPinnedTransport
+from .resume import CLOSED_EARLY, Resumption, event_of, stream_timeout
 
 Json = Dict[str, Any]
 
@@ -22,21 +23,26 @@ Json = Dict[str, Any]
 class AsyncClient:
     """:class:`hetpilot.Client`'s application calls for asyncio, configured the same way."""
 
-    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, *, timeout: float = 30.0):
-        conn = resolve(url, token)
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        token: Optional[str] = None,
+        *,
+        timeout: float = 30.0,
+        config: Optional[str] = None,
+        token_file: Optional[str] = None,
+    ):
+        conn = resolve(url, token, config=config, token_file=token_file)
         self.url = conn.url
         self._timeout = timeout
-        if conn.fingerprint:
-            raise HetpilotError(
-                "the manager's certificate is to be pinned (HETPILOT_TLS_FINGERPRINT, or the "
-                "local manager's), but the asyncio client cannot pin one yet: use "
-                "hetpilot.Client, or HETPILOT_CA_FILE"
-            )
+        # A pinned fingerprint wins over a CA file, as in the sync client.
+        pinned = conn.fingerprint
         self._http = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {conn.token}"},
             timeout=timeout,
             verify=_trust(conn),
+            transport=AsyncPinnedTransport(pinned) if pinned else None,
         )
 
     async def aclose(self) -> None:
@@ -61,36 +67,30 @@ class AsyncClient:
 
     async def events(self, app: int, after: int = 0) -> AsyncIterator[Event]:
         """As :meth:`hetpilot.Client.events`."""
-        resumes = 0
+        resume = Resumption(self.url, after)
         while True:
             try:
-                async for event in self._stream_once(app, after):
-                    resumes = 0
-                    if isinstance(event, TaskEnd):
-                        after = event.cursor
+                async for event in self._stream_once(app, resume.after):
+                    last = resume.seen(event)
                     yield event
-                    if isinstance(event, AppEnd):
+                    if last:
                         return
-                why = "the event stream closed before the application's end"
+                why = CLOSED_EARLY
             except httpx.TransportError as e:
                 why = f"the event stream broke: {e}"
-            resumes += 1
-            if resumes > MAX_RESUMES:
-                raise Unreachable(f"{why} ({self.url}); gave up after {MAX_RESUMES} tries")
-            await asyncio.sleep(0.25 * 2 ** min(resumes, 5))
+            await asyncio.sleep(resume.broke(why))
 
     async def _stream_once(self, app: int, after: int) -> AsyncIterator[Event]:
-        timeout = httpx.Timeout(self._timeout, read=60.0)
         path = f"/v1/apps/{int(app)}/events"
+        timeout = stream_timeout(self._timeout)
         async with self._http.stream("GET", path, params={"after": after}, timeout=timeout) as resp:
             if resp.status_code >= 400:
                 await resp.aread()
                 _raise_for(resp)
             async for line in resp.aiter_lines():
-                if line.strip():
-                    event = parse(json.loads(line))
-                    if event is not None:
-                        yield event
+                event = event_of(line)
+                if event is not None:
+                    yield event
 
 
 class AsyncExecutor:

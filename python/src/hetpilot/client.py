@@ -5,23 +5,22 @@ machine does not trust, ``HETPILOT_TLS_FINGERPRINT`` (pinned) or ``HETPILOT_CA_F
 
 from __future__ import annotations
 
-import json
 import ssl
 import time
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
 
 import httpx
 
+from . import app_file
 from .connect import Connection, resolve
-from .errors import TooManyRequests, Unreachable, from_status
-from .events import AppEnd, Event, TaskEnd, parse
+from .errors import BadRequest, TooManyRequests, Unreachable, from_status
+from .events import Event
 from .pinning import PinnedTransport
+from .resume import CLOSED_EARLY, Resumption, event_of, stream_timeout
 
 #: The longest ``Retry-After`` a submit waits out by itself, seconds.
 MAX_SUBMIT_WAIT_S = 60.0
-
-#: Resumptions of the event stream in a row, with no event between them, before giving up.
-MAX_RESUMES = 6
 
 Json = Dict[str, Any]
 
@@ -33,7 +32,8 @@ def _trust(conn: Connection) -> Union[bool, ssl.SSLContext]:
 
 class Client:
     """The manager at ``url`` (default ``$HETPILOT_URL``) as the holder of ``token``
-    (default ``$HETPILOT_TOKEN``). Every refusal raises a :class:`HetpilotError` subclass
+    (default ``$HETPILOT_TOKEN``); ``config`` and ``token_file`` stand in for
+    ``HETPILOT_CONFIG`` and ``HETPILOT_TOKEN_FILE`` (see :mod:`hetpilot.connect`). Every refusal raises a :class:`HetpilotError` subclass
     carrying the manager's message."""
 
     def __init__(
@@ -42,8 +42,10 @@ class Client:
         token: Optional[str] = None,
         *,
         timeout: float = 30.0,
+        config: Optional[str] = None,
+        token_file: Optional[str] = None,
     ) -> None:
-        conn = resolve(url, token)
+        conn = resolve(url, token, config=config, token_file=token_file)
         self.url = conn.url
         self._timeout = timeout
         # A pinned fingerprint wins over a CA file.
@@ -97,6 +99,19 @@ class Client:
                 if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
                     raise
                 time.sleep(e.retry_after)
+
+    def submit_app_file(self, path: Union[str, Path]) -> int:
+        """Submits the application file at ``path``, as ``hetpilot submit FILE`` does (see
+        :mod:`hetpilot.app_file`); its id. A refusal names the file, the line and the
+        field."""
+        spec = app_file.load(path)
+        try:
+            return self.submit(spec)
+        except BadRequest as e:
+            located = app_file.refusal(path, Path(path).read_text(encoding="utf-8"), e.message)
+            if located is None:
+                raise
+            raise BadRequest(located.message, e.status) from e
 
     def submit_array(self, command: str, count: int, *, name: str = "array", **options: Any) -> int:
         """``count`` tasks of ``command`` (``{}``: the task's index), like ``--array 0-N``."""
@@ -178,37 +193,30 @@ class Client:
         """The application's task ends past cursor ``after`` as they are stored, then its
         :class:`AppEnd`. A dropped connection is resumed past the last end yielded, so
         each end comes once."""
-        resumes = 0
+        resume = Resumption(self.url, after)
         while True:
             try:
-                for event in self._stream_once(app, after):
-                    resumes = 0
-                    if isinstance(event, TaskEnd):
-                        after = event.cursor
+                for event in self._stream_once(app, resume.after):
+                    last = resume.seen(event)
                     yield event
-                    if isinstance(event, AppEnd):
+                    if last:
                         return
-                why = "the event stream closed before the application's end"
+                why = CLOSED_EARLY
             except httpx.TransportError as e:
                 why = f"the event stream broke: {e}"
-            resumes += 1
-            if resumes > MAX_RESUMES:
-                raise Unreachable(f"{why} ({self.url}); gave up after {MAX_RESUMES} tries")
-            time.sleep(0.25 * 2 ** min(resumes, 5))
+            time.sleep(resume.broke(why))
 
     def _stream_once(self, app: int, after: int) -> Iterator[Event]:
-        # Keepalives come every 15 s: a minute of silence is a dead connection.
-        timeout = httpx.Timeout(self._timeout, read=60.0)
         path = f"/v1/apps/{int(app)}/events"
+        timeout = stream_timeout(self._timeout)
         with self._http.stream("GET", path, params={"after": after}, timeout=timeout) as resp:
             if resp.status_code >= 400:
                 resp.read()
                 _raise_for(resp)
             for line in resp.iter_lines():
-                if line.strip():
-                    event = parse(json.loads(line))
-                    if event is not None:
-                        yield event
+                event = event_of(line)
+                if event is not None:
+                    yield event
 
     def wait(self, app: int) -> Json:
         """Follows the application's events to its end; its final summary."""

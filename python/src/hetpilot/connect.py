@@ -50,8 +50,8 @@ def default_data_dir() -> Path:
     return Path(home) / ".local/share/hetpilot" if home else Path(".hetpilot")
 
 
-def _settings() -> Dict[str, Any]:
-    path = os.environ.get("HETPILOT_CONFIG")
+def _settings(config: Optional[str]) -> Dict[str, Any]:
+    path = config or os.environ.get("HETPILOT_CONFIG")
     if not path:
         return {}
     if _toml is None:
@@ -59,7 +59,7 @@ def _settings() -> Dict[str, Any]:
     try:
         with open(path, "rb") as f:
             return dict(_toml.load(f))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # tomllib recurses on nesting
         raise HetpilotError(f"HETPILOT_CONFIG: cannot read {path}: {e}") from e
 
 
@@ -91,9 +91,17 @@ def _cert_fingerprint(cert: str) -> bytes:
     return hashlib.sha256(der).digest()
 
 
-def resolve(url: Optional[str] = None, token: Optional[str] = None) -> Connection:
-    """The connection ``url`` and ``token`` (each ``None``: found as the module says)."""
-    settings = _settings()
+def resolve(
+    url: Optional[str] = None,
+    token: Optional[str] = None,
+    *,
+    config: Optional[str] = None,
+    token_file: Optional[str] = None,
+) -> Connection:
+    """The connection ``url`` and ``token`` (each ``None``: found as the module says);
+    ``config`` and ``token_file`` stand in for ``HETPILOT_CONFIG`` and
+    ``HETPILOT_TOKEN_FILE``."""
+    settings = _settings(config)
     data_dir = Path(os.environ.get("HETPILOT_DATA_DIR") or settings.get("data_dir") or default_data_dir())
     given_url = url or os.environ.get("HETPILOT_URL")
     local_fingerprint = _read(data_dir / "tls.fingerprint")
@@ -106,7 +114,7 @@ def resolve(url: Optional[str] = None, token: Optional[str] = None) -> Connectio
             "no manager URL: pass url=, set HETPILOT_URL, or name the manager's configuration "
             f"with HETPILOT_CONFIG (no local manager found in {data_dir / 'manager.url'})"
         )
-    token_file = os.environ.get("HETPILOT_TOKEN_FILE")
+    token_file = token_file or os.environ.get("HETPILOT_TOKEN_FILE")
     found_token = token
     if found_token is None and token_file:
         found_token = _read(Path(token_file))

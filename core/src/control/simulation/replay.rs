@@ -128,7 +128,7 @@ impl Replay {
                     }
                 }
                 let template = spec.validate().map_err(|e| refused(e.to_string()))?;
-                c.submit(app, owner, spec, template, now_ms);
+                c.submit(app, owner, *spec, template, now_ms);
                 None
             }
             Input::Cancel { app, now_ms } => {

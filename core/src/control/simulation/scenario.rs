@@ -227,6 +227,7 @@ impl Scenario {
             scheduler: self.scheduler.clone(),
             fairshare: self.fairshare.clone(),
             lease_timeout_ms: self.lease_timeout_ms,
+            heartbeats_per_second: None,
             store_io_mib_per_s: HashMap::new(),
         }
     }
