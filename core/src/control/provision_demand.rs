@@ -7,7 +7,8 @@
 //! has, if more), a platform without a profile as the agents it has. Each application's
 //! waiting cores are then divided among the platforms in proportion to the cores the round
 //! gives it there. An application the round gives nothing (every core taken by others)
-//! counts on every platform, so no work waits for want of a pilot. Without a scheduler
+//! counts on every platform, so no work waits for want of a pilot; so does an application
+//! with variants, on each platform one of its variants fits. Without a scheduler
 //! (`policy = "round-robin"`) or without profiles, every platform sees all the waiting work.
 
 use super::profiling::RunStats;
@@ -72,6 +73,10 @@ pub(crate) type VariantRequests = HashMap<AppId, Vec<(u32, ResourceRequest)>>;
 /// application's waiting cores split in proportion to the cores a capacity round gives it
 /// on each platform its request fits ([`eligible_platforms`]: GPU work where the nodes
 /// have the GPUs, CPU-only work off GPU platforms while a CPU platform can take it).
+/// An application with variants is not split: the capacity round sees it as 1-core CPU
+/// work and would put it all on CPU nodes while it fits there, whereas which variant each
+/// task runs as is decided at lease time among the pilots there are. So its waiting tasks
+/// count on every platform one of its variants fits, at that variant's cores.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn demand_by_platform(
     planner: &mut Planner,
@@ -92,19 +97,24 @@ pub(crate) fn demand_by_platform(
     let view = planner.round(stats, apps, agents, weights, now_ms)?.view;
     let cpu_only = ResourceRequest::default();
     for app in waiting {
+        let mut add = |platform: &str, cores: u64| {
+            *demand
+                .entry(platform.to_string())
+                .or_default()
+                .entry(app.owner.clone())
+                .or_insert(0) += cores;
+        };
+        if let Some(variants) = variants.get(&app.id) {
+            let names = view.platforms.iter().map(|p| p.name.as_str());
+            for (platform, cores) in variant_cores(names, capacities, variants) {
+                add(&platform, app.waiting.saturating_mul(u64::from(cores)));
+            }
+            continue;
+        }
         let cores = app.waiting * u64::from(app.cores.max(1));
         let request = requests.get(&app.id).unwrap_or(&cpu_only);
         let names = view.platforms.iter().map(|p| p.name.as_str());
-        let eligible = match variants.get(&app.id) {
-            Some(variants) => variants
-                .iter()
-                .flat_map(|(cores, request)| {
-                    let names = view.platforms.iter().map(|p| p.name.as_str());
-                    eligible_platforms(names, capacities, *cores, request)
-                })
-                .collect(),
-            None => eligible_platforms(names, capacities, app.cores, request),
-        };
+        let eligible = eligible_platforms(names, capacities, app.cores, request);
         let given = view.apps.iter().find(|a| a.app == app.id);
         let given_on = |j: usize| given.map_or(0, |g| u64::from(g.cores[j]));
         let total: u64 = (0..view.platforms.len())
@@ -120,14 +130,28 @@ pub(crate) fn demand_by_platform(
             } else {
                 cores
             };
-            *demand
-                .entry(platform.name.clone())
-                .or_default()
-                .entry(app.owner.clone())
-                .or_insert(0) += share;
+            add(&platform.name, share);
         }
     }
     Ok(demand)
+}
+
+/// The platforms, among `platforms`, where one of an application's `variants` (cores,
+/// request) fits ([`eligible_platforms`]), each with the cores a task takes there: the
+/// widest variant that fits it.
+fn variant_cores<'a>(
+    platforms: impl IntoIterator<Item = &'a str> + Clone,
+    capacities: &BTreeMap<String, Capacity>,
+    variants: &[(u32, ResourceRequest)],
+) -> BTreeMap<String, u32> {
+    let mut cores_on = BTreeMap::new();
+    for (cores, request) in variants {
+        for platform in eligible_platforms(platforms.clone(), capacities, *cores, request) {
+            let widest = cores_on.entry(platform).or_insert(0);
+            *widest = (*widest).max((*cores).max(1));
+        }
+    }
+    cores_on
 }
 
 #[cfg(test)]
@@ -339,5 +363,66 @@ mod tests {
         let requests = Requests::from([(AppId(2), gpus(0.5)), (AppId(3), gpus(4.0))]);
         let d = mixed_demand(&[app(1, 10, 1), app(2, 6, 1), app(3, 5, 1)], &requests);
         assert_eq!((d["cpu"], d["gpu"]), (10, 6), "{d:?}");
+    }
+
+    /// Two applications each with a GPU variant (1 GPU, 1 core) and a CPU variant (2
+    /// cores), on a CPU platform of one 8-core node and a GPU platform of one node of 4
+    /// cores and 2 GPUs (the lab's `debug` and `gpu`): as long as tasks wait, pilots are
+    /// asked where each variant fits, also when the waiting tasks would fit on the CPU
+    /// node alone (where a capacity round that sees 1-core CPU work puts them all), and
+    /// also for an application measured to run 8x faster as its GPU variant.
+    #[test]
+    fn work_with_variants_asks_for_gpu_and_cpu_pilots_however_little_waits() {
+        let gpus = ResourceRequest(BTreeMap::from([(
+            "gpus".to_string(),
+            hetpilot_protocol::resources::ResourceAmount::parse(1.0).unwrap(),
+        )]));
+        let node = |cores, gpus| Capacity {
+            nodes: 1,
+            cores_per_node: cores,
+            resources: NodeResources {
+                gpus,
+                named: BTreeMap::new(),
+            },
+        };
+        let caps = BTreeMap::from([
+            ("debug".to_string(), node(8, 0)),
+            ("gpu".to_string(), node(4, 2)),
+        ]);
+        let each = vec![(1, gpus), (2, ResourceRequest::default())];
+        let variants = VariantRequests::from([(AppId(1), each.clone()), (AppId(2), each)]);
+        let mut gains = RunStats::default();
+        for _ in 0..3 {
+            gains.add(AppId(2), "gpu", &[], 1.0);
+            gains.add(AppId(2), "debug", &[], 8.0);
+        }
+        let cases = [
+            (RunStats::default(), [3, 3]),
+            (RunStats::default(), [30, 30]),
+            (gains, [0, 5]),
+        ];
+        for (stats, [first, second]) in cases {
+            let d = demand_by_platform(
+                &mut planner(),
+                &stats,
+                &[app(1, first, 1), app(2, second, 1)],
+                &capacity_agents(&[], &caps),
+                &caps,
+                &Requests::new(),
+                &variants,
+                &HashMap::new(),
+                1_000,
+            )
+            .unwrap();
+            let on = |p: &str| {
+                d.get(p)
+                    .map_or(0, |by_owner| by_owner.values().sum::<u64>())
+            };
+            let tasks = first + second;
+            // Each waiting task as the GPU variant (1 core) on `gpu`, as the CPU variant
+            // (2 cores) on `debug`.
+            assert_eq!(on("gpu"), tasks, "{first}+{second} waiting: {d:?}");
+            assert_eq!(on("debug"), 2 * tasks, "{first}+{second} waiting: {d:?}");
+        }
     }
 }
