@@ -20,6 +20,7 @@ mod forget;
 mod forget_tests;
 pub mod journal;
 mod measured;
+mod parallel_demand;
 pub(crate) mod placement;
 mod policy_state;
 pub(crate) mod profiling;

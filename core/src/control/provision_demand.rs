@@ -8,9 +8,12 @@
 //! waiting cores are then divided among the platforms in proportion to the cores the round
 //! gives it there. An application the round gives nothing (every core taken by others)
 //! counts on every platform, so no work waits for want of a pilot; so does an application
-//! with variants, on each platform one of its variants fits. Without a scheduler
+//! with variants, on each platform one of its variants fits. A parallel application's
+//! runs ask, whole, on one platform that can hold them instead (see
+//! `control::parallel_demand`). Without a scheduler
 //! (`policy = "round-robin"`) or without profiles, every platform sees all the waiting work.
 
+use super::parallel_demand::parallel_demand;
 use super::profiling::RunStats;
 use super::resource_fit::{eligible_platforms, NodeResources};
 use super::scheduling::{LiveAgent, LiveApp, Planner, RoundError};
@@ -76,7 +79,9 @@ pub(crate) type VariantRequests = HashMap<AppId, Vec<(u32, ResourceRequest)>>;
 /// An application with variants is not split: the capacity round sees it as 1-core CPU
 /// work and would put it all on CPU nodes while it fits there, whereas which variant each
 /// task runs as is decided at lease time among the pilots there are. So its waiting tasks
-/// count on every platform one of its variants fits, at that variant's cores.
+/// count on every platform one of its variants fits, at that variant's cores. A parallel
+/// application's runs go on one platform that holds them, `placed` (the live round's
+/// placement) first.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn demand_by_platform(
     planner: &mut Planner,
@@ -87,6 +92,7 @@ pub(crate) fn demand_by_platform(
     requests: &Requests,
     variants: &VariantRequests,
     weights: &HashMap<String, f64>,
+    placed: &HashMap<AppId, String>,
     now_ms: u64,
 ) -> Result<Demand, RoundError> {
     let mut demand = Demand::new();
@@ -94,7 +100,8 @@ pub(crate) fn demand_by_platform(
     if waiting.is_empty() || agents.is_empty() {
         return Ok(demand);
     }
-    let view = planner.round(stats, apps, agents, weights, now_ms)?.view;
+    let round = planner.round(stats, apps, agents, weights, now_ms)?;
+    let (view, at_capacity) = (round.view, round.plan.parallel);
     let cpu_only = ResourceRequest::default();
     for app in waiting {
         let mut add = |platform: &str, cores: u64| {
@@ -104,6 +111,16 @@ pub(crate) fn demand_by_platform(
                 .entry(app.owner.clone())
                 .or_insert(0) += cores;
         };
+        if let Some(size) = app.parallel {
+            let names = view.platforms.iter().map(|p| p.name.as_str());
+            let preferred = [placed, &at_capacity].map(|m| m.get(&app.id).map(String::as_str));
+            if let Some((platform, cores)) =
+                parallel_demand(size, app.waiting, names, agents, capacities, preferred)
+            {
+                add(&platform, cores);
+            }
+            continue;
+        }
         if let Some(variants) = variants.get(&app.id) {
             let names = view.platforms.iter().map(|p| p.name.as_str());
             for (platform, cores) in variant_cores(names, capacities, variants) {
@@ -158,6 +175,7 @@ fn variant_cores<'a>(
 mod tests {
     use super::*;
     use crate::control::SchedulerConfig;
+    use hetpilot_protocol::parallel::ParallelSize;
     use hetpilot_protocol::AppId;
 
     fn app(id: u64, waiting: u64, cores: u32) -> LiveApp {
@@ -246,6 +264,7 @@ mod tests {
             &Requests::new(),
             &VariantRequests::new(),
             &HashMap::new(),
+            &HashMap::new(),
             1_000,
         )
         .unwrap()
@@ -267,6 +286,7 @@ mod tests {
             &capacities(),
             &Requests::new(),
             &VariantRequests::new(),
+            &HashMap::new(),
             &HashMap::new(),
             1_000,
         )
@@ -336,6 +356,7 @@ mod tests {
             &caps,
             requests,
             &VariantRequests::new(),
+            &HashMap::new(),
             &HashMap::new(),
             1_000,
         )
@@ -411,6 +432,7 @@ mod tests {
                 &Requests::new(),
                 &variants,
                 &HashMap::new(),
+                &HashMap::new(),
                 1_000,
             )
             .unwrap();
@@ -424,5 +446,74 @@ mod tests {
             assert_eq!(on("gpu"), tasks, "{first}+{second} waiting: {d:?}");
             assert_eq!(on("debug"), 2 * tasks, "{first}+{second} waiting: {d:?}");
         }
+    }
+
+    /// The lab's two Slurm platforms: `debug`, one 8-core node; `small`, one pilot of two
+    /// 2-core nodes.
+    fn lab() -> BTreeMap<String, Capacity> {
+        let node = |nodes, cores| Capacity {
+            nodes,
+            cores_per_node: cores,
+            resources: NodeResources::default(),
+        };
+        BTreeMap::from([
+            ("debug".to_string(), node(1, 8)),
+            ("small".to_string(), node(2, 2)),
+        ])
+    }
+
+    fn lab_demand(apps: &[LiveApp], placed: &[(u64, &str)]) -> HashMap<String, u64> {
+        let placed = placed
+            .iter()
+            .map(|&(app, p)| (AppId(app), p.to_string()))
+            .collect();
+        demand_by_platform(
+            &mut planner(),
+            &RunStats::default(),
+            apps,
+            &capacity_agents(&[], &lab()),
+            &lab(),
+            &Requests::new(),
+            &VariantRequests::new(),
+            &HashMap::new(),
+            &placed,
+            1_000,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|(p, by_owner)| (p, by_owner.values().sum()))
+        .collect()
+    }
+
+    fn parallel(id: u64, waiting: u64, size: ParallelSize) -> LiveApp {
+        LiveApp {
+            parallel: Some(size),
+            ..app(id, waiting, 1)
+        }
+    }
+
+    #[test]
+    fn parallel_runs_ask_for_pilots_whole_on_a_platform_that_holds_them() {
+        // Two nodes: only small's pilot has them, and a run takes both (2 x 2 cores), though
+        // debug has the larger share of cores.
+        let d = lab_demand(&[parallel(1, 1, ParallelSize::Nodes(2))], &[]);
+        assert_eq!(d, HashMap::from([("small".to_string(), 4)]), "nodes = 2");
+        // 3 procs fit either: the live round's placement decides, whole runs of whole nodes.
+        let procs = [parallel(1, 2, ParallelSize::Procs(3))];
+        let d = lab_demand(&procs, &[(1, "small")]);
+        assert_eq!(
+            d,
+            HashMap::from([("small".to_string(), 8)]),
+            "placed on small"
+        );
+        let d = lab_demand(&procs, &[(1, "debug")]);
+        assert_eq!(
+            d,
+            HashMap::from([("debug".to_string(), 16)]),
+            "placed on debug"
+        );
+        // Wider than any platform grows: nothing asked anywhere.
+        let d = lab_demand(&[parallel(1, 1, ParallelSize::Procs(9))], &[]);
+        assert!(d.is_empty(), "{d:?}");
     }
 }

@@ -89,6 +89,8 @@ impl RoundJob {
         let demand = match (self.provision_planner.as_mut(), &self.reachable) {
             (Some(p), Some(reachable)) => {
                 let capacity = capacity_agents(&self.agents, reachable);
+                let no_placement = HashMap::new();
+                let placed = round.as_ref().map_or(&no_placement, |r| &r.plan.parallel);
                 Some(demand_by_platform(
                     p,
                     &self.stats,
@@ -98,6 +100,7 @@ impl RoundJob {
                     &self.requests,
                     &self.variant_requests,
                     &self.weights,
+                    placed,
                     self.now_ms,
                 ))
             }

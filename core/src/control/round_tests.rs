@@ -27,6 +27,7 @@ fn app(id: u64, procs: Option<u64>) -> AppEntry {
         resources: Default::default(),
         nodes: None,
         procs,
+        variants: Vec::new(),
     };
     let template = spec.validate().unwrap();
     AppEntry::new(AppId(id), "alice".into(), spec, template, 0)

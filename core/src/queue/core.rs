@@ -384,13 +384,15 @@ impl Queues {
         }
     }
 
-    /// Replaces the lease plan (the last scheduling round's decision); returns whether a
-    /// workflow that waited for its first plan has one now. Leasing is otherwise work
-    /// conserving: a new plan reorders what agents lease, but makes nothing leasable
-    /// that was not.
+    /// Replaces the lease plan (the last scheduling round's decision); returns whether
+    /// idle agents may lease something they could not: a workflow that waited for its
+    /// first plan has one now, or a reserved application was placed on another platform
+    /// (its reservation is dropped, so it starts there, see
+    /// `Self::drop_moved_reservations`). Leasing is otherwise work conserving: a new plan
+    /// reorders what agents lease, but makes nothing leasable that was not.
     pub(crate) fn set_plan(&mut self, mut plan: LeasePlan) -> bool {
-        let mut newly_planned = false;
         self.parallel = std::mem::take(&mut plan.parallel);
+        let mut newly_leasable = self.drop_moved_reservations();
         self.variant_plan = std::mem::take(&mut plan.variants);
         self.explored_variants.clear();
         let workflows = std::mem::take(&mut plan.workflows);
@@ -398,12 +400,12 @@ impl Queues {
             if let Some(dag) = &mut app.dag {
                 let waited = !dag.planned();
                 dag.set_plan(workflows.get(&app.id).cloned());
-                newly_planned |= waited && dag.planned();
+                newly_leasable |= waited && dag.planned();
             }
         }
         self.plan = plan;
         self.explored.clear();
-        newly_planned
+        newly_leasable
     }
 
     /// Leases up to `max_slots` worth of tasks to `agent`. The lease plan goes first:

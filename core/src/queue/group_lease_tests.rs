@@ -366,3 +366,50 @@ fn a_run_tlpa_placed_on_a_platform_is_reserved_there() {
     assert_eq!(lease(&mut q, 3, 2, 2).len(), 1, "leased on far");
     assert_no_partial_holds(&q);
 }
+
+#[test]
+fn a_reservation_moves_when_a_round_places_the_run_where_it_starts_now() {
+    // "debug": agent 1, 8 slots; "small": agents 2 and 3, 2 slots each.
+    let mut q = Queues::new(60_000);
+    for (id, platform, slots) in [(1, "debug", 8), (2, "small", 2), (3, "small", 2)] {
+        q.insert_agent(AgentEntry::new(
+            AgentId(id),
+            platform.into(),
+            format!("n{id}"),
+            slots,
+            0,
+        ));
+    }
+    // A 7-proc run (10 s) fills debug; 1-core tasks (100 s) fill small.
+    add_app(&mut q, 1, spec(1, Some(7), None));
+    assert_eq!(lease(&mut q, 1, 8, 1).len(), 1, "the 7-proc run on debug");
+    let mut long = spec(4, None, None);
+    long.timeout_secs = Some(100);
+    add_app(&mut q, 2, long);
+    let small: Vec<(u64, Assignment)> = [2, 3]
+        .into_iter()
+        .flat_map(|a| lease(&mut q, a, 2, 2).into_iter().map(move |t| (a, t)))
+        .collect();
+    assert_eq!(small.len(), 4, "small is full");
+    // A 2-proc run fits nowhere now: debug frees first, so it is reserved there.
+    add_app(&mut q, 3, spec(1, Some(2), None));
+    assert!(lease(&mut q, 1, 1, 3).is_empty());
+    assert_eq!(q.reservation(AppId(3)).unwrap().agents, [AgentId(1)]);
+    // Small frees early, and the next round places the run there.
+    for (agent, a) in &small {
+        q.apply_result(AgentId(*agent), success(a.task, a.attempt));
+    }
+    let mut plan = LeasePlan::default();
+    plan.parallel.insert(AppId(3), "small".into());
+    let wake = q.set_plan(plan);
+    assert_eq!(
+        q.hold(AgentId(1)),
+        None,
+        "debug no longer keeps slots for a run placed on small"
+    );
+    assert!(wake, "idle agents on small must be woken to start it");
+    let got = lease(&mut q, 2, 2, 4);
+    assert_eq!(got.len(), 1, "it starts on small now: {got:?}");
+    assert_eq!(got[0].task.app, AppId(3));
+    assert_no_partial_holds(&q);
+}

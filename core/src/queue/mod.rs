@@ -27,6 +27,7 @@ pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportEr
 pub use dag::DagState;
 pub use dag_lease::PLAN_WAIT_MS;
 pub use forget::{ForgetError, OwnerTasks};
+pub(crate) use group_lease::choose_members;
 pub use group_lease::{GroupLease, Member};
 pub use partitions::Partitions;
 pub(crate) use plan::{LeasePlan, PlatformPlan};

@@ -13,9 +13,11 @@
 //! reservation's start later (see `queue::easy`); on an agent of a parallel task's
 //! reservation, if it does not make that agent's share ready later than the run's start,
 //! the latest of its agents' shadow times. A reservation ends when its task is
-//! leased there, when its application has no ready task left, or when its agent leaves;
-//! the next lease then makes the next one. A task of a reserved application leased
-//! elsewhere does not move the reservation: the next ready task inherits it.
+//! leased there, when its application has no ready task left, when its agent leaves, or
+//! when a scheduling round places its application on another platform (where it can
+//! start now; idle agents are woken for it); the next lease then makes the next one. A
+//! task of a reserved application leased elsewhere does not move the reservation: the
+//! next ready task inherits it.
 //!
 //! A reservation lists its agents with what each keeps: a parallel task's (`nodes` /
 //! `procs`, see `queue::group_reserve`) holds several agents, and is leased only through
@@ -417,6 +419,34 @@ impl Queues {
             start = start.max(easy::shadow_ms(&self.load(*a), need, now_ms)?);
         }
         Some(start)
+    }
+
+    /// Drops each reservation that keeps slots on a platform other than the one the
+    /// plan now places its application on: the round saw it start there now, so it must
+    /// not wait for the slots it kept elsewhere. Returns whether one was dropped (the
+    /// next lease reserves it again, on the placed platform).
+    pub(super) fn drop_moved_reservations(&mut self) -> bool {
+        if self.parallel.is_empty() || self.reservations.by_app.is_empty() {
+            return false;
+        }
+        let moved: Vec<AppId> = self
+            .reservations
+            .by_app
+            .iter()
+            .filter(|(app, r)| {
+                self.parallel.get(app).is_some_and(|placed| {
+                    r.agents
+                        .iter()
+                        .any(|a| self.agents.get(a).is_none_or(|e| e.platform != *placed))
+                })
+            })
+            .map(|(app, _)| *app)
+            .collect();
+        for &app in &moved {
+            tracing::debug!(%app, "reservation dropped: placed on another platform");
+            self.reservations.drop_app(app);
+        }
+        !moved.is_empty()
     }
 
     /// After a task of `app` was leased to `id`: the reservation it used ends, as does
