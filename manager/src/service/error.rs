@@ -98,17 +98,18 @@ impl From<ForgetError> for ServiceError {
 #[cfg(test)]
 mod tests {
     use super::super::test_support;
-    use crate::server::ApiError;
+    use super::ErrorCode;
 
-    /// A read query whose worker panics is the manager's failure: answered 500, not 400.
+    /// A read query whose worker panics is the manager's failure: `internal` (answered 500
+    /// by the HTTP layer, `server::error`'s tests), not a refusal of the caller's input.
     #[tokio::test]
-    async fn a_read_whose_worker_panicked_is_answered_500() {
+    async fn a_read_whose_worker_panicked_is_an_internal_failure() {
         let dir = tempfile::tempdir().unwrap();
         let (_, m, _) = test_support::open(dir.path(), &[]);
         let failed = m
             .read(|_| -> rusqlite::Result<()> { panic!("a query's worker failed") })
             .await
             .unwrap_err();
-        assert_eq!(ApiError::from(failed).status.as_u16(), 500);
+        assert_eq!(failed.code(), ErrorCode::Internal, "{failed:?}");
     }
 }
