@@ -104,3 +104,26 @@ async fn tls_clients_agree_on_http2_by_alpn() {
     let versions = two_at_once(&client, &format!("https://{addr}")).await;
     assert_eq!(versions, vec![reqwest::Version::HTTP_2; 2]);
 }
+
+/// A host that sends half the HTTP/2 preface and then nothing does not keep its
+/// connection: the header-read timeout closes it while the protocol is still being chosen.
+#[tokio::test]
+async fn a_half_sent_http2_preface_is_closed_at_the_header_read_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = ServeLimits {
+        header_read_timeout: Duration::from_millis(300),
+        ..limits(None)
+    };
+    let router = Router::new().route("/", get(|| async { "ok" }));
+    tokio::spawn(serve(listener, router, limits, std::future::pending()));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(b"PRI * HTTP/2.0\r\n").await.unwrap();
+    let mut buf = [0u8; 64];
+    // Closed by the server: end of stream (or a reset), long before this test's bound.
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+        .await
+        .expect("the half-sent connection is still open after 10 s");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+}
