@@ -337,53 +337,29 @@ mod tests {
 
     #[test]
     fn a_parallel_run_goes_to_the_faster_platform_that_holds_it_now() {
-        // Two idle platforms of two 4-slot agents; platform 1 twice as fast.
-        let nodes = agents(&[(2, vec![]), (2, vec![])]);
+        // Two platforms of two 4-slot agents; platform 1 twice as fast.
         let speeds = [1.0, 2.0];
-        let got = place_runs(
-            &nodes,
-            &speeds,
-            &[run(1, ParallelSize::Procs(8), 100.0)],
-            &mut Tlpa::new(2),
-            0.0,
-        );
-        assert_eq!(got, [(AppId(1), 1)]);
+        let place = |nodes: &[Node], app: u64, size: ParallelSize| {
+            place_runs(
+                nodes,
+                &speeds,
+                &[run(app, size, 100.0)],
+                &mut Tlpa::new(2),
+                0.0,
+            )
+        };
+        // Both idle: the fast one.
+        let idle = agents(&[(2, vec![]), (2, vec![])]);
+        assert_eq!(place(&idle, 1, ParallelSize::Procs(8)), [(AppId(1), 1)]);
         // The fast one busy on a slot: 7 slots left there, the run of 8 fits only the slow
         // one now.
         let nodes = agents(&[(2, vec![]), (2, vec![(1, 500.0)])]);
-        let got = place_runs(
-            &nodes,
-            &speeds,
-            &[run(1, ParallelSize::Procs(8), 100.0)],
-            &mut Tlpa::new(2),
-            0.0,
-        );
-        assert_eq!(got, [(AppId(1), 0)]);
+        assert_eq!(place(&nodes, 1, ParallelSize::Procs(8)), [(AppId(1), 0)]);
         // Whole agents count agents, not slots: one busy agent leaves one free there.
-        let got = place_runs(
-            &nodes,
-            &speeds,
-            &[run(2, ParallelSize::Nodes(2), 100.0)],
-            &mut Tlpa::new(2),
-            0.0,
-        );
-        assert_eq!(got, [(AppId(2), 0)]);
-        let got = place_runs(
-            &nodes,
-            &speeds,
-            &[run(3, ParallelSize::Nodes(1), 100.0)],
-            &mut Tlpa::new(2),
-            0.0,
-        );
-        assert_eq!(got, [(AppId(3), 1)]);
+        assert_eq!(place(&nodes, 2, ParallelSize::Nodes(2)), [(AppId(2), 0)]);
+        assert_eq!(place(&nodes, 3, ParallelSize::Nodes(1)), [(AppId(3), 1)]);
         // No platform holds it now: no choice (the reservation then picks by start time).
-        let got = place_runs(
-            &nodes,
-            &speeds,
-            &[run(4, ParallelSize::Procs(9), 100.0)],
-            &mut Tlpa::new(2),
-            0.0,
-        );
+        let got = place(&nodes, 4, ParallelSize::Procs(9));
         assert!(got.is_empty(), "{got:?}");
     }
 }
