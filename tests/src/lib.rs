@@ -348,7 +348,27 @@ impl Drop for Manager {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            print_log_tail("manager", &self.dir.join("manager.log"));
+        }
         pilots::stop_recorded(&self.dir);
+    }
+}
+
+/// Prints the last lines of `path` to stderr, so a failed test shows what its process
+/// logged before the temporary directory holding the log is removed.
+pub fn print_log_tail(what: &str, path: &Path) {
+    const LINES: usize = 300;
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(LINES);
+    eprintln!(
+        "---- last {} lines of the {what}'s log ({}) ----",
+        lines.len() - from,
+        path.display()
+    );
+    for line in &lines[from..] {
+        eprintln!("{line}");
     }
 }
 
@@ -448,6 +468,9 @@ impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            print_log_tail("agent", &self.work_dir.join("agent.log"));
+        }
     }
 }
 
