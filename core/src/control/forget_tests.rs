@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::queue::{ForgetError, OwnerTasks, ReportError};
-use hetpilot_protocol::protocol::{Measurements, Outcome};
+use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult};
 use hetpilot_protocol::spec::TaskSource;
 use hetpilot_protocol::TaskRef;
 
@@ -36,6 +36,14 @@ fn array(name: &str, n: u64) -> AppSpec {
 }
 
 const AGENT: AgentId = AgentId(10);
+
+/// Records `results` of [`AGENT`]'s current leases; the changes.
+fn record_current(c: &mut Control, results: Vec<TaskResult>, now_ms: u64) -> Vec<Change> {
+    match c.record_report(AGENT, results, &ReportHistory::new(), now_ms) {
+        Ok(ReportAnswer::Recorded { changes, .. }) => changes,
+        other => panic!("{other:?}"),
+    }
+}
 
 /// A control plane with one 4-slot agent and, per `(owner, tasks)`, an application
 /// numbered from 1.
@@ -106,7 +114,7 @@ fn a_cancelled_application_ends_then_is_forgotten_everywhere_but_in_its_owners_u
     assert_eq!(batch.tasks.len(), 1);
     assert_eq!(batch.apps.len(), 1, "the agent was sent the application");
     let done = success(batch.tasks[0].task, 1, 1_000.0);
-    c.record_results(AGENT, vec![done], &[false], 500);
+    record_current(&mut c, vec![done], 500);
     assert!(
         c.queues().app(app).unwrap().ended_ms.is_none(),
         "still live"
@@ -160,13 +168,30 @@ fn results_and_heartbeats_for_a_forgotten_application_are_dropped_without_panick
     // The result was checked before the forget (a cancelled task's run: the store's
     // history vouches for it), recorded after it.
     let late = success(alices[0], 1, 10.0);
-    assert_eq!(c.check_result(AGENT, &late), Ok(ReportCheck::NeedsHistory));
+    let late_ones = std::slice::from_ref(&late);
+    assert_eq!(c.history_wanted(AGENT, late_ones), Ok(vec![0]));
     c.forget(AppId(1)).unwrap();
-    assert!(c
-        .record_results(AGENT, vec![late.clone()], &[false], 300)
-        .is_empty());
+    let stored = StoredAttempt {
+        agent: AGENT,
+        recorded: false,
+        leased_ms: 100,
+    };
+    match c.record_report(
+        AGENT,
+        vec![late.clone()],
+        &ReportHistory::from([(0, Some(stored))]),
+        300,
+    ) {
+        Ok(ReportAnswer::Recorded {
+            changes, classes, ..
+        }) => {
+            assert!(changes.is_empty(), "{changes:?}");
+            assert_eq!(classes, [ResultClass::Late]);
+        }
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
-        c.check_result(AGENT, &late),
+        c.history_wanted(AGENT, late_ones),
         Err(ReportError::UnknownTask(alices[0]))
     );
     assert_eq!(c.policy.stats.samples(AppId(1), "p"), 0, "not profiled");
@@ -202,7 +227,7 @@ fn applications_end_when_their_last_task_ends_and_are_listed_by_age() {
         results.iter().map(|r| r.task.app).collect::<Vec<_>>(),
         [AppId(1), AppId(2)]
     );
-    let changes = c.record_results(AGENT, results, &[false, false], 1_000);
+    let changes = record_current(&mut c, results, 1_000);
     let ended: Vec<AppId> = changes
         .iter()
         .filter_map(|ch| match ch {

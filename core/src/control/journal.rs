@@ -4,7 +4,7 @@
 //! control plane only buffers entries, the shell writes them out (one JSON object a line).
 //! [`replay`](super::simulation::replay) feeds a journal to a fresh control plane.
 
-use super::{AgentJoin, Capacity, ControlSettings, StagingProfile};
+use super::{AgentJoin, Capacity, ControlSettings, ReportHistory, ResultClass, StagingProfile};
 use crate::queue::{LeaseBatch, Partitions, ReportError};
 use hetpilot_protocol::protocol::{TaskAttempt, TaskResult};
 use hetpilot_protocol::spec::AppSpec;
@@ -68,7 +68,9 @@ pub(crate) enum Input {
     Report {
         agent: AgentId,
         results: Vec<TaskResult>,
-        duplicate: Vec<bool>,
+        /// The store's attempts of the results that were not current leases.
+        #[serde(default)]
+        history: ReportHistory,
         now_ms: u64,
     },
     Expire {
@@ -111,6 +113,8 @@ pub enum Output {
     /// The task attempts a lease handed out, in order, when some run as a variant: each
     /// with the variant's name (`None` for an application without variants).
     LeasedAs(Vec<(TaskAttempt, Option<String>)>),
+    /// How each result of a report was recorded, in the report's order.
+    Recorded(Vec<ResultClass>),
 }
 
 /// One line of the journal.

@@ -25,6 +25,7 @@ pub(crate) mod placement;
 mod policy_state;
 pub(crate) mod profiling;
 pub(crate) mod provision_demand;
+mod report;
 #[cfg(test)]
 mod resource_demand_tests;
 mod resource_fit;
@@ -51,6 +52,9 @@ pub use forget::Forgotten;
 pub(crate) use journal::{Input, Output};
 pub use measured::{AgentResources, AppResources, CarriedUsage, Measured, Run};
 pub use provision_demand::Capacity;
+pub use report::{
+    clamp_to_lease, ReportAnswer, ReportHistory, ResultClass, StoredAttempt, LEASE_SLACK_MS,
+};
 pub use resource_fit::NodeResources;
 pub use round::{RoundDone, RoundJob};
 pub use scheduler_config::{LivePolicy, SchedulerConfig};
@@ -61,9 +65,9 @@ pub use staging_plan::{PlannedStaging, StagingJob};
 pub use wake::Wake;
 
 use crate::ptg::live::WorkflowPolicy;
-use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportCheck, ReportError};
+use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportError};
 use crate::sched::SchedError;
-use hetpilot_protocol::protocol::{Outcome, TaskAttempt, TaskResult};
+use hetpilot_protocol::protocol::{Outcome, TaskAttempt};
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::views::{BandwidthRow, ScheduleView, UserUsage};
 use hetpilot_protocol::{AgentId, AppId};
@@ -339,64 +343,6 @@ impl Control {
         let mut changes = self.queues.reconcile(agent, seen_up_to_ms, held, now_ms)?;
         self.note_ended(&mut changes, now_ms);
         Ok(changes)
-    }
-
-    /// Classifies a reported result without changing anything.
-    pub fn check_result(
-        &self,
-        agent: AgentId,
-        result: &TaskResult,
-    ) -> Result<ReportCheck, ReportError> {
-        self.queues.check_result(agent, result)
-    }
-
-    /// Records an agent's checked results (`duplicate[i]`: result i was recorded before):
-    /// each ends its attempt in the queues, and each run teaches the profile, the
-    /// bandwidth estimates and its owner's usage. Results of an application forgotten since
-    /// they were checked are dropped.
-    pub fn record_results(
-        &mut self,
-        agent: AgentId,
-        results: Vec<TaskResult>,
-        duplicate: &[bool],
-        now_ms: u64,
-    ) -> Vec<Change> {
-        self.journal.input(|| Input::Report {
-            agent,
-            results: results.clone(),
-            duplicate: duplicate.to_vec(),
-            now_ms,
-        });
-        let (results, duplicate): (Vec<TaskResult>, Vec<bool>) = results
-            .into_iter()
-            .zip(duplicate.iter().copied())
-            .filter(|(r, _)| self.queues.app(r.task.app).is_some())
-            .unzip();
-        let mut runs = measured::runs(agent, &results, &duplicate);
-        for (run, result) in runs
-            .iter_mut()
-            .zip(results.iter().zip(&duplicate).filter(|(_, d)| !**d))
-        {
-            run.variant = self.queues.variant_of(agent, result.0);
-        }
-        let mut changes = Vec::new();
-        for (result, dup) in results.into_iter().zip(duplicate) {
-            if !dup {
-                changes.extend(self.queues.apply_result(agent, result));
-            }
-        }
-        for run in runs.iter().filter(|r| r.outcome == Outcome::Success) {
-            if let Some(agent) = self.policy.agents.get(&run.agent) {
-                self.queues
-                    .note_runtime(run.app, &agent.platform, run.wall_ms);
-            }
-        }
-        for run in &runs {
-            self.policy.profile_run(run);
-            self.policy.charge(run);
-        }
-        self.note_ended(&mut changes, now_ms);
-        changes
     }
 
     /// Declares lost every agent silent past the lease timeout; their tasks go back.

@@ -4,6 +4,7 @@
 use super::schema::connect;
 use super::task_states::state_from_code;
 use super::write_ops::outcome_from_str;
+use crate::control::StoredAttempt;
 use hetpilot_protocol::protocol::{
     AgentTokenInfo, AttemptRecord, Measurements, PlatformStats, TaskInfo, TaskState,
 };
@@ -14,15 +15,6 @@ use std::sync::Mutex;
 
 pub struct Reader {
     conn: Mutex<Connection>,
-}
-
-/// Who ran an attempt, and whether its result is already recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AttemptOwner {
-    pub agent: AgentId,
-    pub recorded: bool,
-    /// When the attempt was leased (manager time, unix ms).
-    pub leased_ms: u64,
 }
 
 const ATTEMPT_COLUMNS: &str = "a.attempt, a.agent_id, COALESCE(ag.platform, ''), COALESCE(ag.hostname, ''),
@@ -91,11 +83,11 @@ impl Reader {
         &self,
         task: TaskRef,
         attempt: u32,
-    ) -> rusqlite::Result<Option<AttemptOwner>> {
+    ) -> rusqlite::Result<Option<StoredAttempt>> {
         self.conn()
             .prepare_cached("SELECT agent_id, outcome IS NOT NULL, leased_ms FROM attempts WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3")?
             .query_row(params![task.app.0 as i64, task.index as i64, attempt], |r| {
-                Ok(AttemptOwner {
+                Ok(StoredAttempt {
                     agent: AgentId(r.get::<_, i64>(0)? as u64),
                     recorded: r.get(1)?,
                     leased_ms: u64::try_from(r.get::<_, i64>(2)?).unwrap_or(0),

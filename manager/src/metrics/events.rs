@@ -157,16 +157,10 @@ pub struct ReportSummary {
 const OUTCOMES: [&str; 5] = ["success", "failed", "signaled", "timed_out", "spawn_error"];
 
 impl ReportSummary {
-    /// The new (not duplicate) results of a report.
-    pub fn of(results: &[TaskResult], duplicate: &[bool]) -> Self {
-        let mut s = ReportSummary {
-            wall_s: Vec::with_capacity(results.len()),
-            ..Default::default()
-        };
-        for (r, dup) in results.iter().zip(duplicate) {
-            if *dup {
-                continue;
-            }
+    /// The results a report recorded (its duplicates left out).
+    pub fn of<'a>(recorded: impl Iterator<Item = &'a TaskResult>) -> Self {
+        let mut s = ReportSummary::default();
+        for r in recorded {
             let i = match r.outcome {
                 Outcome::Success => 0,
                 Outcome::Failed => 1,

@@ -3,9 +3,10 @@
 
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::control::AgentJoin;
+use crate::control::{ReportAnswer, ReportHistory, ResultClass};
 use crate::db::Write;
 use crate::metrics::ReportSummary;
-use crate::queue::ReportCheck;
+use crate::queue::Change;
 use hetpilot_protocol::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
     RegisterResponse, ReportRequest, ReportResponse, TaskResult,
@@ -247,7 +248,7 @@ impl Manager {
         &self,
         who: &Principal,
         path: AgentId,
-        mut req: ReportRequest,
+        req: ReportRequest,
     ) -> Result<ReportResponse, ServiceError> {
         let id = agent(who, path)?;
         if req.results.len() > MAX_RESULTS {
@@ -258,78 +259,55 @@ impl Manager {
         for r in &req.results {
             bounds::check_result(r)?;
         }
-        let (checks, mut leased, cores, platform) = {
-            let control = self.control();
-            let checks = req
-                .results
-                .iter()
-                .map(|r| control.check_result(id, r))
-                .collect::<Result<Vec<_>, _>>()?;
-            let agent = control.queues().agent(id);
-            let leased: Vec<Option<u64>> = req
-                .results
-                .iter()
-                .map(|r| agent.and_then(|a| a.held.get(&r.task).copied()))
-                .collect();
-            let platform = agent.map(|a| a.platform.clone()).unwrap_or_default();
-            (checks, leased, agent.map_or(1, |a| a.cores), platform)
-        };
-        let to_look_up: Vec<(usize, TaskResult)> = checks
-            .iter()
-            .zip(&req.results)
-            .enumerate()
-            .filter(|(_, (c, _))| **c == ReportCheck::NeedsHistory)
-            .map(|(i, (_, r))| (i, r.clone()))
-            .collect();
-        let owners = self
-            .read(move |reader| {
-                to_look_up
-                    .into_iter()
-                    .map(|(i, r)| {
-                        Ok((
-                            i,
-                            r.task,
-                            r.attempt,
-                            reader.attempt_owner(r.task, r.attempt)?,
-                        ))
-                    })
-                    .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .await?;
-        let mut duplicate = vec![false; req.results.len()];
-        for (i, task, attempt, owner) in owners {
-            match owner {
-                Some(o) if o.agent == id => {
-                    duplicate[i] = o.recorded;
-                    leased[i] = Some(o.leased_ms);
-                }
-                _ => {
-                    return Err(crate::queue::ReportError::Foreign {
-                        task,
-                        attempt,
-                        agent: id,
+        let count = req.results.len() as u32;
+        let mut results = req.results;
+        let mut history = ReportHistory::new();
+        let mut wanted = self.control().history_wanted(id, &results)?;
+        // Each turn looks up more results; a result's lease ends at most once, so this
+        // ends after at most one turn per result.
+        let (classes, summary, stored, platform) = loop {
+            history.extend(self.attempts_of(&results, wanted).await?);
+            let mut control = self.control();
+            let platform = control.queues().agent(id).map(|a| a.platform.clone());
+            match control.record_report(id, results, &history, now_ms())? {
+                ReportAnswer::Recorded {
+                    changes,
+                    classes,
+                    clamped,
+                } => {
+                    for task in clamped {
+                        tracing::warn!(agent = %id, %task, "a result claimed more time than its lease had; clamped");
                     }
-                    .into())
+                    let summary = ReportSummary::of(changes.iter().filter_map(|c| match c {
+                        Change::Result { result } => Some(&**result),
+                        _ => None,
+                    }));
+                    let stored = (!changes.is_empty()).then(|| control.persist(changes));
+                    break (classes, summary, stored, platform.unwrap_or_default());
+                }
+                // A lease ended between the look-up and now: look those up too.
+                ReportAnswer::NeedsHistory {
+                    missing,
+                    results: back,
+                } => {
+                    wanted = missing;
+                    results = back;
                 }
             }
+        };
+        if let Some(stored) = stored {
+            let committing = std::time::Instant::now();
+            stored.await?;
+            self.metrics.store_commit(committing.elapsed());
         }
-        self.clamp_to_leases(id, &mut req.results, &leased, cores);
         if let Some(wanted) = req.wanted {
             self.wanted.insert(id, wanted.min(8192));
         }
-        let duplicates = duplicate.iter().filter(|d| **d).count() as u32;
-        let recorded = req.results.len() as u32 - duplicates;
-        let summary = ReportSummary::of(&req.results, &duplicate);
-        let (recorded_changes, results_stored) = {
-            let mut control = self.control();
-            let changes = control.record_results(id, req.results, &duplicate, now_ms());
-            (!changes.is_empty(), control.persist(changes))
-        };
-        if recorded_changes {
-            let committing = std::time::Instant::now();
-            results_stored.await?;
-            self.metrics.store_commit(committing.elapsed());
-        }
+        let duplicates = classes
+            .iter()
+            .filter(|c| **c == ResultClass::Duplicate)
+            .count() as u32;
+        let recorded = count - duplicates;
         self.metrics.reported(&platform, &summary);
         Ok(ReportResponse {
             recorded,
@@ -337,22 +315,28 @@ impl Manager {
         })
     }
 
-    /// Clamps each result's measurements to its lease (see `bounds::clamp_to_lease`), so a
-    /// report cannot charge a user, or teach a profile, more than the lease allowed.
-    fn clamp_to_leases(
+    /// The store's attempts of `results` at the indexes `wanted`.
+    async fn attempts_of(
         &self,
-        id: AgentId,
-        results: &mut [TaskResult],
-        leased: &[Option<u64>],
-        cores: u32,
-    ) {
-        let now = now_ms();
-        for (r, leased) in results.iter_mut().zip(leased) {
-            let age = leased.map_or(0, |l| now.saturating_sub(l));
-            if bounds::clamp_to_lease(&mut r.measurements, r.staging.as_mut(), age, cores) {
-                tracing::warn!(agent = %id, task = %r.task, lease_age_ms = age, "a result claimed more time than its lease had; clamped");
-            }
+        results: &[TaskResult],
+        wanted: Vec<usize>,
+    ) -> Result<ReportHistory, ServiceError> {
+        if wanted.is_empty() {
+            return Ok(ReportHistory::new());
         }
+        let asked: Vec<(usize, TaskRef, u32)> = wanted
+            .into_iter()
+            .filter_map(|i| results.get(i).map(|r| (i, r.task, r.attempt)))
+            .collect();
+        let found = self
+            .read(move |reader| {
+                asked
+                    .into_iter()
+                    .map(|(i, task, attempt)| Ok((i, reader.attempt_owner(task, attempt)?)))
+                    .collect::<rusqlite::Result<ReportHistory>>()
+            })
+            .await?;
+        Ok(found)
     }
 
     pub fn heartbeat(

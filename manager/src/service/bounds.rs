@@ -5,7 +5,7 @@
 //! they reach usage, profiles or bandwidth estimates.
 
 use super::ServiceError;
-use hetpilot_protocol::protocol::{Measurements, RegisterRequest, TaskResult};
+use hetpilot_protocol::protocol::{RegisterRequest, TaskResult};
 use hetpilot_protocol::spec::AppSpec;
 
 /// Most cores an agent may say its node has.
@@ -24,10 +24,6 @@ const MAX_TEXT_BYTES: usize = 64 << 10;
 const MAX_PATH_BYTES: usize = 4096;
 /// Most co-runners or transfers one result may list.
 const MAX_LIST: usize = 4096;
-/// Clock slack allowed between a lease and the run the agent measured (ms): agents and
-/// the manager keep separate clocks, and a lease is granted before it travels.
-pub const LEASE_SLACK_MS: f64 = 5_000.0;
-
 fn bad(field: &str, problem: impl std::fmt::Display) -> ServiceError {
     ServiceError::BadRequest(format!("field `{field}`: {problem}"))
 }
@@ -159,51 +155,6 @@ pub fn check_result(r: &TaskResult) -> Result<(), ServiceError> {
     Ok(())
 }
 
-/// Clamps a run's measurements to what its lease allows: wall time no longer than the
-/// lease has existed (plus slack), CPU time no more than `cores` × wall time, transfers no
-/// longer than the run. Returns whether anything had to be clamped.
-pub fn clamp_to_lease(
-    m: &mut Measurements,
-    staging: Option<&mut hetpilot_protocol::files::StagingStats>,
-    lease_age_ms: u64,
-    cores: u32,
-) -> bool {
-    let max_wall = lease_age_ms as f64 + LEASE_SLACK_MS;
-    let mut clamped = false;
-    if m.wall_ms > max_wall {
-        m.wall_ms = max_wall;
-        clamped = true;
-    }
-    let max_cpu = f64::from(cores.max(1)) * m.wall_ms + LEASE_SLACK_MS;
-    let cpu = m.user_cpu_ms + m.sys_cpu_ms;
-    if cpu > max_cpu {
-        let scale = max_cpu / cpu;
-        m.user_cpu_ms *= scale;
-        m.sys_cpu_ms *= scale;
-        clamped = true;
-    }
-    if let Some(s) = staging {
-        for t in &mut s.transfers {
-            if t.ms > max_wall {
-                t.ms = max_wall;
-                clamped = true;
-            }
-            // The bandwidth is recomputed from what is left, never taken on trust.
-            let seconds = t.ms / 1000.0;
-            let rate = if seconds > 0.0 {
-                t.bytes as f64 / seconds / f64::from(1u32 << 20)
-            } else {
-                0.0
-            };
-            if t.mib_per_s > rate * 1.01 + 1e-9 {
-                t.mib_per_s = rate;
-                clamped = true;
-            }
-        }
-    }
-    clamped
-}
-
 /// Most cores one task may ask for.
 const MAX_TASK_CORES: u32 = MAX_CORES;
 /// Most attempts one task may be given.
@@ -289,7 +240,8 @@ pub fn is_user_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hetpilot_protocol::protocol::Outcome;
+    use crate::control::{clamp_to_lease, LEASE_SLACK_MS};
+    use hetpilot_protocol::protocol::{Measurements, Outcome};
     use hetpilot_protocol::{AppId, TaskRef};
 
     fn register() -> RegisterRequest {

@@ -6,7 +6,7 @@
 
 use super::scenario::{MAX_SLOTS, MAX_TASKS};
 use crate::control::journal::{lease_output, Entry, Input, Output};
-use crate::control::{Control, Measured, RoundDone};
+use crate::control::{Control, Measured, ReportAnswer, RoundDone};
 use crate::sched::SchedError;
 
 /// Why a journal cannot be replayed, or where the replay departed from it.
@@ -184,12 +184,15 @@ impl Replay {
             Input::Report {
                 agent,
                 results,
-                duplicate,
+                history,
                 now_ms,
-            } => {
-                c.record_results(agent, results, &duplicate, now_ms);
-                None
-            }
+            } => match c.record_report(agent, results, &history, now_ms) {
+                Ok(ReportAnswer::Recorded { classes, .. }) => Some(Output::Recorded(classes)),
+                Ok(ReportAnswer::NeedsHistory { missing, .. }) => Some(Output::Refused(format!(
+                    "the journal lacks the stored attempts of results {missing:?}"
+                ))),
+                Err(e) => Some(Output::Refused(e.to_string())),
+            },
             Input::Expire { now_ms } => {
                 c.expire(now_ms);
                 None

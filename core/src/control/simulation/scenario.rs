@@ -4,8 +4,8 @@
 //! from a live manager's journal: the same applications and agents, with the runtimes the
 //! live run measured.
 
-use super::super::journal::{Entry, Input};
-use super::super::{ControlSettings, FairshareConfig, SchedulerConfig};
+use super::super::journal::{Entry, Input, Output};
+use super::super::{ControlSettings, FairshareConfig, ResultClass, SchedulerConfig};
 use hetpilot_protocol::protocol::Outcome;
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::{AgentId, AppId};
@@ -272,17 +272,15 @@ impl Scenario {
                     });
                     p.agents_at_ms.push(now_ms.saturating_sub(start));
                 }
-                Input::Report {
-                    agent,
-                    results,
-                    duplicate,
-                    ..
-                } => {
-                    let Some(platform) = agent_platform.get(agent) else {
+                Input::Report { agent, results, .. } => {
+                    // Only what was recorded, and only once.
+                    let (Some(platform), Some(Output::Recorded(classes))) =
+                        (agent_platform.get(agent), &e.output)
+                    else {
                         continue;
                     };
-                    for (r, dup) in results.iter().zip(duplicate) {
-                        if !dup && r.outcome == Outcome::Success {
+                    for (r, class) in results.iter().zip(classes) {
+                        if *class != ResultClass::Duplicate && r.outcome == Outcome::Success {
                             let w = walls.entry((r.task.app, platform.clone())).or_default();
                             w.0 += r.measurements.wall_ms / 1000.0;
                             w.1 += 1;

@@ -7,7 +7,7 @@
 
 use super::scenario::{spec_of, Scenario, ScenarioError};
 use crate::control::journal::Entry;
-use crate::control::{AgentJoin, Control};
+use crate::control::{AgentJoin, Control, ReportHistory, StoredAttempt};
 use crate::sched::SchedError;
 use hetpilot_protocol::protocol::{Measurements, Outcome, TaskAttempt, TaskResult};
 use hetpilot_protocol::{AgentId, AppId};
@@ -427,7 +427,17 @@ impl<'a> World<'a> {
             },
             None,
         );
-        self.control.record_results(id, vec![result], &[false], now);
+        // Simulated agents run only what they were leased: a result that is no longer the
+        // current lease (the agent was declared lost meanwhile) is a late result of theirs.
+        let history = ReportHistory::from([(
+            0,
+            Some(StoredAttempt {
+                agent: id,
+                recorded: false,
+                leased_ms: started,
+            }),
+        )]);
+        let _ = self.control.record_report(id, vec![result], &history, now);
         // Its slots are free: progress, however long ago anything was last leased.
         self.last_progress_ms = now;
         let i = self.apps[&app];
