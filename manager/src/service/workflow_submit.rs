@@ -286,6 +286,10 @@ impl Manager {
                 "send it with a smaller size_scale",
             )
             .map_err(bad)?;
+            // Every name checked before any file is created: a refusal stores nothing.
+            for u in &emulated {
+                self.user_file(who, &u.name)?;
+            }
             opts.external = Some(inputs::staged_sizes(&emulated));
         } else if request.inputs == ExternalInputs::Stored {
             opts.external = Some(self.stored_inputs(who, &wf, &opts.prefix).await?);
@@ -313,20 +317,31 @@ impl Manager {
         prefix: &str,
     ) -> Result<HashMap<String, u64>, ServiceError> {
         let files = inputs::external(wf);
+        let stored = files
+            .iter()
+            .map(|f| self.user_file(who, &staged_name(prefix, &f.name)))
+            .collect::<Result<Vec<_>, _>>()?;
+        // One blocking worker stats them all (a workflow may read many).
+        let found: Vec<Option<u64>> = tokio::task::spawn_blocking(move || {
+            stored
+                .iter()
+                .map(|file| {
+                    beneath::open_read(&file.root, &file.rel)
+                        .and_then(|f| f.metadata())
+                        .ok()
+                        .map(|m| m.len())
+                })
+                .collect()
+        })
+        .await?;
         let mut sizes = HashMap::with_capacity(files.len());
         let mut missing: Vec<&str> = Vec::new();
-        for f in &files {
-            let file = self.user_file(who, &staged_name(prefix, &f.name))?;
-            let size = tokio::task::spawn_blocking(move || {
-                beneath::open_read(&file.root, &file.rel).and_then(|f| f.metadata())
-            })
-            .await?
-            .map(|m| m.len());
+        for (f, size) in files.iter().zip(found) {
             match size {
-                Ok(size) => {
+                Some(size) => {
                     sizes.insert(f.name.clone(), size);
                 }
-                Err(_) => missing.push(&f.name),
+                None => missing.push(&f.name),
             }
         }
         if !missing.is_empty() {
@@ -368,15 +383,29 @@ impl Manager {
                 uploads.len()
             )));
         }
-        for u in uploads {
-            let file = self.user_file(who, &u.name)?;
-            let (root, rel) = (file.root.clone(), file.rel.clone());
-            let replaced = tokio::task::spawn_blocking(move || zeros(&root, &rel, u.bytes))
-                .await?
-                .map_err(|e| {
-                    ServiceError::Io(format!("creating emulated input {}: {e}", u.name))
-                })?;
-            self.file_stored(&file.owner, u.bytes, replaced);
+        let files = uploads
+            .iter()
+            .map(|u| self.user_file(who, &u.name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let owner = user(who)?.0.to_string();
+        // One blocking worker creates them all; each is counted as it is made.
+        let made: Vec<std::io::Result<(u64, u64)>> = tokio::task::spawn_blocking(move || {
+            uploads
+                .iter()
+                .zip(&files)
+                .map(|(u, file)| zeros(&file.root, &file.rel, u.bytes).map(|old| (u.bytes, old)))
+                .collect()
+        })
+        .await?;
+        let mut failed = None;
+        for result in made {
+            match result {
+                Ok((written, replaced)) => self.file_stored(&owner, written, replaced),
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        if let Some(e) = failed {
+            return Err(ServiceError::Io(format!("creating an emulated input: {e}")));
         }
         Ok(())
     }

@@ -183,6 +183,11 @@ async fn hostile_documents_and_fields_are_refused_naming_what_is_wrong() {
         r#"{{"name": "big", "schemaVersion": "1.4", "workflow": {{"tasks": [{}]}}}}"#,
         tasks.join(",")
     );
+    let long_name = format!(
+        r#"{{"name": "long", "schemaVersion": "1.4", "workflow": {{"tasks": [{{"name": "t",
+            "files": [{{"name": "{}", "sizeInBytes": 1, "link": "input"}}]}}]}}}}"#,
+        "x".repeat(300)
+    );
     let cases: Vec<(&str, WorkflowRequest, Vec<u8>, ErrorCode, &str)> = vec![
         (
             "malformed JSON",
@@ -292,6 +297,13 @@ async fn hostile_documents_and_fields_are_refused_naming_what_is_wrong() {
             seventeen_gib.into_bytes(),
             ErrorCode::InvalidField,
             "more than the 16 GiB",
+        ),
+        (
+            "an emulated input whose name no file may have",
+            emulated(WorkflowFormat::Wfcommons),
+            long_name.into_bytes(),
+            ErrorCode::InvalidField,
+            "a component of the name is longer than 255 bytes",
         ),
         (
             "a name the manager refuses",
