@@ -25,3 +25,4 @@ pub mod provision;
 pub mod server;
 pub mod service;
 pub mod source_ranges;
+pub mod workflow;

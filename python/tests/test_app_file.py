@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,26 @@ def test_errors_name_the_file_the_line_and_the_field(manager, tmp_path) -> None:
         client.submit_app_file(path)
     assert zero.value.message.startswith(f"{path}:3: field `cores`"), zero.value.message
     assert client.apps() == []
+
+
+#: The parameter values the CLI's own test reads (manager/src/cli/app_file.rs), with the
+#: text the CLI gives each task; ``python`` where tomllib cannot keep what the file wrote.
+PARAM_CASES = json.loads(
+    (Path(__file__).parents[2] / "tests" / "data" / "app_file_params.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", PARAM_CASES, ids=[c["toml"] for c in PARAM_CASES])
+def test_params_of_every_type_read_as_the_cli_reads_them(tmp_path, case) -> None:
+    path = write(tmp_path, "p.toml", f'command = "x {{p}}"\n[tasks]\nparams = [{{ p = {case["toml"]} }}]\n')
+    assert load(path)["tasks"] == {"params": [{"p": case.get("python", case["cli"])}]}
+
+
+def test_params_with_arrays_and_tables_run_with_their_toml_text(manager, tmp_path) -> None:
+    manager.agent(2)
+    path = write(tmp_path, "grid.toml", 'command = "echo {size} {opts}"\nmax_attempts = 1\n[tasks]\n'
+                 'params = [{ size = [1, 2], opts = { fast = true, level = 3 } }, { size = 1.5e3, opts = "plain" }]\n')
+    client = manager.client()
+    app = client.submit_app_file(path)
+    assert client.wait(app)["counts"]["done"] == 2
+    assert client.output(f"{app}.0") == b"[1, 2] { fast = true, level = 3 }\n"
+    assert client.output(f"{app}.1") == b"1500.0 plain\n"

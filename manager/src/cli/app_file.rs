@@ -434,6 +434,31 @@ mod tests {
         );
     }
 
+    /// The parameter values of `tests/data/app_file_params.json`, each set as
+    /// `params = [{ p = VALUE }]`, become the task's text the file gives (`cli`); the
+    /// Python client reads the same file and must give the same (python/tests).
+    #[test]
+    fn params_of_every_type_read_as_the_shared_examples_say() {
+        let cases =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/app_file_params.json");
+        let cases: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(cases).unwrap()).unwrap();
+        let mut wrong = Vec::new();
+        for case in &cases {
+            let value = case["toml"].as_str().unwrap();
+            let text = format!("command = \"x {{p}}\"\n[tasks]\nparams = [{{ p = {value} }}]\n");
+            let spec = parse(&text, Path::new("p.toml")).unwrap();
+            let TaskSource::Params(sets) = spec.tasks else {
+                panic!("{value}: not params");
+            };
+            let read = &sets[0]["p"];
+            if read != case["cli"].as_str().unwrap() {
+                wrong.push(format!("{value:?} reads as {read:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
     #[test]
     fn value_syntaxes() {
         assert_eq!(parse_memory_mb("512M").unwrap(), 512);

@@ -186,7 +186,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     limit.check(&spec)?;
     let client = args.connect.client()?;
     // A workflow's external inputs are in place before any of its tasks can start.
-    super::workflow::inputs::upload(&client, &uploads).await?;
+    super::workflow::upload::upload(&client, &uploads).await?;
     let answer = client.submit(&spec).await?;
     if !args.wait {
         if args.json {

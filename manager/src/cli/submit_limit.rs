@@ -6,41 +6,9 @@
 use super::connect::Connect;
 use anyhow::bail;
 use hetpilot::config::LimitsConfig;
+pub use hetpilot::workflow::FileKind;
 use hetpilot_protocol::spec::AppSpec;
 use std::path::Path;
-
-/// The kinds of file an application is read from, each bounded by its own multiple of the
-/// submit limit: a file is at most a few times the JSON of its application, so a file past
-/// its bound makes an application the manager refuses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    /// A WfCommons instance: recorded ones are 3 to 5 times the JSON of their application
-    /// (fields it does not use, indentation).
-    WfCommons,
-    /// A Pegasus DAX: about twice its application's JSON. Read whole into a tree of about
-    /// 5 bytes a byte, so its bound is tighter.
-    Dax,
-    /// An application file (TOML), with or without `[[task]]` tables.
-    AppFile,
-}
-
-impl FileKind {
-    /// How many times the submit limit a file of this kind may be.
-    pub fn per_submit(self) -> u64 {
-        match self {
-            FileKind::WfCommons => 8,
-            FileKind::Dax | FileKind::AppFile => 4,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            FileKind::WfCommons => "a WfCommons instance",
-            FileKind::Dax => "a DAX",
-            FileKind::AppFile => "an application file",
-        }
-    }
-}
 
 /// The submit limit and where it comes from.
 #[derive(Debug, Clone)]

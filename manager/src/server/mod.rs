@@ -33,11 +33,13 @@ mod scheduling_views;
 mod task_outputs;
 mod ui;
 mod users;
+mod workflows;
 
 pub use error::ApiError;
 pub use openapi::{document as openapi_document, ApiDoc};
 
 use crate::service::Manager;
+use crate::workflow::FileKind;
 use axum::extract::DefaultBodyLimit;
 use axum::http::header::X_CONTENT_TYPE_OPTIONS;
 use axum::http::HeaderValue;
@@ -65,8 +67,20 @@ pub fn router(manager: Arc<Manager>) -> Router {
         LargeBodySlots::new(limits.max_large_requests, limits.large_requests_per_user());
     let submit = post::<_, _, Arc<Manager>>(users::submit)
         .layer::<_, Infallible>(DefaultBodyLimit::max(limits.submit_bytes()))
-        .layer(from_fn_with_state(submit_slots, large_bodies::hold))
-        .layer(from_fn_with_state(submit_rate, rate::limit));
+        .layer(from_fn_with_state(submit_slots.clone(), large_bodies::hold))
+        .layer(from_fn_with_state(submit_rate.clone(), rate::limit));
+    // A workflow document is submitted under the same rate and large-body slots as an
+    // application; its body may be the WfCommons bound (a DAX is held to its own).
+    let document_bytes = limits
+        .submit_bytes()
+        .saturating_mul(FileKind::WfCommons.per_submit() as usize);
+    let submit_workflow = post::<_, _, Arc<Manager>>(workflows::submit)
+        .layer::<_, Infallible>(DefaultBodyLimit::max(document_bytes))
+        .layer(from_fn_with_state(submit_slots.clone(), large_bodies::hold))
+        .layer(from_fn_with_state(submit_rate.clone(), rate::limit));
+    let workflow_inputs = post::<_, _, Arc<Manager>>(workflows::inputs)
+        .layer::<_, Infallible>(DefaultBodyLimit::max(document_bytes))
+        .layer(from_fn_with_state(submit_slots.clone(), large_bodies::hold));
     let register = post::<_, _, Arc<Manager>>(agents::register)
         .layer::<_, Infallible>(from_fn_with_state(register_rate, rate::limit));
     let results = post::<_, _, Arc<Manager>>(agents::results)
@@ -76,6 +90,8 @@ pub fn router(manager: Arc<Manager>) -> Router {
     let pull = post::<_, _, Arc<Manager>>(agents::pull).layer::<_, Infallible>(long_poll());
     Router::new()
         .route("/v1/apps", submit.get(users::list))
+        .route("/v1/workflows", submit_workflow)
+        .route("/v1/workflows/inputs", workflow_inputs)
         .route("/v1/apps/{app}", show)
         .route("/v1/apps/{app}/report", get(users::report))
         .route("/v1/apps/{app}/tasks", get(users::tasks))

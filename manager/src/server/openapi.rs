@@ -7,7 +7,7 @@
 //! needs it before anyone has issued it a token.
 
 use super::{agents, dashboard_views, events, files, pilots, scheduling_views};
-use super::{task_outputs, users};
+use super::{task_outputs, users, workflows};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -28,6 +28,7 @@ use utoipa::{Modify, OpenApi};
         users::create_agent_token, users::list_agent_tokens, users::revoke_agent_token,
         users::rotate_admin_token,
         events::events,
+        workflows::submit, workflows::inputs,
         agents::register, agents::list, agents::pull, agents::results, agents::heartbeat,
         agents::deregister, agents::drain,
         scheduling_views::schedule, scheduling_views::usage, scheduling_views::bandwidths,

@@ -25,6 +25,9 @@ pub enum ServiceError {
     /// The caller holds as many of something as it may at once (open event streams).
     #[error("{0}")]
     TooMany(String),
+    /// A body, or what it makes, larger than the manager takes.
+    #[error("{0}")]
+    TooLarge(String),
     /// A name longer than the filesystem allows.
     #[error("{0}")]
     NameTooLong(String),
@@ -54,6 +57,7 @@ impl ServiceError {
             ServiceError::Quota(_) => ErrorCode::QuotaExceeded,
             ServiceError::TooMany(_) => ErrorCode::TooManyStreams,
             ServiceError::NameTooLong(_) => ErrorCode::NameTooLong,
+            ServiceError::TooLarge(_) => ErrorCode::TooLarge,
             ServiceError::Store(StoreError::Full { .. }) => ErrorCode::StorageFull,
             ServiceError::Io(_)
             | ServiceError::Store(_)

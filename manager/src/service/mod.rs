@@ -45,6 +45,7 @@ mod wake;
 #[cfg(test)]
 mod wanted_tests;
 mod workflow;
+mod workflow_submit;
 
 pub use crate::clock::now_ms;
 pub use crate::provision::AgentActivity;
@@ -57,6 +58,9 @@ pub use platform_checks::ReloadReply;
 pub use staging_plan::StagingStatus;
 pub use task_outputs::StoredOutput;
 pub use users::{TaskPage, MAX_TASK_PAGE};
+pub use workflow_submit::{
+    ExternalInput, ExternalInputs, WorkflowFormat, WorkflowInputs, WorkflowRequest,
+};
 
 use crate::config::Settings;
 use crate::control::{Control, ControlSettings};

@@ -12,12 +12,14 @@ from .errors import (
     NotFound,
     ServerError,
     TaskFailed,
+    TooLarge,
     TooManyRequests,
     Unauthorized,
     Unreachable,
 )
 from .events import AppEnd, TaskEnd
 from .executor import Executor, command_line
+from .workflow import WorkflowInputsError
 
 __all__ = [
     "AppEnd",
@@ -31,8 +33,10 @@ __all__ = [
     "ServerError",
     "TaskEnd",
     "TaskFailed",
+    "TooLarge",
     "TooManyRequests",
     "Unauthorized",
     "Unreachable",
+    "WorkflowInputsError",
     "command_line",
 ]

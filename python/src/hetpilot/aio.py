@@ -5,13 +5,16 @@ stream as an async iterator, resumed past its cursor) and :class:`AsyncExecutor`
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, cast
+from pathlib import Path
+from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, Union, cast
+from urllib.parse import quote
 
 import httpx
 
-from .client import _raise_for, _trust
+from . import workflow
+from .client import MAX_SUBMIT_WAIT_S, _raise_for, _trust
 from .connect import resolve
-from .errors import HetpilotError, TaskFailed, Unreachable
+from .errors import HetpilotError, TaskFailed, TooManyRequests, Unreachable
 from .events import Event, TaskEnd
 from .executor import command_line
 from .pinning import AsyncPinnedTransport
@@ -58,6 +61,58 @@ class AsyncClient:
 
     async def submit(self, spec: Json) -> int:
         return int((await self._object("POST", "/v1/apps", json=spec))["app"])
+
+    async def submit_workflow(
+        self,
+        path: Union[str, Path],
+        format: Optional[str] = None,
+        *,
+        emulate: bool = False,
+        time_scale: Optional[float] = None,
+        size_scale: Optional[float] = None,
+        inputs_dir: Optional[Union[str, Path]] = None,
+        name: Optional[str] = None,
+    ) -> int:
+        """As :meth:`hetpilot.Client.submit_workflow`."""
+        fmt = workflow.format_of(path, format)
+        query = workflow.params(
+            fmt,
+            emulate=emulate,
+            time_scale=time_scale,
+            size_scale=size_scale,
+            inputs_dir=inputs_dir,
+            name=name,
+        )
+        document = await asyncio.to_thread(Path(path).read_bytes)
+        if inputs_dir is not None:
+            plan = await self._object(
+                "POST", "/v1/workflows/inputs", params={"format": fmt}, content=document
+            )
+            for local, stored in workflow.local_inputs(plan, inputs_dir):
+                await self.put_file(stored, local)
+            query.update(inputs="stored", prefix=plan["prefix"])
+        while True:
+            try:
+                answer = await self._object("POST", "/v1/workflows", params=query, content=document)
+                return int(answer["app"])
+            except TooManyRequests as e:
+                if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
+                    raise
+                await asyncio.sleep(e.retry_after)
+
+    async def put_file(self, name: str, path: Union[str, Path]) -> None:
+        """As :meth:`hetpilot.Client.put_file`; the file is read a MiB at a time."""
+
+        async def chunks() -> AsyncIterator[bytes]:
+            with open(path, "rb") as f:
+                while chunk := await asyncio.to_thread(f.read, 1 << 20):
+                    yield chunk
+
+        try:
+            resp = await self._http.put(f"/v1/files/{quote(name, safe='/')}", content=chunks())
+        except httpx.TransportError as e:
+            raise Unreachable(f"cannot reach the manager at {self.url}: {e}") from e
+        _raise_for(resp)
 
     async def status(self, app: int) -> Json:
         return await self._object("GET", f"/v1/apps/{int(app)}")

@@ -1,8 +1,9 @@
 """Application files, the TOML that ``hetpilot submit FILE`` reads, turned into the spec the
 manager takes, the way the CLI reads them: ``memory = "2G"`` (K, M, G, T; plain: MiB),
 ``timeout = "10m"`` (or seconds), ``[tasks]`` with exactly one of ``each_line`` (a file,
-relative to the application file), ``array = "1-100"``, ``lines`` or ``params``; the
-name defaults to the file's stem. Errors name the file, the line and the field; the
+relative to the application file), ``array = "1-100"``, ``lines`` or ``params`` (a value
+that is not a string, an array or a table say, is given as its TOML text, as the CLI
+writes it: :mod:`hetpilot.toml_text`); the name defaults to the file's stem. Errors name the file, the line and the field; the
 manager checks the rest and its refusals are given the field's line too
 (:func:`at_line`)."""
 
@@ -13,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
+from . import toml_text
 from .errors import HetpilotError
 
 try:  # Python 3.11 and later
@@ -99,11 +101,8 @@ def parse_range(text: str) -> Json:
 
 
 def _param(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    raise ValueError("a parameter's value is a string, a number or a boolean")
+    """A parameter's text: a string as it is, any other value as its TOML text."""
+    return value if isinstance(value, str) else toml_text.value(value)
 
 
 def line_of(text: str, field: str) -> Optional[int]:

@@ -9,10 +9,11 @@ import ssl
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
+from urllib.parse import quote
 
 import httpx
 
-from . import app_file
+from . import app_file, workflow
 from .connect import Connection, resolve
 from .errors import BadRequest, TooManyRequests, Unreachable, from_status
 from .events import Event
@@ -112,6 +113,57 @@ class Client:
             if located is None:
                 raise
             raise BadRequest(located.message, e.status) from e
+
+    def submit_workflow(
+        self,
+        path: Union[str, Path],
+        format: Optional[str] = None,
+        *,
+        emulate: bool = False,
+        time_scale: Optional[float] = None,
+        size_scale: Optional[float] = None,
+        inputs_dir: Optional[Union[str, Path]] = None,
+        name: Optional[str] = None,
+    ) -> int:
+        """Submits the WfCommons instance or Pegasus DAX at ``path`` (``format``
+        ``"wfcommons"`` or ``"dax"``; by default from the suffix: ``.json``, ``.xml``/``.dax``)
+        as ``hetpilot submit --wfcommons/--dax`` does: the manager reads it with the CLI's
+        readers. ``emulate`` runs each task as the agents' emulator (``time_scale``,
+        ``size_scale``: the recorded runtimes' and sizes' factors) and the manager creates
+        the external inputs; ``inputs_dir`` stores each external input ``DIR/NAME`` in the
+        caller's files first (:class:`~hetpilot.workflow.WorkflowInputsError` lists those
+        missing). ``name`` replaces the workflow's name. Returns the application's id."""
+        fmt = workflow.format_of(path, format)
+        query = workflow.params(
+            fmt,
+            emulate=emulate,
+            time_scale=time_scale,
+            size_scale=size_scale,
+            inputs_dir=inputs_dir,
+            name=name,
+        )
+        document = Path(path).read_bytes()
+        if inputs_dir is not None:
+            plan = self._object(
+                "POST", "/v1/workflows/inputs", params={"format": fmt}, content=document
+            )
+            for local, stored in workflow.local_inputs(plan, inputs_dir):
+                self.put_file(stored, local)
+            query.update(inputs="stored", prefix=plan["prefix"])
+        while True:
+            try:
+                answer = self._object("POST", "/v1/workflows", params=query, content=document)
+                return int(answer["app"])
+            except TooManyRequests as e:
+                if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
+                    raise
+                time.sleep(e.retry_after)
+
+    def put_file(self, name: str, path: Union[str, Path]) -> None:
+        """Stores the local file ``path`` as ``name`` among the caller's files (``/``
+        separates folders), replacing any file of that name."""
+        with open(path, "rb") as body:
+            self._request("PUT", f"/v1/files/{quote(name, safe='/')}", content=body)
 
     def submit_array(self, command: str, count: int, *, name: str = "array", **options: Any) -> int:
         """``count`` tasks of ``command`` (``{}``: the task's index), like ``--array 0-N``."""

@@ -67,6 +67,10 @@ class Conflict(HetpilotError):
     """409: the object is not in a state that allows this."""
 
 
+class TooLarge(HetpilotError):
+    """413: the body, or the application it makes, is larger than the manager takes."""
+
+
 class TooManyRequests(HetpilotError):
     """429: too many at once (submits, open event streams); ``retry_after``: the seconds
     the manager said to wait, when it said."""
@@ -101,6 +105,7 @@ _BY_STATUS = {
     403: Forbidden,
     404: NotFound,
     409: Conflict,
+    413: TooLarge,
 }
 
 

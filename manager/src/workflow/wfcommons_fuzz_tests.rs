@@ -10,7 +10,7 @@ use hetpilot_core::fuzz::inputs;
 use proptest::prelude::*;
 
 /// 1.5 with every field the reader uses, some of the wrong type, and fields it ignores.
-const SPLIT: &str = r#"{
+pub(crate) const SPLIT: &str = r#"{
     "name": "fuzz",
     "schemaVersion": "1.5",
     "workflow": {
@@ -75,7 +75,7 @@ const SPLIT: &str = r#"{
 }"#;
 
 /// 1.4, flat.
-const FLAT: &str = r#"{
+pub(crate) const FLAT: &str = r#"{
     "name": "flat",
     "schemaVersion": "1.4",
     "workflow": {

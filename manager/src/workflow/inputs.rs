@@ -15,8 +15,7 @@
 //! recorded sizes may be anything.
 
 use super::{staged_name, WfFile, Workflow};
-use anyhow::{bail, Context};
-use hetpilot::client::Client;
+use anyhow::bail;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -86,8 +85,35 @@ pub fn emulated(files: &[WfFile], size_scale: f64, prefix: &str) -> Vec<Upload> 
         .collect()
 }
 
+/// Emulation's external inputs ([`emulated`]), refused when they and the outputs the
+/// emulated tasks write total more than [`MAX_STAGED_BYTES`]; `hint` says what to change.
+pub fn emulated_within_bound(
+    workflow: &Workflow,
+    size_scale: f64,
+    prefix: &str,
+    hint: &str,
+) -> anyhow::Result<Vec<Upload>> {
+    let uploads = emulated(&external(workflow), size_scale, prefix);
+    let outputs = workflow
+        .tasks
+        .iter()
+        .flat_map(|t| &t.outputs)
+        .map(|f| super::scale_bytes(f.size.unwrap_or(0), size_scale));
+    let total = uploads
+        .iter()
+        .map(|u| u.bytes)
+        .chain(outputs)
+        .fold(0u64, u64::saturating_add);
+    check_total(
+        total,
+        "the emulated workflow's external inputs and outputs",
+        hint,
+    )?;
+    Ok(uploads)
+}
+
 /// `names` as a list for an error message: the first few, then how many more.
-fn listed(names: &[&str]) -> String {
+pub fn listed(names: &[&str]) -> String {
     let mut text: Vec<String> = names
         .iter()
         .take(LISTED)
@@ -173,49 +199,10 @@ pub fn staged_sizes(uploads: &[Upload]) -> std::collections::HashMap<String, u64
     uploads.iter().map(|u| (u.file.clone(), u.bytes)).collect()
 }
 
-/// A sparse file of `bytes` zeros in a temporary directory (no disk blocks used).
-fn zeros(bytes: u64) -> anyhow::Result<tempfile::NamedTempFile> {
-    let file = tempfile::NamedTempFile::new().context("creating a temporary input file")?;
-    file.as_file()
-        .set_len(bytes)
-        .context("sizing a temporary input file")?;
-    Ok(file)
-}
-
-/// Stores every upload in the caller's files, one after the other.
-pub async fn upload(client: &Client, uploads: &[Upload]) -> anyhow::Result<()> {
-    if uploads.is_empty() {
-        return Ok(());
-    }
-    let total: u64 = uploads.iter().map(|u| u.bytes).sum();
-    eprintln!(
-        "storing the workflow's {} external inputs ({total} bytes) in the file service",
-        uploads.len()
-    );
-    for u in uploads {
-        let scratch;
-        let path = match &u.path {
-            Some(p) => p.as_path(),
-            None => {
-                scratch = zeros(u.bytes)?;
-                scratch.path()
-            }
-        };
-        let file = tokio::fs::File::open(path)
-            .await
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        client
-            .put_file(&u.name, reqwest::Body::from(file))
-            .await
-            .with_context(|| format!("storing external input `{}` as {}", u.file, u.name))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::workflow::WfTask;
+    use crate::workflow::WfTask;
 
     fn file(name: &str, size: u64) -> WfFile {
         WfFile {
@@ -296,14 +283,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("16 GiB") && err.contains("lower it"), "{err}");
-    }
-
-    #[test]
-    fn an_emulated_input_is_a_sparse_file_of_its_size() {
-        let f = zeros(5 << 30).unwrap();
-        let meta = f.as_file().metadata().unwrap();
-        assert_eq!(meta.len(), 5 << 30);
-        use std::os::unix::fs::MetadataExt;
-        assert!(meta.blocks() < 1024, "sparse: {} blocks", meta.blocks());
     }
 }
