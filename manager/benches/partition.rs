@@ -1,7 +1,7 @@
 //! Partitioner benchmark: km1 and time of the staging partitioner on generated IMAGE and
 //! SAT hypergraphs (tasks weighted by input MiB, files by KiB), k = 4, 16, 64, ε = 0.03,
 //! median of 3 seeds. The side-by-side with Mt-KaHyPar is bench-tools/compare_mtkahypar.py
-//! (on the .hgr files `hetpilot staging-workload --hgr` writes).
+//! (on the .hgr files `hetpilot-research staging-workload --hgr` writes).
 //!
 //! `cargo bench -p hetpilot-manager --bench partition` (set STAGING_BENCH_LARGE=1 to add
 //! the 200,000-task SAT instance at k = 64).
