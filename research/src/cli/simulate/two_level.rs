@@ -423,7 +423,7 @@ fn command_line() -> String {
             kept.push(a);
         }
     }
-    format!("hetpilot {}", kept.join(" "))
+    format!("hetpilot-research {}", kept.join(" "))
 }
 
 fn write_claims_report(
