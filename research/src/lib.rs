@@ -5,11 +5,14 @@
 //! `hetpilot-research` binary is its command-line edge.
 //!
 //! - [`sim`]: discrete-event, trace-driven simulators over the core's policies.
+//! - [`ptg_generator`]: random PTGs (daggen's shapes), FFT and Strassen graphs, the
+//!   multiple-PTG experiment's populations.
 //! - [`report`]: tables and SVG charts of the simulators' outcomes, rendered to strings
 //!   (the only user of plotters).
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod ptg_generator;
 pub mod report;
 pub mod sim;

@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use plotters::prelude::*;
 
 use super::chart::ChartError;
+use crate::ptg_generator::PtgFamily;
 use crate::sim::ptg::RunRecord;
-use hetpilot_core::ptg::generator::PtgFamily;
 
 /// A metric of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

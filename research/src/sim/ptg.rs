@@ -13,8 +13,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::ptg_generator::PtgFamily;
 use hetpilot_core::ptg::algorithms::{run, ClusterPtg, Instance, MultiPtgAlgorithm, Outcome};
-use hetpilot_core::ptg::generator::PtgFamily;
 use hetpilot_core::ptg::hcpa::HcpaSettings;
 use hetpilot_core::ptg::{Cluster, Ptg};
 

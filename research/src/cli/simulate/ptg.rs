@@ -12,9 +12,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
 use hetpilot_core::ptg::algorithms::{self, MultiPtgAlgorithm, PtgAlgorithm};
-use hetpilot_core::ptg::generator::PtgFamily;
 use hetpilot_core::ptg::hcpa::{GrowthCriterion, HcpaSettings, DEFAULT_MINIMUM_EFFICIENCY};
 use hetpilot_core::ptg::Cluster;
+use hetpilot_research::ptg_generator::PtgFamily;
 use hetpilot_research::report::ptg::{Metric, PtgReport};
 use hetpilot_research::sim::ptg::{RunRecord, Suite, SuiteSettings};
 

@@ -7,8 +7,7 @@
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 
-use super::graph::Ptg;
-use super::model::{Complexity, MoldableTask};
+use hetpilot_core::ptg::{Complexity, MoldableTask, Ptg};
 
 /// The complexity of every task of a PTG (§5.1.2's four scenarios).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -344,8 +343,12 @@ impl PtgFamily {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hetpilot_core::ptg::algorithms::{all, run};
+    use hetpilot_core::ptg::hcpa::HcpaSettings;
+    use hetpilot_core::ptg::{ClusterPtg, Instance};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+    use std::sync::Arc;
 
     fn real_tasks(g: &Ptg) -> usize {
         g.tasks().iter().filter(|t| !t.is_empty()).count()
@@ -442,5 +445,49 @@ mod tests {
         let a = PtgFamily::Fft.population(&mut ChaCha8Rng::seed_from_u64(9));
         let b = PtgFamily::Fft.population(&mut ChaCha8Rng::seed_from_u64(9));
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn generated_ptgs_get_valid_schedules_from_every_algorithm() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for (k, processors) in [(0, 20u32), (1, 47), (2, 20)] {
+            let shape = |tasks, width, jump| RandomShape {
+                tasks,
+                width,
+                regularity: 0.2,
+                density: 0.8,
+                jump,
+            };
+            let mixed = ComplexityScenario::Mixed;
+            let ptgs: Vec<Ptg> = vec![
+                random_ptg(shape(30, 0.8, 4), mixed, &mut rng),
+                random_ptg(shape(10, 0.2, 1), ComplexityScenario::Linear, &mut rng),
+                fft_ptg(8, mixed, &mut rng),
+                strassen_ptg(ComplexityScenario::MatrixProduct, &mut rng),
+            ]
+            .into_iter()
+            .skip(k)
+            .map(|g| g.scaled(1.0 / 3.4))
+            .collect();
+            let inst = Instance {
+                processors,
+                ptgs: ptgs
+                    .into_iter()
+                    .map(|g| Arc::new(ClusterPtg::new(g, processors, HcpaSettings::default())))
+                    .collect(),
+            };
+            let graphs = inst.graphs();
+            for alg in all() {
+                let out = run(
+                    alg.as_ref(),
+                    &inst,
+                    &mut ChaCha8Rng::seed_from_u64(k as u64),
+                );
+                out.schedule
+                    .verify(&graphs, processors)
+                    .unwrap_or_else(|e| panic!("{} on {processors}: {e}", alg.name()));
+                assert!(out.metrics.maximum_stretch >= out.metrics.minimum_stretch);
+            }
+        }
     }
 }
