@@ -1,14 +1,16 @@
 //! Benchmark: one two-level scheduling round at scale, and how each policy's cost grows
 //! with the number of applications (compare with Section 5.3).
 //!
-//! `cargo bench -p hetpilot-manager --bench sched_round` (one thread; medians of several
+//! `cargo bench -p hetpilot-core --bench sched_round` (one thread; medians of several
 //! repetitions). Synthetic profile: 16 platforms × 500 nodes × 8 cores, AllCore plus
 //! pairwise combinations (each application profiled next to 8 others per platform).
 
 use std::time::Instant;
 
-use hetpilot::sched::test_profiles::synthetic_profile;
-use hetpilot::sched::{ApplicationState, PlatformState, Scheduler, SchedulerSettings, Snapshot};
+use hetpilot_core::sched::test_profiles::synthetic_profile;
+use hetpilot_core::sched::{
+    ApplicationState, PlatformState, Scheduler, SchedulerSettings, Snapshot,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -3,7 +3,7 @@
 //!
 //! Platform: the 47 clusters of ../shared/data/swf/metacentrum/NGI_CZ.swf.machines when
 //! present (CPU + RAM + GPU heterogeneity), else 47 generated clusters (seeded).
-//! Run: `cargo bench -p hetpilot-manager --bench fairshare_penalty`. Medians of 5 runs.
+//! Run: `cargo bench -p hetpilot-core --bench fairshare_penalty`. Medians of 5 runs.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -11,10 +11,10 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use hetpilot::fairshare::{
+use hetpilot_core::fairshare::{
     JobRequest, JobStart, Machine, MachinePool, MultiResource, PenaltyFunction, UsageLedger,
 };
-use hetpilot::trace::parse_alea_machines;
+use hetpilot_core::trace::parse_alea_machines;
 
 const RUNS: usize = 5;
 const JOBS: usize = 200_000;

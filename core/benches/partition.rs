@@ -3,13 +3,13 @@
 //! median of 3 seeds. The side-by-side with Mt-KaHyPar is bench-tools/compare_mtkahypar.py
 //! (on the .hgr files `hetpilot-research staging-workload --hgr` writes).
 //!
-//! `cargo bench -p hetpilot-manager --bench partition` (set STAGING_BENCH_LARGE=1 to add
+//! `cargo bench -p hetpilot-core --bench partition` (set STAGING_BENCH_LARGE=1 to add
 //! the 200,000-task SAT instance at k = 64).
 
 use std::time::Instant;
 
-use hetpilot::staging::workload::{Overlap, WorkloadKind};
-use hetpilot::staging::{partition, PartitionConfig};
+use hetpilot_core::staging::workload::{Overlap, WorkloadKind};
+use hetpilot_core::staging::{partition, PartitionConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -4,13 +4,13 @@
 //! seconds and in the process's CPU seconds (user + system: what the plan cost, whatever
 //! else the shared machine runs; run with `RAYON_NUM_THREADS=1` to compare one thread).
 //!
-//! `cargo bench -p hetpilot-manager --bench staging_planning`
+//! `cargo bench -p hetpilot-core --bench staging_planning`
 
 use std::time::Instant;
 
-use hetpilot::staging::platforms::four_cluster;
-use hetpilot::staging::workload::{Overlap, WorkloadKind};
-use hetpilot::staging::StagingAlgorithm;
+use hetpilot_core::staging::platforms::four_cluster;
+use hetpilot_core::staging::workload::{Overlap, WorkloadKind};
+use hetpilot_core::staging::StagingAlgorithm;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
