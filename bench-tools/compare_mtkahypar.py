@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Side-by-side km1 / time of `hetpilot partition` and Mt-KaHyPar (default preset) on the
+"""Side-by-side km1 / time of `hetpilot-research partition` and Mt-KaHyPar (default preset) on the
 same hMETIS files.
 
 Setup (outside the Rust build; nothing links Mt-KaHyPar):
     python3 -m venv /tmp/mtk-venv && /tmp/mtk-venv/bin/pip install mtkahypar
 Usage:
     /tmp/mtk-venv/bin/python bench-tools/compare_mtkahypar.py \
-        --hetpilot target/release/hetpilot --k 4 16 64 --seeds 1 2 3 FILE.hgr ... > out.csv
+        --hetpilot-research target/release/hetpilot-research --k 4 16 64 --seeds 1 2 3 FILE.hgr ... > out.csv
 
 Both tools run single-threaded (RAYON_NUM_THREADS=1, Mt-KaHyPar initialize(1)) so the
 times compare on a shared machine; the script prints one CSV row per (file, k, tool)
@@ -54,7 +54,7 @@ def run_mtk(mtk, mtkahypar, path, k, eps, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
-    ap.add_argument("--hetpilot", default="target/release/hetpilot")
+    ap.add_argument("--hetpilot-research", default="target/release/hetpilot-research")
     ap.add_argument("--k", type=int, nargs="+", default=[4, 16, 64])
     ap.add_argument("--eps", type=float, default=0.03)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -71,7 +71,7 @@ def main():
     for path in args.files:
         name = os.path.basename(path).removesuffix(".hgr")
         for k in args.k:
-            tools = [("hetpilot", lambda s: run_ours(args.hetpilot, path, k, args.eps, s, args.threads))]
+            tools = [("hetpilot", lambda s: run_ours(args.hetpilot_research, path, k, args.eps, s, args.threads))]
             if mtk is not None:
                 tools.append(("mtkahypar-default", lambda s: run_mtk(mtk, mtkahypar, path, k, args.eps, s)))
             for tool, fn in tools:

@@ -5,7 +5,7 @@ request path, how long does it take, and do pulls and heartbeats stay responsive
 The settings are the ones BENCHMARKS.md fixed before the run:
 - a release manager and 4 agents on 2 local platforms (2 + 2, 4 slots each);
 - one data-intensive application of N tasks of `true` (N = 200,000), task i reading the
-  30 files of task i of `hetpilot staging-workload --workload sat --tasks N --seed 1`,
+  30 files of task i of `hetpilot-research staging-workload --workload sat --tasks N --seed 1`,
   declared with their sizes;
 - lease latency from the manager's `hetpilot_lease_latency_seconds` while
   `hetpilot_planning_seconds_count{planner="het-hps"}` is still 0, and after it turns 1.
@@ -217,7 +217,8 @@ def main():
 def run(args, hetpilot, agent_bin, data, procs):
     w_path = data / "workload.json"
     subprocess.run(
-        [hetpilot, "staging-workload", "--workload", "sat", "--tasks", str(args.tasks),
+        [hetpilot.with_name("hetpilot-research"), "staging-workload", "--workload", "sat",
+         "--tasks", str(args.tasks),
          "--seed", str(args.seed), "--json", w_path],
         check=True, stdout=subprocess.DEVNULL)
     workload = json.loads(w_path.read_text())

@@ -2,14 +2,15 @@
 """A slice of SDSC-SP2 scaled to the lab's pilots, and the live-vs-simulator table.
 
 `slice`: writes the scaled SWF that the live lab test (tests/tests/trace_lab.rs), `hetpilot
-simulate live --swf` and `simulate alloc` all read: SDSC-SP2 jobs 41..90 that ran,
+simulate live --swf` and `hetpilot-research simulate alloc` all read: SDSC-SP2 jobs 41..90 that ran,
 processors ceil(p / 16) (128 -> 8, the lab-debug pilot's slots), runtimes round(r / 60)
 clamped to [1, 20] s, submit times compressed so the offered load on the two platforms'
 12 slots is 0.7, first submit at 0. Prints the file's own offered load (`--load` for the
 simulators, so they do not rescale it).
 
 `compare`: reads the live run's CSV (written by the lab test), runs `hetpilot simulate live
---swf SLICE --compare --json` on the same jobs and clusters, and prints the table.
+--swf SLICE --json` and `hetpilot-research simulate alloc --swf SLICE --json` on the same
+jobs and clusters, and prints the table.
 
     python3 bench-tools/trace_lab.py slice            # regenerates the committed slice
     . /var/tmp/hetpilot-lab/env.sh && cargo build --bins && \\
@@ -94,12 +95,17 @@ def slice_load(path):
 
 
 def simulate(args):
-    cmd = [args.hetpilot, "simulate", "live", "--swf", args.slice,
-           "--clusters", ",".join(map(str, CLUSTERS)), "--load", repr(slice_load(args.slice)),
-           "--exact-estimates", "--allocator", "tlpa", "--depth", str(DEPTH),
-           "--compare", "--json"]
-    print("$ " + " ".join(cmd), file=sys.stderr)
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    """`{"live": figures, "alloc": figures}`: the two simulators on the same flags."""
+    flags = ["--swf", args.slice,
+             "--clusters", ",".join(map(str, CLUSTERS)), "--load", repr(slice_load(args.slice)),
+             "--exact-estimates", "--allocator", "tlpa", "--depth", str(DEPTH), "--json"]
+    out = {}
+    for cmd in ([args.hetpilot, "simulate", "live"] + flags,
+                [args.hetpilot_research, "simulate", "alloc"] + flags):
+        print("$ " + " ".join(cmd), file=sys.stderr)
+        out.update(json.loads(
+            subprocess.run(cmd, check=True, capture_output=True, text=True).stdout))
+    return out
 
 
 def compare(args):
@@ -138,6 +144,7 @@ def main():
     c.add_argument("--csv", default=os.path.join(target, "trace_lab/jobs.csv"))
     c.add_argument("--slice", default=SLICE)
     c.add_argument("--hetpilot", default=os.path.join(target, "debug/hetpilot"))
+    c.add_argument("--hetpilot-research", default=os.path.join(target, "debug/hetpilot-research"))
     args = p.parse_args()
     make_slice(args) if args.cmd == "slice" else compare(args)
 

@@ -323,7 +323,7 @@ def simulate(out):
     scen.write_text("\n".join(lines))
     result = {}
     for policy, p in s["policies"].items():
-        r = subprocess.run([str(BIN / "hetpilot"), "simulate", "--scenario", str(scen),
+        r = subprocess.run([str(BIN / "hetpilot-research"), "simulate", "--scenario", str(scen),
                             "--first", p["first"], "--second", p["second"],
                             "--platform-affinity", p["metric"],
                             "--runs", str(s["simulate"]["runs"]), "--json"],

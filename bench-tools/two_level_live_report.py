@@ -337,7 +337,7 @@ def document(s, offline, sim, apps, solo, combo, runs, outcomes, errs, med, labe
              "`python3 bench-tools/two_level_live.py report --out docs/reproduction/two-level-live/data` "
              "regenerates this document from them. "
              "The settings are in `profiles/two-level-live/experiment.toml`, committed "
-             "before the runs; `hetpilot reproduce` does not regenerate this document, because it needs "
+             "before the runs; `hetpilot-research reproduce` does not regenerate this document, because it needs "
              "the lab and real time.\n")
     L.append("## What the paper claims, and what this checks\n")
     L.append("The two-level paper profiles its applications offline (Tables 3 and 4) and shows in "

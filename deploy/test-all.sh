@@ -19,7 +19,17 @@ for pure in hetpilot-core hetpilot-protocol; do
     exit 1
   fi
 done
-# The end-to-end tests start the real `hetpilot` and `hetpilot-agent` binaries.
+# What a site installs holds no research code: no plotters, no simulators (hetpilot-research).
+for shipped in hetpilot-core hetpilot-manager hetpilot-agent; do
+  research=$(cargo tree -p "$shipped" -e normal --prefix none \
+    | sed 's/ v[0-9].*//' | sort -u | grep -xE 'plotters|hetpilot-research' || true)
+  if [ -n "$research" ]; then
+    echo "$shipped depends on research crates: $research (cargo tree -p $shipped -i NAME)" >&2
+    exit 1
+  fi
+done
+# The end-to-end tests start the real `hetpilot`, `hetpilot-agent` and `hetpilot-research`
+# binaries.
 cargo build --workspace --bins
 
 export HETPILOT_LAB=${HETPILOT_LAB:-/var/tmp/hetpilot-lab}

@@ -1,5 +1,5 @@
 //! A quick driver for tuning the staging partitioner without building the manager: the same
-//! arguments and JSON as `hetpilot partition FILE -k K -e EPS --seed S --json`.
+//! arguments and JSON as `hetpilot-research partition FILE -k K -e EPS --seed S --json`.
 //!
 //! `cargo run --release -p hetpilot-core --example partition_hgr -- partition FILE -k 16 --json`
 //! (`--parts OUT` also writes the block of every vertex, one a line, for diagnostics).

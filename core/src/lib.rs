@@ -1,4 +1,5 @@
-//! hetpilot's pure core: the policies the live manager and the simulators share.
+//! hetpilot's pure core: the policies the live manager runs (and the research simulators in
+//! `hetpilot-research` drive).
 //!
 //! Every module here takes data and returns decisions: no clock, no network, no files,
 //! no database, randomness only through an injected seeded RNG. The crate's dependencies
@@ -10,11 +11,9 @@
 //! - [`fairshare`]: multi-resource fairshare penalties, usage and priority.
 //! - [`alloc`]: rigid parallel jobs across clusters (best fit, fastest first, TLPA).
 //! - [`trace`]: workload traces (SWF, machine descriptions) as plain data.
-//! - [`sim`]: discrete-event, trace-driven simulators over the policies above.
 //! - [`queue`]: the manager's per-application task queues, leases and attempts.
 //! - [`control`]: every decision of the live manager as one state machine over the
 //!   queues and the policies above; `control::simulation` drives it without a manager.
-//! - [`report`]: tables and SVG charts of the simulators' outcomes, rendered to strings.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -28,8 +27,6 @@ pub mod fairshare;
 pub mod fuzz;
 pub mod ptg;
 pub mod queue;
-pub mod report;
 pub mod sched;
-pub mod sim;
 pub mod staging;
 pub mod trace;

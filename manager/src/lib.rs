@@ -1,17 +1,15 @@
 //! The hetpilot manager library: the I/O shell around the pure core.
 //!
 //! The *pure core* (`control` and `queue`, the manager's decisions and task queues, over
-//! the policies `sched`, `staging`, `fairshare`, `alloc`, `ptg`, plus `trace`, `sim` and
-//! `report`) lives in the `hetpilot-core` crate and is re-exported here under the same
+//! the policies `sched`, `staging`, `fairshare`, `alloc`, `ptg`, plus `trace`) lives in
+//! the `hetpilot-core` crate and is re-exported here under the same
 //! names: it takes data and returns decisions (no clock, no network, no files; randomness
 //! only through an injected seeded RNG). The *I/O shell* (`db`, `server`, `service`,
 //! `provision`) feeds events from HTTP, the store and the batch systems into one
 //! `control::Control`, applies and persists its decisions, so the live manager and
 //! `hetpilot simulate live` run the very same decision code.
 
-pub use hetpilot_core::{
-    alloc, control, fairshare, ptg, queue, report, sched, sim, staging, trace,
-};
+pub use hetpilot_core::{alloc, control, fairshare, ptg, queue, sched, staging, trace};
 
 pub mod backup;
 pub mod client;

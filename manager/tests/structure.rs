@@ -1,5 +1,6 @@
 //! The layout holds: the manager's top-level modules import each other without a cycle
-//! (each `crate::MODULE` path outside comments is an edge), and so do the pure core's.
+//! (each `crate::MODULE` path outside comments is an edge), and so do the pure core's and
+//! the research crate's; the core and the research library do no I/O.
 //! A cycle means two modules can no longer be understood, tested or moved apart.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -115,31 +116,34 @@ fn impure_lines(files: &[PathBuf], banned: &[&str]) -> Vec<String> {
     found
 }
 
+/// What a pure module must not name: what the standard library would still allow once the
+/// I/O crates are out of its dependencies: no clock, files, network, processes, threads
+/// or unseeded randomness.
+const IMPURE: [&str; 9] = [
+    "std::fs",
+    "std::net",
+    "std::process",
+    "std::thread",
+    "SystemTime",
+    "Instant::now",
+    "thread_rng",
+    "rand::rng()",
+    "std::env",
+];
+
 /// The pure core does no I/O: the live manager and the simulators share it. Its crate
 /// cannot name the manager's shell, and `deploy/test-all.sh` keeps the I/O crates out of
-/// its dependencies; this checks what the standard library would still allow: no clock,
-/// files, network, processes, threads or unseeded randomness.
+/// its dependencies; this checks what the standard library would still allow.
 #[test]
 fn the_pure_core_does_no_io() {
     let graph = imports(&src("core"));
     assert!(graph["control"].contains("queue"), "{graph:#?}");
-    let banned = [
-        "std::fs",
-        "std::net",
-        "std::process",
-        "std::thread",
-        "SystemTime",
-        "Instant::now",
-        "thread_rng",
-        "rand::rng()",
-        "std::env",
-    ];
     let mut files = Vec::new();
     rust_files(&src("core"), &mut files);
     // The property tests' input generators only run in tests.
     files.retain(|f| !f.ends_with("fuzz.rs") && !f.to_string_lossy().ends_with("_tests.rs"));
     assert!(files.len() > 50, "{} files", files.len());
-    let found = impure_lines(&files, &banned);
+    let found = impure_lines(&files, &IMPURE);
     assert!(found.is_empty(), "the core does I/O:\n{}", found.join("\n"));
     // The check can fail: the shell does all of these.
     let mut service = Vec::new();
@@ -150,7 +154,40 @@ fn the_pure_core_does_no_io() {
 #[test]
 fn the_cores_modules_import_each_other_without_a_cycle() {
     let graph = imports(&src("core"));
-    assert!(graph["sim"].contains("sched"), "{graph:#?}");
+    assert!(graph["control"].contains("sched"), "{graph:#?}");
+    assert_eq!(cycle(&graph), None, "{graph:#?}");
+}
+
+/// The research library (simulators, reports) is pure like the core, so a simulation is a
+/// function of its settings and seed; only the `hetpilot-research` binary's `cli` reads
+/// files, clocks and processes.
+#[test]
+fn the_research_library_does_no_io() {
+    let root = src("research");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files.retain(|f| {
+        !f.starts_with(root.join("cli"))
+            && !f.ends_with("main.rs")
+            && !f.to_string_lossy().ends_with("_tests.rs")
+    });
+    assert!(files.len() > 20, "{} files", files.len());
+    let found = impure_lines(&files, &IMPURE);
+    assert!(
+        found.is_empty(),
+        "the research library does I/O:\n{}",
+        found.join("\n")
+    );
+    // The check can fail: the binary's command line does all of these.
+    let mut cli = Vec::new();
+    rust_files(&root.join("cli"), &mut cli);
+    assert!(!impure_lines(&cli, &["std::fs"]).is_empty());
+}
+
+#[test]
+fn the_research_crates_modules_import_each_other_without_a_cycle() {
+    let graph = imports(&src("research"));
+    assert!(graph["report"].contains("sim"), "{graph:#?}");
     assert_eq!(cycle(&graph), None, "{graph:#?}");
 }
 

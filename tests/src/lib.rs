@@ -24,7 +24,7 @@ pub fn bin_dir() -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile>")
         .to_path_buf();
-    for b in ["hetpilot", "hetpilot-agent"] {
+    for b in ["hetpilot", "hetpilot-agent", "hetpilot-research"] {
         assert!(
             dir.join(b).exists(),
             "{} missing: run `cargo build --workspace --bins` first",

@@ -13,14 +13,16 @@ pub(crate) struct Release {
 
 /// Free processors and pending releases of one cluster.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct ClusterLoad {
-    pub(crate) free: u32,
+pub struct ClusterLoad {
+    /// Processors free now.
+    pub free: u32,
     /// Sorted by `end`, latest first (the earliest release is at the back).
     releases: Vec<Release>,
 }
 
 impl ClusterLoad {
-    pub(crate) fn idle(procs: u32) -> Self {
+    /// A cluster of `procs` processors, all free.
+    pub fn idle(procs: u32) -> Self {
         ClusterLoad {
             free: procs,
             releases: Vec::new(),
@@ -28,7 +30,7 @@ impl ClusterLoad {
     }
 
     /// Take `procs` processors until `end` for job `job`.
-    pub(crate) fn occupy(&mut self, procs: u32, end: f64, job: usize) {
+    pub fn occupy(&mut self, procs: u32, end: f64, job: usize) {
         debug_assert!(procs <= self.free);
         self.free -= procs;
         let at = self.releases.partition_point(|r| r.end > end);
@@ -36,7 +38,7 @@ impl ClusterLoad {
     }
 
     /// Job `job` really ended: give its processors back and forget its release.
-    pub(crate) fn release_job(&mut self, job: usize) {
+    pub fn release_job(&mut self, job: usize) {
         if let Some(pos) = self.releases.iter().rposition(|r| r.job == job) {
             let r = self.releases.remove(pos);
             self.free += r.procs;

@@ -3,22 +3,20 @@
 //! for centralized heterogeneous multi-cluster environments"): the model, cluster loads,
 //! job orders (FCFS, SJF) and allocators (Best-Fit, Fastest-First, TLPA_BJS).
 //!
-//! Pure: the simulator (`sim::alloc`) and, later, the live manager call the same
-//! [`Allocator::choose`] with an [`AllocatorInput`]; the live queue is the look-ahead.
+//! Pure: the research simulator (`hetpilot-research`'s `sim::alloc`) and the live control
+//! plane call the same [`Allocator::choose`] with an [`AllocatorInput`]; the live queue is
+//! the look-ahead. [`outcome`] summarises a schedule; [`workload`] turns a trace into jobs.
 
 pub(crate) mod allocator;
 pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod order;
+pub mod outcome;
+pub mod workload;
 
-#[cfg(test)]
-pub(crate) use allocator::Tlpa;
-pub use allocator::{allocator_by_name, Allocator, AllocatorInput, MAX_TLPA_DEPTH};
-#[cfg(test)]
-pub(crate) use allocator::{BestFit, FastestFirst};
-pub(crate) use load::ClusterLoad;
-pub(crate) use model::validate_jobs;
-pub use model::{validate_clusters, AllocError, Cluster, Job};
-#[cfg(test)]
-pub(crate) use order::SjfOrder;
-pub use order::{order_by_name, FcfsOrder, JobOrder};
+pub use allocator::{
+    allocator_by_name, Allocator, AllocatorInput, BestFit, FastestFirst, Tlpa, MAX_TLPA_DEPTH,
+};
+pub use load::ClusterLoad;
+pub use model::{validate_clusters, validate_jobs, AllocError, Cluster, Job};
+pub use order::{order_by_name, FcfsOrder, JobOrder, SjfOrder};

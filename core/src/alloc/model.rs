@@ -29,12 +29,12 @@ pub struct Job {
 
 impl Job {
     /// Actual runtime on `c`.
-    pub(crate) fn runtime_on(&self, c: &Cluster) -> f64 {
+    pub fn runtime_on(&self, c: &Cluster) -> f64 {
         self.runtime / c.speed
     }
 
     /// Expected runtime on `c`, from the estimate.
-    pub(crate) fn estimate_on(&self, c: &Cluster) -> f64 {
+    pub fn estimate_on(&self, c: &Cluster) -> f64 {
         self.estimate / c.speed
     }
 }
@@ -119,7 +119,7 @@ pub fn validate_clusters(clusters: &[Cluster]) -> Result<(), AllocError> {
 }
 
 /// Check jobs against the clusters: every job fits some cluster, numbers are sane.
-pub(crate) fn validate_jobs(clusters: &[Cluster], jobs: &[Job]) -> Result<(), AllocError> {
+pub fn validate_jobs(clusters: &[Cluster], jobs: &[Job]) -> Result<(), AllocError> {
     validate_clusters(clusters)?;
     let largest = clusters.iter().map(|c| c.procs).max().unwrap_or(0);
     for j in jobs {

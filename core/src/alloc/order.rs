@@ -27,7 +27,7 @@ impl JobOrder for FcfsOrder {
 
 /// Shortest-job-first: by the user's runtime estimate (the only runtime known at submit).
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct SjfOrder;
+pub struct SjfOrder;
 
 impl JobOrder for SjfOrder {
     fn name(&self) -> &'static str {

@@ -18,7 +18,7 @@ pub struct Machine {
     /// GPUs per node (0 when the machine has none; GPUs then do not enter its PE).
     pub gpus_per_node: u32,
     /// SPEC_i: relative speed used for walltime normalization (eq. 6, 9). 1.0 = reference.
-    pub(crate) speed: f64,
+    pub speed: f64,
     /// node_cost_i (eq. 4), default 1.0.
     pub node_cost: f64,
     /// Properties a request can name (`cl_<name>` and the machine's name are implicit).

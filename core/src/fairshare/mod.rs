@@ -4,7 +4,7 @@
 //! F_u (eq. 6, 9) and user priority ordering with optional shares.
 //!
 //! Pure: data in, numbers out. The live manager feeds the ledger with job starts/ends or
-//! finished-work records; the simulator (`sim::fairshare`) does the same from a trace.
+//! finished-work records; the research simulator (`hetpilot-research`'s `sim::fairshare`) does the same from a trace.
 
 pub(crate) mod machine;
 pub(crate) mod penalty;
@@ -18,7 +18,7 @@ pub use penalty::{
     CpuOnly, MachinePrice, MultiResource, PenaltyError, PenaltyFunction, ProcessorEquivalent,
     RequestPrice,
 };
-pub(crate) use priority::effective_usage;
+pub use priority::effective_usage;
 pub use priority::{priorities, Shares, UserPriority};
 pub use request::{Constraint, JobRequest, NodeRequest};
 pub(crate) use usage::UsageRecord;

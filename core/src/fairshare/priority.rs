@@ -47,7 +47,7 @@ pub struct UserPriority {
 }
 
 /// The ordering key: decayed usage per share (smaller runs first).
-pub(crate) fn effective_usage(ledger: &UsageLedger, shares: &Shares, user: &str, now: f64) -> f64 {
+pub fn effective_usage(ledger: &UsageLedger, shares: &Shares, user: &str, now: f64) -> f64 {
     ledger.usage(user, now) / shares.of(user).max(f64::MIN_POSITIVE)
 }
 

@@ -21,7 +21,8 @@ pub enum Constraint {
 /// A group of `count` identical node requests (k = 1..count in eq. 7/8).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeRequest {
-    pub(crate) count: u32,
+    /// How many nodes of this shape.
+    pub count: u32,
     /// reqCPU_{k,j}
     pub cpus: u32,
     /// reqRAM_{k,j}, bytes.
@@ -60,7 +61,7 @@ impl NodeRequest {
     }
 
     /// True when machine `m` can satisfy this request (resources, node count, constraints).
-    pub(crate) fn fits(&self, m: &Machine) -> bool {
+    pub fn fits(&self, m: &Machine) -> bool {
         self.cpus <= m.cpus_per_node
             && self.ram <= m.ram_per_node
             && self.gpus <= m.gpus_per_node
@@ -130,7 +131,7 @@ impl JobRequest {
     }
 
     /// True when `m`'s speed is inside the job's eligible SPEC range.
-    pub(crate) fn speed_ok(&self, m: &Machine) -> bool {
+    pub fn speed_ok(&self, m: &Machine) -> bool {
         self.min_speed.is_none_or(|lo| m.speed >= lo)
             && self.max_speed.is_none_or(|hi| m.speed <= hi)
     }

@@ -218,7 +218,7 @@ impl UsageLedger {
     }
 
     /// Decayed usage F_u of `user` at `now` (0 for unknown users).
-    pub(crate) fn usage(&self, user: &str, now: f64) -> f64 {
+    pub fn usage(&self, user: &str, now: f64) -> f64 {
         self.accounts
             .get(user)
             .map_or(0.0, |a| a.decayed * self.decay(now - a.at))
@@ -235,8 +235,7 @@ impl UsageLedger {
     }
 
     /// Jobs currently charged with their requested walltime.
-    #[cfg(test)]
-    pub(crate) fn running_jobs(&self) -> usize {
+    pub fn running_jobs(&self) -> usize {
         self.running.len()
     }
 }

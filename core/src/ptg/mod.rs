@@ -12,12 +12,10 @@
 //! - [`mrt`]: the 3/2 + ε dual approximation for moldable jobs and the knapsacks of CAFM.
 //! - [`algorithms`]: the 19 algorithms of §4 behind one trait, and how to run them.
 //! - [`metrics`]: average stretch (ΣC/ΣC*), makespan, maximum stretch, utilization.
-//! - [`generator`]: random PTGs (daggen's shapes), FFT and Strassen graphs.
 //! - [`live`]: the live manager's use of them: the workflow policy by name, and the plan
 //!   (planned start and processors of every task) it makes for competing workflows.
 
 pub mod algorithms;
-pub mod generator;
 pub mod graph;
 pub mod hcpa;
 pub mod list;

@@ -6,7 +6,7 @@ use super::profile::RuntimeProfile;
 
 /// Fastest-OneCore throughput (tasks/hour) of profile application `app`: a fair share of
 /// `fair_share_cores` single-task nodes on its fastest platform among `platforms`.
-pub(crate) fn fastest_one_core_throughput(
+pub fn fastest_one_core_throughput(
     profile: &RuntimeProfile,
     app: usize,
     platforms: &[usize],
@@ -24,7 +24,7 @@ pub(crate) fn fastest_one_core_throughput(
 }
 
 /// `1 − σ/μ` (population σ) of `values`; 1 for zero or one value, 0 if the mean is 0.
-pub(crate) fn fairness_index(values: &[f64]) -> f64 {
+pub fn fairness_index(values: &[f64]) -> f64 {
     if values.len() < 2 {
         return 1.0;
     }

@@ -25,7 +25,10 @@ pub use affinity_tables::AffinityTables;
 pub use co_runner_metric_study::{co_runner_metric_study, metric_study_markdown, MetricStudyRow};
 pub use error::{RuntimeProfileError, SchedError};
 pub use first_level::FirstLevel;
-pub use profile::{ProfiledPlatform, RuntimeProfile};
+pub use metrics::{fairness_index, fastest_one_core_throughput};
+pub use profile::{
+    ApplicationProfile, CombinationSpec, ProfiledPlatform, RuntimeDistribution, RuntimeProfile,
+};
 pub use scheduler::Scheduler;
 pub use second_level::SecondLevel;
 pub use settings::SchedulerSettings;

@@ -16,10 +16,11 @@ use super::error::RuntimeProfileError;
 
 /// One application of the profile.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ApplicationProfile {
-    pub(crate) name: String,
+pub struct ApplicationProfile {
+    /// The application's name.
+    pub name: String,
     /// Spread of individual task runtimes around the mean of the current combination.
-    pub(crate) distribution: RuntimeDistribution,
+    pub distribution: RuntimeDistribution,
 }
 
 /// One platform as the runtime profile knows it (a homogeneous set of nodes); not the
@@ -31,32 +32,35 @@ pub struct ProfiledPlatform {
     /// Cores of each node (at least 1); a combination splits them evenly.
     pub cores_per_node: u32,
     /// Nodes the platform has, when known; scenarios may not ask for more.
-    pub(crate) max_nodes: Option<u32>,
+    pub max_nodes: Option<u32>,
 }
 
 /// How the runtime of one task varies around the mean of its (application, platform,
 /// combination) cell: the runtime is `mean × factor`, with `E[factor] = 1`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum RuntimeDistribution {
+pub enum RuntimeDistribution {
     /// Every task takes exactly the mean.
     Constant,
     /// Log-normal factor with mean 1 and the given coefficient of variation (σ/μ).
-    LogNormal { cv: f64 },
+    LogNormal {
+        /// The coefficient of variation.
+        cv: f64,
+    },
 }
 
 /// A set of applications co-running on one node of a platform, with the mean task
 /// runtime of each member in that combination.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Combination {
+pub struct Combination {
     /// Application indices, sorted, distinct.
-    pub(crate) members: Vec<usize>,
+    pub members: Vec<usize>,
     /// `runtimes[k]` is the mean runtime (seconds) of `members[k]` in this combination.
-    pub(crate) runtimes: Vec<f64>,
+    pub runtimes: Vec<f64>,
 }
 
 impl Combination {
     /// Mean runtime of `app` in this combination, if it is a member.
-    pub(crate) fn runtime_of(&self, app: usize) -> Option<f64> {
+    pub fn runtime_of(&self, app: usize) -> Option<f64> {
         self.members
             .binary_search(&app)
             .ok()
@@ -83,15 +87,17 @@ pub struct RuntimeProfile {
 /// A combination as given to [`RuntimeProfile::new`]: platform and (application, mean runtime)
 /// pairs, by index.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CombinationSpec {
-    pub(crate) platform: usize,
-    pub(crate) runtimes: Vec<(usize, f64)>,
+pub struct CombinationSpec {
+    /// The platform, by index.
+    pub platform: usize,
+    /// (application index, mean runtime in seconds) of each co-runner.
+    pub runtimes: Vec<(usize, f64)>,
 }
 
 impl RuntimeProfile {
     /// Validate and index a profile. `source` names where the data came from (a file
     /// path, or `"<memory>"`) and appears in every error.
-    pub(crate) fn new(
+    pub fn new(
         source: &str,
         applications: Vec<ApplicationProfile>,
         platforms: Vec<ProfiledPlatform>,
@@ -122,7 +128,8 @@ impl RuntimeProfile {
         file.into_profile(source)
     }
 
-    pub(crate) fn applications(&self) -> &[ApplicationProfile] {
+    /// The profile's applications, by index.
+    pub fn applications(&self) -> &[ApplicationProfile] {
         &self.applications
     }
 
@@ -132,32 +139,32 @@ impl RuntimeProfile {
     }
 
     /// Index of the application called `name`.
-    pub(crate) fn application_index(&self, name: &str) -> Option<usize> {
+    pub fn application_index(&self, name: &str) -> Option<usize> {
         self.applications.iter().position(|a| a.name == name)
     }
 
     /// Index of the platform called `name`.
-    pub(crate) fn platform_index(&self, name: &str) -> Option<usize> {
+    pub fn platform_index(&self, name: &str) -> Option<usize> {
         self.platforms.iter().position(|p| p.name == name)
     }
 
     /// Mean OneCore (solo-run) runtime of `app` on `platform`, seconds.
-    pub(crate) fn one_core(&self, app: usize, platform: usize) -> f64 {
+    pub fn one_core(&self, app: usize, platform: usize) -> f64 {
         self.one_core[app][platform]
     }
 
     /// All profiled combinations on `platform`.
-    pub(crate) fn combinations(&self, platform: usize) -> &[Combination] {
+    pub fn combinations(&self, platform: usize) -> &[Combination] {
         &self.combinations[platform]
     }
 
     /// Indices (into [`Self::combinations`]) of the combinations on `platform` that include `app`.
-    pub(crate) fn combinations_with(&self, platform: usize, app: usize) -> &[usize] {
+    pub fn combinations_with(&self, platform: usize, app: usize) -> &[usize] {
         &self.containing[platform][app]
     }
 
     /// The combination with exactly these (sorted, distinct) members, if profiled.
-    pub(crate) fn combination(&self, platform: usize, members: &[usize]) -> Option<&Combination> {
+    pub fn combination(&self, platform: usize, members: &[usize]) -> Option<&Combination> {
         self.lookup[platform]
             .get(members)
             .map(|&c| &self.combinations[platform][c])
@@ -171,13 +178,7 @@ impl RuntimeProfile {
     /// estimate is the mean slowdown of `app` over the profiled combinations whose members
     /// are a subset of `members` (co-runners that were seen), then its AllCore entry,
     /// then OneCore.
-    pub(crate) fn runtime_in(
-        &self,
-        app: usize,
-        platform: usize,
-        members: &[usize],
-        solo: bool,
-    ) -> f64 {
+    pub fn runtime_in(&self, app: usize, platform: usize, members: &[usize], solo: bool) -> f64 {
         let base = self.one_core[app][platform];
         if solo {
             return base;

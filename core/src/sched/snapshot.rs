@@ -69,10 +69,10 @@ pub struct NodeGroup {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     /// First level: cores per application per platform.
-    pub(crate) allocation: CoreAllocation,
+    pub allocation: CoreAllocation,
     /// Second level, per platform (snapshot order): node-level co-runner combinations.
     /// Nodes not covered by any group stay idle.
-    pub(crate) placements: Vec<Vec<NodeGroup>>,
+    pub placements: Vec<Vec<NodeGroup>>,
 }
 
 /// Everything a scheduling round needs. Borrowed, so building one is cheap.

@@ -9,7 +9,7 @@
 //! (clusters with node count, C_i, LBW_i, shared link bandwidth; storage nodes with
 //! IBW_p), then `StagingAlgorithm::HetHps.build().plan(&workload, &platform, seed)` returns a
 //! [`StagingPlan`]: per-node ordered task lists (nodes in [`model::StagingPlatform::nodes`]
-//! order) or, for SJF, one shared queue. The simulator (`crate::sim::staging`) replays
+//! order) or, for SJF, one shared queue. The research simulator (`hetpilot-research`'s `sim::staging`) replays
 //! such plans; `partition` is usable on its own for any hypergraph.
 
 pub(crate) mod baselines;
@@ -30,7 +30,9 @@ pub mod workload;
 pub use baselines::{MctSelection, OnlineMct};
 pub use error::StagingError;
 pub use hypergraph::Hypergraph;
-pub use model::{DataFile, StagingPlatform, Task, Workload};
+pub use model::{
+    ComputeCluster, DataFile, NodeInfo, StagingPlatform, StorageNode, Task, TaskId, Workload,
+};
 pub use partition::{partition, Partition, PartitionConfig};
 pub use policy::{StagingPlan, StagingPolicy};
 pub use registry::StagingAlgorithm;

@@ -8,23 +8,27 @@ use serde::{Deserialize, Serialize};
 use crate::staging::error::StagingError;
 use crate::staging::hypergraph::Hypergraph;
 
-pub(crate) type FileId = u32;
-pub(crate) type TaskId = u32;
-pub(crate) type StorageId = u32;
+/// An input file, by index.
+pub type FileId = u32;
+/// A task, by index.
+pub type TaskId = u32;
+/// A storage node, by index.
+pub type StorageId = u32;
 
 /// One input file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DataFile {
-    pub(crate) size_bytes: u64,
+    /// Its size in bytes.
+    pub size_bytes: u64,
     /// The storage node that holds it, M(f_j).
-    pub(crate) storage: StorageId,
+    pub storage: StorageId,
 }
 
 /// One task: the files it reads. Its compute time is Σ size × C_i on node i (eq. 5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     /// Indices into [`Workload::files`], distinct.
-    pub(crate) files: Vec<FileId>,
+    pub files: Vec<FileId>,
 }
 
 /// A batch of tasks and the files they share.
@@ -77,7 +81,7 @@ impl Workload {
     }
 
     /// Number of tasks reading each file, s_j.
-    pub(crate) fn sharers(&self) -> Vec<u32> {
+    pub fn sharers(&self) -> Vec<u32> {
         let mut s = vec![0u32; self.files.len()];
         for task in &self.tasks {
             for &f in &task.files {
@@ -123,48 +127,53 @@ impl Workload {
 
 /// A compute cluster of identical nodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ComputeCluster {
-    pub(crate) name: String,
-    pub(crate) nodes: u32,
+pub struct ComputeCluster {
+    /// Its name.
+    pub name: String,
+    /// How many nodes.
+    pub nodes: u32,
     /// C_i: seconds of computation per input byte.
-    pub(crate) compute_seconds_per_byte: f64,
+    pub compute_seconds_per_byte: f64,
     /// LBW_i: local disk bandwidth of each node (bytes/s).
-    pub(crate) disk_bandwidth: f64,
+    pub disk_bandwidth: f64,
     /// Bandwidth of the cluster's link to the storage (bytes/s), shared by its nodes.
-    pub(crate) link_bandwidth: f64,
+    pub link_bandwidth: f64,
 }
 
 /// A storage node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct StorageNode {
+pub struct StorageNode {
     /// IBW_p (bytes/s).
-    pub(crate) io_bandwidth: f64,
+    pub io_bandwidth: f64,
 }
 
 /// The Het-HPS compute platform model: compute clusters and the storage nodes their files
 /// live on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StagingPlatform {
-    pub(crate) clusters: Vec<ComputeCluster>,
-    pub(crate) storage: Vec<StorageNode>,
+    /// The compute clusters.
+    pub clusters: Vec<ComputeCluster>,
+    /// The storage nodes.
+    pub storage: Vec<StorageNode>,
 }
 
 /// One compute node as the planners see it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct NodeInfo {
-    pub(crate) cluster: u32,
+pub struct NodeInfo {
+    /// Its cluster, by index.
+    pub cluster: u32,
     /// C_i (s/byte).
-    pub(crate) compute_seconds_per_byte: f64,
+    pub compute_seconds_per_byte: f64,
     /// LBW_i (bytes/s).
-    pub(crate) disk_bandwidth: f64,
+    pub disk_bandwidth: f64,
     /// NBW_i: the node's share of its cluster's link when all nodes transfer at once
     /// (the paper's worst case, Section 6.3), bytes/s.
-    pub(crate) network_bandwidth: f64,
+    pub network_bandwidth: f64,
 }
 
 impl NodeInfo {
     /// Seconds to read and process one byte locally: 1/LBW_i + C_i (eq. 5).
-    pub(crate) fn local_seconds_per_byte(&self) -> f64 {
+    pub fn local_seconds_per_byte(&self) -> f64 {
         1.0 / self.disk_bandwidth + self.compute_seconds_per_byte
     }
 }
@@ -204,7 +213,7 @@ impl StagingPlatform {
     }
 
     /// All compute nodes, cluster by cluster.
-    pub(crate) fn nodes(&self) -> Vec<NodeInfo> {
+    pub fn nodes(&self) -> Vec<NodeInfo> {
         self.clusters
             .iter()
             .enumerate()
@@ -219,7 +228,8 @@ impl StagingPlatform {
             .collect()
     }
 
-    pub(crate) fn node_count(&self) -> usize {
+    /// Nodes of all clusters together.
+    pub fn node_count(&self) -> usize {
         self.clusters.iter().map(|c| c.nodes as usize).sum()
     }
 }

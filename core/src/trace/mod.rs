@@ -11,8 +11,8 @@ pub(crate) mod size;
 pub(crate) mod swf;
 
 pub use machines::{parse_alea_machines, MachinesError};
-pub(crate) use nodespec::{parse_nodespec, NodespecGroup};
-pub(crate) use nodespec_request::job_request;
+pub use nodespec::{parse_nodespec, NodespecError, NodespecGroup};
+pub use nodespec_request::job_request;
 pub use platform_profile::{parse_platform_profile, PlatformProfileError};
 pub use size::{parse_size, SizeError};
 pub use swf::{parse_swf, SwfError, SwfJob, SwfOptions, SwfStats, SwfTrace};

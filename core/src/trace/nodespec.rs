@@ -9,9 +9,9 @@ use super::size::parse_size;
 /// One `+`-separated group of a nodespec: identical nodes with their resources and
 /// properties (the scheduler's placement block is `sched::NodeGroup`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct NodespecGroup {
+pub struct NodespecGroup {
     /// Number of nodes in the group.
-    pub(crate) count: u32,
+    pub count: u32,
     /// CPUs per node (`ppn`, default 1).
     pub(crate) ppn: u32,
     /// GPUs per node (`gpus=`, default 0).
@@ -31,13 +31,13 @@ pub(crate) struct NodespecGroup {
 /// A nodespec that cannot be understood.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("nodespec {spec:?}: {reason}")]
-pub(crate) struct NodespecError {
+pub struct NodespecError {
     pub(crate) spec: String,
     pub(crate) reason: String,
 }
 
 /// Parse a nodespec into its groups.
-pub(crate) fn parse_nodespec(spec: &str) -> Result<Vec<NodespecGroup>, NodespecError> {
+pub fn parse_nodespec(spec: &str) -> Result<Vec<NodespecGroup>, NodespecError> {
     let err = |reason: String| NodespecError {
         spec: spec.to_string(),
         reason,

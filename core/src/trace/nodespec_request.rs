@@ -7,7 +7,7 @@ use crate::fairshare::{Constraint, JobRequest, NodeRequest};
 /// From parsed PBS nodespec groups and the job's total requested memory (bytes). A
 /// group's own `mem=` wins; otherwise the job's memory is split over its nodes in
 /// proportion to their CPUs (PBS `mem` is per job).
-pub(crate) fn job_request(groups: &[NodespecGroup], job_memory: Option<u64>) -> JobRequest {
+pub fn job_request(groups: &[NodespecGroup], job_memory: Option<u64>) -> JobRequest {
     let total_cpus: u64 = groups
         .iter()
         .map(|g| u64::from(g.count) * u64::from(g.ppn))

@@ -26,48 +26,48 @@ const SKIPPED_LINES_KEPT: usize = 10;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SwfJob {
     /// The line of the file it was read from, counting from 1.
-    pub(crate) line: usize,
+    pub line: usize,
     /// 1: job number.
-    pub(crate) id: i64,
+    pub id: i64,
     /// 2: submit time, seconds.
-    pub(crate) submit: f64,
+    pub submit: f64,
     /// 3: wait time, seconds.
-    pub(crate) wait: Option<f64>,
+    pub wait: Option<f64>,
     /// 4: run time, seconds (None when the job never ran, e.g. cancelled in the queue).
-    pub(crate) run: Option<f64>,
+    pub run: Option<f64>,
     /// 5: allocated processors.
-    pub(crate) allocated_procs: Option<u32>,
+    pub allocated_procs: Option<u32>,
     /// 7: used memory, KB.
-    pub(crate) used_mem_kb: Option<f64>,
+    pub used_mem_kb: Option<f64>,
     /// 8: requested processors.
-    pub(crate) requested_procs: Option<u32>,
+    pub requested_procs: Option<u32>,
     /// 9: requested time (walltime limit), seconds.
-    pub(crate) requested_time: Option<f64>,
+    pub requested_time: Option<f64>,
     /// 10: requested memory: KB per processor in standard SWF, **bytes** per job in Alea's
     /// MetaCentrum traces (see [`SwfTrace::extended`]).
-    pub(crate) requested_mem: Option<f64>,
+    pub requested_mem: Option<f64>,
     /// 11: status (1 completed, 0 failed, 5 cancelled, ...).
-    pub(crate) status: Option<i64>,
+    pub status: Option<i64>,
     /// 12: user id.
-    pub(crate) user: Option<i64>,
+    pub user: Option<i64>,
     /// 13: group id.
-    pub(crate) group: Option<i64>,
+    pub group: Option<i64>,
     /// 15: queue number.
-    pub(crate) queue: Option<i64>,
+    pub queue: Option<i64>,
     /// 16: partition number.
-    pub(crate) partition: Option<i64>,
+    pub partition: Option<i64>,
     /// 19 (Alea): node ids used, the text between `{}`.
-    pub(crate) node_ids: Option<String>,
+    pub node_ids: Option<String>,
     /// 20 (Alea): queue name.
-    pub(crate) queue_name: Option<String>,
+    pub queue_name: Option<String>,
     /// 21 (Alea): PBS nodespec, e.g. `1:ppn=64:x86_64:cl_zewura#excl`.
-    pub(crate) nodespec: Option<String>,
+    pub nodespec: Option<String>,
 }
 
 impl SwfJob {
     /// Processors the job asked for, falling back to the allocated count when the request is
     /// unknown (a common archive quirk). None when both are unknown.
-    pub(crate) fn procs(&self) -> Option<u32> {
+    pub fn procs(&self) -> Option<u32> {
         self.requested_procs
             .filter(|&p| p > 0)
             .or(self.allocated_procs.filter(|&p| p > 0))

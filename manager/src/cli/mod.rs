@@ -22,17 +22,14 @@ mod listing;
 mod log_window;
 mod onboarding;
 mod output;
-mod partition;
 mod pilots;
 mod platforms;
 mod remote_output;
-mod reproduce;
 mod schedule;
 mod serve;
 mod serve_platforms;
 mod serve_tls;
 mod simulate;
-mod staging_workload;
 mod status;
 mod submit;
 mod submit_limit;
@@ -118,15 +115,10 @@ pub enum Command {
     /// Print a runtime profile's platform- and co-runner-affinity tables (Tables 3 and 4),
     /// or with `--live` the running manager's, measured online.
     Affinity(affinity::Args),
-    /// Run trace-driven simulations (two-level scheduling by default).
-    Simulate(Box<simulate::Args>),
-    /// Regenerate every table and figure under docs/reproduction/ from the committed
-    /// experiment files in profiles/reproduction/ (`--quick --check`: the drift check).
-    Reproduce(reproduce::Args),
-    /// Partition an hMETIS hypergraph (km1 objective, balance bound epsilon).
-    Partition(partition::Args),
-    /// Generate an IMAGE or SAT staging workload (JSON and/or hMETIS).
-    StagingWorkload(staging_workload::Args),
+    /// Simulate the live control plane (`simulate live`) or a workflow policy (`simulate
+    /// workflows`); the research simulators are `hetpilot-research simulate`.
+    #[command(subcommand)]
+    Simulate(simulate::Kind),
 }
 
 impl Command {
@@ -157,10 +149,7 @@ impl Command {
             Command::Platforms(a) => block_on(platforms::run(a)),
             Command::Fairshare(args) => fairshare::run(args),
             Command::Affinity(args) => affinity::run(args),
-            Command::Simulate(args) => simulate::run(*args),
-            Command::Reproduce(args) => reproduce::run(args),
-            Command::Partition(args) => partition::run(args),
-            Command::StagingWorkload(args) => staging_workload::run(args),
+            Command::Simulate(kind) => simulate::run(kind),
         }
     }
 }

@@ -3,8 +3,9 @@
 
 use super::{Allocator, AllocatorInput};
 
+/// Best fit: the allocable cluster that leaves the fewest processors free.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct BestFit;
+pub struct BestFit;
 
 impl Allocator for BestFit {
     fn name(&self) -> String {

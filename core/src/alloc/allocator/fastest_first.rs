@@ -4,7 +4,8 @@
 use super::{Allocator, AllocatorInput};
 
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct FastestFirst;
+/// Fastest first: the fastest allocable cluster.
+pub struct FastestFirst;
 
 impl Allocator for FastestFirst {
     fn name(&self) -> String {

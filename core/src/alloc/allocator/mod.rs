@@ -5,9 +5,9 @@ mod best_fit;
 mod fastest_first;
 mod tlpa;
 
-pub(crate) use best_fit::BestFit;
-pub(crate) use fastest_first::FastestFirst;
-pub(crate) use tlpa::Tlpa;
+pub use best_fit::BestFit;
+pub use fastest_first::FastestFirst;
+pub use tlpa::Tlpa;
 
 use super::load::ClusterLoad;
 use super::model::{AllocError, Cluster, Job};
@@ -15,15 +15,18 @@ use super::model::{AllocError, Cluster, Job};
 /// Everything an allocator may look at when the head job can start now.
 #[derive(Debug, Clone, Copy)]
 pub struct AllocatorInput<'a> {
-    pub(crate) now: f64,
-    pub(crate) job: &'a Job,
-    pub(crate) clusters: &'a [Cluster],
+    /// The time of the decision, seconds on the trace's clock.
+    pub now: f64,
+    /// The job to place (the head of the queue).
+    pub job: &'a Job,
+    /// The clusters, by index.
+    pub clusters: &'a [Cluster],
     /// Free processors and expected releases (from estimates) per cluster.
-    pub(crate) loads: &'a [ClusterLoad],
+    pub loads: &'a [ClusterLoad],
     /// Clusters with enough free processors for `job` now: non-empty, ascending.
-    pub(crate) allocable: &'a [usize],
+    pub allocable: &'a [usize],
     /// Waiting jobs behind `job`, in scheduling order, at most [`Allocator::lookahead`].
-    pub(crate) waiting: &'a [Job],
+    pub waiting: &'a [Job],
 }
 
 /// A processor allocation policy.

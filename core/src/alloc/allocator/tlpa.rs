@@ -16,13 +16,14 @@ use crate::alloc::model::Job;
 
 /// TLPA_BJS with simulation depth d.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Tlpa {
+pub struct Tlpa {
     depth: usize,
     scratch: Vec<ClusterLoad>,
 }
 
 impl Tlpa {
-    pub(crate) fn new(depth: usize) -> Self {
+    /// TLPA looking `depth` waiting jobs ahead.
+    pub fn new(depth: usize) -> Self {
         Tlpa {
             depth,
             scratch: Vec::new(),

@@ -13,9 +13,9 @@
 
 use super::scenario::{Scenario, ScenarioApp, ScenarioPlatform};
 use super::world::{simulate_observed, SimError};
+use crate::alloc::outcome::{metrics_of, AllocRun, JobOutcome};
 use crate::alloc::{validate_clusters, AllocError, Cluster, Job};
 use crate::control::{FairshareConfig, LivePolicy, SchedulerConfig};
-use crate::sim::alloc::{metrics_of, AllocRun, JobOutcome};
 use crate::trace::SwfTrace;
 use hetpilot_protocol::spec::MAX_TIMEOUT_SECS;
 use std::collections::BTreeMap;

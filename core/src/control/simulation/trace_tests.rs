@@ -1,17 +1,13 @@
-//! Tests of the trace replay through the live control plane: it agrees with `simulate
-//! alloc` on a small trace, never over-commits a cluster, is reproducible for a seed, and
-//! refuses hostile records naming their line and field.
+//! Tests of the trace replay through the live control plane: it never over-commits a
+//! cluster, is reproducible for a seed, and refuses hostile records naming their line and
+//! field (`hetpilot-research` checks that it agrees with `simulate alloc`).
 
 use super::trace::{check_records, replay_trace, scenario_of, TraceError, TraceSettings};
 use super::world::simulate;
-use crate::alloc::{allocator_by_name, Cluster, FcfsOrder, Job};
-use crate::sim::alloc::{simulate_alloc, AllocRun};
-use crate::sim::alloc_setup::jobs_from_swf;
+use crate::alloc::outcome::AllocRun;
+use crate::alloc::workload::jobs_from_swf;
+use crate::alloc::{Cluster, Job};
 use crate::trace::{parse_swf, SwfOptions, SwfTrace};
-
-/// Live mean turnaround within this fraction of the simulator's (the tolerance the
-/// reproduction document states).
-const TOLERANCE: f64 = 0.15;
 
 /// 16 jobs of 1-8 processors on clusters of 4, 8 and 8: a queue forms (jobs 5-8 wait
 /// for the 8-processor ones) and drains.
@@ -59,11 +55,6 @@ fn settings(allocator: &str) -> TraceSettings {
     }
 }
 
-fn alloc(clusters: &[Cluster], jobs: &[Job], allocator: &str) -> AllocRun {
-    let mut a = allocator_by_name(allocator, 4).unwrap();
-    simulate_alloc(clusters, jobs, &FcfsOrder, a.as_mut(), &mut |_| {}).unwrap()
-}
-
 /// No cluster ever runs more processors than it has, and every run lasts its runtime
 /// on the cluster it ran on.
 fn assert_feasible(clusters: &[Cluster], jobs: &[Job], run: &AllocRun) {
@@ -90,23 +81,6 @@ fn assert_feasible(clusters: &[Cluster], jobs: &[Job], run: &AllocRun) {
         assert!(
             used[c] <= i64::from(clusters[c].procs),
             "cluster {c} over-committed at {at}: {used:?}"
-        );
-    }
-}
-
-#[test]
-fn the_live_replay_agrees_with_the_simulator_within_the_tolerance() {
-    let clusters = clusters([1.0; 3]);
-    let jobs = fixture_jobs();
-    assert_eq!(jobs.len(), 16);
-    for allocator in ["tlpa", "bf"] {
-        let live = replay_trace(&clusters, &jobs, &settings(allocator), &mut |_| {}).unwrap();
-        let sim = alloc(&clusters, &jobs, allocator);
-        assert_feasible(&clusters, &jobs, &live);
-        let (l, s) = (live.metrics.avg_turnaround, sim.metrics.avg_turnaround);
-        assert!(
-            (l - s).abs() <= TOLERANCE * s,
-            "{allocator}: live {l:.1} s, simulate alloc {s:.1} s"
         );
     }
 }

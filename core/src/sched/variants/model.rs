@@ -32,7 +32,7 @@ impl Variant {
     }
 
     /// Whether one task of it fits on one node of `platform`.
-    pub(crate) fn fits(&self, platform: &VariantPlatform) -> bool {
+    pub fn fits(&self, platform: &VariantPlatform) -> bool {
         let gpus_per_node = ResourceAmount::whole(u64::from(platform.gpus_per_node));
         self.cores <= platform.cores_per_node && gpus_per_node.is_some_and(|have| self.gpus <= have)
     }

@@ -1,27 +1,28 @@
 //! `hetpilot simulate live --swf TRACE`: a parallel-job trace replayed through the live
-//! control plane, with `simulate alloc`'s settings flags (clusters, speeds, load,
-//! allocator, depth, estimates, limit), so both run on the same jobs and clusters;
-//! `--compare` runs `simulate alloc` too and prints the two side by side.
+//! control plane, with `hetpilot-research simulate alloc`'s settings flags (clusters,
+//! speeds, load, allocator, depth, estimates, limit), so both run on the same jobs and
+//! clusters and their `--json` figures compare key for key.
 
-use super::alloc::{build_clusters, cluster_speeds, load_swf, parse_list, SpeedOrder};
+use super::swf_clusters::{build_clusters, cluster_speeds, load_swf, parse_list, SpeedOrder};
 use crate::cli::output::{print_json, print_table};
 use anyhow::{bail, Context};
-use hetpilot::alloc::{allocator_by_name, order_by_name, validate_clusters, Cluster, Job};
+use hetpilot::alloc::outcome::AllocMetrics;
+use hetpilot::alloc::workload::{jobs_from_swf, offered_load, scale_to_load, SystemLoad};
+use hetpilot::alloc::{allocator_by_name, validate_clusters};
 use hetpilot::control::simulation::{check_records, replay_trace, TraceSettings, MAX_TRACE_JOBS};
-use hetpilot::sim::alloc::{simulate_alloc, AllocMetrics};
-use hetpilot::sim::alloc_setup::{jobs_from_swf, offered_load, scale_to_load, SystemLoad};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// The trace and its settings; the names and defaults are `simulate alloc`'s.
+/// The trace and its settings; the names and defaults are `hetpilot-research simulate
+/// alloc`'s.
 #[derive(Debug, clap::Args)]
 pub struct SwfArgs {
     /// Replay a parallel-job trace (SWF, plain or .gz): each job a parallel task of its
     /// processors, placed by the live control plane on the clusters as platforms.
     #[arg(long, value_name = "TRACE")]
     pub swf: Option<PathBuf>,
-    /// Processors per cluster, comma-separated (as `simulate alloc`).
+    /// Processors per cluster, comma-separated (as `hetpilot-research simulate alloc`).
     #[arg(long, default_value = "8,128,128,128,50", requires = "swf")]
     clusters: String,
     /// SH: cluster speeds spread evenly over [1-SH, 1+SH] in the order of --clusters.
@@ -67,9 +68,6 @@ pub struct SwfArgs {
     /// `[scheduler] seed` of the rounds.
     #[arg(long, default_value_t = 1, requires = "swf")]
     seed: u64,
-    /// Also run `simulate alloc` on the same jobs and clusters and print both.
-    #[arg(long, requires = "swf")]
-    compare: bool,
 }
 
 /// Runs the replay of `args.swf` (`policy`: the first-level policy, if overridden).
@@ -163,86 +161,33 @@ pub fn run(args: &SwfArgs, policy: Option<&str>, json: bool) -> anyhow::Result<(
         .with_context(|| format!("replaying {}", path.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    let alloc = if args.compare {
-        Some(simulate(&clusters, &scaled, &args.allocator, args.depth)?)
-    } else {
-        None
-    };
     if json {
-        let mut out = serde_json::json!({ "live": metrics_json(&live.metrics) });
-        if let Some(m) = &alloc {
-            out["alloc"] = metrics_json(m);
-        }
-        return print_json(&out);
+        return print_json(&serde_json::json!({ "live": metrics_json(&live.metrics) }));
     }
     println!(
         "live control plane, allocator {} (depth {}), {} jobs in {seconds:.1} s",
         args.allocator, args.depth, live.metrics.jobs
     );
-    print_comparison(&live.metrics, alloc.as_ref());
+    print_figures(&live.metrics);
     Ok(())
 }
 
-/// `simulate alloc` (FCFS) on the same jobs and clusters.
-fn simulate(
-    clusters: &[Cluster],
-    jobs: &[Job],
-    allocator: &str,
-    depth: usize,
-) -> anyhow::Result<AllocMetrics> {
-    let order = order_by_name("fcfs")?;
-    let mut allocator = allocator_by_name(allocator, depth)?;
-    let run = simulate_alloc(
-        clusters,
-        jobs,
-        order.as_ref(),
-        allocator.as_mut(),
-        &mut |_| {},
-    )?;
-    Ok(run.metrics)
-}
-
-/// The figures both report, in the order they are printed.
-fn figures(m: &AllocMetrics) -> [(&'static str, f64); 5] {
-    [
-        ("average turnaround (s)", m.avg_turnaround),
-        ("average wait (s)", m.avg_wait),
-        ("avg bounded slowdown", m.avg_bounded_slowdown),
-        ("utilization", m.utilization),
-        ("makespan (s)", m.makespan),
-    ]
-}
-
+/// The figures by key: `jobs`, then each figure's name without its unit, spaces as
+/// underscores (the keys of `hetpilot-research simulate alloc --json`).
 fn metrics_json(m: &AllocMetrics) -> serde_json::Value {
     let mut out = serde_json::json!({ "jobs": m.jobs });
-    for (name, value) in figures(m) {
+    for (name, value) in m.figures() {
         let key = name.split(" (").next().unwrap_or(name).replace(' ', "_");
         out[key] = serde_json::json!(value);
     }
     out
 }
 
-fn print_comparison(live: &AllocMetrics, alloc: Option<&AllocMetrics>) {
-    let mut header = vec!["", "live"];
-    if alloc.is_some() {
-        header.extend(["simulate alloc", "live / alloc"]);
-    }
-    let rows: Vec<Vec<String>> = figures(live)
+fn print_figures(live: &AllocMetrics) {
+    let rows: Vec<Vec<String>> = live
+        .figures()
         .iter()
-        .enumerate()
-        .map(|(k, (name, value))| {
-            let mut row = vec![name.to_string(), format!("{value:.3}")];
-            if let Some(a) = alloc {
-                let other = figures(a)[k].1;
-                row.push(format!("{other:.3}"));
-                row.push(if other != 0.0 {
-                    format!("{:.3}", value / other)
-                } else {
-                    "-".into()
-                });
-            }
-            row
-        })
+        .map(|(name, value)| vec![name.to_string(), format!("{value:.3}")])
         .collect();
-    print_table(&header, &rows);
+    print_table(&["", "live"], &rows);
 }

@@ -1,60 +1,27 @@
-//! `hetpilot simulate`: trace-driven simulations, one file per kind (`live` drives the
-//! manager's own control plane). Without a sub-kind it
-//! runs the two-level scheduling simulator (one scenario, or `--suite two-level`).
+//! `hetpilot simulate`: the manager's own control plane without a manager (`live`), and a
+//! workflow policy's plan on workflow files (`workflows`). The research simulators
+//! (two-level, alloc, fairshare, staging, PTG, variants) are `hetpilot-research simulate`.
 
-mod alloc;
-mod fairshare;
-mod fairshare_speeds;
 pub mod live;
 mod live_swf;
-mod ptg;
-mod staging;
-pub mod two_level;
-mod variants;
+mod swf_clusters;
 mod workflows;
 
 use clap::Subcommand;
 
-/// Run a trace-driven simulation.
-#[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct Args {
-    #[command(subcommand)]
-    pub kind: Option<Kind>,
-    #[command(flatten)]
-    pub two_level: two_level::Args,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Kind {
-    /// Rigid parallel jobs across heterogeneous clusters: FCFS/SJF with BF, FF or TLPA.
-    Alloc(alloc::Args),
-    /// Multi-resource fairshare on a MetaCentrum trace: penalties and a fairshare queue.
-    Fairshare(fairshare::Args),
-    /// Batch-shared-I/O staging: Het-HPS vs HPS, MinMin, MaxMin, Sufferage, SJF.
-    Staging(staging::Args),
     /// The live manager's own control plane with simulated agents, or a journal replayed.
-    Live(live::Args),
-    /// Several parallel task graphs on one cluster: the 19 algorithms of the multiple-PTG
-    /// paper on its 1,500 scenarios, with its figures and tables.
-    Ptg(ptg::Args),
-    /// GPU and CPU variants of applications: first-fit variants against affinity plans.
-    Variants(variants::Args),
+    Live(Box<live::Args>),
     /// Workflow files competing for P cores under a workflow policy: what the live
     /// manager's plan predicts (stretch, makespan).
     Workflows(workflows::Args),
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
-    match args.kind {
-        None => two_level::run(args.two_level),
-        Some(Kind::Alloc(a)) => alloc::run(a),
-        Some(Kind::Fairshare(a)) => fairshare::run(a),
-        Some(Kind::Staging(a)) => staging::run(a),
-        Some(Kind::Live(a)) => live::run(a),
-        Some(Kind::Ptg(a)) => ptg::run(a),
-        Some(Kind::Variants(a)) => variants::run(a),
-        Some(Kind::Workflows(a)) => workflows::run(a),
+pub fn run(kind: Kind) -> anyhow::Result<()> {
+    match kind {
+        Kind::Live(a) => live::run(*a),
+        Kind::Workflows(a) => workflows::run(a),
     }
 }
 
