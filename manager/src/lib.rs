@@ -13,6 +13,7 @@ pub use hetpilot_core::{
     alloc, control, fairshare, ptg, queue, report, sched, sim, staging, trace,
 };
 
+pub mod app_file;
 pub mod backup;
 pub mod client;
 pub mod clock;
