@@ -11,6 +11,7 @@
 
 pub use hetpilot_core::{alloc, control, fairshare, ptg, queue, sched, staging, trace};
 
+pub mod app_file;
 pub mod backup;
 pub mod client;
 pub mod clock;

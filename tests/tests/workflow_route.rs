@@ -2,7 +2,9 @@
 //! and an emulated DAX posted by a user run to completion with the inputs the manager
 //! created; a real workflow whose external inputs the user stored first
 //! (`POST /v1/workflows/inputs` names them) runs its commands on them, and another user
-//! cannot use them; and the HTTP edge: the route's own body limit, a bad query, no token.
+//! cannot use them; an application file with `[[task]]` tables (`format=tasks`) runs its
+//! three tasks in dependency order as the same application `hetpilot submit FILE` makes;
+//! and the HTTP edge: the route's own body limit, a bad query, no token.
 
 use hetpilot_e2e::{Http, Manager};
 use serde_json::{json, Value};
@@ -144,6 +146,80 @@ fn stored_inputs_run_real_commands_and_are_the_storers_own() {
     assert_eq!(read("n.txt").unwrap().trim(), "15");
 }
 
+/// Three tasks appending their ids to `log`: `count` after `split`, `join` after both.
+fn pipe_file(log: &Path) -> String {
+    let log = log.display();
+    format!(
+        "max_attempts = 1\n\
+         [[task]]\nid = \"split\"\ncommand = \"sh -c 'echo split >> {log}'\"\n\
+         [[task]]\nid = \"count\"\ncommand = \"sh -c 'echo count >> {log}'\"\nafter = [\"split\"]\n\
+         runtime = \"1s\"\n\
+         [[task]]\nid = \"join\"\ncommand = \"sh -c 'echo join >> {log}'\"\n\
+         after = [\"split\", \"count\"]\n"
+    )
+}
+
+/// The application `app` as the manager stored it.
+fn stored_spec(m: &Manager, app: u64) -> Value {
+    let text: String = m
+        .db()
+        .query_row("SELECT spec FROM apps WHERE id = ?1", [app as i64], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn an_application_file_with_task_tables_runs_in_order_as_the_cli_submits_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path(), 10.0);
+    let _agent = m.agent("local", 2, &[]);
+    let http = m.http();
+    let log = dir.path().join("order.log");
+    let file = dir.path().join("pipe.toml");
+    std::fs::write(&file, pipe_file(&log)).unwrap();
+    // As Python's `Client.submit_app_file` sends it: named after the file's stem.
+    let (status, answer) = post(
+        &http,
+        "/v1/workflows?format=tasks&name=pipe",
+        &m.admin,
+        pipe_file(&log).into_bytes(),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["tasks"], 3, "{answer}");
+    let ours = answer["app"].as_u64().unwrap();
+    let summary = m.wait_finished(ours, LONG);
+    assert_eq!(summary["counts"]["done"], 3, "{summary}");
+    assert_eq!(summary["name"], "pipe", "{summary}");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "split\ncount\njoin\n",
+        "each task after its parents"
+    );
+    let out = m.cli(&["submit", "--json", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cli = cli["app"].as_u64().unwrap();
+    let summary = m.wait_finished(cli, LONG);
+    assert_eq!(summary["counts"]["done"], 3, "{summary}");
+    assert_eq!(stored_spec(&m, ours), stored_spec(&m, cli));
+    // A file whose tasks are a [tasks] table (its `each_line` read next to it) is refused
+    // by name: the manager has no file to read it next to.
+    let (status, answer) = post(
+        &http,
+        "/v1/workflows?format=tasks",
+        &m.admin,
+        b"command = \"cat {}\"\n[tasks]\neach_line = \"list.txt\"\n".to_vec(),
+    );
+    assert_eq!(status, 400, "{answer}");
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("field `tasks`") && error.contains("POST /v1/apps"),
+        "{error}"
+    );
+}
+
 #[test]
 fn the_route_has_its_own_body_limit_and_answers_bad_queries_and_strangers() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,6 +247,12 @@ fn the_route_has_its_own_body_limit_and_answers_bad_queries_and_strangers() {
     assert_eq!(status, 400, "read as the DAX it is not: {answer}");
     big.resize((8 << 20) + 1, b' ');
     let (status, answer) = post(&http, "/v1/workflows?format=wfcommons", &alice, big);
+    assert_eq!(status, 413, "{answer}");
+    assert_eq!(answer["code"], "too_large", "{answer}");
+    // An application file is held to 4 × the submit limit, as `hetpilot submit FILE`.
+    let mut tasks = b"[[task]]\nid = \"a\"\ncommand = \"true\"\n".to_vec();
+    tasks.resize((4 << 20) + 1, b'\n');
+    let (status, answer) = post(&http, "/v1/workflows?format=tasks", &alice, tasks);
     assert_eq!(status, 413, "{answer}");
     assert_eq!(answer["code"], "too_large", "{answer}");
     let document = sample("blast-chameleon-small-001.json");

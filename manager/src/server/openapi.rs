@@ -39,6 +39,10 @@ use utoipa::{Modify, OpenApi};
         files::get_app, files::put_app, files::stats,
         task_outputs::read, task_outputs::store,
     ),
+    // Schemas only the query parameters name (utoipa collects those of bodies itself).
+    components(schemas(
+        crate::service::WorkflowFormat, crate::service::ExternalInputs,
+    )),
     modifiers(&BearerToken),
     security(("bearer" = []))
 )]

@@ -2,7 +2,7 @@
 //! described and every described path is routed, each with the same methods (found by
 //! asking the router: a method it does not route answers 405, a path it does not know an
 //! empty 404); and `docs/openapi.json` is the description the code generates
-//! (`HETPILOT_BLESS=1` rewrites it).
+//! (`HETPILOT_BLESS=1` rewrites it), every schema it refers to described in it.
 
 use super::openapi::{document, ApiDoc};
 use crate::config::Settings;
@@ -146,4 +146,34 @@ fn the_checked_in_description_is_the_generated_one() {
     );
     let doc: serde_json::Value = serde_json::from_str(&generated).unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
+}
+
+/// Every `$ref` in `value`, depth first.
+fn references<'a>(value: &'a serde_json::Value, found: &mut Vec<&'a str>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::String(r)) = map.get("$ref") {
+                found.push(r);
+            }
+            map.values().for_each(|v| references(v, found));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| references(v, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_schema_the_description_refers_to_is_in_it() {
+    let doc: serde_json::Value = serde_json::from_str(&document()).unwrap();
+    let mut found = Vec::new();
+    references(&doc, &mut found);
+    assert!(!found.is_empty());
+    let missing: BTreeSet<&str> = found
+        .into_iter()
+        .filter(|r| {
+            let name = r.strip_prefix("#/components/schemas/").unwrap_or(r);
+            doc["components"]["schemas"].get(name).is_none()
+        })
+        .collect();
+    assert!(missing.is_empty(), "described nowhere: {missing:?}");
 }

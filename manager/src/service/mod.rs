@@ -46,6 +46,7 @@ mod wake;
 mod wanted_tests;
 mod workflow;
 mod workflow_submit;
+mod workflow_tasks;
 
 pub use crate::clock::now_ms;
 pub use crate::provision::AgentActivity;

@@ -1,13 +1,16 @@
-//! Workflows submitted as documents (`POST /v1/workflows`): a WfCommons instance or a
-//! Pegasus DAX read by the manager with the CLI's readers ([`crate::workflow`]), turned
+//! Workflows submitted as documents (`POST /v1/workflows`): a WfCommons instance, a
+//! Pegasus DAX or an application file with `[[task]]` tables ([`super::workflow_tasks`])
+//! read by the manager with the CLI's readers ([`crate::workflow`]), turned
 //! into an application with a DAG, and submitted as the caller. The bounds are the CLI's:
 //! a document of each kind at most its multiple of the submit limit, the application's
 //! JSON at most the submit limit, the external inputs at most
 //! [`inputs::MAX_STAGED_BYTES`]. External inputs are created by the manager in the
 //! caller's files when emulated, found among the caller's files (stored under the
-//! submission's prefix beforehand) with `inputs = stored`, or left to the tasks.
+//! submission's prefix beforehand) with `inputs = stored`, or left to the tasks; an
+//! application file's files are used as given (names or URIs), as the CLI uses them.
 
 use super::users::user;
+use super::workflow_tasks;
 use super::{Manager, Principal, ServiceError};
 use crate::workflow::inputs::{self, Upload};
 use crate::workflow::{self, check_scale, staged_name, FileKind, Options, Workflow};
@@ -27,6 +30,9 @@ pub enum WorkflowFormat {
     Wfcommons,
     /// Pegasus DAX XML, 2.x or 3.x.
     Dax,
+    /// An application file (TOML) with `[[task]]` tables, as `hetpilot submit FILE` takes
+    /// it; its files are used as given, so it has no external inputs to create or store.
+    Tasks,
 }
 
 impl WorkflowFormat {
@@ -34,6 +40,7 @@ impl WorkflowFormat {
         match self {
             WorkflowFormat::Wfcommons => FileKind::WfCommons,
             WorkflowFormat::Dax => FileKind::Dax,
+            WorkflowFormat::Tasks => FileKind::AppFile,
         }
     }
 }
@@ -55,7 +62,8 @@ pub enum ExternalInputs {
 #[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct WorkflowRequest {
-    /// The document's format: `wfcommons` or `dax`.
+    /// The document's format: `wfcommons`, `dax` or `tasks` (an application file with
+    /// `[[task]]` tables).
     pub format: WorkflowFormat,
     /// Run each task as the agents' built-in emulator (its recorded runtime and file
     /// sizes) instead of its own command; the manager creates the external inputs.
@@ -149,6 +157,8 @@ fn read(
         WorkflowFormat::Dax => std::str::from_utf8(document)
             .map_err(|e| anyhow::anyhow!("the DAX is not UTF-8: {e}"))
             .and_then(workflow::dax::parse),
+        // Its errors name the file themselves.
+        WorkflowFormat::Tasks => return workflow_tasks::read(document).map_err(bad),
     };
     read.map_err(|e| ServiceError::BadRequest(format!("{}: {e:#}", kind.name())))
 }
@@ -181,6 +191,13 @@ impl Manager {
         document: axum::body::Bytes,
     ) -> Result<WorkflowInputs, ServiceError> {
         user(who)?;
+        if request.format == WorkflowFormat::Tasks {
+            return Err(ServiceError::BadRequest(
+                "format=tasks: an application file's files are used as given (names or \
+                 URIs), so it has no external inputs to store"
+                    .into(),
+            ));
+        }
         let prefix = prefix_of(request.prefix.as_deref())?;
         let submit_bytes = self.settings.limits.submit_bytes() as u64;
         let wf = tokio::task::spawn_blocking(move || read(request.format, &document, submit_bytes))
@@ -250,6 +267,13 @@ impl Manager {
                     .into(),
             ));
         }
+        if request.inputs == ExternalInputs::Stored && request.format == WorkflowFormat::Tasks {
+            return Err(ServiceError::BadRequest(
+                "inputs=stored: an application file's files are used as given (names or \
+                 URIs); none is staged from your files under a prefix"
+                    .into(),
+            ));
+        }
         if request.inputs == ExternalInputs::Stored && request.prefix.is_none() {
             return Err(ServiceError::BadRequest(
                 "inputs=stored needs the prefix the inputs are stored under (prefix=)".into(),
@@ -278,7 +302,9 @@ impl Manager {
         mut opts: Options,
     ) -> Result<(AppSpec, Vec<Upload>), ServiceError> {
         let mut emulated = Vec::new();
-        if request.emulate {
+        // An application file says where each file lives: nothing is created for it, as
+        // `hetpilot submit FILE --emulate` creates nothing.
+        if request.emulate && !wf.literal_files {
             emulated = inputs::emulated_within_bound(
                 &wf,
                 opts.size_scale,
@@ -295,8 +321,13 @@ impl Manager {
             opts.external = Some(self.stored_inputs(who, &wf, &opts.prefix).await?);
         }
         let name = request.name.clone();
+        let format = request.format;
         let spec = tokio::task::spawn_blocking(move || {
-            let mut spec = wf.into_spec(&opts).map_err(bad)?;
+            let mut spec = wf.into_spec(&opts).map_err(|e| match format {
+                // As the file's other errors, named by the file.
+                WorkflowFormat::Tasks => bad(e.context(workflow_tasks::LABEL)),
+                _ => bad(e),
+            })?;
             if let Some(name) = name {
                 spec.name = name;
                 spec.validate()
@@ -432,3 +463,7 @@ fn zeros(root: &Path, rel: &Path, bytes: u64) -> std::io::Result<u64> {
 #[cfg(test)]
 #[path = "workflow_submit_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "workflow_tasks_tests.rs"]
+mod tasks_tests;

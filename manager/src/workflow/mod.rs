@@ -1,11 +1,11 @@
-//! Workflow (DAG) applications read from WfCommons WfFormat JSON and Pegasus DAX files
-//! (and, in the CLI, application files with `[[task]]` tables) into one [`Workflow`], and
-//! turned into an [`AppSpec`] with a DAG. `hetpilot submit --wfcommons/--dax` and the
-//! manager's `POST /v1/workflows` both read workflows with this code, so a file reads the
-//! same whichever way it is sent. With emulation, each task runs the agent's built-in
-//! emulator instead of its program (see `agent/src/emulate.rs`): it reads its inputs,
-//! burns CPU for its recorded runtime × F and writes its outputs at their recorded sizes ×
-//! F.
+//! Workflow (DAG) applications read from WfCommons WfFormat JSON, Pegasus DAX files and
+//! application files with `[[task]]` tables ([`tasks_file`]) into one [`Workflow`], and
+//! turned into an [`AppSpec`] with a DAG. `hetpilot submit --wfcommons/--dax/FILE` and the
+//! manager's `POST /v1/workflows?format=wfcommons|dax|tasks` both read workflows with this
+//! code, so a file reads the same whichever way it is sent. With emulation, each task runs
+//! the agent's built-in emulator instead of its program (see `agent/src/emulate.rs`): it
+//! reads its inputs, burns CPU for its recorded runtime × F and writes its outputs at their
+//! recorded sizes × F.
 //!
 //! Files: a file some task produces is staged through the manager's file service (the
 //! producer's output, the consumer's input), named under a prefix unique to this
@@ -17,6 +17,7 @@
 pub mod dax;
 pub mod inputs;
 mod lenient;
+pub mod tasks_file;
 pub mod wfcommons;
 
 use anyhow::{bail, Context};

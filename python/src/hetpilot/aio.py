@@ -11,10 +11,10 @@ from urllib.parse import quote
 
 import httpx
 
-from . import workflow
+from . import app_file, workflow
 from .client import MAX_SUBMIT_WAIT_S, _raise_for, _trust
 from .connect import resolve
-from .errors import HetpilotError, TaskFailed, TooManyRequests, Unreachable
+from .errors import BadRequest, HetpilotError, TaskFailed, TooManyRequests, Unreachable
 from .events import Event, TaskEnd
 from .executor import command_line
 from .pinning import AsyncPinnedTransport
@@ -99,6 +99,24 @@ class AsyncClient:
                 if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
                     raise
                 await asyncio.sleep(e.retry_after)
+
+    async def submit_app_file(self, path: Union[str, Path]) -> int:
+        """As :meth:`hetpilot.Client.submit_app_file`."""
+        tables = await asyncio.to_thread(app_file.task_tables, path)
+        if tables is not None:
+            try:
+                return await self.submit_workflow(path, "tasks", name=tables.name)
+            except BadRequest as e:
+                raise BadRequest(app_file.located(path, e.message), e.status, e.code) from e
+        spec = await asyncio.to_thread(app_file.load, path)
+        try:
+            return await self.submit(spec)
+        except BadRequest as e:
+            text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8")
+            refusal = app_file.refusal(path, text, e.message)
+            if refusal is None:
+                raise
+            raise BadRequest(refusal.message, e.status, e.code) from e
 
     async def put_file(self, name: str, path: Union[str, Path]) -> None:
         """As :meth:`hetpilot.Client.put_file`; the file is read a MiB at a time."""

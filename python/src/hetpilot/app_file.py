@@ -5,14 +5,16 @@ relative to the application file), ``array = "1-100"``, ``lines`` or ``params`` 
 that is not a string, an array or a table say, is given as its TOML text, as the CLI
 writes it: :mod:`hetpilot.toml_text`); the name defaults to the file's stem. Errors name the file, the line and the field; the
 manager checks the rest and its refusals are given the field's line too
-(:func:`at_line`)."""
+(:func:`at_line`). A file that lists its tasks as ``[[task]]`` tables (a workflow) is not
+read here: the manager reads its text with the CLI's own reader
+(``POST /v1/workflows?format=tasks``, see :func:`task_tables`)."""
 
 from __future__ import annotations
 
 import math
 import re
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 
 from . import toml_text
 from .errors import HetpilotError
@@ -33,6 +35,10 @@ PASSED_ON = ("cores", "nodes", "procs", "max_attempts", "workdir", "output_dir",
              "outputs", "data_intensive", "gpus", "resources")
 
 TASK_SOURCES = ("each_line", "array", "lines", "params")
+
+#: How the manager names the file in its refusals of a ``[[task]]`` file (it has the text,
+#: not the path); :func:`located` puts the path in its place.
+MANAGER_LABEL = "the application file"
 
 _MEMORY_UNITS = {"": 1.0, "M": 1.0, "K": 1 / 1024, "G": 1024.0, "T": 1024.0**2}
 
@@ -145,9 +151,35 @@ def _tasks(path: Path, text: str, table: Any) -> Json:
         raise at_line(path, text, kind, e) from e
 
 
-def load(path: Union[str, Path]) -> Json:
-    """The spec of the application file at ``path``."""
+class TaskTables(NamedTuple):
+    """An application file whose tasks are ``[[task]]`` tables."""
+
+    #: The ``name=`` to send: the file's stem when the file names no application (the
+    #: CLI's default), else None.
+    name: Optional[str]
+
+
+def task_tables(path: Union[str, Path]) -> Optional[TaskTables]:
+    """When the application file at ``path`` lists its tasks as ``[[task]]`` tables, what
+    to send with it to ``POST /v1/workflows?format=tasks``; None for a file with a
+    ``[tasks]`` table (:func:`load` reads it)."""
     path = Path(path)
+    _, data = _read(path)
+    if "task" not in data:
+        return None
+    return TaskTables(name=None if "name" in data else path.stem)
+
+
+def located(path: Union[str, Path], message: str) -> str:
+    """The manager's refusal of the ``[[task]]`` file at ``path``, naming ``path`` where
+    the manager says :data:`MANAGER_LABEL`, as the CLI names the file."""
+    if message.startswith(MANAGER_LABEL):
+        return f"{path}{message[len(MANAGER_LABEL):]}"
+    return message
+
+
+def _read(path: Path) -> Tuple[str, Json]:
+    """The text of the application file at ``path`` and its TOML."""
     if _toml is None:
         raise HetpilotError(f"{path}: reading an application file needs Python 3.11 or later (tomllib)")
     try:
@@ -160,6 +192,19 @@ def load(path: Union[str, Path]) -> Json:
         raise HetpilotError(f"{path}: {e}") from e
     except RecursionError as e:
         raise HetpilotError(f"{path}: arrays or tables nested too deep to read") from e
+    return text, data
+
+
+def load(path: Union[str, Path]) -> Json:
+    """The spec of the application file at ``path`` (one with a ``[tasks]`` table)."""
+    path = Path(path)
+    text, data = _read(path)
+    if "task" in data:
+        raise at_line(
+            path, text, "task",
+            "[[task]] tables are a workflow, which the manager reads: submit the file with "
+            "Client.submit_app_file",
+        )
     for field in data:
         if field not in FIELDS:
             raise at_line(path, text, field, f"unknown field (the fields are {', '.join(sorted(FIELDS))})")

@@ -103,8 +103,16 @@ class Client:
 
     def submit_app_file(self, path: Union[str, Path]) -> int:
         """Submits the application file at ``path``, as ``hetpilot submit FILE`` does (see
-        :mod:`hetpilot.app_file`); its id. A refusal names the file, the line and the
-        field."""
+        :mod:`hetpilot.app_file`); its id. A file whose tasks are ``[[task]]`` tables (a
+        workflow) is read by the manager with the CLI's reader
+        (:meth:`submit_workflow` with ``format="tasks"``). A refusal names the file, the
+        line and the field."""
+        tables = app_file.task_tables(path)
+        if tables is not None:
+            try:
+                return self.submit_workflow(path, "tasks", name=tables.name)
+            except BadRequest as e:
+                raise BadRequest(app_file.located(path, e.message), e.status, e.code) from e
         spec = app_file.load(path)
         try:
             return self.submit(spec)
@@ -125,10 +133,10 @@ class Client:
         inputs_dir: Optional[Union[str, Path]] = None,
         name: Optional[str] = None,
     ) -> int:
-        """Submits the WfCommons instance or Pegasus DAX at ``path`` (``format``
-        ``"wfcommons"`` or ``"dax"``; by default from the suffix: ``.json``, ``.xml``/``.dax``)
-        as ``hetpilot submit --wfcommons/--dax`` does: the manager reads it with the CLI's
-        readers. ``emulate`` runs each task as the agents' emulator (``time_scale``,
+        """Submits the WfCommons instance, Pegasus DAX or application file with ``[[task]]``
+        tables at ``path`` (``format`` ``"wfcommons"``, ``"dax"`` or ``"tasks"``; by default
+        from the suffix: ``.json``, ``.xml``/``.dax``, ``.toml``) as ``hetpilot submit
+        --wfcommons/--dax/FILE`` does: the manager reads it with the CLI's readers. ``emulate`` runs each task as the agents' emulator (``time_scale``,
         ``size_scale``: the recorded runtimes' and sizes' factors) and the manager creates
         the external inputs; ``inputs_dir`` stores each external input ``DIR/NAME`` in the
         caller's files first (:class:`~hetpilot.workflow.WorkflowInputsError` lists those

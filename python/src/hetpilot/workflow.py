@@ -1,5 +1,5 @@
-"""Workflow files for :meth:`hetpilot.Client.submit_workflow`: a WfCommons instance or a
-Pegasus DAX, sent as it is to ``POST /v1/workflows``, where the manager reads it with the
+"""Workflow files for :meth:`hetpilot.Client.submit_workflow`: a WfCommons instance, a
+Pegasus DAX or an application file with ``[[task]]`` tables, sent as it is to ``POST /v1/workflows``, where the manager reads it with the
 CLI's own readers (so a file reads the same whichever way it is submitted). What is left
 to Python is what ``hetpilot submit --inputs-dir DIR`` does on the submitter's machine:
 finding each external input (a file the workflow reads and no task writes) as ``DIR/NAME``
@@ -15,7 +15,7 @@ from .errors import HetpilotError
 Json = Dict[str, Any]
 
 #: The formats the manager reads, by file suffix.
-FORMATS = {".json": "wfcommons", ".xml": "dax", ".dax": "dax"}
+FORMATS = {".json": "wfcommons", ".xml": "dax", ".dax": "dax", ".toml": "tasks"}
 
 #: How many missing or refused names an error lists before counting the rest (as the CLI).
 LISTED = 20
@@ -32,16 +32,17 @@ class WorkflowInputsError(HetpilotError):
 
 
 def format_of(path: Union[str, Path], format: Optional[str]) -> str:
-    """``format`` (``"wfcommons"`` or ``"dax"``), else the one ``path``'s suffix names."""
+    """``format`` (``"wfcommons"``, ``"dax"`` or ``"tasks"``), else the one ``path``'s
+    suffix names."""
     if format is not None:
-        if format not in ("wfcommons", "dax"):
-            raise ValueError(f"format {format!r}: use 'wfcommons' or 'dax'")
+        if format not in FORMATS.values():
+            raise ValueError(f"format {format!r}: use 'wfcommons', 'dax' or 'tasks'")
         return format
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(
             f"{path}: cannot tell the format from the suffix {suffix!r} "
-            "(.json: wfcommons, .xml or .dax: dax); give format="
+            "(.json: wfcommons, .xml or .dax: dax, .toml: tasks); give format="
         )
     return FORMATS[suffix]
 
@@ -56,6 +57,11 @@ def params(
     name: Optional[str],
 ) -> Json:
     """The query of ``POST /v1/workflows``; refuses what the CLI's flags refuse together."""
+    if inputs_dir is not None and format == "tasks":
+        raise ValueError(
+            "inputs_dir: an application file's files are used as given (names or URIs), "
+            "so it has no external inputs to store"
+        )
     if inputs_dir is not None and emulate:
         raise ValueError(
             "inputs_dir and emulate exclude each other: an emulated workflow's external "

@@ -9,7 +9,7 @@ pub mod tasks_file;
 pub mod upload;
 pub mod view;
 
-pub use hetpilot::workflow::{dax, inputs, wfcommons, Options, WfFile, WfTask, Workflow};
+pub use hetpilot::workflow::{dax, inputs, wfcommons, Options, Workflow};
 
 use crate::cli::submit_limit::{FileKind, SubmitLimit};
 use anyhow::{bail, Context};
