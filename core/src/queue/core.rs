@@ -459,10 +459,18 @@ impl Queues {
     ) {
         let name = self.agents[&id].platform.clone();
         if !self.parallel.is_empty() {
+            // A placement of runs of several agents is for their reservation only (a
+            // workflow's other tasks are not drawn to its parallel task's platform).
             let mut parallel: Vec<AppId> = self
                 .parallel
                 .iter()
-                .filter(|(_, p)| **p == name)
+                .filter(|(app, p)| {
+                    **p == name
+                        && self
+                            .apps
+                            .get(app)
+                            .is_some_and(|a| a.parallel_size().is_none())
+                })
                 .map(|(app, _)| *app)
                 .collect();
             parallel.sort();
