@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 use hetpilot_core::alloc::workload::{
     heterogeneous_speeds, jobs_from_swf, scale_to_load, SystemLoad,
 };
-use hetpilot_core::alloc::{allocator_by_name, Cluster, FcfsOrder, Job};
+use hetpilot_core::alloc::{AllocatorKind, Cluster, FcfsOrder, Job};
 use hetpilot_core::trace::{parse_swf, SwfOptions};
 use hetpilot_research::sim::alloc::simulate_alloc;
 
@@ -83,13 +83,16 @@ fn main() {
         "{:<10} {:>12} {:>16} {:>18} {:>12}",
         "allocator", "run (s)", "us / decision", "us / contested", "ATT (s)"
     );
-    let mut plan: Vec<(&str, usize)> = vec![("bf", 0), ("ff", 0)];
-    plan.extend([0, 2, 4, 8, 16, 32, 64].iter().map(|&d| ("tlpa", d)));
+    let mut plan = vec![
+        (AllocatorKind::BestFit, 0),
+        (AllocatorKind::FastestFirst, 0),
+    ];
+    plan.extend([0, 2, 4, 8, 16, 32, 64].map(|d| (AllocatorKind::Tlpa, d)));
     for (name, depth) in plan {
         let mut times = Vec::new();
         let mut last = None;
         for _ in 0..RUNS {
-            let mut allocator = allocator_by_name(name, depth).expect("known allocator");
+            let mut allocator = name.build(depth).expect("a depth within bounds");
             let t = Instant::now();
             let run = simulate_alloc(
                 &clusters,

@@ -15,8 +15,8 @@ pub mod outcome;
 pub mod workload;
 
 pub use allocator::{
-    allocator_by_name, Allocator, AllocatorInput, BestFit, FastestFirst, Tlpa, MAX_TLPA_DEPTH,
+    Allocator, AllocatorInput, AllocatorKind, BestFit, FastestFirst, Tlpa, MAX_TLPA_DEPTH,
 };
 pub use load::ClusterLoad;
 pub use model::{validate_clusters, validate_jobs, AllocError, Cluster, Job};
-pub use order::{order_by_name, FcfsOrder, JobOrder, SjfOrder};
+pub use order::{FcfsOrder, JobOrder, JobOrderKind, SjfOrder};

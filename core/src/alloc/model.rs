@@ -87,16 +87,6 @@ pub enum AllocError {
         max = super::MAX_TLPA_DEPTH
     )]
     DepthTooLarge(usize),
-    /// No allocator or job order of that name.
-    #[error("unknown {kind} {name:?}; known: {known}")]
-    UnknownPolicy {
-        /// `"allocator"` or `"job scheduler"`.
-        kind: &'static str,
-        /// The name asked for.
-        name: String,
-        /// Every known name, comma-separated.
-        known: String,
-    },
 }
 
 /// Check clusters: non-empty, positive sizes and speeds.

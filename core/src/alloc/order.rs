@@ -2,7 +2,7 @@
 //! backfilling (only the head of the queue may start). One plug-in per order behind
 //! [`JobOrder`], selected by name.
 
-use super::model::{AllocError, Job};
+use super::model::Job;
 
 /// The queue is sorted by `key` (smaller first), ties by submission order.
 pub trait JobOrder: Send + Sync {
@@ -38,18 +38,22 @@ impl JobOrder for SjfOrder {
     }
 }
 
-/// Names accepted by [`order_by_name`].
-pub(crate) const ORDER_NAMES: [&str; 2] = ["fcfs", "sjf"];
+hetpilot_protocol::named_enum! {
+    /// The job orders, by the names command lines and experiment files give them.
+    pub enum JobOrderKind("job order") {
+        /// First come, first served.
+        Fcfs = "fcfs",
+        /// Shortest (estimated) job first.
+        Sjf = "sjf",
+    }
+}
 
-/// The job order called `name`: `fcfs` or `sjf`.
-pub fn order_by_name(name: &str) -> Result<Box<dyn JobOrder>, AllocError> {
-    match name {
-        "fcfs" => Ok(Box::new(FcfsOrder)),
-        "sjf" => Ok(Box::new(SjfOrder)),
-        _ => Err(AllocError::UnknownPolicy {
-            kind: "job scheduler",
-            name: name.to_string(),
-            known: ORDER_NAMES.join(", "),
-        }),
+impl JobOrderKind {
+    /// The order.
+    pub fn build(self) -> Box<dyn JobOrder> {
+        match self {
+            JobOrderKind::Fcfs => Box::new(FcfsOrder),
+            JobOrderKind::Sjf => Box::new(SjfOrder),
+        }
     }
 }

@@ -265,7 +265,8 @@ mod tests {
         let speeds = [1.25, 1.0];
         let apps = [app(1, 4, 1, 10.0)];
         let chosen = |name: &str| {
-            let mut allocator = crate::alloc::allocator_by_name(name, 0).unwrap();
+            let kind: crate::alloc::AllocatorKind = name.parse().unwrap();
+            let mut allocator = kind.build(0).unwrap();
             place(&nodes, &speeds, &apps, allocator.as_mut(), 0.0)
         };
         assert_eq!(chosen("ff"), [(AppId(1), 0)]);

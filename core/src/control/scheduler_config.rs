@@ -1,6 +1,6 @@
 //! `[scheduler]`: which two-level policies the live manager runs, and how often.
 
-use crate::alloc::{allocator_by_name, Allocator, MAX_TLPA_DEPTH};
+use crate::alloc::{Allocator, AllocatorKind};
 use crate::ptg::live::WorkflowPolicy;
 use crate::sched::{FirstLevel, PlatformAffinity, SchedError, SchedulerSettings, SecondLevel};
 use hetpilot_protocol::named::UnknownName;
@@ -90,7 +90,7 @@ pub struct SchedulerConfig {
     /// Which processor allocator places multi-core and parallel runs on platforms, as
     /// `simulate alloc --allocator` names them: `tlpa` (look-ahead `tlpa_depth`), `bf`
     /// (best fit) or `ff` (fastest first).
-    pub allocator: String,
+    pub allocator: AllocatorKind,
     /// How competing workflows share the cores the first level gives them
     /// (`cafm-k-shelves`, `cra-work-weight` or `round-robin`, see `ptg::live`).
     pub workflows: WorkflowPolicy,
@@ -110,7 +110,7 @@ impl Default for SchedulerConfig {
             explore_samples: 2,
             seed: 1,
             tlpa_depth: 8,
-            allocator: "tlpa".into(),
+            allocator: AllocatorKind::Tlpa,
             workflows: WorkflowPolicy::default(),
             reservations: true,
         }
@@ -141,19 +141,13 @@ impl SchedulerConfig {
         Ok(Some(settings))
     }
 
-    /// The processor allocator `allocator` names; the error lists the accepted names.
+    /// The processor allocator `allocator` names, with the look-ahead `tlpa_depth`.
     pub(crate) fn allocator(&self) -> Result<Box<dyn Allocator>, SchedError> {
-        if self.tlpa_depth > MAX_TLPA_DEPTH {
-            return Err(SchedError::InvalidSetting {
+        self.allocator
+            .build(self.tlpa_depth)
+            .map_err(|e| SchedError::InvalidSetting {
                 field: "tlpa_depth",
-                problem: format!("{} is more than {MAX_TLPA_DEPTH}", self.tlpa_depth),
-            });
-        }
-        allocator_by_name(&self.allocator, self.tlpa_depth).map_err(|e| {
-            SchedError::InvalidSetting {
-                field: "allocator",
                 problem: e.to_string(),
-            }
-        })
+            })
     }
 }

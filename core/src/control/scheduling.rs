@@ -762,19 +762,11 @@ mod tests {
                 "workflows = \"selfish\"",
                 ["cafm-k-shelves", "cra-work-weight"],
             ),
+            ("allocator = \"worst-fit\"", ["allocator", "bf, ff, tlpa"]),
         ] {
             let e = read(text).unwrap_err();
             assert!(accepted.iter().all(|a| e.contains(a)), "{text}: {e}");
         }
-        let bad = SchedulerConfig {
-            allocator: "worst-fit".into(),
-            ..SchedulerConfig::default()
-        };
-        let err = bad.settings().unwrap_err().to_string();
-        assert!(
-            err.contains("allocator") && err.contains("bf, ff, tlpa"),
-            "{err}"
-        );
         // A look-ahead past every queue would overflow the placement's arithmetic.
         let deep = SchedulerConfig {
             tlpa_depth: usize::MAX,

@@ -249,13 +249,10 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, AllocError::JobTooLarge { id: 9, .. }));
         // A look-ahead whose buffers could not be allocated is refused by name.
-        let err = hetpilot_core::alloc::allocator_by_name("tlpa", usize::MAX).err();
+        let tlpa = hetpilot_core::alloc::AllocatorKind::Tlpa;
+        let err = tlpa.build(usize::MAX).err();
         assert_eq!(err, Some(AllocError::DepthTooLarge(usize::MAX)));
-        assert!(hetpilot_core::alloc::allocator_by_name(
-            "tlpa",
-            hetpilot_core::alloc::MAX_TLPA_DEPTH
-        )
-        .is_ok());
+        assert!(tlpa.build(hetpilot_core::alloc::MAX_TLPA_DEPTH).is_ok());
     }
 
     fn arb_case() -> impl Strategy<Value = (Vec<Cluster>, Vec<Job>)> {

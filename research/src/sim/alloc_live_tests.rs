@@ -3,7 +3,7 @@
 //! docs/reproduction/tlpa.md states.
 
 use hetpilot_core::alloc::workload::jobs_from_swf;
-use hetpilot_core::alloc::{allocator_by_name, Cluster, FcfsOrder, Job};
+use hetpilot_core::alloc::{AllocatorKind, Cluster, FcfsOrder, Job};
 use hetpilot_core::control::simulation::{replay_trace, TraceSettings};
 use hetpilot_core::trace::{parse_swf, SwfOptions, SwfTrace};
 
@@ -52,14 +52,18 @@ fn fixture_jobs() -> Vec<Job> {
 
 fn settings(allocator: &str) -> TraceSettings {
     TraceSettings {
-        allocator: allocator.into(),
+        allocator: allocator.parse().unwrap(),
         depth: 4,
         ..TraceSettings::default()
     }
 }
 
 fn alloc(clusters: &[Cluster], jobs: &[Job], allocator: &str) -> AllocRun {
-    let mut a = allocator_by_name(allocator, 4).unwrap();
+    let mut a = allocator
+        .parse::<AllocatorKind>()
+        .unwrap()
+        .build(4)
+        .unwrap();
     simulate_alloc(clusters, jobs, &FcfsOrder, a.as_mut(), &mut |_| {}).unwrap()
 }
 

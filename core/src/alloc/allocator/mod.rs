@@ -1,5 +1,5 @@
 //! Processor allocation policies: which allocable cluster a job starts on. One plug-in per
-//! file behind [`Allocator`], selected by name with [`allocator_by_name`].
+//! file behind [`Allocator`], selected by name through [`AllocatorKind`].
 
 mod best_fit;
 mod fastest_first;
@@ -41,27 +41,35 @@ pub trait Allocator: Send {
     fn choose(&mut self, input: &AllocatorInput) -> usize;
 }
 
-/// Names accepted by [`allocator_by_name`].
-pub(crate) const ALLOCATOR_NAMES: [&str; 3] = ["bf", "ff", "tlpa"];
-
 /// Deepest TLPA look-ahead: each decision simulates up to this many waiting jobs, and
 /// buffers of this size are allocated up front.
 pub const MAX_TLPA_DEPTH: usize = 1024;
 
-/// `bf` (best-fit), `ff` (fastest-first) or `tlpa` (TLPA_BJS with look-ahead `depth`, at
-/// most [`MAX_TLPA_DEPTH`]).
-pub fn allocator_by_name(name: &str, depth: usize) -> Result<Box<dyn Allocator>, AllocError> {
-    if depth > MAX_TLPA_DEPTH {
-        return Err(AllocError::DepthTooLarge(depth));
+hetpilot_protocol::named_enum! {
+    /// The processor allocation policies, by the names settings files and command lines
+    /// give them.
+    pub enum AllocatorKind("allocator") {
+        /// Best fit: the allocable cluster left with the fewest free processors.
+        BestFit = "bf",
+        /// Fastest first: the fastest allocable cluster.
+        FastestFirst = "ff",
+        /// TLPA_BJS: the cluster whose choice delays the waiting jobs least, looking
+        /// ahead over a given number of them.
+        Tlpa = "tlpa",
     }
-    match name {
-        "bf" | "best-fit" => Ok(Box::new(BestFit)),
-        "ff" | "fastest-first" => Ok(Box::new(FastestFirst)),
-        "tlpa" => Ok(Box::new(Tlpa::new(depth))),
-        _ => Err(AllocError::UnknownPolicy {
-            kind: "allocator",
-            name: name.to_string(),
-            known: ALLOCATOR_NAMES.join(", "),
-        }),
+}
+
+impl AllocatorKind {
+    /// The allocator; `depth` is TLPA's look-ahead, at most [`MAX_TLPA_DEPTH`] (checked
+    /// for every kind, so a setting is refused whichever allocator it is given with).
+    pub fn build(self, depth: usize) -> Result<Box<dyn Allocator>, AllocError> {
+        if depth > MAX_TLPA_DEPTH {
+            return Err(AllocError::DepthTooLarge(depth));
+        }
+        Ok(match self {
+            AllocatorKind::BestFit => Box::new(BestFit),
+            AllocatorKind::FastestFirst => Box::new(FastestFirst),
+            AllocatorKind::Tlpa => Box::new(Tlpa::new(depth)),
+        })
     }
 }

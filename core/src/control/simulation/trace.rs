@@ -14,7 +14,7 @@
 use super::scenario::{Scenario, ScenarioApp, ScenarioPlatform};
 use super::world::{simulate_observed, SimError};
 use crate::alloc::outcome::{metrics_of, AllocRun, JobOutcome};
-use crate::alloc::{validate_clusters, AllocError, Cluster, Job};
+use crate::alloc::{validate_clusters, AllocError, AllocatorKind, Cluster, Job};
 use crate::control::{FairshareConfig, LivePolicy, SchedulerConfig};
 use crate::trace::SwfTrace;
 use hetpilot_protocol::spec::MAX_TIMEOUT_SECS;
@@ -35,7 +35,7 @@ pub struct TraceSettings {
     /// `[scheduler] policy`: the first level.
     pub policy: LivePolicy,
     /// `[scheduler] allocator`: `tlpa`, `bf` or `ff`.
-    pub allocator: String,
+    pub allocator: AllocatorKind,
     /// `[scheduler] tlpa_depth`.
     pub depth: usize,
     /// Slots of each agent; `None`: one agent per cluster with all its processors.
@@ -235,7 +235,7 @@ pub fn scenario_of(
             interval_ms: settings.interval_ms,
             seed: settings.seed,
             tlpa_depth: settings.depth,
-            allocator: settings.allocator.clone(),
+            allocator: settings.allocator,
             reservations: settings.reservations,
             ..SchedulerConfig::default()
         },

@@ -8,7 +8,7 @@ use crate::cli::output::{print_json, print_table};
 use anyhow::{bail, Context};
 use hetpilot::alloc::outcome::AllocMetrics;
 use hetpilot::alloc::workload::{jobs_from_swf, offered_load, scale_to_load, SystemLoad};
-use hetpilot::alloc::{allocator_by_name, validate_clusters};
+use hetpilot::alloc::{validate_clusters, AllocatorKind};
 use hetpilot::control::simulation::{check_records, replay_trace, TraceSettings, MAX_TRACE_JOBS};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -42,7 +42,7 @@ pub struct SwfArgs {
     scheduler: String,
     /// Processor allocator of the live placement (`[scheduler] allocator`): bf, ff or tlpa.
     #[arg(long, default_value = "tlpa", requires = "swf")]
-    allocator: String,
+    allocator: AllocatorKind,
     /// TLPA look-ahead depth d (`[scheduler] tlpa_depth`).
     #[arg(long, default_value_t = 16, requires = "swf")]
     depth: usize,
@@ -91,7 +91,7 @@ pub fn run(args: &SwfArgs, policy: Option<&str>, json: bool) -> anyhow::Result<(
     )?;
     let clusters = build_clusters(&procs, &speeds);
     validate_clusters(&clusters)?;
-    allocator_by_name(&args.allocator, args.depth)?;
+    args.allocator.build(args.depth)?;
     let load = SystemLoad::parse(&args.load).with_context(|| {
         format!(
             "--load {:?}: use low, medium, high or a positive number",
@@ -137,7 +137,7 @@ pub fn run(args: &SwfArgs, policy: Option<&str>, json: bool) -> anyhow::Result<(
         );
     }
     let mut settings = TraceSettings {
-        allocator: args.allocator.clone(),
+        allocator: args.allocator,
         depth: args.depth,
         agent_slots: args.agent_slots,
         interval_ms: args.interval_ms,

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use hetpilot_core::alloc::workload::{
     heterogeneous_speeds, jobs_from_swf, offered_load, scale_to_load, SystemLoad,
 };
-use hetpilot_core::alloc::{allocator_by_name, order_by_name, validate_clusters, Cluster, Job};
+use hetpilot_core::alloc::{validate_clusters, AllocatorKind, Cluster, Job, JobOrderKind};
 use hetpilot_core::trace::{parse_swf, SwfOptions, SwfTrace};
 use hetpilot_research::report::tlpa;
 use hetpilot_research::sim::alloc::{simulate_alloc, AllocMetrics};
@@ -42,10 +42,10 @@ pub struct Args {
     load: String,
     /// Job order: fcfs or sjf (no backfilling).
     #[arg(long, default_value = "fcfs")]
-    scheduler: String,
+    scheduler: JobOrderKind,
     /// Processor allocator: bf, ff or tlpa.
     #[arg(long, default_value = "tlpa")]
-    allocator: String,
+    allocator: AllocatorKind,
     /// TLPA simulation depth d.
     #[arg(long, default_value_t = 16)]
     depth: usize,
@@ -235,8 +235,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         )
     };
-    let order = order_by_name(&args.scheduler)?;
-    let mut allocator = allocator_by_name(&args.allocator, args.depth)?;
+    let order = args.scheduler.build();
+    let mut allocator = args.allocator.build(args.depth)?;
     let started = Instant::now();
     let outcome = simulate_alloc(
         &clusters,
@@ -342,8 +342,8 @@ fn run_sweep(
                 let clusters =
                     build_clusters(procs, &ordered_speeds(procs.len(), p.sh, args.speed_order));
                 let scaled = scale_to_load(jobs, &clusters, p.load);
-                let order = order_by_name(p.scheduler)?;
-                let mut alloc = allocator_by_name(p.allocator, p.depth)?;
+                let order = p.scheduler.parse::<JobOrderKind>()?.build();
+                let mut alloc = p.allocator.parse::<AllocatorKind>()?.build(p.depth)?;
                 let t = Instant::now();
                 let run = simulate_alloc(
                     &clusters,
