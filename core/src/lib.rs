@@ -14,12 +14,14 @@
 //! - [`queue`]: the manager's per-application task queues, leases and attempts.
 //! - [`control`]: every decision of the live manager as one state machine over the
 //!   queues and the policies above; `control::simulation` drives it without a manager.
+//! - [`event_queue`]: the time-ordered event queue every simulator runs on.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod alloc;
 pub mod control;
+pub mod event_queue;
 pub mod fairshare;
 /// Input generators for parsers' property tests (tests, and `--features fuzzing`).
 #[cfg(any(test, feature = "fuzzing"))]

@@ -6,8 +6,8 @@
 //! picks among those clusters. Allocators see expected ends from the users' estimates; jobs
 //! really end after runtime / speed (so a job may run past its estimate, as in the traces).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use hetpilot_core::event_queue::EventQueue;
+use std::collections::BTreeSet;
 
 use hetpilot_core::alloc::outcome::metrics_of;
 pub use hetpilot_core::alloc::outcome::{AllocMetrics, AllocRun, JobOutcome, BOUNDED_SLOWDOWN_TAU};
@@ -28,7 +28,8 @@ pub fn simulate_alloc(
     arrivals.sort_by(|&a, &b| jobs[a].submit.total_cmp(&jobs[b].submit).then(a.cmp(&b)));
     // Arrival rank breaks key ties so equal keys keep submission order.
     let mut queue: BTreeSet<(u64, usize, usize)> = BTreeSet::new();
-    let mut ends: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
+    // Running jobs (and their cluster) by end time, ties by job index.
+    let mut ends: EventQueue<f64, (usize, usize)> = EventQueue::default();
     let mut loads: Vec<ClusterLoad> = clusters
         .iter()
         .map(|c| ClusterLoad::idle(c.procs))
@@ -51,17 +52,15 @@ pub fn simulate_alloc(
     let mut started = 0usize;
     while started < jobs.len() {
         let arrival_time = arrivals.get(next_arrival).map(|&j| jobs[j].submit);
-        let end_time = ends
-            .peek()
-            .map(|Reverse((bits, _, _))| f64::from_bits(*bits));
+        let end_time = ends.peek().map(|(end, _)| end);
         let now = match (arrival_time, end_time) {
             (Some(a), Some(e)) => a.min(e),
             (Some(a), None) => a,
             (None, Some(e)) => e,
             (None, None) => unreachable!("validated jobs always fit an idle cluster"),
         };
-        while let Some(&Reverse((bits, job, cluster))) = ends.peek() {
-            if f64::from_bits(bits) > now {
+        while let Some((end, &(job, cluster))) = ends.peek() {
+            if end > now {
                 break;
             }
             ends.pop();
@@ -111,7 +110,7 @@ pub fn simulate_alloc(
             queue.pop_first();
             let end = now + job.runtime_on(&clusters[c]);
             loads[c].occupy(job.procs, now + job.estimate_on(&clusters[c]), head.2);
-            ends.push(Reverse((end.to_bits(), head.2, c)));
+            ends.push(end, head.2 as u64, (head.2, c));
             outcomes[head.2] = JobOutcome {
                 cluster: c,
                 start: now,

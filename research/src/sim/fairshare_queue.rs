@@ -13,8 +13,8 @@
 //! recorded runtime taken as the work at speed 1). Walltime normalization only changes the
 //! charge, and is off unless asked, as in the paper's Fig. 5 experiment.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use hetpilot_core::event_queue::EventQueue;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::alloc::BOUNDED_SLOWDOWN_TAU;
 use super::fairshare::FairshareJob;
@@ -156,7 +156,8 @@ pub fn replay_fairshare_queue(
     let mut ledger = UsageLedger::new(settings.half_life);
     let mut per_user: BTreeMap<&str, VecDeque<usize>> = BTreeMap::new();
     let mut placed: Vec<Vec<(usize, u32, u64)>> = vec![Vec::new(); jobs.len()];
-    let mut ends: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    // Running jobs by end time, ties by job index.
+    let mut ends: EventQueue<f64, usize> = EventQueue::default();
     let mut walltimes = vec![0.0; jobs.len()];
     let mut outcomes = vec![
         QueueOutcome {
@@ -169,7 +170,7 @@ pub fn replay_fairshare_queue(
     let mut blocked: Option<usize> = None;
     while started < jobs.len() {
         let arrival = arrivals.get(next).map(|&j| jobs[j].submit);
-        let end = ends.peek().map(|Reverse((b, _))| f64::from_bits(*b));
+        let end = ends.peek().map(|(end, _)| end);
         let now = match (arrival, end) {
             (Some(a), Some(e)) => a.min(e),
             (Some(a), None) => a,
@@ -181,8 +182,8 @@ pub fn replay_fairshare_queue(
                 });
             }
         };
-        while let Some(&Reverse((bits, j))) = ends.peek() {
-            if f64::from_bits(bits) > now {
+        while let Some((end, &j)) = ends.peek() {
+            if end > now {
                 break;
             }
             ends.pop();
@@ -250,7 +251,7 @@ pub fn replay_fairshare_queue(
             };
             let end = now + walltimes[j];
             outcomes[j] = QueueOutcome { start: now, end };
-            ends.push(Reverse((end.to_bits(), j)));
+            ends.push(end, j as u64, j);
             placed[j] = taken;
             started += 1;
             if started.is_multiple_of(512) {
@@ -259,7 +260,7 @@ pub fn replay_fairshare_queue(
         }
     }
     // The last jobs started; their real walltimes replace the requested ones in the ledger.
-    while let Some(Reverse((_, j))) = ends.pop() {
+    while let Some((_, j)) = ends.pop() {
         ledger.finish(j as u64, walltimes[j])?;
     }
     progress(started);

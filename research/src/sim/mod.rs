@@ -6,7 +6,6 @@ pub mod alloc;
 #[cfg(test)]
 mod alloc_live_tests;
 pub mod alloc_sweep;
-pub(crate) mod event_queue;
 pub mod fairshare;
 pub mod fairshare_normalization;
 pub mod fairshare_queue;

@@ -8,13 +8,13 @@
 use super::scenario::{spec_of, Scenario, ScenarioError};
 use crate::control::journal::Entry;
 use crate::control::{AgentJoin, Control, ReportHistory, StoredAttempt};
+use crate::event_queue::EventQueue;
 use crate::sched::SchedError;
 use hetpilot_protocol::protocol::{Measurements, Outcome, TaskAttempt, TaskResult};
 use hetpilot_protocol::{AgentId, AppId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Why a simulation cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -121,9 +121,8 @@ struct World<'a> {
     ended: u64,
     control: Control,
     rng: ChaCha8Rng,
-    /// Due times (with a sequence number that orders ties) and the events themselves.
-    queue: BinaryHeap<Reverse<(u64, u64)>>,
-    events: HashMap<u64, Event>,
+    /// Due events, first in, first out at equal times (by `seq`, their sequence number).
+    queue: EventQueue<u64, Event>,
     seq: u64,
     agents: BTreeMap<AgentId, SimAgent>,
     /// Application index of each submitted application id.
@@ -155,8 +154,7 @@ impl<'a> World<'a> {
             ended: 0,
             control,
             rng: ChaCha8Rng::seed_from_u64(scenario.seed),
-            queue: BinaryHeap::new(),
-            events: HashMap::new(),
+            queue: EventQueue::default(),
             seq: 0,
             agents: BTreeMap::new(),
             apps: HashMap::new(),
@@ -185,8 +183,7 @@ impl<'a> World<'a> {
 
     fn push(&mut self, at_ms: u64, event: Event) {
         self.seq += 1;
-        self.queue.push(Reverse((at_ms, self.seq)));
-        self.events.insert(self.seq, event);
+        self.queue.push(at_ms, self.seq, event);
     }
 
     fn done(&self) -> bool {
@@ -194,8 +191,7 @@ impl<'a> World<'a> {
     }
 
     fn run(&mut self) -> Result<(), SimError> {
-        while let Some(Reverse((now, seq))) = self.queue.pop() {
-            let event = self.events.remove(&seq).expect("queued");
+        while let Some((now, event)) = self.queue.pop() {
             if self.done() {
                 break;
             }
@@ -224,8 +220,8 @@ impl<'a> World<'a> {
         let interval = self.scenario.scheduler.interval_ms.max(1);
         let running = self.agents.values().any(|a| !a.running.is_empty());
         let to_come = self
-            .events
-            .values()
+            .queue
+            .events()
             .any(|e| matches!(e, Event::Submit(_) | Event::Join { .. } | Event::End { .. }));
         !running
             && !to_come

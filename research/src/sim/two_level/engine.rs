@@ -14,7 +14,7 @@ use rand::RngCore;
 use rand_distr::{Distribution, Exp, LogNormal};
 
 use super::outcome::{AppOutcome, RunOutcome};
-use crate::sim::event_queue::EventQueue;
+use hetpilot_core::event_queue::EventQueue;
 use hetpilot_core::sched::SchedError;
 use hetpilot_core::sched::Scheduler;
 use hetpilot_core::sched::{fairness_index, fastest_one_core_throughput};
@@ -120,7 +120,7 @@ struct Engine<'a> {
     arrival: Vec<f64>,
     finish: Vec<f64>,
     factors: Vec<Factor>,
-    events: EventQueue<Event>,
+    events: EventQueue<f64, Event>,
     reschedule: bool,
 }
 
@@ -182,7 +182,7 @@ pub fn simulate(
                 if k > 0 {
                     t += gap.sample(rng);
                 }
-                engine.events.push(t, Event::Arrival(i), rng);
+                engine.events.push(t, rng.next_u64(), Event::Arrival(i));
             }
         }
     }
@@ -328,7 +328,8 @@ impl Engine<'_> {
         self.running[i] += 1;
         self.core_running[core] = app;
         let runtime = self.core_mean[core] * self.factors[i].sample(rng);
-        self.events.push(now + runtime, Event::CoreFree(core), rng);
+        self.events
+            .push(now + runtime, rng.next_u64(), Event::CoreFree(core));
         if self.queue[i] == 0 {
             // The application's cores can go to others now.
             self.reschedule = true;

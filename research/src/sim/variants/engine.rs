@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal};
 
 use super::scenario::VariantScenario;
-use crate::sim::event_queue::EventQueue;
+use hetpilot_core::event_queue::EventQueue;
 use hetpilot_core::sched::fairness_index;
 use hetpilot_core::sched::variants::{
     VariantApplication, VariantKind, VariantPlan, VariantPlatform, VariantScheduler,
@@ -66,7 +66,7 @@ struct Run<'a> {
     running: Vec<u64>,
     finish: Vec<f64>,
     gpu_tasks: Vec<u64>,
-    events: EventQueue<TaskEnd>,
+    events: EventQueue<f64, TaskEnd>,
     factor: Option<LogNormal<f64>>,
 }
 
@@ -104,7 +104,7 @@ impl Run<'_> {
             variant,
             column,
         };
-        self.events.push(now + runtime, end, rng);
+        self.events.push(now + runtime, rng.next_u64(), end);
     }
 
     /// First-fit: in turn, each application with queued tasks places one task with the
