@@ -126,7 +126,6 @@ impl Manager {
             control.queues().cadence()
         };
         self.tokens.insert(hash, Principal::Agent(id));
-        self.replan();
         if let Some(p) = pilot {
             if let Err(e) = self
                 .pilot_registered(p, id, &req.hostname, req.walltime_end)
@@ -393,7 +392,6 @@ impl Manager {
             control.persist(changes)
         };
         stored.await?;
-        self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())
     }
