@@ -121,6 +121,8 @@ impl AffinityJob {
         view.reciprocal = tables.reciprocal;
         view.raw_difference = tables.raw_difference;
         view.normalized_difference = tables.normalized_difference;
+        let shown: std::collections::HashSet<_> = ids.iter().copied().collect();
+        view.device_slowdown = self.stats.devices.rows(Some(&shown));
         Ok(view)
     }
 }

@@ -14,6 +14,7 @@
 
 mod affinity_view;
 pub(crate) mod bandwidth;
+mod device_profile;
 mod fairshare_config;
 mod forget;
 #[cfg(test)]
@@ -378,6 +379,10 @@ impl Control {
             .zip(results.iter().zip(&duplicate).filter(|(_, d)| !**d))
         {
             run.variant = self.queues.variant_of(agent, result.0);
+            run.device_co_runners = self
+                .queues
+                .held_fractional_gpu(agent, result.0)
+                .then(|| result.0.measurements.device_co_runners.clone());
         }
         let mut changes = Vec::new();
         for (result, dup) in results.into_iter().zip(duplicate) {

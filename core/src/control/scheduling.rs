@@ -181,6 +181,10 @@ impl Planner {
         };
         let decision = self.scheduler.schedule(&snapshot, &mut self.rng)?;
         let mut plan = self.lease_plan(&input, &decision);
+        plan.devices = crate::queue::DevicePlan {
+            policy: Some(self.scheduler.settings().second_level),
+            slowdowns: stats.devices.slowdowns(),
+        };
         observe(RoundStep::TwoLevel);
         plan.parallel = self.place_parallel(&input);
         observe(RoundStep::Tlpa);
