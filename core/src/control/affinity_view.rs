@@ -183,6 +183,7 @@ mod tests {
 
     fn view(apps: Vec<AppAllocation>) -> ScheduleView {
         ScheduleView {
+            variants: Vec::new(),
             policy: "x".into(),
             at_ms: 1,
             platforms: ["fast", "slow"]

@@ -194,13 +194,13 @@ impl Planner {
         Ok(Round { plan, view })
     }
 
-    /// The variant round's lease plan (see `control::variant_round`); `None` when no
+    /// The variant round's lease plan and view rows (see `control::variant_round`); `None` when no
     /// application with waiting tasks declares variants.
     pub(super) fn variant_plan(
         &mut self,
         input: &super::variant_round::VariantRoundInput<'_>,
         live: &super::variant_round::LiveVariants,
-    ) -> Result<Option<crate::queue::VariantLeasePlan>, RoundError> {
+    ) -> Result<Option<super::variant_round::VariantRound>, RoundError> {
         let input = super::variant_round::VariantRoundInput {
             explore_samples: self.explore_samples,
             ..*input
@@ -364,6 +364,7 @@ impl Planner {
     ) -> ScheduleView {
         let (platforms, live) = (input.platforms, input.live);
         ScheduleView {
+            variants: Vec::new(),
             policy: self.scheduler.settings().label(),
             at_ms: input.now_ms,
             platforms: platforms
