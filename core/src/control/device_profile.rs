@@ -72,11 +72,12 @@ impl DeviceRuns {
             .collect()
     }
 
-    /// The measured slowdowns by platform: what the second level on shared GPUs reads.
+    /// The measured slowdowns by platform, 1 for the empty set of an application measured
+    /// alone: what the second level on shared GPUs reads.
     pub(crate) fn slowdowns(&self) -> HashMap<String, PlatformSlowdowns> {
         let mut out: HashMap<String, PlatformSlowdowns> = HashMap::new();
         for row in self.rows(None) {
-            if let Some(s) = row.slowdown.filter(|_| !row.co_runners.is_empty()) {
+            if let Some(s) = row.slowdown {
                 out.entry(row.platform)
                     .or_default()
                     .insert((row.app, row.co_runners), s);
@@ -112,11 +113,8 @@ mod tests {
         assert_eq!(b_row.slowdown, None);
         let table = d.slowdowns();
         assert_eq!(table["gpu"].get(&(a, vec![b])), Some(&3.0));
-        assert_eq!(
-            table["gpu"].len(),
-            1,
-            "alone rows and unmeasured ratios stay out"
-        );
+        assert_eq!(table["gpu"].get(&(a, vec![])), Some(&1.0));
+        assert_eq!(table["gpu"].len(), 2, "ratios not measured stay out");
         assert_eq!(d.rows(Some(&HashSet::from([b]))).len(), 1);
         d.forget(&HashSet::from([b]));
         assert_eq!(d.rows(None).len(), 1, "sets naming a forgotten app go too");

@@ -161,7 +161,10 @@ fn a_gpu_fraction_goes_where_its_measured_device_co_runners_slow_it_least() {
         policy: Some(crate::sched::SecondLevel::Maf),
         slowdowns: HashMap::from([(
             "gpu".to_string(),
-            HashMap::from([((AppId(2), vec![AppId(1)]), slowdown)]),
+            HashMap::from([
+                ((AppId(2), vec![]), 1.0),
+                ((AppId(2), vec![AppId(1)]), slowdown),
+            ]),
         )]),
     };
     // App 2 runs 2.5x slower next to app 1: it takes the other device.

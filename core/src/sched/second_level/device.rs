@@ -4,9 +4,11 @@
 //! fraction to the device where the measured slowdown is smallest: the worse of this
 //! application's slowdown next to the device's current co-runners and each co-runner's
 //! slowdown next to this application (runtime with the set / runtime alone on a device).
-//! A set not measured yet counts as no slowdown, so it gets tried. All-core keeps
-//! applications on devices of their own where it can; random keeps the pool's best fit.
-//! Ties go to the best fit: the least room left, then the lowest index.
+//! A set not measured yet counts as no slowdown, so it gets tried; an application never
+//! measured alone on a device goes to an empty device when there is one, so that its
+//! slowdowns have a baseline. All-core keeps applications on devices of their own where
+//! it can; random keeps the pool's best fit. Ties go to the best fit: the least room left,
+//! then the lowest index.
 
 use super::SecondLevel;
 use hetpilot_protocol::AppId;
@@ -23,7 +25,8 @@ pub struct DeviceCandidate {
 }
 
 /// The measured slowdown of an application next to a set of device co-runners (sorted),
-/// `None` where that was not measured.
+/// `None` where that was not measured; the empty set gives 1 for an application measured
+/// alone on a device.
 pub type DeviceSlowdown<'a> = &'a dyn Fn(AppId, &[AppId]) -> Option<f64>;
 
 /// The device `policy` gives a fraction of `app`'s among `candidates`; `None` when there
@@ -40,10 +43,16 @@ pub fn choose_device(
         SecondLevel::AllCore => candidates
             .iter()
             .min_by_key(|c| (c.co_runners.iter().any(|&o| o != app), best_fit(c))),
-        SecondLevel::Maf | SecondLevel::CaRoundRobin => candidates.iter().min_by(|x, y| {
-            let (cx, cy) = (cost(app, x, slowdown), cost(app, y, slowdown));
-            cx.total_cmp(&cy).then(best_fit(x).cmp(&best_fit(y)))
-        }),
+        SecondLevel::Maf | SecondLevel::CaRoundRobin => {
+            let baseline = slowdown(app, &[]).is_some();
+            let shared_unexplored = |c: &DeviceCandidate| !baseline && !c.co_runners.is_empty();
+            candidates.iter().min_by(|x, y| {
+                let (cx, cy) = (cost(app, x, slowdown), cost(app, y, slowdown));
+                cx.total_cmp(&cy)
+                    .then(shared_unexplored(x).cmp(&shared_unexplored(y)))
+                    .then(best_fit(x).cmp(&best_fit(y)))
+            })
+        }
     };
     chosen.map(|c| c.index)
 }
@@ -108,13 +117,13 @@ mod tests {
             device(2, 10_000, &[]),
         ];
         // App 1 runs 3x slower next to app 2, 1.2x next to app 3.
-        let t = table(&[(1, &[2], 3.0), (1, &[3], 1.2)]);
+        let t = table(&[(1, &[], 1.0), (1, &[2], 3.0), (1, &[3], 1.2)]);
         assert_eq!(
             choose(SecondLevel::Maf, 1, &c, &t),
             Some(2),
             "alone beats any slowdown"
         );
-        let t = table(&[(1, &[2], 3.0), (1, &[3], 0.9)]);
+        let t = table(&[(1, &[], 1.0), (1, &[2], 3.0), (1, &[3], 0.9)]);
         assert_eq!(
             choose(SecondLevel::Maf, 1, &c, &t),
             Some(1),
@@ -122,27 +131,36 @@ mod tests {
         );
         assert_eq!(choose(SecondLevel::CaRoundRobin, 1, &c, &t), Some(1));
         // The co-runner's own slowdown counts too: app 3 suffers 2x next to app 1.
-        let t = table(&[(1, &[2], 3.0), (1, &[3], 0.9), (3, &[1], 2.0)]);
+        let t = table(&[
+            (1, &[], 1.0),
+            (1, &[2], 3.0),
+            (1, &[3], 0.9),
+            (3, &[1], 2.0),
+        ]);
         assert_eq!(choose(SecondLevel::Maf, 1, &c, &t), Some(2));
     }
 
     #[test]
-    fn without_measurements_the_fraction_packs_by_best_fit() {
+    fn unmeasured_sets_are_tried_once_the_application_was_measured_alone() {
         let c = [
             device(0, 10_000, &[]),
             device(1, 2500, &[2]),
             device(2, 5000, &[3]),
         ];
-        let none = HashMap::new();
+        let alone = table(&[(1, &[], 1.0)]);
         for policy in SecondLevel::ALL
             .iter()
             .copied()
             .filter(|p| *p != SecondLevel::AllCore)
         {
-            assert_eq!(choose(policy, 1, &c, &none), Some(1), "{policy}");
+            assert_eq!(choose(policy, 1, &c, &alone), Some(1), "{policy}: best fit");
         }
+        // Never measured alone: the empty device first, for a baseline (random: best fit).
+        let none = HashMap::new();
+        assert_eq!(choose(SecondLevel::Maf, 1, &c, &none), Some(0));
+        assert_eq!(choose(SecondLevel::Random, 1, &c, &none), Some(1));
         // Non-finite or non-positive measurements count as none.
-        let t = table(&[(1, &[2], f64::NAN), (1, &[3], -4.0)]);
+        let t = table(&[(1, &[], 1.0), (1, &[2], f64::NAN), (1, &[3], -4.0)]);
         assert_eq!(choose(SecondLevel::Maf, 1, &c, &t), Some(1));
         assert_eq!(choose(SecondLevel::Maf, 1, &[], &t), None);
     }
