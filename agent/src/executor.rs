@@ -465,7 +465,7 @@ impl Executor {
                 Ok(child) => {
                     st.free -= cores;
                     st.started += 1;
-                    st.corunners.start(at);
+                    st.corunners.start(at, &a.resources);
                     self.started
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -664,7 +664,8 @@ impl Executor {
                         user_cpu_ms: f.user_cpu_ms,
                         sys_cpu_ms: f.sys_cpu_ms,
                         max_rss_kb: f.max_rss_kb,
-                        co_runners,
+                        co_runners: co_runners.node,
+                        device_co_runners: co_runners.device,
                     },
                     stdout_path: path(stdout.path),
                     stderr_path: path(stderr.path),

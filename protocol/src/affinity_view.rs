@@ -38,6 +38,32 @@ pub struct AffinityView {
     /// Fairness (1 − σ/μ of the throughputs normalized to Fastest-OneCore) of the last
     /// round's allocation; `None` before a round has run.
     pub fairness: Option<f64>,
+    /// Runs that held a fraction of a GPU, per application, platform and set of device
+    /// co-runners, with the slowdown each set causes.
+    #[serde(default)]
+    pub device_slowdown: Vec<DeviceSlowdown>,
+}
+
+/// How an application's runs holding a fraction of a GPU fared next to one set of device
+/// co-runners (the applications whose runs held fractions of the same device).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeviceSlowdown {
+    /// The application.
+    pub app: AppId,
+    /// The platform its runs ran on.
+    pub platform: String,
+    /// The device co-runners, sorted; empty for the runs that had their device alone.
+    pub co_runners: Vec<AppId>,
+    /// Mean runtime of its runs with that set, seconds.
+    pub runtime_s: f64,
+    /// Runs measured with that set.
+    pub samples: u64,
+    /// Mean runtime of its runs alone on a device of the platform, seconds; `None` while
+    /// none was measured.
+    pub alone_s: Option<f64>,
+    /// `runtime_s / alone_s`: 1.5 means 50% slower next to that set.
+    pub slowdown: Option<f64>,
 }
 
 /// One row of an [`AffinityView`].
@@ -72,6 +98,8 @@ impl AffinityView {
         filter(&mut self.runtime_s, &keep);
         filter(&mut self.samples, &keep);
         filter(&mut self.ci95, &keep);
+        let kept: Vec<AppId> = self.apps.iter().map(|a| a.app).collect();
+        self.device_slowdown.retain(|d| kept.contains(&d.app));
     }
 }
 
@@ -98,6 +126,17 @@ mod tests {
             samples: vec![vec![1], vec![2], vec![3]],
             ci95: vec![vec![None], vec![Some(0.2)], vec![Some(0.3)]],
             fairness: Some(0.5),
+            device_slowdown: [1, 2]
+                .map(|a| DeviceSlowdown {
+                    app: AppId(a),
+                    platform: "p".into(),
+                    co_runners: vec![AppId(3 - a)],
+                    runtime_s: 2.0,
+                    samples: 1,
+                    alone_s: Some(1.0),
+                    slowdown: Some(2.0),
+                })
+                .to_vec(),
         };
         v.retain_apps(|a| a.owner == "x");
         assert_eq!(v.apps.len(), 2);
@@ -105,5 +144,7 @@ mod tests {
         assert_eq!(v.samples, vec![vec![1], vec![3]]);
         assert_eq!(v.ci95, vec![vec![None], vec![Some(0.3)]]);
         assert_eq!(v.raw_difference, vec![vec![None], vec![None]]);
+        let rows: Vec<AppId> = v.device_slowdown.iter().map(|d| d.app).collect();
+        assert_eq!(rows, [AppId(1)], "another user's device rows go");
     }
 }

@@ -290,6 +290,11 @@ pub struct Measurements {
     pub max_rss_kb: u64,
     /// Applications whose tasks ran on the same node at any time during this task.
     pub co_runners: Vec<AppId>,
+    /// For a run granted a fraction of a GPU: the applications whose runs held a fraction
+    /// of the same device at any time during it (its device co-runners). Empty for a run
+    /// without a fractional GPU, and from agents that predate it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_co_runners: Vec<AppId>,
 }
 
 /// How one attempt of one task ended, as its agent reports it.

@@ -284,6 +284,15 @@ impl ResourceGrant {
     pub fn is_empty(&self) -> bool {
         self.gpus.is_empty() && self.named.is_empty()
     }
+
+    /// The devices it grants a fraction of (less than one whole device), by index: the
+    /// ones its run may share with other runs.
+    pub fn fractional_gpus(&self) -> impl Iterator<Item = u32> + '_ {
+        self.gpus
+            .iter()
+            .filter(|s| s.amount.units() < ResourceAmount::UNIT)
+            .map(|s| s.index)
+    }
 }
 
 /// The grant as a person reads it: `gpus 0,1` for whole devices, `gpus 1 (0.5)` for a

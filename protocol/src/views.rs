@@ -18,6 +18,30 @@ pub struct ScheduleView {
     pub platforms: Vec<PlatformView>,
     /// Every application the round allocated to.
     pub apps: Vec<AppAllocation>,
+    /// For applications that declare variants: which variant runs on each platform and
+    /// the cores and GPUs its tasks got there (the variant round's plan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantAllocation>,
+}
+
+/// One variant of an application that the last variant round runs on one platform.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VariantAllocation {
+    /// The application.
+    pub app: AppId,
+    /// Its name, as submitted.
+    pub name: String,
+    /// The platform.
+    pub platform: String,
+    /// The variant's name.
+    pub variant: String,
+    /// Tasks of it the platform runs at once.
+    pub tasks: u64,
+    /// Cores those tasks hold in all.
+    pub cores: u64,
+    /// GPUs those tasks hold in all (fractions add up).
+    pub gpus: f64,
 }
 
 /// A platform that had agents in the round.

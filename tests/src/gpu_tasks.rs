@@ -114,12 +114,18 @@ pub fn two_gpu_agent(m: &Manager, dir: &Path) -> Child {
 
 /// [`two_gpu_agent`] of `platform`.
 pub fn two_gpu_agent_of(m: &Manager, platform: &str, dir: &Path) -> Child {
+    two_gpu_agent_with(m, platform, dir, 4)
+}
+
+/// [`two_gpu_agent_of`] with `slots` slots.
+pub fn two_gpu_agent_with(m: &Manager, platform: &str, dir: &Path, slots: u32) -> Child {
     let fake = fake_nvidia_smi(dir, 81920);
     let token = m.agent_token(platform);
     let work = dir.join("agent");
     std::fs::create_dir_all(&work).unwrap();
     Command::new(bin("hetpilot-agent"))
-        .args(["--manager", &m.url, "--platform", platform, "--slots", "4"])
+        .args(["--manager", &m.url, "--platform", platform, "--slots"])
+        .arg(slots.to_string())
         .arg("--work-dir")
         .arg(&work)
         .env("HETPILOT_AGENT_TOKEN", &token)

@@ -123,3 +123,67 @@ fn the_gpus_go_to_the_application_whose_gpu_variant_gains_most() {
         gpu_agent.try_wait().ok().flatten()
     });
 }
+
+/// `hetpilot schedule` shows the variant plan: which variant of an application runs on
+/// each platform, with the cores and GPUs its tasks got there, in the table and `--json`.
+#[test]
+fn the_schedule_shows_the_variant_plan_with_its_cores_and_gpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = start(dir.path());
+    let mut gpu_agent = two_gpu_agent_of(&m, "gpu", &dir.path().join("gpu"));
+    let _cpu = m.agent("cpu", 4, &[]);
+    wait_until("both agents to register", LONG, || {
+        let (_, agents) = m.http().get("/v1/agents", &m.admin);
+        (agents.as_array()?.len() == 2).then_some(())
+    });
+    let strong = m.submit(app("strong", 60, 0.1, 1.0));
+    let rows = wait_until("a round to plan strong's variants", LONG, || {
+        let out = m.cli(&["schedule", "--json"]);
+        assert!(out.status.success(), "{out:?}");
+        let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = view["variants"].as_array()?.clone();
+        (!rows.is_empty()).then_some(rows)
+    });
+    let gpu_row = rows
+        .iter()
+        .find(|r| r["platform"] == "gpu" && r["variant"] == "gpu")
+        .unwrap_or_else(|| panic!("no GPU variant on the GPU platform in {rows:?}"));
+    assert_eq!(gpu_row["app"], strong, "{gpu_row}");
+    assert_eq!(gpu_row["name"], "strong", "{gpu_row}");
+    let tasks = gpu_row["tasks"].as_u64().unwrap();
+    assert!(tasks >= 1, "{gpu_row}");
+    assert_eq!(
+        gpu_row["gpus"].as_f64(),
+        Some(tasks as f64),
+        "1 GPU a task: {gpu_row}"
+    );
+    assert_eq!(
+        gpu_row["cores"].as_u64(),
+        Some(tasks),
+        "1 core a task: {gpu_row}"
+    );
+    for r in &rows {
+        let cores_per_task = if r["variant"] == "cpu" { 2 } else { 1 };
+        assert_eq!(
+            r["cores"].as_u64(),
+            r["tasks"].as_u64().map(|t| t * cores_per_task),
+            "{r}"
+        );
+    }
+    let out = m.cli(&["schedule"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("variant plan:"), "{text}");
+    assert!(
+        text.lines().any(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.len() == 7
+                && words[..4] == [strong.to_string().as_str(), "strong", "gpu", "gpu"]
+                && words[4].parse::<u64>().is_ok_and(|t| t >= 1)
+        }),
+        "{text}"
+    );
+    let _ = gpu_agent.kill();
+    wait_until("the GPU agent to stop", Duration::from_secs(10), || {
+        gpu_agent.try_wait().ok().flatten()
+    });
+}

@@ -121,6 +121,8 @@ impl AffinityJob {
         view.reciprocal = tables.reciprocal;
         view.raw_difference = tables.raw_difference;
         view.normalized_difference = tables.normalized_difference;
+        let shown: std::collections::HashSet<_> = ids.iter().copied().collect();
+        view.device_slowdown = self.stats.devices.rows(Some(&shown));
         Ok(view)
     }
 }
@@ -181,6 +183,7 @@ mod tests {
 
     fn view(apps: Vec<AppAllocation>) -> ScheduleView {
         ScheduleView {
+            variants: Vec::new(),
             policy: "x".into(),
             at_ms: 1,
             platforms: ["fast", "slow"]

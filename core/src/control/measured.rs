@@ -50,6 +50,11 @@ pub struct Run {
     pub co_runners: Vec<AppId>,
     /// Measured transfers per endpoint (none when the task has no files).
     pub transfers: Vec<Transfer>,
+    /// For a run granted a fraction of a GPU: the applications whose runs held a fraction
+    /// of the same device during it (empty: it had the device alone). `None` for a run
+    /// without a fractional GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_co_runners: Option<Vec<AppId>>,
     /// The variant it ran as (`None`: an application without variants).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
@@ -97,6 +102,7 @@ pub(crate) fn runs(agent: AgentId, results: &[TaskResult], duplicate: &[bool]) -
                 .as_ref()
                 .map(|s| s.transfers.clone())
                 .unwrap_or_default(),
+            device_co_runners: None,
             variant: None,
         })
         .collect()

@@ -14,6 +14,7 @@
 
 mod affinity_view;
 pub(crate) mod bandwidth;
+mod device_profile;
 mod fairshare_config;
 mod forget;
 #[cfg(test)]

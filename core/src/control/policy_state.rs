@@ -115,6 +115,11 @@ impl PolicyState {
                 &run.co_runners,
                 run.wall_ms / 1000.0,
             );
+            if let Some(co_runners) = &run.device_co_runners {
+                self.stats
+                    .devices
+                    .add(run.app, &agent.platform, co_runners, run.wall_ms / 1000.0);
+            }
             if let Some(variant) = &run.variant {
                 self.stats
                     .add_variant(run.app, &agent.platform, variant, run.wall_ms / 1000.0);

@@ -26,21 +26,21 @@ use std::collections::HashMap;
 const DEFAULT_RUNTIME_S: f64 = 1.0;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Mean {
-    n: u64,
+pub(crate) struct Mean {
+    pub(crate) n: u64,
     sum_s: f64,
     /// Sum of squares, for the confidence of the mean.
     sum_sq_s: f64,
 }
 
 impl Mean {
-    fn add(&mut self, seconds: f64) {
+    pub(crate) fn add(&mut self, seconds: f64) {
         self.n += 1;
         self.sum_s += seconds;
         self.sum_sq_s += seconds * seconds;
     }
 
-    fn get(&self) -> Option<f64> {
+    pub(crate) fn get(&self) -> Option<f64> {
         (self.n > 0).then(|| self.sum_s / self.n as f64)
     }
 
@@ -71,6 +71,8 @@ pub(crate) struct RunStats {
     /// Successful runs per (application, platform, variant name), for applications with
     /// variants.
     variants: HashMap<(AppId, String, String), Mean>,
+    /// Successful runs that held a fraction of a GPU, per device co-runner set.
+    pub(crate) devices: super::device_profile::DeviceRuns,
 }
 
 /// A platform of a scheduling round: its name and the slots of one of its nodes.
@@ -187,6 +189,7 @@ impl RunStats {
     /// co-runner sets they belonged to.
     pub(crate) fn forget(&mut self, apps: &std::collections::HashSet<AppId>) {
         self.variants.retain(|(a, _, _), _| !apps.contains(a));
+        self.devices.forget(apps);
         for runs in self.platforms.values_mut() {
             runs.apps.retain(|a, _| !apps.contains(a));
             runs.sets

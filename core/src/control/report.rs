@@ -215,6 +215,11 @@ impl Control {
             .zip(results.iter().zip(&duplicate).filter(|(_, d)| !**d))
         {
             run.variant = self.queues.variant_of(agent, result.0);
+            // Device co-runners count only for a run whose lease granted a GPU fraction.
+            run.device_co_runners = self
+                .queues
+                .held_fractional_gpu(agent, result.0)
+                .then(|| result.0.measurements.device_co_runners.clone());
         }
         let mut changes = Vec::new();
         for (result, dup) in results.into_iter().zip(duplicate) {

@@ -75,7 +75,10 @@ impl RoundJob {
                 now_ms: self.now_ms,
             };
             match self.planner.variant_plan(&input, &self.variants) {
-                Ok(Some(variants)) => done.plan.variants = variants,
+                Ok(Some(variants)) => {
+                    done.plan.variants = variants.plan;
+                    done.view.variants = variants.view;
+                }
                 Ok(None) => {}
                 Err(e) => round = Err(e),
             }

@@ -191,6 +191,10 @@ impl Planner {
         };
         let decision = self.scheduler.schedule(&snapshot, &mut self.rng)?;
         let mut plan = self.lease_plan(&input, &decision);
+        plan.devices = crate::queue::DevicePlan {
+            policy: Some(self.scheduler.settings().second_level),
+            slowdowns: stats.devices.slowdowns(),
+        };
         observe(RoundStep::TwoLevel);
         plan.parallel = self.place_parallel(&input);
         observe(RoundStep::Tlpa);
@@ -200,13 +204,13 @@ impl Planner {
         Ok(Round { plan, view })
     }
 
-    /// The variant round's lease plan (see `control::variant_round`); `None` when no
+    /// The variant round's lease plan and view rows (see `control::variant_round`); `None` when no
     /// application with waiting tasks declares variants.
     pub(super) fn variant_plan(
         &mut self,
         input: &super::variant_round::VariantRoundInput<'_>,
         live: &super::variant_round::LiveVariants,
-    ) -> Result<Option<crate::queue::VariantLeasePlan>, RoundError> {
+    ) -> Result<Option<super::variant_round::VariantRound>, RoundError> {
         let input = super::variant_round::VariantRoundInput {
             explore_samples: self.explore_samples,
             ..*input
@@ -375,6 +379,7 @@ impl Planner {
     ) -> ScheduleView {
         let (platforms, live) = (input.platforms, input.live);
         ScheduleView {
+            variants: Vec::new(),
             policy: self.scheduler.settings().label(),
             at_ms: input.now_ms,
             platforms: platforms

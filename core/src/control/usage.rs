@@ -209,6 +209,7 @@ mod tests {
             started_ms: 0,
             co_runners: Vec::new(),
             transfers: Vec::new(),
+            device_co_runners: None,
         }
     }
 

@@ -15,6 +15,7 @@ use crate::queue::{AgentState, AppEntry, Queues, VariantLeasePlan, VariantQuota}
 use crate::sched::variants::{
     Variant, VariantApplication, VariantPlatform, VariantScheduler, VariantSnapshot,
 };
+use hetpilot_protocol::views::VariantAllocation;
 use hetpilot_protocol::{AgentId, AppId};
 use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
@@ -98,13 +99,21 @@ pub(super) struct VariantRoundInput<'a> {
     pub(super) now_ms: u64,
 }
 
+/// What a variant round decided: the queues' plan, and the rows `hetpilot schedule` shows
+/// of it (the variant of each application on each platform, with its cores and GPUs).
+#[derive(Debug)]
+pub(crate) struct VariantRound {
+    pub(crate) plan: VariantLeasePlan,
+    pub(crate) view: Vec<VariantAllocation>,
+}
+
 /// One variant round: `None` when `live` is empty (no application declares variants).
 pub(super) fn plan(
     scheduler: &VariantScheduler,
     input: &VariantRoundInput<'_>,
     live: &LiveVariants,
     rng: &mut dyn RngCore,
-) -> Result<Option<VariantLeasePlan>, RoundError> {
+) -> Result<Option<VariantRound>, RoundError> {
     if live.shapes.is_empty() {
         return Ok(None);
     }
@@ -189,14 +198,27 @@ pub(super) fn plan(
     };
     let decided = scheduler.plan(&snapshot, rng)?;
     let mut out = VariantLeasePlan::default();
+    let mut view = Vec::new();
     for (i, a) in apps.iter().enumerate() {
         if !live.declared.contains(&a.id) {
             continue;
         }
         let mut quotas = HashMap::new();
         for (j, p) in platforms.iter().enumerate() {
-            let planned: Vec<VariantQuota> = decided
-                .variants_on(i, j)
+            let chosen = decided.variants_on(i, j);
+            for &(v, tasks) in &chosen {
+                let variant = &applications[i].variants[v];
+                view.push(VariantAllocation {
+                    app: a.id,
+                    name: a.name.clone(),
+                    platform: p.name.clone(),
+                    variant: variant.name.clone(),
+                    tasks,
+                    cores: tasks.saturating_mul(u64::from(variant.cores)),
+                    gpus: tasks as f64 * variant.gpus.as_f64(),
+                });
+            }
+            let planned: Vec<VariantQuota> = chosen
                 .into_iter()
                 .map(|(variant, slots)| VariantQuota {
                     variant,
@@ -230,5 +252,5 @@ pub(super) fn plan(
         }
         out.quotas.insert(a.id, quotas);
     }
-    Ok(Some(out))
+    Ok(Some(VariantRound { plan: out, view }))
 }

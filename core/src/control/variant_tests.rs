@@ -239,6 +239,7 @@ fn variant_runtimes_the_store_measured_steer_the_first_round_after_a_restart() {
         started_ms: 0,
         co_runners: vec![],
         transfers: vec![],
+        device_co_runners: None,
         variant: Some(variant.into()),
     };
     let mut runs = Vec::new();

@@ -195,7 +195,7 @@ pub struct Queues {
     /// The newest lease time handed out; each lease call gets a later one.
     last_lease_ms: u64,
     /// The last scheduling round's wishes (empty: round-robin only).
-    plan: LeasePlan,
+    pub(super) plan: LeasePlan,
     /// Exploration tasks sent per (application, platform) since the plan was set.
     pub(super) explored: HashMap<(AppId, String), u32>,
     /// The plan's platform for each multi-core application (TLPA).
@@ -641,7 +641,8 @@ impl Queues {
         }
         let cores = app.runtime.cores;
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
-        let Some(grant) = agent.pool.take(&self.apps[&app_id].request) else {
+        let request = &self.apps[&app_id].request;
+        let Some(grant) = agent.take_resources(app_id, request, &self.plan.devices) else {
             return 0;
         };
         if self.backfill_refused(id, app_id, cores, &grant, now_ms) {

@@ -48,7 +48,7 @@ impl Queues {
             return 0;
         }
         let agent = self.agents.get_mut(&id).expect("checked by the caller");
-        let Some(grant) = agent.pool.take(&request) else {
+        let Some(grant) = agent.take_resources(app_id, &request, &self.plan.devices) else {
             app.dag.as_mut().expect("a workflow").push_ready(index);
             return 0;
         };

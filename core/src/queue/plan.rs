@@ -20,6 +20,8 @@ pub(crate) struct LeasePlan {
     pub(crate) workflows: HashMap<AppId, std::sync::Arc<crate::ptg::live::WorkflowPlan>>,
     /// The variant round's choices for applications with variants.
     pub(crate) variants: super::variant_lease::VariantLeasePlan,
+    /// The second level on shared GPUs: where fractions of a device go.
+    pub(crate) devices: super::device_choice::DevicePlan,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

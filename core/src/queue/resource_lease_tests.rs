@@ -135,6 +135,44 @@ fn half_gpu_tasks_share_two_devices_two_by_two() {
     assert!(per_device.values().all(|&u| u == ResourceAmount::UNIT));
 }
 
+/// App 1 holds half of GPU-0; where does a half-GPU task of app 2 go under `devices`?
+fn second_half_goes_to(devices_plan: DevicePlan) -> String {
+    let mut q = Queues::new(60_000);
+    q.insert_app(entry(1, spec(1, Some(0.5))));
+    q.insert_agent(agent(1, 8, gpu_offer(2)));
+    let first = q.lease(AgentId(1), 1, 0).unwrap();
+    assert_eq!(devices(&first), [vec![("GPU-0".to_string(), amount(0.5))]]);
+    q.insert_app(entry(2, spec(1, Some(0.5))));
+    q.set_plan(LeasePlan {
+        devices: devices_plan,
+        ..LeasePlan::default()
+    });
+    let second = q.lease(AgentId(1), 1, 1).unwrap();
+    let got = devices(&second);
+    assert_eq!(got.len(), 1, "{got:?}");
+    got[0][0].0.clone()
+}
+
+#[test]
+fn a_gpu_fraction_goes_where_its_measured_device_co_runners_slow_it_least() {
+    // Before any round: best fit packs the halves on one device.
+    assert_eq!(second_half_goes_to(DevicePlan::default()), "GPU-0");
+    let measured = |slowdown: f64| DevicePlan {
+        policy: Some(crate::sched::SecondLevel::Maf),
+        slowdowns: HashMap::from([(
+            "gpu".to_string(),
+            HashMap::from([
+                ((AppId(2), vec![]), 1.0),
+                ((AppId(2), vec![AppId(1)]), slowdown),
+            ]),
+        )]),
+    };
+    // App 2 runs 2.5x slower next to app 1: it takes the other device.
+    assert_eq!(second_half_goes_to(measured(2.5)), "GPU-1");
+    // Measured harmless: the halves still pack.
+    assert_eq!(second_half_goes_to(measured(1.0)), "GPU-0");
+}
+
 #[test]
 fn gpu_tasks_never_go_to_agents_without_gpus_and_named_counts_subtract() {
     let mut q = Queues::new(60_000);

@@ -3,13 +3,18 @@
 //! A request for whole devices (`gpus = 2`) takes that many devices no run uses, lowest
 //! index first. A share below one device (`gpus = 0.25`) goes to the device with the least
 //! room that still fits it (best fit), so small shares pack together and whole devices stay
-//! free for whole-device runs; the shares on one device never add up to more than 1. Named
+//! free for whole-device runs, unless the caller picks among the devices with room (the
+//! second level on a shared GPU, see `queue::device_choice`); the shares on one device
+//! never add up to more than 1. Named
 //! counts subtract from what the agent offers. All arithmetic is in exact ten-thousandths.
 
 use hetpilot_protocol::resources::{
     GpuShare, ResourceAmount, ResourceGrant, ResourceOffer, ResourceRequest, GPUS,
 };
 use std::collections::BTreeMap;
+
+/// Picks the device a fraction goes to among (index, room) pairs; `None`: the best fit.
+pub(crate) type FractionPicker<'a> = &'a dyn Fn(&[(u32, u64)]) -> Option<u32>;
 
 /// One device of the pool and how much of it runs use, in ten-thousandths.
 #[derive(Debug, Clone)]
@@ -94,13 +99,24 @@ impl ResourcePool {
 
     /// Whether the free part of the pool could grant `request` now (taking nothing).
     pub(crate) fn can_grant(&self, request: &ResourceRequest) -> bool {
-        self.choose(request).is_some()
+        self.choose(request, &|_| None).is_some()
     }
 
     /// Takes what `request` asks for and returns the grant, or `None` (taking nothing)
     /// when the free part of the pool cannot hold it.
     pub fn take(&mut self, request: &ResourceRequest) -> Option<ResourceGrant> {
-        let grant = self.choose(request)?;
+        self.take_picking(request, &|_| None)
+    }
+
+    /// [`Self::take`], where a fraction of a device goes to the device `pick` names among
+    /// those with room for it, given as (index, room in ten-thousandths); to the best fit
+    /// when it names none of them.
+    pub(crate) fn take_picking(
+        &mut self,
+        request: &ResourceRequest,
+        pick: FractionPicker<'_>,
+    ) -> Option<ResourceGrant> {
+        let grant = self.choose(request, pick)?;
         self.hold(&grant);
         Some(grant)
     }
@@ -144,11 +160,11 @@ impl ResourcePool {
     }
 
     /// The grant `request` would get now, changing nothing.
-    fn choose(&self, request: &ResourceRequest) -> Option<ResourceGrant> {
+    fn choose(&self, request: &ResourceRequest, pick: FractionPicker<'_>) -> Option<ResourceGrant> {
         let mut grant = ResourceGrant::default();
         for (name, amount) in &request.0 {
             if name == GPUS {
-                grant.gpus = self.choose_gpus(*amount)?;
+                grant.gpus = self.choose_gpus(*amount, pick)?;
                 continue;
             }
             let offered = self.offer.named.get(name)?.units();
@@ -161,7 +177,11 @@ impl ResourcePool {
         Some(grant)
     }
 
-    fn choose_gpus(&self, amount: ResourceAmount) -> Option<Vec<GpuShare>> {
+    fn choose_gpus(
+        &self,
+        amount: ResourceAmount,
+        pick: FractionPicker<'_>,
+    ) -> Option<Vec<GpuShare>> {
         let share = |d: &Device, amount| GpuShare {
             index: d.index,
             uuid: d.uuid.clone(),
@@ -179,11 +199,17 @@ impl ResourcePool {
                 .collect();
             return (free.len() == n).then_some(free);
         }
-        let best = self
+        let fits: Vec<&Device> = self
             .devices
             .iter()
             .filter(|d| d.room() >= amount.units())
-            .min_by_key(|d| (d.room(), d.index))?;
+            .collect();
+        let rooms: Vec<(u32, u64)> = fits.iter().map(|d| (d.index, d.room())).collect();
+        let picked = pick(&rooms).and_then(|i| fits.iter().find(|d| d.index == i));
+        let best = match picked {
+            Some(d) => d,
+            None => fits.iter().min_by_key(|d| (d.room(), d.index))?,
+        };
         Some(vec![share(best, amount)])
     }
 }

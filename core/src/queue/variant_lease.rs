@@ -147,7 +147,7 @@ impl Queues {
                 continue;
             }
             let agent = self.agents.get_mut(&id).expect("checked by the caller");
-            let Some(grant) = agent.pool.take(&request) else {
+            let Some(grant) = agent.take_resources(app_id, &request, &self.plan.devices) else {
                 continue;
             };
             if self.backfill_refused(id, app_id, cores, &grant, now_ms) {

@@ -1,7 +1,7 @@
 //! `hetpilot affinity --live [--watch]`: the running manager's online affinity profile:
 //! Table 3 (throughput, EPA, RPA) and Table 4 (co-runner affinity) over the runtimes
-//! measured so far, how many runs each cell rests on, and the fairness of the last
-//! round's allocation. `--watch` redraws until Ctrl-C.
+//! measured so far, how many runs each cell rests on, the slowdowns measured on shared
+//! GPUs, and the fairness of the last round's allocation. `--watch` redraws until Ctrl-C.
 
 use super::affinity::render;
 use super::connect::Connect;
@@ -99,6 +99,7 @@ pub fn render_live(view: &AffinityView) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&super::affinity_devices::render(view));
     match view.fairness {
         Some(f) => out.push_str(&format!(
             "\nfairness of the last round's allocation (1 - sigma/mu): {f:.3}\n"

@@ -3,6 +3,7 @@
 
 mod admin;
 mod affinity;
+mod affinity_devices;
 mod affinity_live;
 mod agent_resources;
 mod app_file;

@@ -1,6 +1,7 @@
 //! `hetpilot schedule [--watch]`: the live scheduler's current allocation (cores per
-//! application per platform, with the runtimes it was based on); `--watch` redraws it
-//! until Ctrl-C.
+//! application per platform, with the runtimes it was based on, and for applications that
+//! declare variants the variant each platform runs with its cores and GPUs); `--watch`
+//! redraws it until Ctrl-C.
 
 use super::connect::Connect;
 use super::output::{print_json, print_table};
@@ -140,4 +141,35 @@ pub fn print_schedule(view: &ScheduleView) {
         .collect();
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     print_table(&header, &rows);
+    print_variants(view);
+}
+
+/// The variant plan as a table, when an application declares variants: one row per
+/// application, platform and variant, with the tasks, cores and GPUs it got there.
+fn print_variants(view: &ScheduleView) {
+    if view.variants.is_empty() {
+        return;
+    }
+    println!("\nvariant plan:");
+    let rows: Vec<Vec<String>> = view
+        .variants
+        .iter()
+        .map(|v| {
+            vec![
+                v.app.to_string(),
+                v.name.clone(),
+                v.platform.clone(),
+                v.variant.clone(),
+                v.tasks.to_string(),
+                v.cores.to_string(),
+                format!("{}", v.gpus),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "APP", "NAME", "PLATFORM", "VARIANT", "TASKS", "CORES", "GPUS",
+        ],
+        &rows,
+    );
 }

@@ -48,7 +48,8 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
     let runs = each_row(
         &mut conn.prepare(
             "SELECT a.app_id, a.agent_id, a.outcome, COALESCE(a.wall_ms, 0),
-                    COALESCE(a.started_ms, 0), a.co_runners, s.transfers, a.variant
+                    COALESCE(a.started_ms, 0), a.co_runners, s.transfers, a.variant,
+                    a.resources, a.device_co_runners
              FROM attempts a LEFT JOIN attempt_staging s
                ON s.app_id = a.app_id AND s.idx = a.idx AND s.attempt = a.attempt
              WHERE a.outcome IS NOT NULL ORDER BY a.ended_ms",
@@ -75,6 +76,10 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
                     .and_then(|s| serde_json::from_str(&s).ok())
                     .unwrap_or_default(),
                 variant: col(r, 7)?,
+                device_co_runners: device_co_runners(
+                    col::<Option<String>>(r, 8)?.as_deref(),
+                    col::<Option<String>>(r, 9)?.as_deref(),
+                ),
             })
         },
     )?;
@@ -84,6 +89,9 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
     let mut runs = runs;
     for run in &mut runs {
         run.co_runners.retain(|a| known.contains(a));
+        if let Some(device) = &mut run.device_co_runners {
+            device.retain(|a| known.contains(a));
+        }
     }
     for row in &skipped {
         tracing::warn!(%row, "a stored measurement was left out of the profiles");
@@ -94,4 +102,16 @@ pub fn measured(conn: &Connection) -> rusqlite::Result<Measured> {
         runs,
         carried,
     })
+}
+
+/// A stored run's device co-runners: the list recorded (none: it had the device alone)
+/// when its grant (`resources`) held a fraction of a GPU, else `None`.
+fn device_co_runners(grant: Option<&str>, recorded: Option<&str>) -> Option<Vec<AppId>> {
+    let grant: hetpilot_protocol::resources::ResourceGrant = serde_json::from_str(grant?).ok()?;
+    grant.fractional_gpus().next()?;
+    Some(
+        recorded
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_default(),
+    )
 }

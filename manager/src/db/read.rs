@@ -19,7 +19,7 @@ pub struct Reader {
 
 const ATTEMPT_COLUMNS: &str = "a.attempt, a.agent_id, COALESCE(ag.platform, ''), COALESCE(ag.hostname, ''),
     a.outcome, a.exit_code, a.signal, a.started_ms, a.ended_ms, a.wall_ms, a.user_cpu_ms, a.sys_cpu_ms,
-    a.max_rss_kb, a.co_runners, a.stdout_path, a.stderr_path, a.output_tail, a.error, a.resources, a.hosts, a.variant";
+    a.max_rss_kb, a.co_runners, a.stdout_path, a.stderr_path, a.output_tail, a.error, a.resources, a.hosts, a.variant, a.device_co_runners";
 
 fn attempt_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
     let outcome: Option<String> = r.get(at + 4)?;
@@ -35,6 +35,10 @@ fn attempt_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
             max_rss_kb: r.get::<_, Option<i64>>(at + 12)?.unwrap_or(0) as u64,
             co_runners: r
                 .get::<_, Option<String>>(at + 13)?
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default(),
+            device_co_runners: r
+                .get::<_, Option<String>>(at + 21)?
                 .and_then(|s| serde_json::from_str(&s).ok())
                 .unwrap_or_default(),
         }),

@@ -323,11 +323,12 @@ fn apply_change(
         Change::Result { result: r } => {
             let m = &r.measurements;
             let co = serde_json::to_string(&m.co_runners).expect("ids serialize");
+            let device_co = serde_json::to_string(&m.device_co_runners).expect("ids serialize");
             tx.prepare_cached(
                 "UPDATE attempts SET started_ms = COALESCE(started_ms, ?4), ended_ms = ?5, outcome = ?6,
                     exit_code = ?7, signal = ?8, wall_ms = ?9, user_cpu_ms = ?10, sys_cpu_ms = ?11,
                     max_rss_kb = ?12, co_runners = ?13, stdout_path = ?14, stderr_path = ?15,
-                    output_tail = ?16, error = ?17
+                    output_tail = ?16, error = ?17, device_co_runners = ?18
                  WHERE app_id = ?1 AND idx = ?2 AND attempt = ?3",
             )?
             .execute(params![
@@ -347,7 +348,8 @@ fn apply_change(
                 r.stdout_path,
                 r.stderr_path,
                 r.output_tail,
-                r.error
+                r.error,
+                device_co
             ])?;
             super::staging::record(tx, r)?;
         }

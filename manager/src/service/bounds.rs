@@ -118,11 +118,13 @@ pub fn check_result(r: &TaskResult) -> Result<(), ServiceError> {
     finite_ms("measurements.wall_ms", &task, m.wall_ms)?;
     finite_ms("measurements.user_cpu_ms", &task, m.user_cpu_ms)?;
     finite_ms("measurements.sys_cpu_ms", &task, m.sys_cpu_ms)?;
-    if m.co_runners.len() > MAX_LIST {
-        return Err(bad(
-            "measurements.co_runners",
-            format!("task {task}: at most {MAX_LIST}"),
-        ));
+    for (field, list) in [
+        ("measurements.co_runners", &m.co_runners),
+        ("measurements.device_co_runners", &m.device_co_runners),
+    ] {
+        if list.len() > MAX_LIST {
+            return Err(bad(field, format!("task {task}: at most {MAX_LIST}")));
+        }
     }
     for (field, text, max) in [
         ("output_tail", Some(&r.output_tail), MAX_TEXT_BYTES),
@@ -315,6 +317,21 @@ mod tests {
             check_result(&result(1e300, 0.0)).is_ok(),
             "finite: clamped later"
         );
+    }
+
+    #[test]
+    fn overlong_co_runner_lists_name_their_field() {
+        for field in ["measurements.co_runners", "measurements.device_co_runners"] {
+            let mut r = result(1.0, 0.0);
+            let list = vec![AppId(2); MAX_LIST + 1];
+            if field.ends_with("device_co_runners") {
+                r.measurements.device_co_runners = list;
+            } else {
+                r.measurements.co_runners = list;
+            }
+            let err = check_result(&r).unwrap_err().to_string();
+            assert!(err.contains(field), "{field}: {err}");
+        }
     }
 
     #[test]

@@ -420,6 +420,7 @@ impl<'a> World<'a> {
                 sys_cpu_ms: 0.0,
                 max_rss_kb: 0,
                 co_runners,
+                device_co_runners: Vec::new(),
             },
             None,
         );

@@ -8,6 +8,7 @@
 
 mod all_core;
 mod ca_round_robin;
+mod device;
 mod maf;
 mod random;
 mod state;
@@ -17,6 +18,7 @@ use std::collections::HashMap;
 use rand::seq::SliceRandom;
 use rand::RngCore;
 
+pub(crate) use device::{choose_device, DeviceCandidate};
 pub(crate) use state::MappingState;
 
 use super::profile::RuntimeProfile;

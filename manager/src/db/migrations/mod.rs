@@ -75,6 +75,11 @@ const MIGRATIONS: &[Migration] = &[
         what: "application variants",
         apply: steps::variants,
     },
+    Migration {
+        version: 12,
+        what: "device co-runners",
+        apply: steps::device_co_runners,
+    },
 ];
 
 /// The last version made before the schema recorded its version: a database of version 0

@@ -81,3 +81,9 @@ pub fn parallel_runs(conn: &Connection) -> rusqlite::Result<()> {
 pub fn variants(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("ALTER TABLE attempts ADD COLUMN variant TEXT;")
 }
+
+/// Version 12: the applications that held a fraction of the same GPU during each attempt
+/// (JSON list of ids; NULL for a run without a fractional GPU).
+pub fn device_co_runners(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("ALTER TABLE attempts ADD COLUMN device_co_runners TEXT;")
+}
