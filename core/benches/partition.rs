@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use hetpilot_core::staging::workload::{Overlap, WorkloadKind};
-use hetpilot_core::staging::{partition, PartitionConfig};
+use hetpilot_core::staging::{partition, PartitionSettings};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -44,7 +44,7 @@ fn main() {
         let (mut km1, mut secs, mut imb, mut feasible) = (Vec::new(), Vec::new(), 0f64, true);
         for seed in 1..=3 {
             let start = Instant::now();
-            let p = partition(&hg, &PartitionConfig::new(k, 0.03, seed)).expect("valid k");
+            let p = partition(&hg, &PartitionSettings::new(k, 0.03, seed)).expect("valid k");
             secs.push(start.elapsed().as_secs_f64());
             km1.push(p.km1 as f64);
             imb = imb.max(p.imbalance);

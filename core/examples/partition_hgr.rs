@@ -7,7 +7,7 @@
 use std::io::BufReader;
 use std::time::Instant;
 
-use hetpilot_core::staging::{hmetis, partition, PartitionConfig};
+use hetpilot_core::staging::{hmetis, partition, PartitionSettings};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,7 +28,7 @@ fn main() {
     let hg = hmetis::read_hmetis(BufReader::new(std::fs::File::open(file).expect("open")))
         .expect("hMETIS");
     let start = Instant::now();
-    let p = partition(&hg, &PartitionConfig::new(k, eps, seed)).expect("partition");
+    let p = partition(&hg, &PartitionSettings::new(k, eps, seed)).expect("partition");
     let seconds = start.elapsed().as_secs_f64();
     if let Some(out) = value("--parts") {
         let text: Vec<String> = p.parts.iter().map(|b| b.to_string()).collect();

@@ -12,7 +12,7 @@ mod storage;
 
 pub use limits::LimitsConfig;
 pub use metrics::MetricsConfig;
-pub use provision::{DirRetention, ProvisionSettings};
+pub use provision::{DirRetention, ProvisionConfig};
 pub use quotas::Quotas;
 pub use retention::RetentionConfig;
 pub use storage::StorageConfig;
@@ -69,8 +69,11 @@ impl PlatformConfig {
     }
 }
 
+/// The manager's configuration file (`HETPILOT_CONFIG`, with `HETPILOT_*` overrides), as
+/// read. Names follow one rule: a `…Config` is a section of this file as read; a
+/// `…Settings` is what a component runs with, made from it (e.g. `ControlSettings`).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
-pub struct Settings {
+pub struct ManagerConfig {
     /// Address the HTTP API listens on (`127.0.0.1:0` picks a free port).
     #[serde(default = "default_listen")]
     pub listen: String,
@@ -124,7 +127,7 @@ pub struct Settings {
     pub advertise_url: Option<String>,
     /// How the provisioner runs pilots on platforms that name a profile.
     #[serde(default)]
-    pub provision: ProvisionSettings,
+    pub provision: ProvisionConfig,
     /// File stores agents reach directly (`[[storage]]`, see `config::storage`).
     #[serde(default)]
     pub storage: Vec<StorageConfig>,
@@ -173,13 +176,13 @@ pub fn default_data_dir() -> PathBuf {
     }
 }
 
-impl Settings {
+impl ManagerConfig {
     /// Loads the layers; `overrides` are flag values as (key, value). The file must be
     /// TOML holding only keys the manager knows (see `config::keys`).
     pub fn load(
         file: Option<&Path>,
         overrides: &[(&str, String)],
-    ) -> Result<Settings, ConfigError> {
+    ) -> Result<ManagerConfig, ConfigError> {
         let mut builder = config::Config::builder();
         if let Some(file) = file {
             let text = std::fs::read_to_string(file).map_err(|e| ConfigError::File {
@@ -198,7 +201,7 @@ impl Settings {
         for (key, value) in overrides {
             builder = builder.set_override(*key, value.clone())?;
         }
-        let settings: Settings = builder.build()?.try_deserialize()?;
+        let settings: ManagerConfig = builder.build()?.try_deserialize()?;
         settings.check()?;
         Ok(settings)
     }
@@ -308,7 +311,7 @@ mod tests {
 
     #[test]
     fn embedded_default_then_file_then_flags() {
-        let s = Settings::load(None, &[]).unwrap();
+        let s = ManagerConfig::load(None, &[]).unwrap();
         assert_eq!(s.listen, "127.0.0.1:8470");
         assert_eq!(s.platforms[0].name, "local");
         let dir = tempfile::tempdir().unwrap();
@@ -318,7 +321,7 @@ mod tests {
             "lease_timeout_secs = 5\n[[platforms]]\nname = \"gene\"\n",
         )
         .unwrap();
-        let s = Settings::load(Some(&file), &[("listen", "127.0.0.1:0".into())]).unwrap();
+        let s = ManagerConfig::load(Some(&file), &[("listen", "127.0.0.1:0".into())]).unwrap();
         assert_eq!(s.lease_timeout_ms(), 5000);
         assert_eq!(s.platforms.len(), 1);
         assert_eq!(s.platforms[0].name, "gene");
@@ -327,26 +330,26 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_field() {
-        let err = Settings::load(None, &[("lease_timeout_secs", "0".into())]).unwrap_err();
+        let err = ManagerConfig::load(None, &[("lease_timeout_secs", "0".into())]).unwrap_err();
         assert!(err.to_string().contains("lease_timeout_secs"), "{err}");
         for rate in ["0", "-1", "5000000000", "many"] {
-            let err = Settings::load(None, &[("heartbeats_per_second", rate.into())])
+            let err = ManagerConfig::load(None, &[("heartbeats_per_second", rate.into())])
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("heartbeats_per_second"), "{rate}: {err}");
         }
         for days in ["0", "-1", "NaN", "inf", "1e9", "soon"] {
-            let err = Settings::load(None, &[("retention.ended_app_days", days.into())])
+            let err = ManagerConfig::load(None, &[("retention.ended_app_days", days.into())])
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("ended_app_days"), "{days}: {err}");
         }
-        let s = Settings::load(None, &[("retention.ended_app_days", "7".into())]).unwrap();
+        let s = ManagerConfig::load(None, &[("retention.ended_app_days", "7".into())]).unwrap();
         assert_eq!(s.retention.ended_app_age_ms(), 7 * 86_400_000);
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("bad.toml");
         std::fs::write(&file, "listen = [1,2\n").unwrap();
-        assert!(Settings::load(Some(&file), &[]).is_err());
+        assert!(ManagerConfig::load(Some(&file), &[]).is_err());
     }
 
     #[test]
@@ -359,13 +362,13 @@ mod tests {
                 format!("[provision]\ninterval_secs = 1\npilot_dir_retention_secs = {value}\n"),
             )
             .unwrap();
-            Settings::load(Some(&file), &[])
+            ManagerConfig::load(Some(&file), &[])
         };
-        let retention = |s: Settings| s.provision.pilot_dir_retention_secs.after_ms();
+        let retention = |s: ManagerConfig| s.provision.pilot_dir_retention_secs.after_ms();
         assert_eq!(retention(load("90").unwrap()), Some(90_000));
         assert_eq!(retention(load("0").unwrap()), None, "0 keeps them for ever");
         assert_eq!(
-            retention(Settings::load(None, &[]).unwrap()),
+            retention(ManagerConfig::load(None, &[]).unwrap()),
             Some(86_400_000)
         );
         for bad in ["31536001", "-1", "\"1d\"", "1.5"] {
@@ -388,7 +391,7 @@ mod tests {
             )
         };
         std::fs::write(&file, platforms(r#"["10.1.0.0/16", "::ffff:127.0.0.1"]"#)).unwrap();
-        let s = Settings::load(Some(&file), &[]).unwrap();
+        let s = ManagerConfig::load(Some(&file), &[]).unwrap();
         assert_eq!(s.platform("open").unwrap().register_ranges().unwrap(), None);
         let lab = s
             .platform("lab")
@@ -408,7 +411,9 @@ mod tests {
             ("[]", "leave it out to allow any source address"),
         ] {
             std::fs::write(&file, platforms(bad)).unwrap();
-            let err = Settings::load(Some(&file), &[]).unwrap_err().to_string();
+            let err = ManagerConfig::load(Some(&file), &[])
+                .unwrap_err()
+                .to_string();
             assert!(
                 err.contains("`platforms[1].register_from`") && err.contains(why),
                 "{bad}: {err}"
@@ -429,7 +434,7 @@ mod tests {
             secret.display().to_string()
         );
         std::fs::write(&file, format!("{entry}io_mib_per_s = 800\n")).unwrap();
-        let s = Settings::load(Some(&file), &[]).unwrap();
+        let s = ManagerConfig::load(Some(&file), &[]).unwrap();
         assert_eq!(s.store_grant_ttl_secs, 24 * 3600);
         let lustre = s.store("lustre").unwrap();
         assert_eq!(
@@ -437,7 +442,9 @@ mod tests {
             ("http://store1:8480", Some(800.0))
         );
         std::fs::write(&file, format!("{entry}{entry}")).unwrap();
-        let err = Settings::load(Some(&file), &[]).unwrap_err().to_string();
+        let err = ManagerConfig::load(Some(&file), &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("storage[1].name") && err.contains("also named"),
             "{err}"

@@ -33,6 +33,6 @@ pub use hypergraph::Hypergraph;
 pub use model::{
     ComputeCluster, DataFile, NodeInfo, StagingPlatform, StorageNode, Task, TaskId, Workload,
 };
-pub use partition::{partition, Partition, PartitionConfig};
+pub use partition::{partition, Partition, PartitionSettings};
 pub use policy::{StagingPlan, StagingPolicy};
 pub use registry::StagingAlgorithm;

@@ -2,7 +2,7 @@
 //! taken while it runs, and putting one back while it is stopped (see `hetpilot::backup`).
 
 use clap::Args as ClapArgs;
-use hetpilot::config::Settings;
+use hetpilot::config::ManagerConfig;
 use hetpilot::service::database_path;
 use std::path::PathBuf;
 
@@ -23,7 +23,7 @@ impl DataDirArgs {
         if let Some(d) = &self.data_dir {
             overrides.push(("data_dir", d.to_string_lossy().into_owned()));
         }
-        Ok(Settings::load(self.config.as_deref(), &overrides)?.data_dir)
+        Ok(ManagerConfig::load(self.config.as_deref(), &overrides)?.data_dir)
     }
 }
 

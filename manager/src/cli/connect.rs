@@ -14,7 +14,7 @@
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::client::Client;
-use hetpilot::config::{default_data_dir, Settings};
+use hetpilot::config::{default_data_dir, ManagerConfig};
 use hetpilot::service::admin_token_path;
 use hetpilot_transport::tls::{self, ClientTrust};
 use std::path::{Path, PathBuf};
@@ -77,11 +77,11 @@ fn url_of_listen(listen: &str, https: bool) -> Option<String> {
 
 impl Connect {
     /// The manager's configuration, if one was named.
-    pub fn settings(&self) -> anyhow::Result<Option<Settings>> {
+    pub fn settings(&self) -> anyhow::Result<Option<ManagerConfig>> {
         self.config
             .as_deref()
             .map(|file| {
-                Settings::load(Some(file), &[])
+                ManagerConfig::load(Some(file), &[])
                     .with_context(|| format!("reading the configuration {}", file.display()))
             })
             .transpose()

@@ -12,7 +12,7 @@ use super::status::print_report;
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
 use hetpilot::client::Client;
-use hetpilot::config::{PlatformConfig, Settings};
+use hetpilot::config::{ManagerConfig, PlatformConfig};
 use hetpilot::service::{admin_token_path, now_ms, Manager};
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::views::ScheduleView;
@@ -149,7 +149,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let data_dir = args.data_dir.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("hetpilot-demo-{}-{}", std::process::id(), now_ms()))
     });
-    let mut settings = Settings::load(
+    let mut settings = ManagerConfig::load(
         None,
         &[
             ("listen", args.listen.clone()),

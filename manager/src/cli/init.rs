@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
-use hetpilot::config::{default_data_dir, Settings};
+use hetpilot::config::{default_data_dir, ManagerConfig};
 use hetpilot::provision::catalog::load_profile;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -180,7 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// Loads `file` as `serve` would and every profile it names; fails on the first problem.
 fn check(file: &Path) -> anyhow::Result<()> {
-    let settings = Settings::load(Some(file), &[])?;
+    let settings = ManagerConfig::load(Some(file), &[])?;
     let mut profiles = 0;
     for p in &settings.platforms {
         let Some(path) = &p.profile else { continue };
@@ -214,7 +214,7 @@ mod tests {
         let file = dir.path().join("manager.toml");
         let data = dir.path().join("data \"quoted\"");
         std::fs::write(&file, starter("0.0.0.0:9000", &data, &[])).unwrap();
-        let s = Settings::load(Some(&file), &[]).unwrap();
+        let s = ManagerConfig::load(Some(&file), &[]).unwrap();
         assert_eq!((s.listen.as_str(), &s.data_dir), ("0.0.0.0:9000", &data));
         assert_eq!(s.platforms.len(), 1);
         assert_eq!(s.platforms[0].name, "local");
@@ -225,7 +225,7 @@ mod tests {
             ("darth".to_string(), PathBuf::from("/p/darth.toml")),
         ];
         std::fs::write(&file, starter("127.0.0.1:8470", &data, &platforms)).unwrap();
-        let s = Settings::load(Some(&file), &[]).unwrap();
+        let s = ManagerConfig::load(Some(&file), &[]).unwrap();
         let names: Vec<&str> = s.platforms.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["gene", "darth"]);
         assert_eq!(

@@ -12,7 +12,7 @@ use super::connect::Connect;
 use super::host_key_report;
 use super::output::{age, print_json, print_table};
 use clap::{Args as ClapArgs, Subcommand};
-use hetpilot::config::Settings;
+use hetpilot::config::ManagerConfig;
 use hetpilot::provision::adapter::adapter_for;
 use hetpilot::provision::adapter::queue_check::Verdict;
 use hetpilot::provision::provisioner::pilot_spec;
@@ -128,7 +128,7 @@ fn batch_commands(kind: AdapterKind) -> &'static [&'static str] {
 }
 
 fn run_check(config: Option<PathBuf>, args: CheckArgs) -> anyhow::Result<()> {
-    let settings = Settings::load(config.as_deref(), &[])?;
+    let settings = ManagerConfig::load(config.as_deref(), &[])?;
     let mut failed = 0;
     let mut checked = 0;
     for p in &settings.platforms {

@@ -7,7 +7,7 @@ use super::serve_platforms::{serve_reloads, ServedPlatforms};
 use super::serve_tls::{self, PairOrigin};
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
-use hetpilot::config::Settings;
+use hetpilot::config::ManagerConfig;
 use hetpilot::data_dir_lock::DataDirLock;
 use hetpilot::service::{admin_token_path, private_data_dir, Manager};
 use hetpilot_transport::tls;
@@ -54,7 +54,7 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn settings(&self) -> anyhow::Result<Settings> {
+    pub fn settings(&self) -> anyhow::Result<ManagerConfig> {
         let mut overrides = Vec::new();
         if let Some(l) = &self.listen {
             overrides.push(("listen", l.clone()));
@@ -71,7 +71,7 @@ impl Args {
         if self.full_check {
             overrides.push(("full_check", "true".into()));
         }
-        Ok(Settings::load(self.config.as_deref(), &overrides)?)
+        Ok(ManagerConfig::load(self.config.as_deref(), &overrides)?)
     }
 }
 
@@ -186,7 +186,7 @@ fn check_plain_http(addr: SocketAddr, tls: bool, insecure_http: bool) -> anyhow:
 
 /// The self-signed certificate and key in the data directory, for localhost, 127.0.0.1,
 /// the listen address and the advertised host.
-fn self_signed(settings: &Settings, local: SocketAddr) -> anyhow::Result<(PathBuf, PathBuf)> {
+fn self_signed(settings: &ManagerConfig, local: SocketAddr) -> anyhow::Result<(PathBuf, PathBuf)> {
     let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
     if !local.ip().is_unspecified() {
         names.push(local.ip().to_string());

@@ -8,7 +8,7 @@
 use super::check_output;
 use super::platforms::{check_one, CheckArgs};
 use super::serve::Args;
-use hetpilot::config::ProvisionSettings;
+use hetpilot::config::ProvisionConfig;
 use hetpilot::provision::provisioner::{self, Provisioning};
 use hetpilot::provision::{catalog, reconcile, PlatformProfile};
 use hetpilot::service::{Manager, ReloadReply};
@@ -36,7 +36,7 @@ impl ServedPlatforms {
         args: Args,
         profiles: Vec<PlatformProfile>,
         advertise: String,
-        provision: ProvisionSettings,
+        provision: ProvisionConfig,
     ) -> ServedPlatforms {
         let mut served = ServedPlatforms {
             manager,
@@ -49,7 +49,7 @@ impl ServedPlatforms {
         served
     }
 
-    fn provision(&mut self, profiles: Vec<PlatformProfile>, mut provision: ProvisionSettings) {
+    fn provision(&mut self, profiles: Vec<PlatformProfile>, mut provision: ProvisionConfig) {
         provision.manager_tls_fingerprint = self.tls_fingerprint.clone();
         self.manager.use_profiles(&profiles);
         let names: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();

@@ -3,7 +3,7 @@
 //! classic slip is a top-level key written after a `[table]` or `[[platforms]]` header,
 //! which TOML puts inside that table; the message says so.
 
-use super::{ConfigError, Settings};
+use super::{ConfigError, ManagerConfig};
 use std::path::Path;
 use toml::de::{DeTable, DeValue};
 
@@ -15,7 +15,7 @@ enum Step {
 }
 
 /// Refuses `text` (the contents of `path`) if it is not TOML, if a value has the wrong
-/// type, or if it holds a key [`Settings`] does not know; each problem names the line.
+/// type, or if it holds a key [`ManagerConfig`] does not know; each problem names the line.
 pub fn check_file(path: &Path, text: &str) -> Result<(), ConfigError> {
     let file_error = |problem: String| ConfigError::File {
         path: path.to_path_buf(),
@@ -45,12 +45,12 @@ pub fn check_file(path: &Path, text: &str) -> Result<(), ConfigError> {
     Err(file_error(problems.join("; ")))
 }
 
-/// The paths of the keys deserializing `text` into [`Settings`] passes over, or the
+/// The paths of the keys deserializing `text` into [`ManagerConfig`] passes over, or the
 /// parser's message (with line and column) when it is not valid.
 fn ignored_keys(text: &str) -> Result<Vec<Vec<Step>>, String> {
     let deserializer = toml::Deserializer::parse(text).map_err(|e| e.to_string())?;
     let mut unknown = Vec::new();
-    let parsed: Result<Settings, _> =
+    let parsed: Result<ManagerConfig, _> =
         serde_ignored::deserialize(deserializer, |path| unknown.push(steps(&path)));
     parsed.map_err(|e| e.to_string())?;
     Ok(unknown)
@@ -65,7 +65,7 @@ fn misplaced_hint(steps: &[Step]) -> String {
     alone.insert(last.clone(), toml::Value::Table(toml::Table::new()));
     let mut ignored = false;
     // A wrongly typed value is fine here: only whether the name is known matters.
-    let _: Result<Settings, _> =
+    let _: Result<ManagerConfig, _> =
         serde_ignored::deserialize(toml::Value::Table(alone), |_| ignored = true);
     if ignored {
         return String::new();

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
-pub struct ProvisionSettings {
+pub struct ProvisionConfig {
     pub interval_secs: f64,
     pub register_timeout_secs: f64,
     pub replace_lead_secs: f64,
@@ -44,9 +44,9 @@ pub struct ProvisionSettings {
     pub manager_tls_fingerprint: Option<String>,
 }
 
-impl Default for ProvisionSettings {
+impl Default for ProvisionConfig {
     fn default() -> Self {
-        ProvisionSettings {
+        ProvisionConfig {
             interval_secs: 5.0,
             register_timeout_secs: 300.0,
             replace_lead_secs: 600.0,
@@ -100,7 +100,7 @@ pub fn ms(secs: f64) -> u64 {
     (secs.max(0.0) * 1000.0) as u64
 }
 
-impl ProvisionSettings {
+impl ProvisionConfig {
     pub fn interval(&self) -> Duration {
         Duration::from_millis(ms(self.interval_secs).max(100))
     }

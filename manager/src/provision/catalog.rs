@@ -3,7 +3,7 @@
 //! serves every checkout; an unset variable is an error naming it. `$$` is a literal `$`.
 
 use super::profile::{PlatformProfile, ProfileError};
-use crate::config::Settings;
+use crate::config::ManagerConfig;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +67,7 @@ pub fn load_profile(path: &Path) -> Result<PlatformProfile, CatalogError> {
 }
 
 /// The profiles of every configured platform that names one, in configuration order.
-pub fn load_all(settings: &Settings) -> Result<Vec<PlatformProfile>, CatalogError> {
+pub fn load_all(settings: &ManagerConfig) -> Result<Vec<PlatformProfile>, CatalogError> {
     let mut out = Vec::new();
     for p in &settings.platforms {
         let Some(path) = &p.profile else { continue };

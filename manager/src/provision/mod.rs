@@ -8,7 +8,7 @@
 //!   script, submit it, poll many jobs in one call, cancel ([`adapter_for`]). Job scripts
 //!   come from `deploy/templates/`.
 //! - [`catalog`]: the configured platforms' profiles, with `${VAR}` substitution.
-//! - `[provision]`, the provisioner's knobs, is `config::ProvisionSettings`.
+//! - `[provision]`, the provisioner's knobs, is `config::ProvisionConfig`.
 //! - A pilot's record and states are wire types: `hetpilot_protocol::pilots`.
 //! - [`provisioner`]: the I/O loop per platform that polls, decides and acts.
 //! - [`shutdown`]: a manager stopping cleanly stops the loops and cancels its pilots.
@@ -31,7 +31,7 @@ pub mod reconcile;
 pub mod runner;
 pub mod shutdown;
 
-pub use crate::config::ProvisionSettings;
+pub use crate::config::ProvisionConfig;
 pub use adapter::{
     adapter_for, AdapterError, BatchAdapter, BatchJobId, JobScript, JobState, PilotSpec,
 };

@@ -14,7 +14,7 @@ use super::host::PilotHost;
 use super::profile::is_safe_name;
 use super::provisioner::{pilot_spec, ManagedPlatform};
 use crate::clock::now_ms;
-use crate::config::ProvisionSettings;
+use crate::config::ProvisionConfig;
 use std::sync::Arc;
 
 /// How much of the end of each batch output file is kept.
@@ -31,7 +31,7 @@ type Log = (String, String);
 pub async fn clean<H: PilotHost>(
     m: &Arc<H>,
     platform: &Arc<ManagedPlatform>,
-    settings: &ProvisionSettings,
+    settings: &ProvisionConfig,
 ) {
     let Some(after_ms) = settings.pilot_dir_retention_secs.after_ms() else {
         return;

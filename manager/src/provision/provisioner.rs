@@ -15,7 +15,7 @@ use super::reconcile::{self, Backoff, Caps, Input, PilotView};
 use super::runner::{self, CommandRunner, RunnerError};
 pub use super::shutdown::Provisioning;
 use crate::clock::now_ms;
-use crate::config::ProvisionSettings;
+use crate::config::ProvisionConfig;
 use hetpilot_protocol::pilots::PlatformStatus;
 use hetpilot_protocol::pilots::{PilotRecord, PilotState};
 use std::collections::{HashMap, HashSet};
@@ -75,7 +75,7 @@ pub fn start<H: PilotHost>(
     manager: &Arc<H>,
     profiles: Vec<PlatformProfile>,
     manager_url: String,
-    settings: ProvisionSettings,
+    settings: ProvisionConfig,
 ) -> Provisioning {
     let (stop, stopped) = watch::channel(false);
     let mut running = Provisioning {
@@ -120,7 +120,7 @@ async fn run<H: PilotHost>(
     manager: Weak<H>,
     platform: Arc<ManagedPlatform>,
     url: String,
-    settings: ProvisionSettings,
+    settings: ProvisionConfig,
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut tick = tokio::time::interval(settings.interval());
@@ -201,7 +201,7 @@ fn recovered(track: &mut Track) {
     }
 }
 
-fn fail(track: &mut Track, now: u64, settings: &ProvisionSettings, reason: String, down: bool) {
+fn fail(track: &mut Track, now: u64, settings: &ProvisionConfig, reason: String, down: bool) {
     track.backoff = track.backoff.failed(now, &reconcile::Policy::of(settings));
     if down {
         track.down = Some(reason.clone());
@@ -213,7 +213,7 @@ async fn cycle<H: PilotHost>(
     m: &Arc<H>,
     platform: &Arc<ManagedPlatform>,
     url: &str,
-    settings: &ProvisionSettings,
+    settings: &ProvisionConfig,
     track: &mut Track,
 ) {
     let profile = &platform.profile;
@@ -438,7 +438,7 @@ async fn apply<H: PilotHost>(
     d: &reconcile::Decisions,
     now: u64,
     track: &mut Track,
-    settings: &ProvisionSettings,
+    settings: &ProvisionConfig,
 ) {
     let profile = &platform.profile;
     let by_name: HashMap<&str, &PilotRecord> =
@@ -559,7 +559,7 @@ async fn submit<H: PilotHost>(
     m: &Arc<H>,
     platform: &Arc<ManagedPlatform>,
     url: &str,
-    settings: &ProvisionSettings,
+    settings: &ProvisionConfig,
     track: &mut Track,
     user: Option<&str>,
 ) -> Result<(), String> {

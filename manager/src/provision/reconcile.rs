@@ -4,7 +4,7 @@
 //! No clock, no I/O: the provisioner loop feeds it and carries its decisions out.
 
 use super::adapter::JobState;
-use crate::config::provision::{ms, ProvisionSettings};
+use crate::config::provision::{ms, ProvisionConfig};
 use hetpilot_protocol::pilots::PilotState;
 
 /// The exit status of a job script that did not find the agent binary (the templates
@@ -41,7 +41,7 @@ pub struct Policy {
 
 impl Policy {
     /// The policy `[provision]` configures.
-    pub fn of(settings: &ProvisionSettings) -> Policy {
+    pub fn of(settings: &ProvisionConfig) -> Policy {
         Policy {
             register_timeout_ms: ms(settings.register_timeout_secs),
             replace_lead_ms: ms(settings.replace_lead_secs),

@@ -5,7 +5,7 @@
 //! (`HETPILOT_BLESS=1` rewrites it), every schema it refers to described in it.
 
 use super::openapi::{document, ApiDoc};
-use crate::config::Settings;
+use crate::config::ManagerConfig;
 use crate::service::{admin_token_path, Manager};
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
@@ -80,7 +80,8 @@ fn concrete(path: &str) -> String {
 #[tokio::test]
 async fn the_description_and_the_router_name_the_same_routes_and_methods() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+    let settings =
+        ManagerConfig::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
     let m = Manager::open(settings).unwrap();
     let admin = std::fs::read_to_string(admin_token_path(dir.path())).unwrap();
     let admin = m.authenticate(Some(admin.trim())).unwrap();

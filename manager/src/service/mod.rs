@@ -63,7 +63,7 @@ pub use workflow_submit::{
     ExternalInput, ExternalInputs, WorkflowFormat, WorkflowInputs, WorkflowRequest,
 };
 
-use crate::config::Settings;
+use crate::config::ManagerConfig;
 use crate::control::{Control, ControlSettings};
 use crate::db::{self, Reader, Write, Writer};
 use auth::Tokens;
@@ -78,7 +78,7 @@ use tokio::sync::Notify;
 use wake::Waiters;
 
 pub struct Manager {
-    pub settings: Settings,
+    pub settings: ManagerConfig,
     /// Every decision: the queues and the policies (see `control`). Planning runs off
     /// this lock (`rounds`, `staging_plan`).
     control: Mutex<Control>,
@@ -188,7 +188,7 @@ pub enum OpenError {
 }
 
 /// What the control plane is configured with, from the manager's configuration.
-pub fn control_settings(settings: &Settings) -> ControlSettings {
+pub fn control_settings(settings: &ManagerConfig) -> ControlSettings {
     ControlSettings {
         scheduler: settings.scheduler.clone(),
         fairshare: settings.fairshare.clone(),
@@ -205,14 +205,14 @@ pub fn control_settings(settings: &Settings) -> ControlSettings {
 impl Manager {
     /// Opens (or creates) the data directory and recovers the state recorded there.
     /// On first start an admin token is created and written to `admin.token` (mode 0600).
-    pub fn open(settings: Settings) -> Result<Arc<Manager>, OpenError> {
+    pub fn open(settings: ManagerConfig) -> Result<Arc<Manager>, OpenError> {
         Self::open_journaled(settings, None)
     }
 
     /// [`Manager::open`], journaling every input of the control plane to `journal` (one
     /// JSON object a line; `hetpilot simulate live --replay` reads it).
     pub fn open_journaled(
-        settings: Settings,
+        settings: ManagerConfig,
         journal: Option<&Path>,
     ) -> Result<Arc<Manager>, OpenError> {
         let dir = settings.data_dir.clone();

@@ -492,14 +492,14 @@ impl PilotHost for Manager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
+    use crate::config::ManagerConfig;
     use hetpilot_protocol::protocol::{NewAgentToken, RegisterRequest};
     use std::sync::Arc;
 
     /// A manager on a fresh data directory, and its settings (to reopen it).
-    fn open_in(dir: &tempfile::TempDir) -> (Settings, Arc<Manager>) {
+    fn open_in(dir: &tempfile::TempDir) -> (ManagerConfig, Arc<Manager>) {
         let settings =
-            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+            ManagerConfig::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
         (settings.clone(), Manager::open(settings).unwrap())
     }
 

@@ -147,7 +147,7 @@ impl Manager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
+    use crate::config::ManagerConfig;
     use crate::provision::PilotHost;
 
     fn policy() -> Policy {
@@ -164,7 +164,7 @@ mod tests {
     async fn failed_checks_back_off_until_they_pass_and_a_new_round_forgets_them() {
         let dir = tempfile::tempdir().unwrap();
         let settings =
-            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+            ManagerConfig::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
         let m = Manager::open(settings).unwrap();
         let round = m.begin_platform_checks(&["lab".into()]);
         let why = || Some("platform check failed: login host down".to_string());

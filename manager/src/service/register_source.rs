@@ -87,7 +87,7 @@ impl Manager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
+    use crate::config::ManagerConfig;
     use crate::provision::PilotHost;
     use hetpilot_protocol::protocol::{NewAgentToken, RegisterRequest};
     use std::sync::Arc;
@@ -95,7 +95,7 @@ mod tests {
     /// A manager whose `local` platform allows registrations from `platform_ranges`.
     fn open(dir: &tempfile::TempDir, platform_ranges: Option<&[&str]>) -> Arc<Manager> {
         let mut settings =
-            Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+            ManagerConfig::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
         settings.platforms[0].register_from =
             platform_ranges.map(|r| r.iter().map(|s| s.to_string()).collect());
         Manager::open(settings).unwrap()

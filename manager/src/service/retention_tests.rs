@@ -4,7 +4,7 @@
 //! forgotten application are refused without harm.
 
 use super::*;
-use crate::config::Settings;
+use crate::config::ManagerConfig;
 use crate::service::Principal;
 use hetpilot_protocol::protocol::{
     ForgetSummary, PullRequest, PurgeRequest, ReportRequest, TaskResult,
@@ -16,7 +16,7 @@ use test_support::success;
 const DAY_MS: u64 = 86_400_000;
 
 struct Site {
-    settings: Settings,
+    settings: ManagerConfig,
     m: Arc<Manager>,
     admin: Principal,
 }

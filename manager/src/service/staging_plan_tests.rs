@@ -3,7 +3,7 @@
 //! another returns at its `wait_ms`, and the plan is installed once it is let through.
 
 use super::*;
-use crate::config::Settings;
+use crate::config::ManagerConfig;
 use crate::service::test_support;
 use hetpilot_protocol::protocol::{NewAgentToken, NewUser, PullRequest};
 use hetpilot_protocol::spec::AppSpec;
@@ -24,7 +24,8 @@ fn pull(max: u32, wait_ms: u64) -> PullRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pulls_are_served_while_a_plan_is_made_and_the_plan_is_installed_when_ready() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = Settings::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
+    let settings =
+        ManagerConfig::load(None, &[("data_dir", dir.path().display().to_string())]).unwrap();
     let m = Manager::open(settings).unwrap();
     let admin_token = std::fs::read_to_string(super::super::admin_token_path(dir.path())).unwrap();
     let admin = m.authenticate(Some(admin_token.trim())).unwrap();

@@ -20,7 +20,7 @@
 //! submit.
 
 use super::{Manager, ServiceError};
-use crate::config::Settings;
+use crate::config::ManagerConfig;
 use hetpilot_protocol::protocol::StoreGrant;
 use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::TaskRef;
@@ -35,7 +35,7 @@ pub struct StoreKeys {
 }
 
 impl StoreKeys {
-    pub fn load(settings: &Settings) -> Result<StoreKeys, SecretError> {
+    pub fn load(settings: &ManagerConfig) -> Result<StoreKeys, SecretError> {
         let stores = settings
             .storage
             .iter()

@@ -2,7 +2,7 @@
 //! a registration token and a registered `local` agent, and a successful run's result.
 
 use super::{admin_token_path, now_ms, Manager, Principal};
-use crate::config::Settings;
+use crate::config::ManagerConfig;
 use hetpilot_protocol::protocol::{
     Measurements, NewAgentToken, NewUser, Outcome, RegisterRequest, TaskResult,
 };
@@ -11,10 +11,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// A manager on `dir` with the embedded defaults and `overrides` (key, value), and its admin.
-pub fn open(dir: &Path, overrides: &[(&str, String)]) -> (Settings, Arc<Manager>, Principal) {
+pub fn open(dir: &Path, overrides: &[(&str, String)]) -> (ManagerConfig, Arc<Manager>, Principal) {
     let mut layers = vec![("data_dir", dir.display().to_string())];
     layers.extend(overrides.iter().cloned());
-    let settings = Settings::load(None, &layers).unwrap();
+    let settings = ManagerConfig::load(None, &layers).unwrap();
     let m = Manager::open(settings.clone()).unwrap();
     let token = std::fs::read_to_string(admin_token_path(dir)).unwrap();
     let admin = m.authenticate(Some(token.trim())).unwrap();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
-use hetpilot_core::staging::{hmetis, metrics, partition, PartitionConfig};
+use hetpilot_core::staging::{hmetis, metrics, partition, PartitionSettings};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -52,7 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "hypergraph loaded"
     );
     let start = Instant::now();
-    let mut config = PartitionConfig::new(args.k, args.epsilon, args.seed);
+    let mut config = PartitionSettings::new(args.k, args.epsilon, args.seed);
     config.initial_runs = args.initial_runs;
     config.top_initial_runs = args.top_initial_runs;
     let p = partition(&hg, &config)

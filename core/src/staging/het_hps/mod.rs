@@ -18,7 +18,7 @@ use crate::staging::error::StagingError;
 use crate::staging::estimate::partition_weights;
 use crate::staging::model::{StagingPlatform, Workload};
 use crate::staging::ordering::order_by_ect;
-use crate::staging::partition::{partition, PartitionConfig};
+use crate::staging::partition::{partition, PartitionSettings};
 use crate::staging::policy::{validate, StagingPlan, StagingPolicy};
 
 pub(crate) use mapping_cost::MappingCost;
@@ -87,7 +87,7 @@ pub(crate) fn initial_mapping(
         return Ok(vec![0; workload.tasks.len()]);
     }
     let hg = workload.hypergraph(partition_weights(workload, platform))?;
-    let mut config = PartitionConfig::new(k, epsilon, seed);
+    let mut config = PartitionSettings::new(k, epsilon, seed);
     config.block_capacities = capacities.map(|c| c[..k].to_vec());
     Ok(partition(&hg, &config)?.parts)
 }

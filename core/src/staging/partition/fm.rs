@@ -74,7 +74,7 @@ pub(crate) const LARGE_NET: usize = 1000;
 
 /// FM knobs.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct FmConfig {
+pub(crate) struct FmSettings {
     /// Maximum number of passes.
     pub(crate) passes: usize,
     /// A pass stops after this many moves without a new best prefix.
@@ -90,7 +90,7 @@ pub(crate) struct FmConfig {
 pub(crate) fn fm_refine(
     phg: &mut PartitionedHypergraph<'_>,
     max_weights: &[i64],
-    config: FmConfig,
+    config: FmSettings,
 ) -> i64 {
     if phg.k == 2 {
         return fm_refine_two_way(phg, max_weights, config);
@@ -102,7 +102,7 @@ pub(crate) fn fm_refine(
 pub(crate) fn fm_refine_k_way(
     phg: &mut PartitionedHypergraph<'_>,
     max_weights: &[i64],
-    config: FmConfig,
+    config: FmSettings,
 ) -> i64 {
     let mut total = 0;
     let mut state = FmState::new(phg.hg.num_vertices(), phg.k);
@@ -287,8 +287,8 @@ mod tests {
         .unwrap()
     }
 
-    fn config(allowance: i64) -> FmConfig {
-        FmConfig {
+    fn config(allowance: i64) -> FmSettings {
+        FmSettings {
             passes: 3,
             max_fruitless_moves: 10,
             min_relative_improvement: 0.0,

@@ -18,7 +18,7 @@ use std::collections::BinaryHeap;
 
 use crate::staging::hypergraph::{NetId, VertexId};
 use crate::staging::partition::fm::{
-    max_overload, popped_is_current, BestPrefix, FmConfig, LARGE_NET,
+    max_overload, popped_is_current, BestPrefix, FmSettings, LARGE_NET,
 };
 use crate::staging::partition::phg::{Move, PartitionedHypergraph};
 
@@ -26,7 +26,7 @@ use crate::staging::partition::phg::{Move, PartitionedHypergraph};
 pub(crate) fn fm_refine_two_way(
     phg: &mut PartitionedHypergraph<'_>,
     max_weights: &[i64],
-    config: FmConfig,
+    config: FmSettings,
 ) -> i64 {
     debug_assert_eq!(phg.k, 2);
     let mut state = TwoWay::new(phg);
@@ -286,7 +286,7 @@ mod tests {
         for seed in 0..20 {
             let (hg, parts) = random_instance(120, 260, seed);
             let max = [hg.total_weight() / 2 + 3, hg.total_weight() / 2 + 3];
-            let config = FmConfig {
+            let config = FmSettings {
                 passes: 4,
                 max_fruitless_moves: 30,
                 min_relative_improvement: 0.0,

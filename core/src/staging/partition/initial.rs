@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::staging::hypergraph::{Hypergraph, VertexId};
-use crate::staging::partition::fm::{fm_refine, FmConfig};
+use crate::staging::partition::fm::{fm_refine, FmSettings};
 use crate::staging::partition::label_propagation::label_propagation;
 use crate::staging::partition::phg::PartitionedHypergraph;
 use crate::staging::partition::rebalance::{is_balanced, rebalance};
@@ -94,7 +94,7 @@ pub(crate) fn portfolio_bisection(
         fm_refine(
             &mut phg,
             &max_weights,
-            FmConfig {
+            FmSettings {
                 passes,
                 max_fruitless_moves: 100,
                 min_relative_improvement: 0.0,

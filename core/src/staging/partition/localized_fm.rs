@@ -34,7 +34,7 @@ const LANES_MIN_VERTICES: usize = 4096;
 
 /// Knobs of localized FM.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct LocalizedFmConfig {
+pub(crate) struct LocalizedFmSettings {
     /// Maximum number of rounds over the boundary.
     pub(crate) rounds: usize,
     /// Boundary vertices that seed one search.
@@ -49,7 +49,7 @@ pub(crate) struct LocalizedFmConfig {
 pub(crate) fn localized_fm(
     phg: &mut PartitionedHypergraph<'_>,
     max_weights: &[i64],
-    config: LocalizedFmConfig,
+    config: LocalizedFmSettings,
     rng: &mut impl Rng,
 ) -> i64 {
     let n = phg.hg.num_vertices();
@@ -94,7 +94,7 @@ pub(super) fn next_seeds(
     boundary: &[VertexId],
     cursor: &mut usize,
     touched: &[bool],
-    config: LocalizedFmConfig,
+    config: LocalizedFmSettings,
 ) -> Vec<VertexId> {
     let mut seeds = Vec::with_capacity(config.seeds_per_search);
     while *cursor < boundary.len() && seeds.len() < config.seeds_per_search {
@@ -108,7 +108,7 @@ pub(super) fn next_seeds(
 }
 
 /// True if a round that improved km1 (before it: `km1`) by `round` ends the rounds.
-pub(super) fn round_is_last(round: i64, km1: i64, config: LocalizedFmConfig) -> bool {
+pub(super) fn round_is_last(round: i64, km1: i64, config: LocalizedFmSettings) -> bool {
     round <= 0 || (round as f64) < config.min_relative_improvement * km1 as f64
 }
 
@@ -277,7 +277,7 @@ mod tests {
             ),
             0
         );
-        let config = LocalizedFmConfig {
+        let config = LocalizedFmSettings {
             rounds: 5,
             seeds_per_search: 4,
             max_fruitless_moves: 5,

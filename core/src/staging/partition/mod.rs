@@ -52,16 +52,16 @@ use rand_chacha::ChaCha8Rng;
 use crate::staging::error::StagingError;
 use crate::staging::hypergraph::{Hypergraph, VertexId};
 use crate::staging::metrics;
-use fm::{fm_refine, FmConfig};
+use fm::{fm_refine, FmSettings};
 use label_propagation::label_propagation;
-use localized_fm::{localized_fm, LocalizedFmConfig};
+use localized_fm::{localized_fm, LocalizedFmSettings};
 use phg::PartitionedHypergraph;
 use rebalance::{is_balanced, rebalance};
 use split_pack::Components;
 
 /// What to partition for.
 #[derive(Debug, Clone)]
-pub struct PartitionConfig {
+pub struct PartitionSettings {
     /// Number of blocks k.
     pub k: usize,
     /// Allowed imbalance ε: block b may weigh at most ⌊(1 + ε)·target_b⌋.
@@ -101,7 +101,7 @@ pub struct PartitionConfig {
     pub(crate) fm_max_fruitless_moves: usize,
 }
 
-impl PartitionConfig {
+impl PartitionSettings {
     /// The defaults that match Mt-KaHyPar's default preset in spirit: contraction limit
     /// 160·k (100 vertices inside bisections), a 40-run initial portfolio (320 runs in
     /// the top bisection, halving per level), 5 LP rounds and up to 10 FM passes per level.
@@ -149,7 +149,7 @@ pub struct Partition {
 /// capacities are unusable. If no feasible partition is found (only possible when single
 /// vertices are too heavy for the blocks), the best one is returned with `feasible =
 /// false`.
-pub fn partition(hg: &Hypergraph, config: &PartitionConfig) -> Result<Partition, StagingError> {
+pub fn partition(hg: &Hypergraph, config: &PartitionSettings) -> Result<Partition, StagingError> {
     let k = config.k;
     if k == 0 || k > hg.num_vertices() {
         return Err(StagingError::InvalidK {
@@ -272,14 +272,14 @@ fn lpt_assignment(hg: &Hypergraph, max_weights: &[i64]) -> Vec<u32> {
 }
 
 struct Context<'c> {
-    config: &'c PartitionConfig,
+    config: &'c PartitionSettings,
 }
 
 impl Context<'_> {
     /// FM settings for a level; bisections get the swap allowance (see
-    /// [`PartitionConfig::bisection_overload_vertices`]).
-    fn fm_config(&self, hg: &Hypergraph, k: usize) -> FmConfig {
-        FmConfig {
+    /// [`PartitionSettings::bisection_overload_vertices`]).
+    fn fm_config(&self, hg: &Hypergraph, k: usize) -> FmSettings {
+        FmSettings {
             passes: self.config.fm_passes,
             max_fruitless_moves: 350.min(hg.num_vertices() / 4 + 50),
             min_relative_improvement: 0.001,
@@ -294,8 +294,8 @@ impl Context<'_> {
     /// Localized FM settings for a k-way level (50 seeds per search and 25 fruitless
     /// moves: tuned on the tuning set of bench-tools/heldout_instances.py, SAT 200k, k = 16
     /// and 64, against 5/25/50 seeds and 10/15/25/50/100 moves).
-    fn localized_fm_config(&self) -> LocalizedFmConfig {
-        LocalizedFmConfig {
+    fn localized_fm_config(&self) -> LocalizedFmSettings {
+        LocalizedFmSettings {
             rounds: self.config.fm_passes,
             seeds_per_search: self.config.fm_seeds_per_search,
             max_fruitless_moves: self.config.fm_max_fruitless_moves,
@@ -635,7 +635,7 @@ mod tests {
     #[test]
     fn finds_planted_communities_and_beats_random() {
         let hg = planted(600, 4, 1500, 3);
-        let p = partition(&hg, &PartitionConfig::new(4, 0.03, 1)).unwrap();
+        let p = partition(&hg, &PartitionSettings::new(4, 0.03, 1)).unwrap();
         assert!(p.feasible);
         assert_eq!(p.km1, metrics::km1(&hg, &p.parts));
         let random: Vec<u32> = (0..600).map(|v| (v % 4) as u32).collect();
@@ -645,7 +645,7 @@ mod tests {
     #[test]
     fn is_deterministic_for_a_seed() {
         let hg = planted(500, 8, 1200, 5);
-        let cfg = PartitionConfig::new(8, 0.03, 42);
+        let cfg = PartitionSettings::new(8, 0.03, 42);
         assert_eq!(partition(&hg, &cfg).unwrap(), partition(&hg, &cfg).unwrap());
     }
 
@@ -653,7 +653,7 @@ mod tests {
     fn does_not_depend_on_the_thread_count() {
         // Large enough for several clustering / label propagation sub-rounds.
         let hg = planted(9_000, 8, 20_000, 8);
-        let mut cfg = PartitionConfig::new(4, 0.03, 7);
+        let mut cfg = PartitionSettings::new(4, 0.03, 7);
         (cfg.initial_runs, cfg.top_initial_runs) = (4, 4);
         let run = |threads| {
             rayon::ThreadPoolBuilder::new()
@@ -669,7 +669,7 @@ mod tests {
 
     #[test]
     fn portfolio_runs_halve_per_level_down_to_the_base() {
-        let cfg = PartitionConfig::new(64, 0.03, 0);
+        let cfg = PartitionSettings::new(64, 0.03, 0);
         let ctx = Context { config: &cfg };
         let runs: Vec<usize> = [0, 1, 2, 3, 70].map(|d| ctx.portfolio_runs(d)).to_vec();
         assert_eq!(runs, vec![320, 160, 80, 40, 40]);
@@ -683,17 +683,17 @@ mod tests {
     fn rejects_bad_k_and_epsilon() {
         let hg = planted(10, 2, 10, 1);
         assert!(matches!(
-            partition(&hg, &PartitionConfig::new(11, 0.03, 0)),
+            partition(&hg, &PartitionSettings::new(11, 0.03, 0)),
             Err(StagingError::InvalidK { k: 11, .. })
         ));
-        assert!(partition(&hg, &PartitionConfig::new(0, 0.03, 0)).is_err());
-        assert!(partition(&hg, &PartitionConfig::new(2, -0.1, 0)).is_err());
+        assert!(partition(&hg, &PartitionSettings::new(0, 0.03, 0)).is_err());
+        assert!(partition(&hg, &PartitionSettings::new(2, -0.1, 0)).is_err());
     }
 
     #[test]
     fn honours_heterogeneous_capacities() {
         let hg = planted(400, 4, 800, 9);
-        let mut cfg = PartitionConfig::new(3, 0.05, 2);
+        let mut cfg = PartitionSettings::new(3, 0.05, 2);
         cfg.block_capacities = Some(vec![1.0, 2.0, 1.0]);
         let p = partition(&hg, &cfg).unwrap();
         assert!(p.feasible);
@@ -712,7 +712,7 @@ mod tests {
                 .map(|_| (0..rng.random_range(2..5)).map(|_| rng.random_range(0..n) as u32).collect())
                 .collect();
             let hg = Hypergraph::new(vec![1; n], vec![1; n], nets).unwrap();
-            let p = partition(&hg, &PartitionConfig::new(k, 0.0, seed)).unwrap();
+            let p = partition(&hg, &PartitionSettings::new(k, 0.0, seed)).unwrap();
             prop_assert!(p.feasible, "weights {:?} max {:?}", p.part_weights, p.max_part_weights);
             prop_assert_eq!(p.km1, metrics::km1(&hg, &p.parts));
             prop_assert_eq!(p.parts.len(), n);

@@ -18,7 +18,7 @@ use std::collections::BinaryHeap;
 
 use crate::staging::hypergraph::{Hypergraph, VertexId};
 use crate::staging::partition::split_pack::Components;
-use crate::staging::partition::{seed_for, Context, PartitionConfig};
+use crate::staging::partition::{seed_for, Context, PartitionSettings};
 
 /// Bisections of component remnants get the base portfolio (as in split-and-pack).
 const BASE_PORTFOLIO_DEPTH: u32 = 64;
@@ -164,7 +164,7 @@ impl Context<'_> {
         let tolerance = ((space as f64 * self.config.epsilon) as i64).max(2 * heaviest);
         let perfect = [space, total - space];
         let max_weights = [space, total - space + tolerance];
-        let config = PartitionConfig {
+        let config = PartitionSettings {
             initial_runs: PACK_CUT_RUNS,
             ..self.config.clone()
         };
@@ -186,7 +186,7 @@ impl Context<'_> {
 mod tests {
     use super::*;
     use crate::staging::metrics;
-    use crate::staging::partition::PartitionConfig;
+    use crate::staging::partition::PartitionSettings;
 
     /// A ring of `len` vertices starting at `first`, joined by 3-pin nets of weight 10.
     fn ring(first: u32, len: u32, pins: &mut Vec<Vec<u32>>) {
@@ -206,7 +206,7 @@ mod tests {
             ring(150 + 50 * c, 50, &mut pins);
         }
         let hg = Hypergraph::new(vec![1; 400], vec![10; pins.len()], pins).unwrap();
-        let config = PartitionConfig::new(4, 0.1, 3);
+        let config = PartitionSettings::new(4, 0.1, 3);
         let ctx = Context { config: &config };
         let components = Components::of(&hg);
         let caps = vec![110; 4];

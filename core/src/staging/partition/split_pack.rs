@@ -89,7 +89,7 @@ const PACK_ALONE_PER_BLOCK: usize = 2;
 /// was seen.
 const PACK_ALONE_MIN_VERTICES: usize = 10_000;
 
-/// Components are cut with the base portfolio ([`super::PartitionConfig::initial_runs`]
+/// Components are cut with the base portfolio ([`super::PartitionSettings::initial_runs`]
 /// runs per bisection), not the top bisection's many runs: there may be dozens of them.
 ///
 /// Before docs/decisions/004-split-and-pack-start.md this held only for components cut in
@@ -244,7 +244,7 @@ mod tests {
     use super::*;
     use crate::staging::metrics;
     use crate::staging::partition::tries::try_seed;
-    use crate::staging::partition::PartitionConfig;
+    use crate::staging::partition::PartitionSettings;
 
     /// A ring of `len` vertices starting at `first`, joined by 3-pin nets of weight 10.
     fn ring(first: u32, len: u32, pins: &mut Vec<Vec<u32>>, weights: &mut Vec<i64>) {
@@ -270,7 +270,7 @@ mod tests {
         ring(392, 4, &mut pins, &mut weights);
         ring(396, 4, &mut pins, &mut weights);
         let hg = Hypergraph::new(vec![1; 400], weights, pins).unwrap();
-        let config = PartitionConfig::new(4, 0.03, 3);
+        let config = PartitionSettings::new(4, 0.03, 3);
         let ctx = Context { config: &config };
         let components = Components::of(&hg);
         let max_weights = vec![103; 4];
@@ -294,7 +294,7 @@ mod tests {
             weights.push(rng.random_range(1..5));
         }
         let hg = Hypergraph::new(vec![1; 300], weights, pins).unwrap();
-        let config = PartitionConfig::new(3, 0.03, 1);
+        let config = PartitionSettings::new(3, 0.03, 1);
         let ctx = Context { config: &config };
         let mut tries_differ = false;
         for seed in 0..6 {

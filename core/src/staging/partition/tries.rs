@@ -93,7 +93,7 @@ pub(super) fn best_of_seeded<T: Send>(
 mod tests {
     use super::*;
     use crate::staging::metrics;
-    use crate::staging::partition::PartitionConfig;
+    use crate::staging::partition::PartitionSettings;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -122,7 +122,7 @@ mod tests {
             let hg = components(seed);
             assert_eq!(tries_for(hg.num_pins()), MAX_TRIES);
             let k = 8;
-            let config = PartitionConfig::new(k, 0.03, seed);
+            let config = PartitionSettings::new(k, 0.03, seed);
             let ctx = Context { config: &config };
             let perfect = vec![metrics::perfect_part_weight(hg.total_weight(), k); k];
             let max_weights: Vec<i64> = perfect.iter().map(|&p| p * 103 / 100).collect();

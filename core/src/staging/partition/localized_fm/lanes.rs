@@ -23,7 +23,7 @@
 use rand::Rng;
 use rayon::prelude::*;
 
-use super::{next_seeds, round_is_last, shuffled_boundary, LocalizedFmConfig, Search};
+use super::{next_seeds, round_is_last, shuffled_boundary, LocalizedFmSettings, Search};
 use crate::staging::hypergraph::VertexId;
 use crate::staging::partition::phg::PartitionedHypergraph;
 
@@ -39,7 +39,7 @@ type Moves = Vec<(VertexId, u32, u32)>;
 pub(super) fn localized_fm_in_lanes(
     phg: &mut PartitionedHypergraph<'_>,
     max_weights: &[i64],
-    config: LocalizedFmConfig,
+    config: LocalizedFmSettings,
     rng: &mut impl Rng,
 ) -> i64 {
     let (hg, k) = (phg.hg, phg.k);
@@ -76,7 +76,7 @@ fn deal(
     boundary: &[VertexId],
     cursor: &mut usize,
     touched: &[bool],
-    config: LocalizedFmConfig,
+    config: LocalizedFmSettings,
 ) -> Vec<Vec<Vec<VertexId>>> {
     let mut work = vec![Vec::new(); LANES];
     for _ in 0..SEARCHES_PER_LANE {
@@ -98,7 +98,7 @@ fn batch(
     searches: &mut [Search],
     work: &[Vec<Vec<VertexId>>],
     max_weights: &[i64],
-    config: LocalizedFmConfig,
+    config: LocalizedFmSettings,
 ) -> i64 {
     let (first, others) = searches.split_at_mut(1);
     let (own, replays) = rayon::join(
@@ -146,7 +146,7 @@ fn run_lane(
     search: &mut Search,
     seed_groups: &[Vec<VertexId>],
     max_weights: &[i64],
-    config: LocalizedFmConfig,
+    config: LocalizedFmSettings,
     mut kept: Option<&mut Moves>,
 ) -> i64 {
     seed_groups
@@ -210,7 +210,7 @@ mod tests {
         let mut phg = PartitionedHypergraph::new(&hg, 4, parts);
         let before = phg.km1();
         let max = vec![1_650; 4];
-        let config = LocalizedFmConfig {
+        let config = LocalizedFmSettings {
             rounds: 4,
             seeds_per_search: 10,
             max_fruitless_moves: 10,
