@@ -5,9 +5,11 @@
 //!
 //! Pure: the research simulator (`hetpilot-research`'s `sim::alloc`) and the live control
 //! plane call the same [`Allocator::choose`] with an [`AllocatorInput`]; the live queue is
-//! the look-ahead. [`outcome`] summarises a schedule; [`workload`] turns a trace into jobs.
+//! the look-ahead. [`outcome`] summarises a schedule; [`workload`] turns a trace into jobs;
+//! [`cluster_setup`] builds the clusters from a command line's words.
 
 pub(crate) mod allocator;
+pub mod cluster_setup;
 pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod order;

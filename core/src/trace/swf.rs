@@ -102,6 +102,24 @@ pub struct SwfStats {
     pub(crate) resorted: bool,
 }
 
+impl SwfStats {
+    /// What to warn a reader of `source` about: the lines skipped, with the first few
+    /// reasons; `None` when none was.
+    pub fn skipped_warning(&self, source: &str) -> Option<String> {
+        (self.skipped_lines > 0).then(|| {
+            let first: Vec<String> = self
+                .skipped_examples
+                .iter()
+                .map(|(line, reason)| format!("line {line}: {reason}"))
+                .collect();
+            format!(
+                "{source}: skipped {} malformed line(s), first at {first:?}",
+                self.skipped_lines
+            )
+        })
+    }
+}
+
 /// A parsed trace.
 #[derive(Debug, Clone, Default)]
 pub struct SwfTrace {

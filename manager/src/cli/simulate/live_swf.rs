@@ -3,9 +3,10 @@
 //! speeds, load, allocator, depth, estimates, limit), so both run on the same jobs and
 //! clusters and their `--json` figures compare key for key.
 
-use super::swf_clusters::{build_clusters, cluster_speeds, load_swf, parse_list, SpeedOrder};
+use super::swf_clusters::load_swf;
 use crate::cli::output::{print_json, print_table};
 use anyhow::{bail, Context};
+use hetpilot::alloc::cluster_setup::{build_clusters, cluster_speeds, parse_list, SpeedOrder};
 use hetpilot::alloc::outcome::AllocMetrics;
 use hetpilot::alloc::workload::{jobs_from_swf, offered_load, scale_to_load, SystemLoad};
 use hetpilot::alloc::{validate_clusters, AllocatorKind};
@@ -32,7 +33,7 @@ pub struct SwfArgs {
     #[arg(long, requires = "swf")]
     speeds: Option<String>,
     /// Which end of --clusters gets the fastest speed under SH.
-    #[arg(long, value_enum, default_value = "ascending", requires = "swf")]
+    #[arg(long, default_value = "ascending", requires = "swf")]
     speed_order: SpeedOrder,
     /// SL: low (offered load 0.5), medium (0.7), high (0.9) or a number.
     #[arg(long, default_value = "high", requires = "swf")]

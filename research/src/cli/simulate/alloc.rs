@@ -8,15 +8,16 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
-use hetpilot_core::alloc::workload::{
-    heterogeneous_speeds, jobs_from_swf, offered_load, scale_to_load, SystemLoad,
+use hetpilot_core::alloc::cluster_setup::{
+    build_clusters, cluster_speeds, ordered_speeds, parse_list, SpeedOrder,
 };
-use hetpilot_core::alloc::{validate_clusters, AllocatorKind, Cluster, Job, JobOrderKind};
+use hetpilot_core::alloc::workload::{jobs_from_swf, offered_load, scale_to_load, SystemLoad};
+use hetpilot_core::alloc::{validate_clusters, AllocatorKind, Job, JobOrderKind};
 use hetpilot_core::trace::{parse_swf, SwfOptions, SwfTrace};
 use hetpilot_research::report::tlpa;
 use hetpilot_research::sim::alloc::{simulate_alloc, AllocMetrics};
@@ -70,7 +71,7 @@ pub struct Args {
     threads: Option<usize>,
     /// Which end of --clusters gets the fastest speed under SH: `ascending` (the last
     /// cluster fastest) or `descending` (the first fastest). The paper does not say.
-    #[arg(long, value_enum, default_value = "ascending")]
+    #[arg(long, default_value = "ascending")]
     speed_order: SpeedOrder,
     /// --reproduce: leave wall-clock times out (no `seconds` column, no
     /// cost_per_decision.svg), so the files depend only on the settings.
@@ -80,46 +81,6 @@ pub struct Args {
     /// live --swf --json` (which replays the same trace through the live control plane).
     #[arg(long, conflicts_with = "reproduce")]
     json: bool,
-}
-
-/// Which end of the cluster list is fastest under speed heterogeneity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum SpeedOrder {
-    Ascending,
-    Descending,
-}
-
-/// SH spread over the clusters in the chosen order.
-pub(crate) fn ordered_speeds(n: usize, sh: f64, order: SpeedOrder) -> Vec<f64> {
-    let mut s = heterogeneous_speeds(n, sh);
-    if order == SpeedOrder::Descending {
-        s.reverse();
-    }
-    s
-}
-
-/// The speeds of `n` clusters: `--speeds` if given, else SH spread in `order`.
-pub(crate) fn cluster_speeds(
-    n: usize,
-    speeds: Option<&str>,
-    sh: f64,
-    order: SpeedOrder,
-) -> anyhow::Result<Vec<f64>> {
-    match speeds {
-        Some(text) => {
-            let s: Vec<f64> = parse_list(text, "--speeds")?;
-            if s.len() != n {
-                bail!("--speeds lists {} speeds for {n} clusters", s.len());
-            }
-            Ok(s)
-        }
-        None => {
-            if !(0.0..1.0).contains(&sh) {
-                bail!("--speed-heterogeneity must be in [0, 1), got {sh}");
-            }
-            Ok(ordered_speeds(n, sh, order))
-        }
-    }
 }
 
 /// Read an SWF file, decompressing `.gz`.
@@ -132,44 +93,10 @@ pub(crate) fn load_swf(path: &Path, strict: bool) -> anyhow::Result<SwfTrace> {
     };
     let trace = parse_swf(BufReader::new(reader), SwfOptions { strict })
         .with_context(|| format!("{}", path.display()))?;
-    let s = &trace.stats;
-    tracing::info!(
-        jobs = s.jobs,
-        header = s.header_lines,
-        "read {}",
-        path.display()
-    );
-    if s.skipped_lines > 0 {
-        eprintln!(
-            "warning: {}: skipped {} malformed line(s), first at {:?}",
-            path.display(),
-            s.skipped_lines,
-            s.skipped_examples
-                .iter()
-                .map(|(l, r)| format!("line {l}: {r}"))
-                .collect::<Vec<_>>()
-        );
+    if let Some(warning) = trace.stats.skipped_warning(&path.display().to_string()) {
+        eprintln!("warning: {warning}");
     }
     Ok(trace)
-}
-
-pub(crate) fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> anyhow::Result<Vec<T>> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<T>()
-                .map_err(|_| anyhow::anyhow!("{what}: {s:?} is not a valid number"))
-        })
-        .collect()
-}
-
-pub(crate) fn build_clusters(procs: &[u32], speeds: &[f64]) -> Vec<Cluster> {
-    procs
-        .iter()
-        .zip(speeds)
-        .map(|(&procs, &speed)| Cluster { procs, speed })
-        .collect()
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
