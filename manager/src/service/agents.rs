@@ -126,6 +126,7 @@ impl Manager {
             control.queues().cadence()
         };
         self.tokens.insert(hash, Principal::Agent(id));
+        self.replan();
         if let Some(p) = pilot {
             if let Err(e) = self
                 .pilot_registered(p, id, &req.hostname, req.walltime_end)
@@ -392,6 +393,7 @@ impl Manager {
             control.persist(changes)
         };
         stored.await?;
+        self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())
     }

@@ -164,6 +164,7 @@ impl Manager {
                 .map(|(name, s)| (name.clone(), s.staging))
                 .collect();
             self.control().use_profiles(staging, capacities);
+            self.replan();
         }
     }
 
