@@ -48,8 +48,6 @@ mod dag_tests;
 #[cfg(test)]
 mod group_lease_tests;
 #[cfg(test)]
-mod group_reserve_cost_tests;
-#[cfg(test)]
 mod reservation_tests;
 #[cfg(test)]
 mod resource_lease_tests;
