@@ -357,6 +357,14 @@ fn manager_gone(e: &anyhow::Error) -> bool {
     )
 }
 
+/// A fresh random key sent with every try of this agent's registration, so a try whose
+/// answer was lost gets the same agent back (see `RegisterRequest::registration_key`).
+fn registration_key() -> String {
+    let mut bytes = [0u8; 24];
+    rand::RngCore::fill_bytes(&mut rand::rng(), &mut bytes);
+    hex::encode(bytes)
+}
+
 /// Runs the agent; an error ends it with one line on stderr (`error: what: why`), the
 /// chain of causes and any backtrace only with `-v`.
 fn main() -> std::process::ExitCode {
@@ -534,6 +542,7 @@ fn run_pilot(args: Args) -> anyhow::Result<()> {
                 named,
             },
             protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+            registration_key: Some(registration_key()),
         },
         gpus: std::sync::Arc::new(gpus),
         prefetch: args.prefetch,

@@ -98,6 +98,12 @@ pub struct RegisterRequest {
     /// from agents older than versions, which speak version 1.
     #[serde(default = "crate::agent_version::unversioned_agent")]
     pub protocol_version: u32,
+    /// A random value the agent makes once and sends with every try of its registration
+    /// (16-128 of `A-Z a-z 0-9 _ -`): a try whose answer was lost (the manager was
+    /// restarted after recording it) gets the same agent back with a fresh credential,
+    /// instead of being refused as a second agent on the node. Only its hash is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registration_key: Option<String>,
 }
 
 /// The answer to a registration.

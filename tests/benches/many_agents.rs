@@ -92,6 +92,7 @@ async fn register(url: String, token: String, i: usize) -> SimAgent {
         zero_work: true,
         resources: Default::default(),
         protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+        registration_key: None,
     };
     let r: RegisterResponse = http
         .post(format!("{url}/v1/agents"))

@@ -219,5 +219,13 @@ fn a_pilots_job_script_carries_only_its_own_single_use_credential() {
         "{body}"
     );
     assert_eq!(register(Some(&pilot)).0, 200);
-    assert_eq!(register(Some(&pilot)).0, 401, "used once");
+    let (status, body) = register(Some(&pilot));
+    assert_eq!(status, 403, "used once: {body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("no longer waiting"),
+        "{body}"
+    );
 }

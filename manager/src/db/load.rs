@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 pub struct StoredAgent {
     pub entry: AgentEntry,
     pub credential_hash: String,
+    /// The hash of the key it registered with, if it sent one.
+    pub registration_key_hash: Option<String>,
     pub active: bool,
 }
 
@@ -127,7 +129,7 @@ fn load_agents(
 ) -> rusqlite::Result<Vec<StoredAgent>> {
     let mut stmt = conn.prepare(
         "SELECT id, credential_hash, platform, hostname, slots, batch_job_id, registered_ms, state, cores,
-            resources
+            resources, registration_key_hash
          FROM agents",
     )?;
     each_row(&mut stmt, [], "agents", skipped, |r| {
@@ -159,6 +161,7 @@ fn load_agents(
         Ok(StoredAgent {
             entry,
             credential_hash: col(r, 1)?,
+            registration_key_hash: col(r, 10)?,
             active,
         })
     })

@@ -1,7 +1,9 @@
 //! The `pilots` table: one row per pilot, replaced whole on every change, and read back at
 //! start so a restarted manager keeps following its pilots' batch jobs. A pilot's
-//! registration credential (its SHA-256 only) is kept until the agents of all its nodes
-//! registered; its group (`members`: each agent and its node, JSON) is kept with it.
+//! registration credential (its SHA-256 only) is kept until the pilot ends (once the agents
+//! of all its nodes registered it admits only their own retried registrations, for a
+//! while: see `service::pilot_groups`); its group (`members`: each agent and its node,
+//! JSON) is kept with it.
 
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};
 use hetpilot_protocol::pilots::{PilotMember, PilotRecord, PilotState};
@@ -16,7 +18,7 @@ pub struct PilotCredential {
 
 pub struct StoredPilot {
     pub record: PilotRecord,
-    /// Still usable (some of the pilot's nodes' agents have not registered).
+    /// Kept while the pilot is not final.
     pub credential: Option<PilotCredential>,
 }
 
@@ -25,7 +27,7 @@ fn opt(v: Option<u64>) -> Option<i64> {
 }
 
 /// Inserts or replaces a pilot's row. The credential is set when given, kept while the
-/// pilot awaits agents ([`PilotRecord::awaits_members`]), and erased once it does not.
+/// pilot is not final, and erased once it is.
 pub fn upsert_pilot(
     tx: &Transaction<'_>,
     r: &PilotRecord,
@@ -66,7 +68,7 @@ pub fn upsert_pilot(
         credential.map(|c| c.expires_ms as i64),
         r.user,
         opt(r.dir_removed_ms),
-        r.awaits_members(),
+        !r.state.is_final(),
         i64::from(r.nodes),
         members,
     ])?;
@@ -161,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pilot_round_trips_and_loses_its_credential_once_registered() {
+    fn a_pilot_round_trips_and_loses_its_credential_once_it_ends() {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = crate::db::open(&dir.path().join("db")).unwrap();
         let mut r = submitting();
@@ -177,7 +179,11 @@ mod tests {
         let loaded = load_pilots(&conn, &mut Vec::new()).unwrap();
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].record, r);
-        assert_eq!(loaded[0].credential, Some(cred), "kept while queued");
+        assert_eq!(
+            loaded[0].credential,
+            Some(cred.clone()),
+            "kept while queued"
+        );
 
         r.state = PilotState::Running;
         r.agent = Some(7);
@@ -191,13 +197,25 @@ mod tests {
         tx.commit().unwrap();
         let loaded = load_pilots(&conn, &mut Vec::new()).unwrap();
         assert_eq!(loaded[0].record, r);
-        assert_eq!(loaded[0].credential, None, "erased once registered");
+        assert_eq!(
+            loaded[0].credential,
+            Some(cred),
+            "kept while running, for a registration tried again"
+        );
+
+        r.state = PilotState::Ended;
+        let tx = conn.transaction().unwrap();
+        upsert_pilot(&tx, &r, None).unwrap();
+        tx.commit().unwrap();
+        let loaded = load_pilots(&conn, &mut Vec::new()).unwrap();
+        assert_eq!(loaded[0].record, r);
+        assert_eq!(loaded[0].credential, None, "erased once ended");
     }
 
-    /// A two-node pilot keeps its credential while running with one agent, and its group
-    /// (each agent with its node) round-trips; the credential goes once both registered.
+    /// A two-node pilot's group (each agent with its node) round-trips; its credential is
+    /// kept while it runs and goes once it failed.
     #[test]
-    fn a_multi_node_pilot_keeps_its_credential_until_its_group_is_whole() {
+    fn a_multi_node_pilot_keeps_its_group_and_its_credential_until_it_ends() {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = crate::db::open(&dir.path().join("db")).unwrap();
         let mut r = PilotRecord {
@@ -223,14 +241,26 @@ mod tests {
         });
         let loaded = store(&mut conn, &r, None);
         assert_eq!(loaded.record, r);
-        assert_eq!(loaded.credential, Some(cred), "one node still to come");
+        assert_eq!(
+            loaded.credential,
+            Some(cred.clone()),
+            "one node still to come"
+        );
         r.members.push(PilotMember {
             agent: 4,
             hostname: "n3".into(),
         });
         let loaded = store(&mut conn, &r, None);
         assert_eq!(loaded.record, r);
-        assert_eq!(loaded.credential, None, "erased once the group is whole");
+        assert_eq!(
+            loaded.credential,
+            Some(cred),
+            "the group is whole, still running"
+        );
+        r.state = PilotState::Failed;
+        let loaded = store(&mut conn, &r, None);
+        assert_eq!(loaded.record, r);
+        assert_eq!(loaded.credential, None, "erased once failed");
     }
 
     /// A write is ordered when it is queued, not when its commit is awaited: the service

@@ -44,9 +44,16 @@ pub enum Write {
     Agent {
         agent: AgentId,
         credential_hash: String,
+        /// The hash of the key the agent registered with, if it sent one.
+        registration_key_hash: Option<String>,
         request: RegisterRequest,
         slots: u32,
         now_ms: u64,
+    },
+    /// An agent's credential is replaced (its registration was tried again).
+    AgentCredential {
+        agent: AgentId,
+        credential_hash: String,
     },
     /// A pilot's record, inserted or replaced; see [`super::pilots`].
     Pilot {
@@ -158,14 +165,16 @@ impl Write {
             Write::Agent {
                 agent,
                 credential_hash,
+                registration_key_hash,
                 request: r,
                 slots,
                 now_ms,
             } => {
                 tx.execute(
                     "INSERT INTO agents (id, credential_hash, platform, hostname, cores, memory_mb, slots,
-                        batch_job_id, walltime_end, registered_ms, state, zero_work, resources)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'active', ?11, ?12)",
+                        batch_job_id, walltime_end, registered_ms, state, zero_work, resources,
+                        registration_key_hash)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'active', ?11, ?12, ?13)",
                     params![
                         agent.0 as i64,
                         credential_hash,
@@ -180,8 +189,18 @@ impl Write {
                         r.zero_work,
                         (!r.resources.is_empty()).then(|| {
                             serde_json::to_string(&r.resources).expect("offers serialize")
-                        })
+                        }),
+                        registration_key_hash,
                     ],
+                )?;
+            }
+            Write::AgentCredential {
+                agent,
+                credential_hash,
+            } => {
+                tx.execute(
+                    "UPDATE agents SET credential_hash = ?2 WHERE id = ?1",
+                    params![agent.0 as i64, credential_hash],
                 )?;
             }
             Write::Pilot { record, credential } => upsert_pilot(tx, record, credential.as_ref())?,

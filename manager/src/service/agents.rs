@@ -6,6 +6,7 @@ use crate::control::AgentJoin;
 use crate::control::{ReportAnswer, ReportHistory, ResultClass};
 use crate::db::Write;
 use crate::metrics::ReportSummary;
+use crate::queue::heartbeat_cadence::Cadence;
 use crate::queue::Change;
 use hetpilot_protocol::protocol::{
     HeartbeatRequest, HeartbeatResponse, PullRequest, PullResponse, RegisterRequest,
@@ -30,6 +31,24 @@ pub(super) fn agent(who: &Principal, path_agent: AgentId) -> Result<AgentId, Ser
         _ => Err(ServiceError::Forbidden(
             "this call needs an agent credential".into(),
         )),
+    }
+}
+
+/// The answer to a registration: the agent's id and credential, its slots, its cadence.
+pub(super) fn register_answer(
+    agent: AgentId,
+    credential: String,
+    slots: u32,
+    cadence: Cadence,
+) -> RegisterResponse {
+    RegisterResponse {
+        agent,
+        credential,
+        slots,
+        heartbeat_interval_ms: cadence.heartbeat_interval_ms,
+        lease_timeout_ms: cadence.lease_timeout_ms,
+        // The accept loop (`hetpilot_transport::serve`) serves HTTP/2 on every port.
+        http2: true,
     }
 }
 
@@ -69,6 +88,12 @@ impl Manager {
             _ => {}
         }
         bounds::check_register(&req)?;
+        if let Some(again) = self
+            .registration_retried(&req, pilot.map(String::as_str))
+            .await?
+        {
+            return Ok(again);
+        }
         super::resource_check::check_offer(&req.resources)?;
         if req.zero_work && !self.settings.allow_zero_work {
             return Err(ServiceError::Forbidden(
@@ -99,11 +124,13 @@ impl Manager {
         let id = AgentId(next(&self.next_agent));
         let credential = auth::new_token("hpa_");
         let hash = auth::hash(&credential);
+        let key_hash = req.registration_key.as_deref().map(auth::hash);
         let now = now_ms();
         self.writer
             .commit(Write::Agent {
                 agent: id,
                 credential_hash: hash.clone(),
+                registration_key_hash: key_hash.clone(),
                 request: req.clone(),
                 slots,
                 now_ms: now,
@@ -125,6 +152,9 @@ impl Manager {
             control.agent_joined(join, now);
             control.queues().cadence()
         };
+        if let Some(key_hash) = key_hash {
+            self.unanswered.recorded(id, key_hash, hash.clone());
+        }
         self.tokens.insert(hash, Principal::Agent(id));
         self.replan();
         if let Some(p) = pilot {
@@ -141,15 +171,7 @@ impl Manager {
         if req.zero_work {
             tracing::warn!(agent = %id, "a zero-work agent registered: its tasks end without running");
         }
-        Ok(RegisterResponse {
-            agent: id,
-            credential,
-            slots,
-            heartbeat_interval_ms: cadence.heartbeat_interval_ms,
-            lease_timeout_ms: cadence.lease_timeout_ms,
-            // The accept loop (`hetpilot_transport::serve`) serves HTTP/2 on every port.
-            http2: true,
-        })
+        Ok(register_answer(id, credential, slots, cadence))
     }
 
     /// Leases tasks, waiting up to `wait_ms` for some to appear.
@@ -160,6 +182,7 @@ impl Manager {
         req: PullRequest,
     ) -> Result<PullResponse, ServiceError> {
         let id = agent(who, path)?;
+        self.unanswered.heard_from(id);
         let arrived = std::time::Instant::now();
         bounds::check_listed("started", req.started.len())?;
         if !req.started.is_empty() {
@@ -346,6 +369,7 @@ impl Manager {
         req: HeartbeatRequest,
     ) -> Result<HeartbeatResponse, ServiceError> {
         let id = agent(who, path)?;
+        self.unanswered.heard_from(id);
         bounds::check_listed("started", req.started.len())?;
         bounds::check_listed("held", req.held.len())?;
         let (given_back, drain, kill, held, cadence) = {

@@ -73,6 +73,18 @@ impl Tokens {
         self.revoked.notify_waiters();
     }
 
+    /// Makes a registration token expire at `until_ms` at the latest.
+    pub fn expire_by(&self, token_hash: &str, until_ms: u64) {
+        let mut map = self.by_hash.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(
+            Principal::AgentRegistration { expires_ms, .. }
+            | Principal::PilotRegistration { expires_ms, .. },
+        ) = map.get_mut(token_hash)
+        {
+            *expires_ms = (*expires_ms).min(until_ms);
+        }
+    }
+
     /// Revokes every token whose principal matches `which`; returns how many.
     pub fn revoke_where(&self, which: impl Fn(&Principal) -> bool) -> usize {
         let mut map = self.by_hash.write().unwrap_or_else(|p| p.into_inner());

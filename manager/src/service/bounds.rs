@@ -62,6 +62,18 @@ fn check_host_name(host: &str) -> Result<(), ServiceError> {
 }
 
 /// A registration's numbers and names are within bounds.
+/// A registration key: 16-128 characters of `A-Z a-z 0-9 _ -`.
+fn check_registration_key(key: &str) -> Result<(), ServiceError> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if !(16..=128).contains(&key.len()) || !key.chars().all(ok_char) {
+        return Err(bad(
+            "registration_key",
+            "must be 16-128 characters of A-Z a-z 0-9 _ -",
+        ));
+    }
+    Ok(())
+}
+
 pub fn check_register(req: &RegisterRequest) -> Result<(), ServiceError> {
     check_name("platform", &req.platform, true)?;
     check_name("hostname", &req.hostname, true)?;
@@ -71,6 +83,9 @@ pub fn check_register(req: &RegisterRequest) -> Result<(), ServiceError> {
     }
     if let Some(pilot) = &req.pilot {
         check_name("pilot", pilot, true)?;
+    }
+    if let Some(key) = &req.registration_key {
+        check_registration_key(key)?;
     }
     if req.cores == 0 || req.cores > MAX_CORES {
         return Err(bad(
@@ -259,6 +274,7 @@ mod tests {
             zero_work: false,
             resources: Default::default(),
             protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+            registration_key: None,
         }
     }
 

@@ -28,6 +28,7 @@ async fn an_agent_of_a_group_not_yet_whole_is_leased_no_wide_or_parallel_task() 
                 zero_work: false,
                 resources: Default::default(),
                 protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+                registration_key: None,
             },
         )
         .await

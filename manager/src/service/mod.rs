@@ -25,6 +25,9 @@ mod pilots;
 mod platform_checks;
 mod platforms;
 mod register_source;
+mod registration_retry;
+#[cfg(test)]
+mod registration_retry_tests;
 mod resource_check;
 #[cfg(test)]
 mod resource_tests;
@@ -92,6 +95,9 @@ pub struct Manager {
     /// What each agent's reports since its last pull answer said it wants (see
     /// `agents::pull`).
     wanted: dashmap::DashMap<AgentId, u32>,
+    /// Agents not heard from since they registered, with their keys (see
+    /// `registration_retry`).
+    unanswered: registration_retry::UnansweredRegistrations,
     next_app: AtomicU64,
     next_agent: AtomicU64,
     /// Tasks of submits between their quota check and the queues (see `task_quotas`).
@@ -288,9 +294,14 @@ impl Manager {
             .filter_map(|p| Some((p.record.agent?, p.record.user.clone()?)))
             .collect();
         let mut agents = Vec::with_capacity(loaded.agents.len());
+        let unanswered = registration_retry::UnansweredRegistrations::default();
         for mut a in loaded.agents {
             a.entry.only_user = pilot_users.get(&a.entry.id.0).cloned();
             if a.active {
+                // Until it calls, it may be one whose registration's answer was lost.
+                if let Some(key_hash) = a.registration_key_hash {
+                    unanswered.recorded(a.entry.id, key_hash, a.credential_hash.clone());
+                }
                 tokens.insert(a.credential_hash, Principal::Agent(a.entry.id));
             }
             agents.push(a.entry);
@@ -354,6 +365,7 @@ impl Manager {
             tokens,
             waiters: Waiters::default(),
             wanted: dashmap::DashMap::new(),
+            unanswered,
             next_app: AtomicU64::new(loaded.next_app),
             next_agent: AtomicU64::new(loaded.next_agent),
             quota_reservations: Default::default(),

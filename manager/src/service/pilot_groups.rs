@@ -5,11 +5,13 @@
 //! credential admits at most N registrations, each for the pilot it was made for and from
 //! a node (hostname) not yet in the group; it admits them only while the pilot is not final
 //! and within the registration window (`[provision] register_timeout_secs`) after its first
-//! agent registered. It is revoked once the N-th agent claimed it, the window passed, or
-//! the pilot ended; so it never outlives its job as a reusable token. While it still admits
-//! agents, the group's agents are leased no task: no task can read the credential file
-//! (which multi-node agents keep, see `provision::adapter::node_launch`) and register
-//! agents of its own.
+//! agent registered. Once the N-th agent claimed it, or the window passed, it admits no
+//! agent; it still answers, until the window passes, a registration that one of the group's
+//! own agents tries again with its own key after the answer was lost (see
+//! `registration_retry`); it is revoked when the pilot ends. So it never outlives its job
+//! as a reusable token. While it still admits agents, the group's agents are leased no
+//! task: no task can read the credential file (which multi-node agents keep, see
+//! `provision::adapter::node_launch`) and register agents of its own.
 
 use super::pilots::PilotBook;
 use super::ServiceError;
@@ -42,7 +44,13 @@ impl Groups {
     pub(super) fn admitting(&self, r: &PilotRecord, now_ms: u64) -> bool {
         r.awaits_members()
             && r.registered_ms
-                .is_none_or(|first| now_ms < first.saturating_add(self.window_ms))
+                .is_none_or(|first| now_ms < self.window_end(first))
+    }
+
+    /// When the registration window of a group whose first agent registered at `first_ms`
+    /// closes: no agent joins after it, and no registration is answered again.
+    pub(super) fn window_end(&self, first_ms: u64) -> u64 {
+        first_ms.saturating_add(self.window_ms)
     }
 
     /// The pilot of each agent of a non-final pilot.
@@ -59,13 +67,14 @@ impl Groups {
 impl PilotBook {
     /// Admits one more agent, on node `hostname`, with pilot `name`'s credential: refused
     /// unless the credential still admits agents and no agent of the group is on that node.
-    /// Returns the credential's hash when this was its last admission (to be revoked).
+    /// Returns, when this was its last admission, the credential's hash and when its
+    /// registration window closes (it answers only retried registrations until then).
     pub(super) fn claim(
         &mut self,
         name: &str,
         hostname: &str,
         now_ms: u64,
-    ) -> Result<Option<String>, ServiceError> {
+    ) -> Result<Option<(String, u64)>, ServiceError> {
         let Some(r) = self.records.get(name) else {
             return Err(no_longer_waiting(name));
         };
@@ -86,8 +95,9 @@ impl PilotBook {
             )));
         }
         pending.push(hostname.to_string());
+        let window_end = self.groups.window_end(r.registered_ms.unwrap_or(now_ms));
         Ok(if taken + 1 == nodes {
-            self.credentials.remove(name)
+            self.credentials.get(name).map(|h| (h.clone(), window_end))
         } else {
             None
         })

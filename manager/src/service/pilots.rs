@@ -19,7 +19,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 #[derive(Default)]
 pub struct PilotBook {
     pub(super) records: BTreeMap<String, PilotRecord>,
-    /// Registration credential hash of each pilot still admitting agents.
+    /// Registration credential hash of each pilot that is not final (see `pilot_groups`
+    /// for what it admits).
     pub(super) credentials: HashMap<String, String>,
     /// Registrations under way and each agent's pilot.
     pub(super) groups: Groups,
@@ -54,13 +55,22 @@ impl PilotBook {
         for s in stored {
             let r = s.record;
             if let Some(c) = s.credential.filter(|c| c.expires_ms > now_ms) {
-                if book.groups.admitting(&r, now_ms) {
+                // Admitting agents, or answering its agents' retried registrations until
+                // its window closes.
+                let expires_ms = if book.groups.admitting(&r, now_ms) {
+                    c.expires_ms
+                } else {
+                    r.registered_ms
+                        .map_or(0, |first| book.groups.window_end(first))
+                        .min(c.expires_ms)
+                };
+                if expires_ms > now_ms && !r.state.is_final() {
                     principals.push((
                         c.hash.clone(),
                         Principal::PilotRegistration {
                             platform: r.platform.clone(),
                             pilot: r.name.clone(),
-                            expires_ms: c.expires_ms,
+                            expires_ms,
                         },
                     ));
                     book.credentials.insert(r.name.clone(), c.hash);
@@ -111,10 +121,10 @@ impl Manager {
                 r.ended_ms = Some(now_ms());
             }
             let record = r.clone();
-            let revoked = if record.awaits_members() {
-                None
-            } else {
+            let revoked = if record.state.is_final() {
                 book.credentials.remove(name)
+            } else {
+                None
             };
             if record.state.is_final() {
                 book.disband(&record);
@@ -215,17 +225,17 @@ impl Manager {
 
     /// Admits the agent registering on node `hostname` with pilot `name`'s credential (see
     /// [`PilotBook::claim`]): of concurrent registrations beyond the pilot's nodes, or from
-    /// one node, one wins and the others are refused. The credential is revoked with its
-    /// last admission. (The store keeps it until the link is committed, so after a crash
-    /// in between the agent can try again.)
+    /// one node, one wins and the others are refused. After its last admission the
+    /// credential answers only its agents' retried registrations, until the window closes
+    /// (see `registration_retry`).
     pub(super) fn claim_pilot_registration(
         &self,
         name: &str,
         hostname: &str,
     ) -> Result<(), ServiceError> {
-        let revoked = self.book().claim(name, hostname, now_ms())?;
-        if let Some(hash) = revoked {
-            self.tokens.remove(&hash);
+        let last = self.book().claim(name, hostname, now_ms())?;
+        if let Some((hash, window_end)) = last {
+            self.tokens.expire_by(&hash, window_end);
         }
         Ok(())
     }
@@ -516,6 +526,7 @@ mod tests {
             zero_work: false,
             resources: Default::default(),
             protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+            registration_key: None,
         }
     }
 
@@ -567,7 +578,8 @@ mod tests {
         assert_eq!(p.state, PilotState::Running);
         assert_eq!(p.agent, Some(r.agent.0));
         assert_eq!(p.walltime_end_ms, Some(5_000_000));
-        assert!(m.authenticate(Some(&t1)).is_err(), "single use");
+        let msg = refuse(m.register(&who, None, request(Some("local-p1"))).await);
+        assert!(msg.contains("no longer waiting"), "single use: {msg}");
         assert!(m.list_pilots(&who).is_err(), "admin only");
 
         // A commit after the pilot's update flushes it; then a restart recovers both.
@@ -578,9 +590,13 @@ mod tests {
         assert_eq!(listed.len(), 3);
         assert_eq!(listed[0].state, PilotState::Running);
         assert_eq!(listed[1].state, PilotState::Queued);
+        let who = m
+            .authenticate(Some(&t1))
+            .expect("answers retried registrations for its window");
+        let msg = refuse(m.register(&who, None, request(Some("local-p1"))).await);
         assert!(
-            m.authenticate(Some(&t1)).is_err(),
-            "still used up after a restart"
+            msg.contains("no longer waiting"),
+            "still used up after a restart: {msg}"
         );
         let (p4, _) = m.new_pilot("local", 60_000, None, 1).await.unwrap();
         assert_eq!(p4.name, "local-p4", "names are not reused");
@@ -655,11 +671,18 @@ mod tests {
         assert!(msg.contains("already has an agent on node `n2`"), "{msg}");
         let second = m.register(&who, None, on("n3", &pilot.name)).await.unwrap();
         assert!(!m.held_for_its_group(first.agent) && !m.held_for_its_group(second.agent));
-        assert!(m.authenticate(Some(&token)).is_err(), "revoked once whole");
         let msg = refuse(m.register(&who, None, on("n4", &pilot.name)).await);
         assert!(msg.contains("no longer waiting"), "a third agent: {msg}");
 
         let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        // Whole, it answers retried registrations until its window closes, no longer.
+        let window_end = m.book().groups.window_end(record.registered_ms.unwrap());
+        match m.authenticate(Some(&token)) {
+            Ok(Principal::PilotRegistration { expires_ms, .. }) => {
+                assert!(expires_ms <= window_end, "{expires_ms} > {window_end}")
+            }
+            other => panic!("{other:?}"),
+        }
         assert_eq!(record.state, PilotState::Running);
         assert_eq!(record.agent, Some(first.agent.0));
         let members: Vec<(u64, &str)> = record

@@ -137,6 +137,7 @@ mod tests {
             zero_work: false,
             resources: Default::default(),
             protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+            registration_key: None,
         }
     }
 

@@ -47,6 +47,7 @@ async fn register(
                 zero_work: false,
                 resources: offer,
                 protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+                registration_key: None,
             },
         )
         .await?;

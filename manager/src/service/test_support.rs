@@ -53,6 +53,7 @@ pub async fn local_agent(
                 zero_work: false,
                 resources: Default::default(),
                 protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+                registration_key: None,
             },
         )
         .await

@@ -41,6 +41,7 @@ async fn register(
                 zero_work: false,
                 resources,
                 protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+                registration_key: None,
             },
         )
         .await?;

@@ -80,6 +80,11 @@ const MIGRATIONS: &[Migration] = &[
         what: "device co-runners",
         apply: steps::device_co_runners,
     },
+    Migration {
+        version: 13,
+        what: "agent registration keys",
+        apply: steps::registration_keys,
+    },
 ];
 
 /// The last version made before the schema recorded its version: a database of version 0

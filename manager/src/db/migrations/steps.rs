@@ -87,3 +87,9 @@ pub fn variants(conn: &Connection) -> rusqlite::Result<()> {
 pub fn device_co_runners(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("ALTER TABLE attempts ADD COLUMN device_co_runners TEXT;")
 }
+
+/// Version 13: the hash of the key each agent registered with, so a registration tried
+/// again after its answer was lost gets the same agent (NULL for agents that sent none).
+pub fn registration_keys(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("ALTER TABLE agents ADD COLUMN registration_key_hash TEXT;")
+}
