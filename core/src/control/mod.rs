@@ -22,6 +22,8 @@ mod forget_tests;
 pub mod journal;
 mod measured;
 mod parallel_demand;
+#[cfg(test)]
+mod parallel_workflow_tests;
 pub(crate) mod placement;
 mod policy_state;
 pub(crate) mod profiling;
@@ -66,7 +68,7 @@ pub use staging_plan::{PlannedStaging, StagingJob};
 pub use wake::Wake;
 
 use crate::ptg::live::WorkflowPolicy;
-use crate::queue::{AgentEntry, Change, LeaseBatch, Partitions, Queues, ReportError};
+use crate::queue::{AgentEntry, AgentState, Change, LeaseBatch, Partitions, Queues, ReportError};
 use crate::sched::SchedError;
 use hetpilot_protocol::protocol::{Outcome, TaskAttempt};
 use hetpilot_protocol::spec::AppSpec;
@@ -487,14 +489,36 @@ impl Control {
 
     /// Cores' worth of waiting tasks `platform` should get pilots for, per owner: its part
     /// of the last provisioning round's split, or, before any round or without a
-    /// scheduler, every application's waiting tasks × its cores.
+    /// scheduler, every application's waiting tasks × its cores, a run of several agents
+    /// as the whole nodes it takes there (none where it cannot fit).
     pub fn demand_by_user(&self, platform: &str) -> BTreeMap<String, u64> {
         if let Some(demand) = &self.policy.provision_demand {
             return demand.get(platform).cloned().unwrap_or_default();
         }
+        let agents: Vec<scheduling::LiveAgent> = self
+            .queues
+            .agents()
+            .filter(|a| a.state == AgentState::Active && a.platform == platform)
+            .map(|a| scheduling::LiveAgent {
+                id: a.id,
+                platform: a.platform.clone(),
+                slots: a.slots,
+                held: Vec::new(),
+            })
+            .collect();
         let mut by_user = BTreeMap::new();
         for a in self.queues.apps().filter(|a| !a.cancelled) {
-            let cores = a.ready_count() * u64::from(a.runtime.cores.max(1));
+            let mut waiting = a.ready_count();
+            let mut cores = 0u64;
+            if let Some((size, runs)) = a.parallel_runs() {
+                let capacities = &self.policy.capacities;
+                let run =
+                    parallel_demand::run_cores_at_capacity(size, platform, &agents, capacities);
+                cores = run.map_or(0, |c| c.saturating_mul(runs));
+                waiting = waiting.saturating_sub(runs);
+            }
+            let cores =
+                cores.saturating_add(waiting.saturating_mul(u64::from(a.runtime.cores.max(1))));
             if cores > 0 {
                 *by_user.entry(a.owner.clone()).or_insert(0) += cores;
             }

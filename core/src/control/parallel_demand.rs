@@ -7,8 +7,18 @@
 //! offering nothing but cores, else the first. A run asks for whole nodes there: the
 //! nodes its members take times their cores, so the provisioner's pilots (of
 //! `nodes_per_pilot` nodes each, several when one is too small) bring enough agents.
+//!
+//! All of one application's waiting runs ask on that one platform: the round's allocator
+//! places an application's next run only (the runs behind it are its look-ahead's waiting
+//! jobs, which it does not place), and they are alike, so it sends the next ones where it
+//! sent this one until a round finds no room there; that round places the run elsewhere
+//! (where it can start now), and the demand follows it. Splitting the runs over platforms
+//! here would ask for pilots where no placement sends work.
+//!
+//! A workflow's ready parallel tasks ask the same way, at the size of the first (the one
+//! its reservation is made for); its other ready tasks ask as any application's do.
 
-use super::provision_demand::Capacity;
+use super::provision_demand::{capacity_agents, Capacity};
 use super::scheduling::LiveAgent;
 use crate::queue::choose_members;
 use hetpilot_protocol::parallel::ParallelSize;
@@ -37,6 +47,29 @@ pub(crate) fn parallel_demand<'a>(
     names.into_iter().find_map(|p| {
         run_cores(size, p, agents).map(|cores| (p.to_string(), cores.saturating_mul(waiting)))
     })
+}
+
+/// The cores of the whole nodes one run of `size` takes on `platform` grown to its
+/// capacity (`agents`: its active agents; the nodes a provisioning round sees, see
+/// `provision_demand::capacity_agents`), for the demand asked before any provisioning
+/// round or without one; `None`: it cannot hold a run.
+pub(crate) fn run_cores_at_capacity(
+    size: ParallelSize,
+    platform: &str,
+    agents: &[LiveAgent],
+    capacities: &BTreeMap<String, Capacity>,
+) -> Option<u64> {
+    let own: BTreeMap<String, Capacity> = capacities
+        .get(platform)
+        .map(|c| (platform.to_string(), c.clone()))
+        .into_iter()
+        .collect();
+    let mine: Vec<LiveAgent> = agents
+        .iter()
+        .filter(|a| a.platform == platform)
+        .cloned()
+        .collect();
+    run_cores(size, platform, &capacity_agents(&mine, &own))
 }
 
 /// The cores of the whole nodes one run of `size` takes on `platform`'s agents (`None`:

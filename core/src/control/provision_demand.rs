@@ -111,24 +111,34 @@ pub(crate) fn demand_by_platform(
                 .entry(app.owner.clone())
                 .or_insert(0) += cores;
         };
-        if let Some(size) = app.parallel {
+        let mut waiting = app.waiting;
+        if let Some(runs) = app.parallel {
             let names = view.platforms.iter().map(|p| p.name.as_str());
             let preferred = [placed, &at_capacity].map(|m| m.get(&app.id).map(String::as_str));
-            if let Some((platform, cores)) =
-                parallel_demand(size, app.waiting, names, agents, capacities, preferred)
-            {
+            if let Some((platform, cores)) = parallel_demand(
+                runs.size,
+                runs.waiting,
+                names,
+                agents,
+                capacities,
+                preferred,
+            ) {
                 add(&platform, cores);
             }
-            continue;
+            // A workflow's other ready tasks ask as any application's do.
+            waiting = waiting.saturating_sub(runs.waiting);
+            if waiting == 0 {
+                continue;
+            }
         }
         if let Some(variants) = variants.get(&app.id) {
             let names = view.platforms.iter().map(|p| p.name.as_str());
             for (platform, cores) in variant_cores(names, capacities, variants) {
-                add(&platform, app.waiting.saturating_mul(u64::from(cores)));
+                add(&platform, waiting.saturating_mul(u64::from(cores)));
             }
             continue;
         }
-        let cores = app.waiting * u64::from(app.cores.max(1));
+        let cores = waiting.saturating_mul(u64::from(app.cores.max(1)));
         let request = requests.get(&app.id).unwrap_or(&cpu_only);
         let names = view.platforms.iter().map(|p| p.name.as_str());
         let eligible = eligible_platforms(names, capacities, app.cores, request);
@@ -174,6 +184,7 @@ fn variant_cores<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::scheduling::ParallelRuns;
     use crate::control::SchedulerConfig;
     use hetpilot_protocol::parallel::ParallelSize;
     use hetpilot_protocol::AppId;
@@ -487,7 +498,7 @@ mod tests {
 
     fn parallel(id: u64, waiting: u64, size: ParallelSize) -> LiveApp {
         LiveApp {
-            parallel: Some(size),
+            parallel: Some(ParallelRuns { size, waiting }),
             ..app(id, waiting, 1)
         }
     }

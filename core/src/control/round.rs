@@ -8,7 +8,7 @@
 
 use super::profiling::RunStats;
 use super::provision_demand::{capacity_agents, demand_by_platform, Capacity, Demand, Requests};
-use super::scheduling::{LiveAgent, LiveApp, Planner, Round, RoundError, RoundStep};
+use super::scheduling::{LiveAgent, LiveApp, ParallelRuns, Planner, Round, RoundError, RoundStep};
 use crate::ptg::live::{self, WorkflowPlan, WorkflowPolicy};
 use crate::ptg::Ptg;
 use crate::queue::{AgentState, Queues};
@@ -220,7 +220,9 @@ pub(super) fn live_state(queues: &Queues) -> (Vec<LiveApp>, Vec<LiveAgent>) {
                 .dag
                 .as_ref()
                 .map_or(a.runtime.cores, |d| d.widest().max(a.runtime.cores)),
-            parallel: a.parallel,
+            parallel: a
+                .parallel_runs()
+                .map(|(size, waiting)| ParallelRuns { size, waiting }),
             submitted_ms: a.submitted_ms,
         })
         .collect();

@@ -32,9 +32,19 @@ pub(crate) struct LiveApp {
     pub(crate) in_flight: u64,
     pub(crate) done: u64,
     pub(crate) cores: u32,
-    /// A parallel application's run size (`nodes`/`procs`).
-    pub(crate) parallel: Option<ParallelSize>,
+    /// Its runs of several agents (`nodes`/`procs`): a parallel application's, or a
+    /// workflow's ready parallel tasks.
+    pub(crate) parallel: Option<ParallelRuns>,
     pub(crate) submitted_ms: u64,
+}
+
+/// Waiting runs of one parallel size, which a round places on one platform and pilot
+/// demand asks for whole.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ParallelRuns {
+    pub(crate) size: ParallelSize,
+    /// How many wait (of a workflow: its ready parallel tasks, not its other ones).
+    pub(crate) waiting: u64,
 }
 
 /// An active agent as a round sees it.
@@ -283,7 +293,11 @@ impl Planner {
     /// next runs (the TLPA paper, Fig. 1): the platform each one's tasks go to.
     fn place_parallel(&mut self, input: &RoundInput<'_>) -> HashMap<AppId, String> {
         let (apps, ids, names, live) = (input.apps, input.ids, &input.platforms.names, input.live);
-        let mut parallel: Vec<usize> = (0..apps.len()).filter(|&i| apps[i].cores > 1).collect();
+        // An application with runs of several agents is placed for them (a workflow's
+        // multi-core tasks then follow its parallel task's platform).
+        let mut parallel: Vec<usize> = (0..apps.len())
+            .filter(|&i| apps[i].cores > 1 && apps[i].parallel.is_none())
+            .collect();
         let mut groups: Vec<usize> = (0..apps.len())
             .filter(|&i| apps[i].parallel.is_some())
             .collect();
@@ -335,10 +349,11 @@ impl Planner {
         let runs: Vec<GroupApp> = groups
             .iter()
             .filter_map(|&i| {
+                let runs = apps[i].parallel?;
                 Some(GroupApp {
                     app: ids[i],
-                    size: apps[i].parallel?,
-                    waiting: apps[i].waiting,
+                    size: runs.size,
+                    waiting: runs.waiting,
                     submitted_s: apps[i].submitted_ms as f64 / 1000.0,
                     work_s: work_s(i),
                 })
@@ -724,8 +739,9 @@ mod tests {
         // two agents of 4 slots, `small` one. Either platform holds app 1's run now, but
         // the look-ahead sees app 2's run, which only `big` can hold.
         let mut apps = [live_app(1, "alice", 1), live_app(2, "bob", 1)];
-        apps[0].parallel = Some(ParallelSize::Procs(4));
-        apps[1].parallel = Some(ParallelSize::Procs(8));
+        let runs = |size| Some(ParallelRuns { size, waiting: 1 });
+        apps[0].parallel = runs(ParallelSize::Procs(4));
+        apps[1].parallel = runs(ParallelSize::Procs(8));
         let agents = [
             agent(10, "big", 4),
             agent(11, "big", 4),

@@ -328,6 +328,18 @@ impl AppEntry {
             .or_else(|| self.dag.as_ref()?.peek_parallel_size(&self.tasks))
     }
 
+    /// The runs a scheduling round places and pilot demand asks for whole: a parallel
+    /// application's ready tasks at its size, or a workflow's ready parallel tasks, all
+    /// at the size of the first (the one its reservation is made for); `None`: none now.
+    pub fn parallel_runs(&self) -> Option<(hetpilot_protocol::parallel::ParallelSize, u64)> {
+        if let Some(size) = self.parallel {
+            return Some((size, self.ready_count()));
+        }
+        let dag = self.dag.as_ref()?;
+        let size = dag.peek_parallel_size(&self.tasks)?;
+        Some((size, dag.ready_parallel_count(&self.tasks)))
+    }
+
     /// Whether a reservation of this application has a task to be made for: a ready
     /// parallel task for a workflow that has some, else any ready task.
     pub(crate) fn reservation_ready(&self) -> bool {

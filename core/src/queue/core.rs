@@ -459,10 +459,18 @@ impl Queues {
     ) {
         let name = self.agents[&id].platform.clone();
         if !self.parallel.is_empty() {
+            // A workflow placed for its parallel tasks' runs is placed for their
+            // reservation only: its other tasks are not drawn to that platform.
             let mut parallel: Vec<AppId> = self
                 .parallel
                 .iter()
-                .filter(|(_, p)| **p == name)
+                .filter(|(app, p)| {
+                    **p == name
+                        && self
+                            .apps
+                            .get(app)
+                            .is_some_and(|a| a.dag.is_none() || a.parallel_size().is_none())
+                })
                 .map(|(app, _)| *app)
                 .collect();
             parallel.sort();

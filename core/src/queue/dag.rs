@@ -281,6 +281,15 @@ impl DagState {
             .and_then(|i| self.parallel.get(i).copied())
     }
 
+    /// How many ready parallel tasks wait now (entries whose task left `Waiting` are not
+    /// counted).
+    pub fn ready_parallel_count(&self, tasks: &[TaskSlot]) -> u64 {
+        self.ready_parallel
+            .iter()
+            .filter(|&&i| tasks[i as usize].state == TaskState::Waiting)
+            .count() as u64
+    }
+
     /// Takes the ready parallel task a reservation was made for (see
     /// [`Self::ready_parallel_size`]).
     pub(crate) fn pop_ready_parallel(&mut self, tasks: &[TaskSlot]) -> Option<u64> {
