@@ -14,6 +14,11 @@ pub struct ScheduleView {
     pub policy: String,
     /// When the round ran (unix ms); 0 when none has run yet.
     pub at_ms: u64,
+    /// The round's number: the rounds whose decisions took effect since the manager
+    /// started are numbered from 1 (0: none yet). Views numbered n and n + 1 show
+    /// consecutive rounds, with no other between them.
+    #[serde(default)]
+    pub round: u64,
     /// The platforms that had agents, in the order of every per-platform list.
     pub platforms: Vec<PlatformView>,
     /// Every application the round allocated to.

@@ -135,9 +135,13 @@ fn warm_up(m: &Manager, dir: &Path) -> Duration {
 }
 
 /// What the rounds' allocator was seen deciding for each application (`GET
-/// /v1/schedule`, polled until finished): (round time in unix ms, the platform it placed
-/// the application on, if any), once per round.
-type Placements = HashMap<u64, Vec<(i64, Option<String>)>>;
+/// /v1/schedule`, polled until finished): (round number, round time in unix ms, the
+/// platform it placed the application on, if any), once per round.
+type Placements = HashMap<u64, Vec<(u64, i64, Option<String>)>>;
+
+/// Every round seen (number, time in unix ms), in order. The watcher polls, so it may miss
+/// a round that a later one replaced quickly; the numbers tell (consecutive: none missed).
+type RoundsSeen = Vec<(u64, i64)>;
 
 /// The agents listing (`GET /v1/agents`: applications, free slots, member holds,
 /// reservations) each time it
@@ -146,6 +150,7 @@ type AgentLog = Vec<(i64, Value)>;
 
 struct PlacementWatch {
     seen: Arc<Mutex<Placements>>,
+    rounds: Arc<Mutex<RoundsSeen>>,
     agents: Arc<Mutex<AgentLog>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -155,9 +160,10 @@ impl PlacementWatch {
     fn start(m: &Manager) -> Self {
         let (http, admin) = (m.http(), m.admin.clone());
         let seen: Arc<Mutex<Placements>> = Arc::default();
+        let rounds: Arc<Mutex<RoundsSeen>> = Arc::default();
         let agents: Arc<Mutex<AgentLog>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, log, halt) = (seen.clone(), agents.clone(), stop.clone());
+        let (s, r, log, halt) = (seen.clone(), rounds.clone(), agents.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
             while !halt.load(Ordering::Relaxed) {
                 let (status, listing) = http.get("/v1/agents", &admin);
@@ -182,14 +188,21 @@ impl PlacementWatch {
                 let (status, view) = http.get("/v1/schedule", &admin);
                 assert_eq!(status, 200, "{view}");
                 let at = view["at_ms"].as_i64().unwrap_or(0);
+                let round = view["round"].as_u64().unwrap_or(0);
+                {
+                    let mut seen_rounds = r.lock().unwrap();
+                    if round > 0 && seen_rounds.last().is_none_or(|l| l.0 != round) {
+                        seen_rounds.push((round, at));
+                    }
+                }
                 for a in view["apps"].as_array().into_iter().flatten() {
                     let Some(app) = a["app"].as_u64() else {
                         continue;
                     };
                     let mut seen = s.lock().unwrap();
                     let rounds = seen.entry(app).or_default();
-                    if rounds.last().is_none_or(|r| r.0 != at) {
-                        rounds.push((at, a["placed_on"].as_str().map(str::to_string)));
+                    if rounds.last().is_none_or(|r| r.0 != round) {
+                        rounds.push((round, at, a["placed_on"].as_str().map(str::to_string)));
                     }
                 }
                 std::thread::sleep(Duration::from_millis(50));
@@ -197,28 +210,49 @@ impl PlacementWatch {
         });
         PlacementWatch {
             seen,
+            rounds,
             agents,
             stop,
             thread: Some(thread),
         }
     }
 
-    fn finish(mut self) -> (Placements, AgentLog) {
+    fn finish(mut self) -> (Placements, RoundsSeen, AgentLog) {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.take().unwrap().join().unwrap();
         (
             std::mem::take(&mut self.seen.lock().unwrap()),
+            std::mem::take(&mut self.rounds.lock().unwrap()),
             std::mem::take(&mut self.agents.lock().unwrap()),
         )
     }
 }
 
-/// What the last round seen before a job's lease decided for it.
+/// What the last round before a job's lease decided for it.
 enum Decision {
     /// The allocator placed it on this platform.
     Placed(String),
     /// It fitted nowhere then: it waited on an EASY reservation.
     Waited,
+    /// A round the watcher did not see may have run between the last one it saw and the
+    /// lease: what decided the lease is not known.
+    RoundMissed,
+}
+
+/// What the last round before the lease at `leased_ms` decided for `app`: known when the
+/// watcher saw that round and the one after it (numbered consecutively, so none ran
+/// between unseen); `None` when that round did not list the application.
+fn decision(app: u64, leased_ms: i64, rounds: &RoundsSeen, seen: &Placements) -> Option<Decision> {
+    let before = rounds.iter().rfind(|(_, at)| *at <= leased_ms)?;
+    let after = rounds.iter().find(|(_, at)| *at > leased_ms);
+    if after.is_none_or(|a| a.0 != before.0 + 1) {
+        return Some(Decision::RoundMissed);
+    }
+    let (_, _, placed) = seen.get(&app)?.iter().find(|(n, _, _)| *n == before.0)?;
+    Some(match placed {
+        Some(p) => Decision::Placed(p.clone()),
+        None => Decision::Waited,
+    })
 }
 
 /// One agent of a run: id, platform, host, batch job, slots held.
@@ -446,7 +480,7 @@ fn write_csv(
             .get(app)
             .into_iter()
             .flatten()
-            .map(|(at, p)| format!("{}:{}", s(*at), p.as_deref().unwrap_or("-")))
+            .map(|(n, at, p)| format!("{n}@{}:{}", s(*at), p.as_deref().unwrap_or("-")))
             .collect();
         let hosts: Vec<String> = run
             .members
@@ -466,6 +500,7 @@ fn write_csv(
             match decided {
                 Some(Decision::Placed(p)) => p.as_str(),
                 Some(Decision::Waited) => "waited",
+                Some(Decision::RoundMissed) => "round-missed",
                 None => "unseen",
             },
             seen.join(" "),
@@ -508,7 +543,7 @@ fn an_sdsc_sp2_slice_runs_live_on_two_lab_platforms_placed_by_tlpa() {
         let summary = m.wait_finished(app, Duration::from_secs(300));
         assert_eq!(summary["counts"]["done"], 1, "job {}: {summary}", job.id);
     }
-    let (placements, agent_log) = watch.finish();
+    let (placements, rounds_seen, agent_log) = watch.finish();
     write_agent_log(&agent_log, t0_ms);
     // Nothing stays held once every run has ended: no slot, no member hold.
     let leaked = wait_for_free_agents(&m);
@@ -520,19 +555,12 @@ fn an_sdsc_sp2_slice_runs_live_on_two_lab_platforms_placed_by_tlpa() {
         .map(|(job, run)| check_placement(job, run))
         .collect();
     assert_no_agent_over_committed(&m, &runs);
-    // The decision of the last round seen before the job was leased: a platform, or
-    // none (the job could start nowhere then, so it waited on an EASY reservation).
+    // The decision of the last round before the job was leased: a platform, or none (the
+    // job could start nowhere then, so it waited on an EASY reservation).
     let decided: Vec<Option<Decision>> = apps
         .iter()
         .zip(&runs)
-        .map(|(app, run)| {
-            let rounds = placements.get(app)?;
-            let last = rounds.iter().rfind(|(at, _)| *at <= run.leased_ms)?;
-            Some(match &last.1 {
-                Some(p) => Decision::Placed(p.clone()),
-                None => Decision::Waited,
-            })
-        })
+        .map(|(app, run)| decision(*app, run.leased_ms, &rounds_seen, &placements))
         .collect();
     let csv = write_csv(
         &jobs,
@@ -560,6 +588,10 @@ fn an_sdsc_sp2_slice_runs_live_on_two_lab_platforms_placed_by_tlpa() {
         .iter()
         .filter(|d| matches!(d, Some(Decision::Waited)))
         .count();
+    let missed = decided
+        .iter()
+        .filter(|d| matches!(d, Some(Decision::RoundMissed)))
+        .count();
     assert!(placed > 0, "no placement by the allocator was seen");
     let n = runs.len() as f64;
     let mean = |f: &dyn Fn(&Run) -> i64| runs.iter().map(|r| f(r) as f64).sum::<f64>() / n / 1e3;
@@ -569,14 +601,14 @@ fn an_sdsc_sp2_slice_runs_live_on_two_lab_platforms_placed_by_tlpa() {
     }
     eprintln!(
         "warm-up {:.1} s; trace {:.1} s; {} jobs, mean turnaround {:.2} s, mean wait {:.2} s; \
-         per platform {per_platform:?}; last round seen before the lease: placed {placed}, \
-         waited {waited}, unseen {}; CSV {}",
+         per platform {per_platform:?}; last round before the lease: placed {placed}, \
+         waited {waited}, a round missed {missed}, unseen {}; CSV {}",
         warm.as_secs_f64(),
         t0.elapsed().as_secs_f64(),
         runs.len(),
         mean(&|r| r.ended_ms - r.submitted_ms),
         mean(&|r| r.started_ms - r.submitted_ms),
-        runs.len() - placed - waited,
+        runs.len() - placed - waited - missed,
         csv.display()
     );
 }

@@ -186,6 +186,7 @@ mod tests {
             variants: Vec::new(),
             policy: "x".into(),
             at_ms: 1,
+            round: 1,
             platforms: ["fast", "slow"]
                 .iter()
                 .map(|n| PlatformView {

@@ -457,7 +457,9 @@ impl Control {
         }
         match done.round {
             Ok(round) => {
+                let number = policy.view.round.saturating_add(1);
                 policy.view = round.view;
+                policy.view.round = number;
                 self.wake.work |= self.queues.set_plan(round.plan);
             }
             Err(e) => warnings.round = Some(e),

@@ -8,7 +8,12 @@ use crate::control::resource_fit::NodeResources;
 use hetpilot_protocol::dag::{DagSpec, DagTask};
 use hetpilot_protocol::spec::TaskSource;
 
-fn spec(name: &str, dag: Option<Vec<DagTask>>, nodes: Option<u64>, procs: Option<u64>) -> AppSpec {
+pub(super) fn spec(
+    name: &str,
+    dag: Option<Vec<DagTask>>,
+    nodes: Option<u64>,
+    procs: Option<u64>,
+) -> AppSpec {
     let tasks = match &dag {
         Some(tasks) => TaskSource::Lines((0..tasks.len()).map(|i| format!("{name}{i}")).collect()),
         None => TaskSource::Array { start: 1, end: 1 },
@@ -52,7 +57,7 @@ fn workflow(nodes: Option<u64>, procs: Option<u64>) -> AppSpec {
     spec("wf", Some(tasks), None, None)
 }
 
-fn control(apps: Vec<AppSpec>) -> Control {
+pub(super) fn control(apps: Vec<AppSpec>) -> Control {
     let settings = ControlSettings {
         scheduler: SchedulerConfig::default(),
         fairshare: FairshareConfig::default(),
@@ -68,7 +73,7 @@ fn control(apps: Vec<AppSpec>) -> Control {
     c
 }
 
-fn join(c: &mut Control, id: u64, platform: &str, slots: u32) {
+pub(super) fn join(c: &mut Control, id: u64, platform: &str, slots: u32) {
     c.agent_joined(
         AgentJoin {
             agent: AgentId(id),
@@ -85,7 +90,7 @@ fn join(c: &mut Control, id: u64, platform: &str, slots: u32) {
     );
 }
 
-fn round(c: &mut Control, now_ms: u64) {
+pub(super) fn round(c: &mut Control, now_ms: u64) {
     let job = c.begin_round(&HashSet::new(), now_ms).unwrap();
     let warnings = c.finish_round(job.run());
     assert!(warnings.round.is_none(), "{:?}", warnings.round);

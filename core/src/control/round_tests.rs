@@ -58,3 +58,18 @@ fn a_parallel_runs_member_agents_show_its_slots_as_held() {
         );
     }
 }
+
+/// Rounds are numbered as their decisions take effect, from 1, with no gap: a reader of
+/// two views can tell whether another round ran between them.
+#[test]
+fn rounds_are_numbered_consecutively_as_they_take_effect() {
+    use super::parallel_workflow_tests::{control, join, round, spec};
+    let mut c = control(vec![spec("a", None, None, None)]);
+    assert_eq!(c.schedule_view().round, 0, "none yet");
+    join(&mut c, 10, "p", 2);
+    for (n, now_ms) in [(1, 1_000), (2, 2_000), (3, 2_001)] {
+        round(&mut c, now_ms);
+        let view = c.schedule_view();
+        assert_eq!((view.round, view.at_ms), (n, now_ms));
+    }
+}

@@ -382,6 +382,8 @@ impl Planner {
             variants: Vec::new(),
             policy: self.scheduler.settings().label(),
             at_ms: input.now_ms,
+            // Numbered when it takes effect (`Control::finish_round`).
+            round: 0,
             platforms: platforms
                 .agents
                 .values()
