@@ -215,6 +215,10 @@ pub struct Queues {
     pub(super) variant_plan: super::variant_lease::VariantLeasePlan,
     /// Exploration tasks sent per (application, platform, variant) since the plan was set.
     pub(super) explored_variants: HashMap<(AppId, String, usize), u32>,
+    /// How many times a lease asked whether an agent may hold an application (the cost
+    /// of reservations, which tests bound).
+    #[cfg(test)]
+    pub(super) may_hold_calls: std::cell::Cell<u64>,
 }
 
 impl Queues {
@@ -238,6 +242,8 @@ impl Queues {
             estimates: Default::default(),
             variant_plan: Default::default(),
             explored_variants: HashMap::new(),
+            #[cfg(test)]
+            may_hold_calls: Default::default(),
         }
     }
 
@@ -392,6 +398,7 @@ impl Queues {
     /// reorders what agents lease, but makes nothing leasable that was not.
     pub(crate) fn set_plan(&mut self, mut plan: LeasePlan) -> bool {
         self.parallel = std::mem::take(&mut plan.parallel);
+        self.reservations.agents_checked = None;
         let mut newly_leasable = self.drop_moved_reservations();
         self.variant_plan = std::mem::take(&mut plan.variants);
         self.explored_variants.clear();

@@ -24,7 +24,7 @@ use super::reservations::{Hold, Reservation};
 use hetpilot_protocol::parallel::ParallelSize;
 use hetpilot_protocol::resources::ResourceRequest;
 use hetpilot_protocol::{AgentId, AppId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// An agent and its slots (or the slots it gives a run).
 type AgentSlots = (AgentId, u32);
@@ -33,13 +33,13 @@ type AgentSlots = (AgentId, u32);
 /// whether it is not the asking agent, its id.
 type Turn = (u64, bool, AgentId);
 
-/// One platform's agents a parallel application may use.
+/// One pool's agents a parallel application may use.
 #[derive(Default)]
-struct PlatformAgents {
+struct PoolAgents {
     /// All of them (whether it could ever be placed there).
     all: Vec<AgentSlots>,
-    /// Those that keep slots for no other reservation, with their turn.
-    free: Vec<(Turn, u32)>,
+    /// Those that keep slots for no other reservation.
+    free: Vec<AgentSlots>,
 }
 
 /// Agents that may hold one run: one batch allocation's (`Some(job)`), or a whole
@@ -54,6 +54,21 @@ struct Choice<'a> {
     members: Vec<AgentSlots>,
 }
 
+/// What a parallel application that found no room looked under: until one of these
+/// changes, the agents keeping slots for no other reservation can only have become fewer,
+/// so it finds no room again and is not retried (a lease would otherwise pay a pass over
+/// every agent for each waiting parallel application).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NoRoom {
+    /// The agent set (`Queues::agent_generation`).
+    agents: u64,
+    /// Holds dropped so far (`Reservations::released`).
+    released: u64,
+    size: ParallelSize,
+    /// The platform the lease plan placed it on.
+    placed: Option<String>,
+}
+
 /// The slots a run of `size` would ask of an agent with `slots`, as its share is first
 /// guessed (whole nodes: all of them; `procs`: at most the whole run).
 fn share_of(size: ParallelSize, slots: u32) -> u32 {
@@ -66,7 +81,8 @@ fn share_of(size: ParallelSize, slots: u32) -> u32 {
 
 impl Queues {
     /// Reserves agents of one platform for parallel `app`'s next run; marks it
-    /// unplaceable when no platform's agents could ever hold it.
+    /// unplaceable when no platform's agents could ever hold it, and notes it found no
+    /// room when too few agents are free of other reservations now.
     pub(super) fn reserve_group(
         &mut self,
         app: AppId,
@@ -74,11 +90,19 @@ impl Queues {
         asking: AgentId,
         now_ms: u64,
     ) {
+        let looked = NoRoom {
+            agents: self.agent_generation,
+            released: self.reservations.released,
+            size,
+            placed: self.parallel.get(&app).cloned(),
+        };
+        if self.reservations.no_room.get(&app) == Some(&looked) {
+            return;
+        }
         let no_request = ResourceRequest::default();
         let asking_platform = self.agents.get(&asking).map(|a| a.platform.clone());
-        // Per pool: every agent that may hold it (for placeability), and the free ones
-        // with when their share could start.
-        let mut pools: BTreeMap<Pool, PlatformAgents> = BTreeMap::new();
+        // Per pool: every agent that may hold it (for placeability), and the free ones.
+        let mut pools: BTreeMap<Pool, PoolAgents> = BTreeMap::new();
         for agent in self.agents.values() {
             if !self.may_hold(agent.id, app) {
                 continue;
@@ -86,39 +110,50 @@ impl Queues {
             let platform = agent.platform.as_str();
             let job = agent.batch_job_id.as_deref();
             let free = !self.reservations.holds.contains_key(&agent.id);
-            let turn = free.then(|| {
-                let need = Need {
-                    cores: share_of(size, agent.slots),
-                    request: &no_request,
-                };
-                let shadow = easy::shadow_ms(&self.load(agent.id), need, now_ms);
-                (shadow.unwrap_or(u64::MAX), agent.id != asking, agent.id)
-            });
             // Its platform's pool, and its allocation's if a batch job started it.
             let its_pools =
                 std::iter::once((platform, None)).chain(job.map(|j| (platform, Some(j))));
             for pool in its_pools {
                 let entry = pools.entry(pool).or_default();
                 entry.all.push((agent.id, agent.slots));
-                if let Some(turn) = turn {
-                    entry.free.push((turn, agent.slots));
+                if free {
+                    entry.free.push((agent.id, agent.slots));
                 }
             }
         }
+        // When each free agent's share could start (`u64::MAX`: unknown), computed only
+        // for pools whose free agents can hold the run (whether they can does not depend
+        // on their order).
+        let mut starts: HashMap<AgentId, u64> = HashMap::new();
         let mut placeable = false;
         let mut best: Option<Choice> = None;
-        for (pool, PlatformAgents { mut all, mut free }) in pools {
+        for (pool, PoolAgents { all, free }) in pools {
             let (platform, job) = pool;
-            all.sort_unstable();
             placeable |= job.is_none() && choose_members(size, &all).is_some();
-            free.sort_unstable();
-            let order: Vec<AgentSlots> = free.iter().map(|(k, s)| (k.2, *s)).collect();
+            if choose_members(size, &free).is_none() {
+                continue;
+            }
+            let mut turns: Vec<(Turn, u32)> = free
+                .iter()
+                .map(|&(id, slots)| {
+                    let start = *starts.entry(id).or_insert_with(|| {
+                        let need = Need {
+                            cores: share_of(size, slots),
+                            request: &no_request,
+                        };
+                        easy::shadow_ms(&self.load(id), need, now_ms).unwrap_or(u64::MAX)
+                    });
+                    ((start, id != asking, id), slots)
+                })
+                .collect();
+            turns.sort_unstable();
+            let order: Vec<AgentSlots> = turns.iter().map(|(k, s)| (k.2, *s)).collect();
             let Some(members) = choose_members(size, &order) else {
                 continue;
             };
             let start = members
                 .iter()
-                .filter_map(|(a, _)| free.iter().find(|(k, _)| k.2 == *a).map(|(k, _)| k.0))
+                .filter_map(|(a, _)| starts.get(a).copied())
                 .max()
                 .unwrap_or(u64::MAX);
             let key = (
@@ -141,8 +176,10 @@ impl Queues {
             members,
         }) = best
         else {
+            self.reservations.no_room.insert(app, looked);
             return;
         };
+        self.reservations.no_room.remove(&app);
         tracing::debug!(%app, members = members.len(), start, "reserved for a parallel task");
         for &(agent, cores) in &members {
             self.reservations.holds.insert(

@@ -48,6 +48,8 @@ mod dag_tests;
 #[cfg(test)]
 mod group_lease_tests;
 #[cfg(test)]
+mod group_reserve_cost_tests;
+#[cfg(test)]
 mod reservation_tests;
 #[cfg(test)]
 mod resource_lease_tests;

@@ -28,7 +28,9 @@
 //! reservation (their held runs, sorted; one per agent of the reservation on the agents of
 //! a parallel task's, for its start). Choosing an agent for a new reservation is a
 //! shadow computation per active agent, once per reserved task (an application no agent
-//! may run is not retried until the set of agents changes).
+//! may run is not retried until the set of agents changes; a parallel task that found too
+//! few agents free of other reservations, not until one is freed, see
+//! `queue::group_reserve`).
 
 use super::core::{AgentState, LeaseBatch, Queues};
 use super::easy::{self, AgentLoad, HeldRun, Need, Phase};
@@ -70,6 +72,16 @@ pub(crate) struct Reservations {
     wide: BTreeSet<AppId>,
     /// Wide applications no agent may run, with the agent generation that found it.
     unplaceable: HashMap<AppId, u64>,
+    /// Counts the holds dropped: agents that keep slots for no reservation only grow
+    /// when it moves (see `queue::group_reserve`).
+    pub(super) released: u64,
+    /// Parallel applications that found too few agents keeping slots for no other
+    /// reservation, with what they looked under (see `queue::group_reserve`).
+    pub(super) no_room: HashMap<AppId, super::group_reserve::NoRoom>,
+    /// The agent set (`Queues::agent_generation`) every reservation's agents were last
+    /// checked under, `None` once a new lease plan may have placed an application
+    /// elsewhere: until either changes, an agent may still hold what it was reserved for.
+    pub(super) agents_checked: Option<u64>,
 }
 
 impl Reservations {
@@ -86,6 +98,7 @@ impl Reservations {
             for a in r.agents {
                 self.holds.remove(&a);
             }
+            self.released = self.released.wrapping_add(1);
         }
     }
 
@@ -99,6 +112,7 @@ impl Reservations {
         self.drop_app(app);
         self.wide.remove(&app);
         self.unplaceable.remove(&app);
+        self.no_room.remove(&app);
     }
 
     /// Drops the reservations agent `id` keeps slots for (it left).
@@ -192,6 +206,11 @@ impl Queues {
     /// Drops stale reservations and makes one for each wide application with a ready task
     /// and none (see the module doc).
     fn refresh_reservations(&mut self, asking: AgentId, now_ms: u64) {
+        // Whether an agent may hold an application changes only with the agent set or the
+        // plan's placements (see `Reservations::agents_checked`), so a lease does not pay
+        // a pass over every reserved agent.
+        let recheck = self.reservations.agents_checked != Some(self.agent_generation);
+        self.reservations.agents_checked = Some(self.agent_generation);
         let wide: Vec<AppId> = self.reservations.wide.iter().copied().collect();
         for app_id in wide {
             let (ended, ready) = match self.apps.get(&app_id) {
@@ -204,12 +223,13 @@ impl Queues {
             }
             if let Some(r) = self.reservations.by_app.get(&app_id) {
                 let kept = ready
-                    && r.agents.iter().all(|a| {
-                        self.agents
-                            .get(a)
-                            .is_some_and(|e| e.state == AgentState::Active)
-                            && self.may_hold(*a, app_id)
-                    });
+                    && (!recheck
+                        || r.agents.iter().all(|a| {
+                            self.agents
+                                .get(a)
+                                .is_some_and(|e| e.state == AgentState::Active)
+                                && self.may_hold(*a, app_id)
+                        }));
                 if kept {
                     continue;
                 }
@@ -226,6 +246,8 @@ impl Queues {
     /// Whether agent `id` may ever run a task of `app` (its owner, its TLPA platform,
     /// enough slots and resources in all).
     pub(super) fn may_hold(&self, id: AgentId, app: AppId) -> bool {
+        #[cfg(test)]
+        self.may_hold_calls.set(self.may_hold_calls.get() + 1);
         let (Some(agent), Some(a)) = (self.agents.get(&id), self.apps.get(&app)) else {
             return false;
         };
