@@ -28,6 +28,8 @@ pub(crate) mod placement;
 mod policy_state;
 pub(crate) mod profiling;
 pub(crate) mod provision_demand;
+#[cfg(test)]
+mod replan_tests;
 mod report;
 #[cfg(test)]
 mod resource_demand_tests;
@@ -206,6 +208,7 @@ impl Control {
         });
         self.policy.staging_priors = staging.into_iter().collect();
         self.policy.capacities = capacities;
+        self.wake.replan = true;
     }
 
     /// An application arrives with every task waiting; `spec` is valid (the caller ran
@@ -234,6 +237,7 @@ impl Control {
         let workflow = spec.dag.is_some();
         let entry = crate::queue::AppEntry::new(app, owner, spec, template, now_ms);
         self.queues.insert_app(entry);
+        self.wake.replan = true;
         if self.queues.mark_ended(app, now_ms) {
             self.wake.progress = true;
         }
@@ -279,6 +283,7 @@ impl Control {
         entry.cores = join.cores.max(join.slots);
         entry.only_user = join.only_user;
         self.queues.insert_agent(entry);
+        self.wake.replan = true;
         if self.queues.plans_workflows() {
             // Its pulls wait this long for the round that plans the workflows for it.
             self.wake.merge(wake::workflow_plan_deadline(now_ms));

@@ -1,5 +1,6 @@
-//! Who must hear that the control plane changed: agents idle in a long poll for work, and
-//! clients waiting on an application's progress. Every input that may make work leasable
+//! Who must hear that the control plane changed: agents idle in a long poll for work,
+//! clients waiting on an application's progress, and the scheduling round and staging
+//! planner when what they plan from changed. Every input that may make work leasable
 //! or end a task says so here, from what it changed (the [`Change`]s it returns, a new
 //! lease plan, a staging plan bound), and the shell takes the accumulated [`Wake`] once
 //! per locked section ([`Control::take_wake`](super::Control::take_wake)), so no call site
@@ -28,6 +29,10 @@ pub struct Wake {
     /// Agents idle in a long poll may lease something at this time (manager unix ms),
     /// with no event to say so.
     pub work_at_ms: Option<u64>,
+    /// What the scheduler plans from changed (an application or an agent came or went,
+    /// an application was cancelled, the platforms' profiles changed): a round soon, and
+    /// any Het-HPS plan that is now due.
+    pub replan: bool,
 }
 
 impl Wake {
@@ -48,11 +53,20 @@ impl Wake {
                     wake.progress = true;
                 }
                 Change::TaskState { .. } => {}
-                Change::Result { .. } | Change::AttemptLost { .. } | Change::AgentEnded { .. } => {
+                Change::Result { .. } | Change::AttemptLost { .. } => {
                     wake.work = true;
                     wake.progress = true;
                 }
-                Change::AppCancelled { .. } | Change::AppEnded { .. } => wake.progress = true,
+                Change::AgentEnded { .. } => {
+                    wake.work = true;
+                    wake.progress = true;
+                    wake.replan = true;
+                }
+                Change::AppCancelled { .. } => {
+                    wake.progress = true;
+                    wake.replan = true;
+                }
+                Change::AppEnded { .. } => wake.progress = true,
             }
         }
         wake
@@ -70,6 +84,7 @@ impl Wake {
     pub fn merge(&mut self, other: Wake) {
         self.work |= other.work;
         self.progress |= other.progress;
+        self.replan |= other.replan;
         self.work_at_ms = match (self.work_at_ms, other.work_at_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -156,7 +156,6 @@ impl Manager {
             self.unanswered.recorded(id, key_hash, hash.clone());
         }
         self.tokens.insert(hash, Principal::Agent(id));
-        self.replan();
         if let Some(p) = pilot {
             if let Err(e) = self
                 .pilot_registered(p, id, &req.hostname, req.walltime_end)
@@ -417,7 +416,6 @@ impl Manager {
             control.persist(changes)
         };
         stored.await?;
-        self.replan();
         tracing::info!(agent = %id, "agent deregistered");
         Ok(())
     }

@@ -3,7 +3,8 @@
 //! before the lock is released, so the file holds the inputs in the order the control plane
 //! took them; the changes it returns are queued for the store under the lock too
 //! ([`ControlGuard::persist`]), so a change can never land after, and undo, a later one.
-//! Whom the section's inputs wake (see `wake`) is woken as the lock is released.
+//! Whom the section's inputs wake (see `wake`) is woken as the lock is released, the
+//! scheduling round and the staging planner included when what they plan from changed.
 
 use super::wake::Waiters;
 use crate::control::Control;
@@ -14,6 +15,7 @@ use std::io::Write as _;
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
+use tokio::sync::Notify;
 
 /// The journal file (one JSON object a line). Only a manager asked to journal has one:
 /// each write is a system call under the control lock.
@@ -33,11 +35,20 @@ impl JournalFile {
     }
 }
 
+/// What plans from the control plane's state, woken when it changed (`Wake::replan`).
+pub(super) struct Planners<'a> {
+    /// The scheduling round's loop.
+    pub(super) round: &'a Notify,
+    /// The background Het-HPS planner.
+    pub(super) staging: &'a Notify,
+}
+
 pub(super) struct ControlGuard<'a> {
     guard: MutexGuard<'a, Control>,
     journal: Option<&'a JournalFile>,
     writer: &'a Writer,
     waiters: &'a Waiters,
+    planners: Planners<'a>,
 }
 
 impl<'a> ControlGuard<'a> {
@@ -46,12 +57,14 @@ impl<'a> ControlGuard<'a> {
         journal: Option<&'a JournalFile>,
         writer: &'a Writer,
         waiters: &'a Waiters,
+        planners: Planners<'a>,
     ) -> Self {
         ControlGuard {
             guard,
             journal,
             writer,
             waiters,
+            planners,
         }
     }
 
@@ -83,6 +96,10 @@ impl DerefMut for ControlGuard<'_> {
 impl Drop for ControlGuard<'_> {
     fn drop(&mut self) {
         let wake = self.guard.take_wake();
+        if wake.replan {
+            self.planners.round.notify_one();
+            self.planners.staging.notify_one();
+        }
         if !wake.is_empty() {
             // What the section changed was queued for the store above, in order before
             // anything the woken make: a lease of a released child commits after the

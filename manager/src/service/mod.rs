@@ -390,6 +390,10 @@ impl Manager {
             self.journal.as_ref(),
             &self.writer,
             &self.waiters,
+            control_lock::Planners {
+                round: &self.replan,
+                staging: self.staging_planner.wanted(),
+            },
         )
     }
 
@@ -488,9 +492,6 @@ impl Manager {
         };
         for agent in ended {
             self.revoke_agent_credential(agent);
-        }
-        if changed > 0 {
-            self.replan();
         }
         changed
     }

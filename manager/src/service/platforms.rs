@@ -164,7 +164,6 @@ impl Manager {
                 .map(|(name, s)| (name.clone(), s.staging))
                 .collect();
             self.control().use_profiles(staging, capacities);
-            self.replan();
         }
     }
 

@@ -10,12 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 impl Manager {
-    /// Something that matters changed: run a round soon, and make any Het-HPS plan due.
-    pub(super) fn replan(&self) {
-        self.replan.notify_one();
-        self.staging_wanted();
-    }
-
     /// Runs scheduling rounds until the manager is dropped (nothing with `round-robin`).
     pub fn spawn_scheduler(self: &Arc<Self>) {
         if !self.control().schedules() {

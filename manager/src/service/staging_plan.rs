@@ -45,6 +45,13 @@ pub(super) struct StagingPlanner {
     pub(super) gate: Arc<tokio::sync::Mutex<()>>,
 }
 
+impl StagingPlanner {
+    /// What wakes the planner.
+    pub(super) fn wanted(&self) -> &Notify {
+        &self.wanted
+    }
+}
+
 impl Default for StagingPlanner {
     fn default() -> Self {
         StagingPlanner {
@@ -58,10 +65,6 @@ impl Default for StagingPlanner {
 
 impl Manager {
     /// Something that may make a plan due changed: look soon.
-    pub(super) fn staging_wanted(&self) {
-        self.staging_planner.wanted.notify_one();
-    }
-
     /// The background planner's status, as it changes.
     pub fn staging_status(&self) -> watch::Receiver<StagingStatus> {
         self.staging_planner.status.subscribe()

@@ -116,7 +116,6 @@ impl Manager {
             .submit(app, owner.to_string(), spec, template, now);
         // In the queues now: they count there, not as reserved.
         drop(reserved);
-        self.replan();
         tracing::info!(%app, tasks, owner, "application submitted");
         Ok(SubmitResponse { app, tasks })
     }
@@ -239,7 +238,6 @@ impl Manager {
         };
         if cancelled {
             stored.await?;
-            self.replan();
         }
         self.visible(who, app)
     }

@@ -1,0 +1,76 @@
+//! What asks the scheduling round and the staging planner to plan again (`Wake::replan`):
+//! an application or an agent coming or going, a cancellation, new platform profiles;
+//! not a lease, a start or a heartbeat.
+
+use super::*;
+use hetpilot_protocol::spec::TaskSource;
+use std::collections::HashMap;
+
+const AGENT: AgentId = AgentId(3);
+const APP: AppId = AppId(1);
+
+fn settings() -> ControlSettings {
+    ControlSettings {
+        scheduler: SchedulerConfig::default(),
+        fairshare: FairshareConfig::default(),
+        lease_timeout_ms: 60_000,
+        heartbeats_per_second: None,
+        store_io_mib_per_s: HashMap::new(),
+    }
+}
+
+fn join(c: &mut Control) {
+    c.agent_joined(
+        AgentJoin {
+            agent: AGENT,
+            platform: "p".into(),
+            hostname: "h".into(),
+            slots: 2,
+            cores: 2,
+            memory_mb: 0,
+            batch_job_id: None,
+            only_user: None,
+            resources: Default::default(),
+        },
+        0,
+    );
+}
+
+fn submit(c: &mut Control) {
+    let spec: AppSpec = serde_json::from_value(serde_json::json!({
+        "name": "a", "command": "run {}",
+        "tasks": TaskSource::Array { start: 0, end: 3 },
+    }))
+    .unwrap();
+    let template = spec.validate().unwrap();
+    c.submit(APP, "alice".into(), spec, template, 0);
+}
+
+#[test]
+fn arrivals_departures_cancellations_and_profiles_ask_for_a_round_and_leases_do_not() {
+    let mut c = Control::new(&settings(), Measured::default()).unwrap();
+    join(&mut c);
+    assert!(c.take_wake().replan, "an agent joined");
+    submit(&mut c);
+    assert!(c.take_wake().replan, "an application arrived");
+    let batch = c.lease(AGENT, 2, 10).unwrap();
+    let at: Vec<TaskAttempt> = batch
+        .tasks
+        .iter()
+        .map(|t| TaskAttempt {
+            task: t.task,
+            attempt: t.attempt,
+        })
+        .collect();
+    let _ = c.started(AGENT, &at, 11).unwrap();
+    let _ = c.heartbeat(AGENT, 12).unwrap();
+    assert!(!c.take_wake().replan, "a lease, a start and a heartbeat");
+    let _ = c.cancel(APP, 20);
+    assert!(c.take_wake().replan, "an application cancelled");
+    let _ = c.cancel(APP, 21);
+    assert!(!c.take_wake().replan, "cancelled already: nothing changed");
+    c.use_profiles(Default::default(), Default::default());
+    assert!(c.take_wake().replan, "the platforms' profiles");
+    let _ = c.deregister(AGENT, 30).unwrap();
+    assert!(c.take_wake().replan, "an agent left");
+}
