@@ -205,7 +205,7 @@ impl PlacementWatch {
                         rounds.push((round, at, a["placed_on"].as_str().map(str::to_string)));
                     }
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(10));
             }
         });
         PlacementWatch {
@@ -234,23 +234,36 @@ enum Decision {
     Placed(String),
     /// It fitted nowhere then: it waited on an EASY reservation.
     Waited,
-    /// A round the watcher did not see may have run between the last one it saw and the
-    /// lease: what decided the lease is not known.
+    /// A round the watcher did not see may have run around the lease: what decided the
+    /// lease is not known.
     RoundMissed,
+    /// The lease came as a round began, whose decisions take effect only when it ends: it
+    /// followed that round or the one before, which decided differently.
+    RoundUnderWay,
 }
 
-/// What the last round before the lease at `leased_ms` decided for `app`: known when the
-/// watcher saw that round and the one after it (numbered consecutively, so none ran
-/// between unseen); `None` when that round did not list the application.
+/// What the round in effect at the lease at `leased_ms` decided for `app`. That is the last
+/// round that began before it, or, if it had not ended yet, the one before; so it is known
+/// when the watcher saw those two and the next (numbered consecutively: none ran unseen)
+/// and the two decided alike. `None` when neither listed the application.
 fn decision(app: u64, leased_ms: i64, rounds: &RoundsSeen, seen: &Placements) -> Option<Decision> {
-    let before = rounds.iter().rfind(|(_, at)| *at <= leased_ms)?;
-    let after = rounds.iter().find(|(_, at)| *at > leased_ms);
-    if after.is_none_or(|a| a.0 != before.0 + 1) {
+    let i = rounds.iter().rposition(|(_, at)| *at <= leased_ms)?;
+    let n = rounds[i].0;
+    let next_seen = rounds.get(i + 1).is_some_and(|r| r.0 == n + 1);
+    let previous_seen = i > 0 && rounds[i - 1].0 + 1 == n;
+    if !next_seen || !previous_seen {
         return Some(Decision::RoundMissed);
     }
-    let (_, _, placed) = seen.get(&app)?.iter().find(|(n, _, _)| *n == before.0)?;
-    Some(match placed {
-        Some(p) => Decision::Placed(p.clone()),
+    let decided = |round: u64| {
+        let rounds = seen.get(&app)?;
+        rounds.iter().find(|r| r.0 == round).map(|r| r.2.clone())
+    };
+    let last = decided(n);
+    if last != decided(n - 1) {
+        return Some(Decision::RoundUnderWay);
+    }
+    Some(match last? {
+        Some(p) => Decision::Placed(p),
         None => Decision::Waited,
     })
 }
@@ -501,6 +514,7 @@ fn write_csv(
                 Some(Decision::Placed(p)) => p.as_str(),
                 Some(Decision::Waited) => "waited",
                 Some(Decision::RoundMissed) => "round-missed",
+                Some(Decision::RoundUnderWay) => "round-under-way",
                 None => "unseen",
             },
             seen.join(" "),
@@ -592,6 +606,10 @@ fn an_sdsc_sp2_slice_runs_live_on_two_lab_platforms_placed_by_tlpa() {
         .iter()
         .filter(|d| matches!(d, Some(Decision::RoundMissed)))
         .count();
+    let under_way = decided
+        .iter()
+        .filter(|d| matches!(d, Some(Decision::RoundUnderWay)))
+        .count();
     assert!(placed > 0, "no placement by the allocator was seen");
     let n = runs.len() as f64;
     let mean = |f: &dyn Fn(&Run) -> i64| runs.iter().map(|r| f(r) as f64).sum::<f64>() / n / 1e3;
@@ -602,13 +620,14 @@ fn an_sdsc_sp2_slice_runs_live_on_two_lab_platforms_placed_by_tlpa() {
     eprintln!(
         "warm-up {:.1} s; trace {:.1} s; {} jobs, mean turnaround {:.2} s, mean wait {:.2} s; \
          per platform {per_platform:?}; last round before the lease: placed {placed}, \
-         waited {waited}, a round missed {missed}, unseen {}; CSV {}",
+         waited {waited}, a round missed {missed}, a round under way {under_way}, unseen {}; \
+         CSV {}",
         warm.as_secs_f64(),
         t0.elapsed().as_secs_f64(),
         runs.len(),
         mean(&|r| r.ended_ms - r.submitted_ms),
         mean(&|r| r.started_ms - r.submitted_ms),
-        runs.len() - placed - waited - missed,
+        runs.len() - placed - waited - missed - under_way,
         csv.display()
     );
 }
