@@ -1,7 +1,7 @@
 //! Registrations tried again after their answer was lost (`registration_retry`): the same
 //! agent comes back with a fresh credential, across a restart too; nobody else does.
 
-use super::test_support::{open, registration};
+use super::test_support::{local_request, open, registration};
 use super::{auth, Manager, Principal, ServiceError};
 use crate::provision::PilotHost;
 use hetpilot_protocol::pilots::PilotState;
@@ -12,18 +12,9 @@ const KEY: &str = "0123456789abcdef0123456789abcdef";
 
 fn request(pilot: Option<&str>, key: Option<&str>) -> RegisterRequest {
     RegisterRequest {
-        platform: "local".into(),
-        hostname: "node1".into(),
-        cores: 2,
-        memory_mb: 1024,
-        slots: None,
-        batch_job_id: Some("42".into()),
-        walltime_end: None,
         pilot: pilot.map(String::from),
-        zero_work: false,
-        resources: Default::default(),
-        protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
         registration_key: key.map(String::from),
+        ..local_request("node1")
     }
 }
 

@@ -31,31 +31,33 @@ pub async fn user(m: &Manager, admin: &Principal, name: &str) -> Principal {
     m.authenticate(Some(&token)).unwrap()
 }
 
-/// An agent of platform `local` on `host` (4 cores), registered with `registration`.
+/// The registration of an agent of platform `local` on `host` (4 cores, 1 GiB).
+pub fn local_request(host: &str) -> RegisterRequest {
+    RegisterRequest {
+        platform: "local".into(),
+        hostname: host.into(),
+        cores: 4,
+        memory_mb: 1024,
+        slots: None,
+        batch_job_id: None,
+        walltime_end: None,
+        pilot: None,
+        zero_work: false,
+        resources: Default::default(),
+        protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
+        registration_key: None,
+    }
+}
+
+/// An agent of platform `local` on `host` ([`local_request`]), registered with
+/// `registration`.
 pub async fn local_agent(
     m: &Manager,
     registration: &Principal,
     host: &str,
 ) -> (Principal, AgentId) {
     let r = m
-        .register(
-            registration,
-            None,
-            RegisterRequest {
-                platform: "local".into(),
-                hostname: host.into(),
-                cores: 4,
-                memory_mb: 1024,
-                slots: None,
-                batch_job_id: None,
-                walltime_end: None,
-                pilot: None,
-                zero_work: false,
-                resources: Default::default(),
-                protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
-                registration_key: None,
-            },
-        )
+        .register(registration, None, local_request(host))
         .await
         .unwrap();
     (m.authenticate(Some(&r.credential)).unwrap(), r.agent)
