@@ -9,10 +9,13 @@
 //!   multiple-PTG experiment's populations.
 //! - [`report`]: tables and SVG charts of the simulators' outcomes, rendered to strings
 //!   (the only user of plotters).
+//! - [`co_runner_metric_study`]: the two-level paper's Section 6.2 comparison of the raw
+//!   and normalized co-runner metrics under MAF, over every subset of applications.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod co_runner_metric_study;
 pub mod ptg_generator;
 pub mod report;
 pub mod sim;

@@ -7,7 +7,6 @@
 
 pub(crate) mod affinity;
 pub(crate) mod affinity_tables;
-pub(crate) mod co_runner_metric_study;
 pub(crate) mod error;
 pub(crate) mod first_level;
 pub(crate) mod metrics;
@@ -22,7 +21,6 @@ pub(crate) mod weighted_max_min;
 
 pub use affinity::{CoRunnerAffinity, PlatformAffinity};
 pub use affinity_tables::AffinityTables;
-pub use co_runner_metric_study::{co_runner_metric_study, metric_study_markdown, MetricStudyRow};
 pub use error::{RuntimeProfileError, SchedError};
 pub use first_level::FirstLevel;
 pub use metrics::{fairness_index, fastest_one_core_throughput};
@@ -30,7 +28,7 @@ pub use profile::{
     ApplicationProfile, CombinationSpec, ProfiledPlatform, RuntimeDistribution, RuntimeProfile,
 };
 pub use scheduler::Scheduler;
-pub use second_level::SecondLevel;
+pub use second_level::{maf_throughput, SecondLevel};
 pub use settings::SchedulerSettings;
 pub use snapshot::{
     ApplicationState, CoreAllocation, Decision, NodeGroup, PlatformState, Snapshot,

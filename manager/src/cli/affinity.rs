@@ -19,16 +19,6 @@ pub struct Args {
     pub json: bool,
     #[command(flatten)]
     pub live: super::affinity_live::LiveArgs,
-    /// Instead: Section 6.2's analysis of MAF's platform throughput under the normalized vs
-    /// the raw co-runner difference, over every subset of applications; nodes per platform
-    /// in the profile's order (comma-separated).
-    #[arg(
-        long,
-        value_name = "NODES",
-        value_delimiter = ',',
-        requires = "profile"
-    )]
-    pub metric_study: Option<Vec<u32>>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -36,18 +26,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return super::block_on(super::affinity_live::run(args.live, args.json));
     };
     let profile = load_profile(path)?;
-    if let Some(nodes) = &args.metric_study {
-        if nodes.len() != profile.platforms().len() || nodes.iter().any(|&n| n == 0 || n > 100_000)
-        {
-            anyhow::bail!(
-                "--metric-study needs one node count (1..=100000) per platform of the profile ({})",
-                profile.platforms().len()
-            );
-        }
-        let rows = hetpilot::sched::co_runner_metric_study(&profile, nodes);
-        print!("{}", hetpilot::sched::metric_study_markdown(&rows));
-        return Ok(());
-    }
     let tables = AffinityTables::of(&profile);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&tables)?);

@@ -1,6 +1,7 @@
 //! Command-line interface of `hetpilot-research`: one file (or folder) per command, each
 //! with its own `Args` struct and a `run` function; this file only lists them.
 
+mod co_runner_metric;
 mod inputs;
 mod partition;
 mod reproduce;
@@ -31,6 +32,9 @@ pub enum Command {
     Partition(partition::Args),
     /// Generate an IMAGE or SAT staging workload (JSON and/or hMETIS).
     StagingWorkload(staging_workload::Args),
+    /// MAF's platform throughput under the normalized vs the raw co-runner difference,
+    /// over every subset of a profile's applications (the two-level paper, Section 6.2).
+    CoRunnerMetric(co_runner_metric::Args),
 }
 
 impl Command {
@@ -40,6 +44,7 @@ impl Command {
             Command::Reproduce(args) => reproduce::run(args),
             Command::Partition(args) => partition::run(args),
             Command::StagingWorkload(args) => staging_workload::run(args),
+            Command::CoRunnerMetric(args) => co_runner_metric::run(args),
         }
     }
 }

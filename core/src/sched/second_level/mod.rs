@@ -12,6 +12,7 @@ mod device;
 mod maf;
 mod random;
 mod state;
+mod throughput;
 
 use std::collections::HashMap;
 
@@ -20,6 +21,7 @@ use rand::RngCore;
 
 pub(crate) use device::{choose_device, DeviceCandidate};
 pub(crate) use state::MappingState;
+pub use throughput::maf_throughput;
 
 use super::profile::RuntimeProfile;
 use super::settings::SchedulerSettings;

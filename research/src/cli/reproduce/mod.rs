@@ -91,13 +91,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 data: &args.data,
             },
         )?;
-        let program = Program::of(&line, &exe);
+        let ours = line
+            .first()
+            .is_some_and(|c| crate::cli::Cli::command().find_subcommand(c).is_some());
+        if !ours {
+            bail!(
+                "{}: `{}` is not a hetpilot-research command",
+                p.id,
+                line.first().map_or("", String::as_str)
+            );
+        }
         if args.list {
             println!(
-                "{}: {}\n  {} {}",
+                "{}: {}\n  hetpilot-research {}",
                 p.id,
                 p.experiment.title,
-                program.name,
                 shell_words::join(&line)
             );
             continue;
@@ -117,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         std::fs::create_dir_all(&out)
             .with_context(|| format!("cannot create {}", out.display()))?;
         let started = Instant::now();
-        run_one(&program, p, &line, &out)?;
+        run_one(&exe, p, &line, &out)?;
         println!("{}: done in {:.1} s", p.id, started.elapsed().as_secs_f64());
         if args.check {
             let committed = output_dir(&args.docs, p, args.quick);
@@ -161,53 +169,19 @@ fn output_dir(root: &Path, p: &Planned, quick: bool) -> PathBuf {
     }
 }
 
-/// The program an experiment's command line runs: this binary for its own commands, the
-/// `hetpilot` binary beside it for the product's (`affinity`).
-struct Program {
-    /// `hetpilot-research` or `hetpilot`, as printed.
-    name: &'static str,
-    path: PathBuf,
-}
-
-impl Program {
-    fn of(line: &[String], own: &Path) -> Self {
-        let ours = line
-            .first()
-            .is_some_and(|c| crate::cli::Cli::command().find_subcommand(c).is_some());
-        if ours {
-            Program {
-                name: "hetpilot-research",
-                path: own.to_path_buf(),
-            }
-        } else {
-            Program {
-                name: "hetpilot",
-                path: own.with_file_name(format!("hetpilot{}", std::env::consts::EXE_SUFFIX)),
-            }
-        }
-    }
-}
-
-/// Runs `<program> <line>` as a child process, its standard output into the experiment's
-/// `stdout` file.
-fn run_one(program: &Program, p: &Planned, line: &[String], out: &Path) -> anyhow::Result<()> {
-    let output = Command::new(&program.path)
+/// Runs `hetpilot-research <line>` (`exe`) as a child process, its standard output into
+/// the experiment's `stdout` file.
+fn run_one(exe: &Path, p: &Planned, line: &[String], out: &Path) -> anyhow::Result<()> {
+    let output = Command::new(exe)
         .args(line)
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
-        .with_context(|| {
-            format!(
-                "{}: cannot start {} (`cargo build --bins` builds it beside this one)",
-                p.id,
-                program.path.display()
-            )
-        })?;
+        .with_context(|| format!("{}: cannot start {}", p.id, exe.display()))?;
     if !output.status.success() {
         bail!(
-            "{}: `{} {}` failed ({})",
+            "{}: `hetpilot-research {}` failed ({})",
             p.id,
-            program.name,
             shell_words::join(line),
             output.status
         );

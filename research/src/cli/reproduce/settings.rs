@@ -15,8 +15,7 @@ use serde::Deserialize;
 pub struct Experiment {
     /// What the experiment reproduces (the paper's figure or table).
     pub title: String,
-    /// The subcommand, e.g. `["simulate", "staging"]`: of `hetpilot-research`, or of
-    /// `hetpilot` where `hetpilot-research` has no such command (`affinity`).
+    /// The `hetpilot-research` subcommand, e.g. `["simulate", "staging"]`.
     pub command: Vec<String>,
     /// File (in the output directory) that receives the command's standard output.
     #[serde(default)]

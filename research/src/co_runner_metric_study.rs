@@ -7,13 +7,7 @@
 //! (the remainder to the first ones); the throughput is the profile's mean tasks per second
 //! of the nodes MAF builds (its leftovers packed with a fixed seed, the same for both).
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-
-use super::affinity::CoRunnerAffinity;
-use super::profile::RuntimeProfile;
-use super::second_level::{self, map_platform, PlatformMapping, SecondLevel};
-use super::settings::SchedulerSettings;
+use hetpilot_core::sched::{maf_throughput, CoRunnerAffinity, RuntimeProfile};
 
 /// One platform's result over every subset of applications.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,16 +31,6 @@ pub struct MetricStudyRow {
 /// The study on every platform of `profile`, with `nodes[p]` nodes on platform p.
 pub fn co_runner_metric_study(profile: &RuntimeProfile, nodes: &[u32]) -> Vec<MetricStudyRow> {
     let apps = profile.applications().len();
-    let policy = |metric| {
-        SecondLevel::Maf.build(&SchedulerSettings {
-            co_runner_affinity: metric,
-            ..SchedulerSettings::default()
-        })
-    };
-    let (raw, normalized) = (
-        policy(CoRunnerAffinity::RawDifference),
-        policy(CoRunnerAffinity::NormalizedDifference),
-    );
     profile
         .platforms()
         .iter()
@@ -61,19 +45,12 @@ pub fn co_runner_metric_study(profile: &RuntimeProfile, nodes: &[u32]) -> Vec<Me
                     continue;
                 }
                 let k = members.len() as u32;
-                let shares = (0..k)
+                let shares: Vec<u32> = (0..k)
                     .map(|i| cores / k + u32::from(i < cores % k))
                     .collect();
-                let mapping = PlatformMapping {
-                    profile,
-                    platform: p,
-                    nodes: n,
-                    cores_per_node: platform.cores_per_node,
-                    apps: members,
-                    shares,
-                };
-                let tr = throughput(&mapping, raw.as_ref());
-                let tn = throughput(&mapping, normalized.as_ref());
+                let throughput = |metric| maf_throughput(profile, p, n, &members, &shares, metric);
+                let tr = throughput(CoRunnerAffinity::RawDifference);
+                let tn = throughput(CoRunnerAffinity::NormalizedDifference);
                 gains.push(if tr > 0.0 { tn / tr - 1.0 } else { 0.0 });
             }
             MetricStudyRow {
@@ -87,26 +64,6 @@ pub fn co_runner_metric_study(profile: &RuntimeProfile, nodes: &[u32]) -> Vec<Me
             }
         })
         .collect()
-}
-
-/// Tasks per second of the nodes `policy` maps (profile means per combination).
-fn throughput(mapping: &PlatformMapping, policy: &dyn second_level::SecondLevelPolicy) -> f64 {
-    let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let groups = map_platform(policy, mapping, false, &mut rng);
-    let mut total = 0.0;
-    for g in &groups {
-        let mut members: Vec<usize> = g.slots.iter().map(|&(i, _)| mapping.apps[i]).collect();
-        members.sort_unstable();
-        for &(i, cores) in &g.slots {
-            let solo = g.slots.len() == 1 && cores == 1;
-            let runtime =
-                mapping
-                    .profile
-                    .runtime_in(mapping.apps[i], mapping.platform, &members, solo);
-            total += g.nodes as f64 * cores as f64 / runtime;
-        }
-    }
-    total
 }
 
 /// The rows as a Markdown table.
@@ -135,7 +92,7 @@ mod tests {
 
     #[test]
     fn every_subset_of_two_or_more_is_analysed_on_every_platform() {
-        let profile = crate::sched::second_level::tests::profile();
+        let profile = hetpilot_core::sched::test_profiles::synthetic_profile(4, 2, 4, 3, 7);
         let nodes = vec![4; profile.platforms().len()];
         let rows = co_runner_metric_study(&profile, &nodes);
         assert_eq!(rows.len(), profile.platforms().len());
