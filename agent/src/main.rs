@@ -144,8 +144,8 @@ struct Args {
     #[arg(long = "resource", value_name = "NAME=N", value_parser = parse_resource)]
     resources: Vec<(String, ResourceAmount)>,
     /// Extra tasks fetched ahead so slots never wait on the manager (default: adaptive, a
-    /// slot's worth for long tasks, up to 1024 for sub-millisecond ones).
-    #[arg(long)]
+    /// slot's worth for long tasks, up to 1024 for sub-millisecond ones; 0: none).
+    #[arg(long, env = "HETPILOT_PREFETCH")]
     prefetch: Option<u32>,
     /// Run no process: each task is reported a success the moment it is leased (measures
     /// the framework's own ceiling). The manager refuses such an agent unless its

@@ -172,14 +172,17 @@ fn a_real_search_pipeline_runs_unwrapped_on_two_slurm_agents_as_it_does_in_a_she
     let expected = std::fs::read_to_string(direct.join("result.txt")).unwrap();
     assert_eq!(expected.lines().count(), 100, "every third query hits once");
 
-    // Two one-core pilots on the `debug` partition: two agents of one slot each.
+    // Two one-core pilots on the `debug` partition: two agents of one slot each. Without
+    // prefetch: with it, the agent that ran the split may lease the three searches (each a
+    // few milliseconds) before the other agent's poll is answered.
     let one = dir.path().join("lab-one.toml");
     let text = std::fs::read_to_string(lab::shipped_profile("lab-debug"))
         .unwrap()
         .replace("name = \"lab-debug\"", "name = \"lab-one\"")
         .replace("cores_per_node = 8", "cores_per_node = 1")
         .replace("max_running = 1", "max_running = 2")
-        .replace("/lab-debug\"", "/lab-one\"");
+        .replace("/lab-debug\"", "/lab-one\"")
+        + "setup = [\"export HETPILOT_PREFETCH=0\"]\n";
     std::fs::write(&one, text).unwrap();
     // Idle agents stay while the split and the merge run alone.
     let env = configure(

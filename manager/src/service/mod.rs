@@ -511,6 +511,7 @@ impl Manager {
         self.tokens
             .revoke_where(|who| matches!(who, Principal::Agent(a) if *a == id));
         self.wanted.remove(&id);
+        self.unanswered.ended(id);
     }
 }
 

@@ -43,6 +43,17 @@ impl UnansweredRegistrations {
         self.0.remove(&agent);
     }
 
+    /// `agent` left or was lost: its registration is not answered again.
+    pub(super) fn ended(&self, agent: AgentId) {
+        self.0.remove(&agent);
+    }
+
+    /// How many agents are kept.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// The unanswered agent whose key has hash `key_hash`.
     fn find(&self, key_hash: &str) -> Option<AgentId> {
         self.0

@@ -165,3 +165,25 @@ async fn malformed_registration_keys_are_refused() {
         );
     }
 }
+
+/// An agent that left before it was heard from is kept no longer, and its key registers a
+/// new agent.
+#[tokio::test]
+async fn an_agent_that_left_is_not_kept_and_its_key_is_no_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, m, admin) = open(dir.path(), &[]);
+    let who = registration(&m, &admin).await;
+    let first = m
+        .register(&who, None, request(None, Some(KEY)))
+        .await
+        .unwrap();
+    assert_eq!(m.unanswered.len(), 1);
+    let agent = m.authenticate(Some(&first.credential)).unwrap();
+    m.deregister(&agent, first.agent).await.unwrap();
+    assert_eq!(m.unanswered.len(), 0, "forgotten with the agent");
+    let again = m
+        .register(&who, None, request(None, Some(KEY)))
+        .await
+        .unwrap();
+    assert_ne!(again.agent, first.agent);
+}
