@@ -14,6 +14,7 @@ pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod order;
 pub mod outcome;
+pub mod test_traces;
 pub mod workload;
 
 pub use allocator::{

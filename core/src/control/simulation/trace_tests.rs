@@ -5,46 +5,13 @@
 use super::trace::{check_records, replay_trace, scenario_of, TraceError, TraceSettings};
 use super::world::simulate;
 use crate::alloc::outcome::AllocRun;
+use crate::alloc::test_traces::{clusters, sixteen_jobs, SIXTEEN_JOBS as FIXTURE};
 use crate::alloc::workload::jobs_from_swf;
 use crate::alloc::{Cluster, Job};
 use crate::trace::{parse_swf, SwfOptions, SwfTrace};
 
-/// 16 jobs of 1-8 processors on clusters of 4, 8 and 8: a queue forms (jobs 5-8 wait
-/// for the 8-processor ones) and drains.
-const FIXTURE: &str = "\
-; a fixture: job submit wait run alloc cpu mem req_procs req_time ...
-1 0 -1 100 -1 -1 -1 8 100 -1 1 1 1 -1 1 -1 -1 -1
-2 5 -1 300 -1 -1 -1 8 300 -1 1 1 1 -1 1 -1 -1 -1
-3 10 -1 50 -1 -1 -1 4 50 -1 1 1 1 -1 1 -1 -1 -1
-4 12 -1 200 -1 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1
-5 20 -1 400 -1 -1 -1 8 400 -1 1 1 1 -1 1 -1 -1 -1
-6 25 -1 60 -1 -1 -1 3 60 -1 1 1 1 -1 1 -1 -1 -1
-7 30 -1 120 -1 -1 -1 6 120 -1 1 1 1 -1 1 -1 -1 -1
-8 40 -1 30 -1 -1 -1 1 30 -1 1 1 1 -1 1 -1 -1 -1
-9 300 -1 80 -1 -1 -1 4 80 -1 1 1 1 -1 1 -1 -1 -1
-10 310 -1 90 -1 -1 -1 8 90 -1 1 1 1 -1 1 -1 -1 -1
-11 320 -1 150 -1 -1 -1 2 150 -1 1 1 1 -1 1 -1 -1 -1
-12 330 -1 20 -1 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1
-13 900 -1 500 -1 -1 -1 8 500 -1 1 1 1 -1 1 -1 -1 -1
-14 905 -1 100 -1 -1 -1 8 100 -1 1 1 1 -1 1 -1 -1 -1
-15 910 -1 100 -1 -1 -1 5 100 -1 1 1 1 -1 1 -1 -1 -1
-16 915 -1 40 -1 -1 -1 2 40 -1 1 1 1 -1 1 -1 -1 -1
-";
-
-fn clusters(speeds: [f64; 3]) -> Vec<Cluster> {
-    [4, 8, 8]
-        .into_iter()
-        .zip(speeds)
-        .map(|(procs, speed)| Cluster { procs, speed })
-        .collect()
-}
-
 fn trace(text: &str) -> SwfTrace {
     parse_swf(text.as_bytes(), SwfOptions::default()).unwrap()
-}
-
-fn fixture_jobs() -> Vec<Job> {
-    jobs_from_swf(&trace(FIXTURE)).0
 }
 
 fn settings(allocator: &str) -> TraceSettings {
@@ -88,7 +55,7 @@ fn assert_feasible(clusters: &[Cluster], jobs: &[Job], run: &AllocRun) {
 #[test]
 fn a_trace_on_heterogeneous_clusters_runs_each_job_at_its_clusters_speed() {
     let clusters = clusters([0.8, 1.0, 1.2]);
-    let jobs = fixture_jobs();
+    let jobs = sixteen_jobs();
     let live = replay_trace(&clusters, &jobs, &settings("ff"), &mut |_| {}).unwrap();
     assert_feasible(&clusters, &jobs, &live);
     // Agents of 2 slots: a run spans several agents of its cluster, never two clusters.
@@ -103,7 +70,7 @@ fn a_trace_on_heterogeneous_clusters_runs_each_job_at_its_clusters_speed() {
 #[test]
 fn live_placement_on_a_trace_is_the_same_for_the_same_seed() {
     let clusters = clusters([0.8, 1.0, 1.2]);
-    let jobs = fixture_jobs();
+    let jobs = sixteen_jobs();
     let settings = TraceSettings {
         agent_slots: Some(2),
         seed: 7,
@@ -200,7 +167,7 @@ fn nan_and_infinite_fields_never_reach_the_replay() {
         "{err}"
     );
     // A job built by hand with a NaN time is refused by the simulator's own checks.
-    let mut jobs = fixture_jobs();
+    let mut jobs = sixteen_jobs();
     jobs[3].runtime = f64::NAN;
     let err = scenario_of(&clusters([1.0; 3]), &jobs, &settings("tlpa")).unwrap_err();
     assert!(err.to_string().contains("job 4"), "{err}");
@@ -208,7 +175,7 @@ fn nan_and_infinite_fields_never_reach_the_replay() {
 
 #[test]
 fn clusters_that_make_no_agents_and_too_many_jobs_are_refused() {
-    let jobs = fixture_jobs();
+    let jobs = sixteen_jobs();
     let odd = TraceSettings {
         agent_slots: Some(3),
         ..settings("tlpa")
@@ -242,7 +209,7 @@ fn clusters_that_make_no_agents_and_too_many_jobs_are_refused() {
 #[test]
 fn skipping_the_rounds_in_which_nothing_happened_changes_no_outcome() {
     let clusters = clusters([0.8, 1.0, 1.2]);
-    let jobs = fixture_jobs();
+    let jobs = sixteen_jobs();
     for allocator in ["tlpa", "bf"] {
         let mut scenario = scenario_of(&clusters, &jobs, &settings(allocator)).unwrap();
         let skipping = simulate(&scenario).unwrap();
