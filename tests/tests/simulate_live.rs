@@ -1,9 +1,10 @@
 //! The live manager and `hetpilot simulate live` run the same control plane. A workload run
 //! on real local agents with `hetpilot serve --journal` replays through a fresh control
-//! plane lease for lease and round for round; simulated with the runtimes the live run
-//! measured, it settles on the same allocation.
+//! plane lease for lease, round for round and pilot event for pilot event; simulated with
+//! the runtimes the live run measured, it settles on the same allocation.
 
-use hetpilot_e2e::{array_app, bin, free_port, Manager};
+use hetpilot_e2e::lab::{configure, local_profile, pilots};
+use hetpilot_e2e::{array_app, bin, free_port, wait_until, Manager};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -183,4 +184,72 @@ fn a_journal_that_is_not_one_is_refused_with_the_line() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("j.jsonl:1: not a journal entry"), "{err}");
+}
+
+/// A manager that provisions its own pilots (the `local` adapter) journals every pilot
+/// decision (made, submitted, its batch job started, its agent claimed and registered, its
+/// end), and a replay reproduces each one, record for record, with the leases and rounds
+/// around them.
+#[test]
+fn a_provisioned_run_replays_every_pilot_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = local_profile(dir.path(), "here", 2, "max_queued = 1\nmax_running = 2");
+    let env = configure(dir.path(), &[("here", &profile)], "interval_secs = 0.3");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let journal = dir.path().join("journal.jsonl");
+    let mut m = Manager::start_with(
+        dir.path(),
+        free_port(),
+        30.0,
+        &["--journal", journal.to_str().unwrap()],
+        &env,
+    );
+    let app = m.submit(array_app("provisioned", "sleep 0.2", 12));
+    m.wait_finished(app, LONG);
+    let ended = wait_until("the pilots to end", LONG, || {
+        let ps = pilots(&m);
+        (!ps.is_empty()
+            && ps
+                .iter()
+                .all(|p| p["state"] != "queued" && p["state"] != "running"))
+        .then_some(ps)
+    });
+    m.kill();
+
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["input"] == "pilot")
+        .collect();
+    let kinds = |kind: &str| {
+        events
+            .iter()
+            .filter(|e| e["event"]["event"] == kind)
+            .count()
+    };
+    assert_eq!(kinds("created"), ended.len(), "{ended:?}");
+    let registered = ended.iter().filter(|p| p["agent"].is_u64()).count();
+    assert!(registered >= 1, "{ended:?}");
+    assert_eq!(kinds("registered"), registered, "{text}");
+    assert!(
+        kinds("moved") >= registered,
+        "each registered pilot ended: {text}"
+    );
+    assert!(
+        text.contains("\"input\":\"pilot_window\""),
+        "the journal says the registration window"
+    );
+
+    let replayed = simulate(&["--replay", journal.to_str().unwrap()]);
+    assert_eq!(replayed["identical"], true, "{replayed}");
+    assert_eq!(
+        replayed["pilot_events"].as_u64().unwrap(),
+        events.len() as u64,
+        "{replayed}"
+    );
+    assert!(
+        replayed["leased_tasks"].as_u64().unwrap() >= 12,
+        "{replayed}"
+    );
 }

@@ -4,6 +4,7 @@
 //! control plane only buffers entries, the shell writes them out (one JSON object a line).
 //! [`replay`](super::simulation::replay) feeds a journal to a fresh control plane.
 
+use super::pilot_book::{PilotEvent, PilotOutcome};
 use super::{AgentJoin, Capacity, ControlSettings, ReportHistory, ResultClass, StagingProfile};
 use crate::queue::{LeaseBatch, Partitions, ReportError};
 use hetpilot_protocol::protocol::{TaskAttempt, TaskResult};
@@ -97,6 +98,13 @@ pub(crate) enum Input {
         now_ms: u64,
     },
     RoundFinished,
+    PilotWindow {
+        window_ms: u64,
+    },
+    Pilot {
+        event: PilotEvent,
+        now_ms: u64,
+    },
 }
 
 /// A decision a replay must reproduce.
@@ -115,6 +123,8 @@ pub enum Output {
     LeasedAs(Vec<(TaskAttempt, Option<String>)>),
     /// How each result of a report was recorded, in the report's order.
     Recorded(Vec<ResultClass>),
+    /// What a pilot's event changed.
+    Pilot(Box<PilotOutcome>),
 }
 
 /// One line of the journal.
@@ -137,6 +147,11 @@ pub(super) struct Journal {
 impl Journal {
     pub(super) fn restored(&mut self) {
         self.restored = true;
+    }
+
+    /// Whether inputs are journaled.
+    pub(super) fn on(&self) -> bool {
+        self.on
     }
 
     pub(super) fn start(&mut self, settings: &ControlSettings) {

@@ -24,6 +24,11 @@ mod measured;
 mod parallel_demand;
 #[cfg(test)]
 mod parallel_workflow_tests;
+mod pilot_book;
+mod pilot_groups;
+#[cfg(test)]
+mod pilot_tests;
+mod pilots;
 pub(crate) mod placement;
 mod policy_state;
 pub(crate) mod profiling;
@@ -56,6 +61,8 @@ pub use fairshare_config::FairshareConfig;
 pub use forget::Forgotten;
 pub(crate) use journal::{Input, Output};
 pub use measured::{AgentResources, AppResources, CarriedUsage, Measured, Run};
+pub use pilot_book::{queued_pilot, CredentialFate, PilotEvent, PilotOutcome};
+pub use pilot_groups::PilotRefused;
 pub use provision_demand::Capacity;
 pub use report::{
     clamp_to_lease, ReportAnswer, ReportHistory, ResultClass, StoredAttempt, LEASE_SLACK_MS,
@@ -85,6 +92,8 @@ pub struct Control {
     queues: Queues,
     policy: PolicyState,
     journal: Journal,
+    /// Every pilot and its group of agents.
+    pilots: pilot_book::PilotBook,
     /// Whom the inputs since the last [`Control::take_wake`] are to wake.
     wake: Wake,
 }
@@ -150,6 +159,7 @@ impl Control {
             queues,
             policy,
             journal: Journal::default(),
+            pilots: pilot_book::PilotBook::default(),
             wake: Wake::default(),
         })
     }
@@ -297,7 +307,13 @@ impl Control {
         max_slots: u32,
         now_ms: u64,
     ) -> Result<LeaseBatch, ReportError> {
-        let batch = self.queues.lease(agent, max_slots, now_ms);
+        let batch = if self.pilots.holds(agent.0, now_ms) {
+            // A multi-node pilot's agents get tasks once its credential is closed: nothing,
+            // not even the wide task a reservation keeps its slots for.
+            Ok(LeaseBatch::default())
+        } else {
+            self.queues.lease(agent, max_slots, now_ms)
+        };
         self.journal.decided(
             || Input::Lease {
                 agent,
@@ -553,5 +569,10 @@ impl Control {
     /// the ones this control plane was made with.
     pub fn start_journal(&mut self, settings: &ControlSettings) {
         self.journal.start(settings);
+        // What the pilots' registration window is, set before (at start-up).
+        let window_ms = self.pilots.window_ms();
+        if window_ms > 0 {
+            self.journal.input(|| Input::PilotWindow { window_ms });
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! start so a restarted manager keeps following its pilots' batch jobs. A pilot's
 //! registration credential (its SHA-256 only) is kept until the pilot ends (once the agents
 //! of all its nodes registered it admits only their own retried registrations, for a
-//! while: see `service::pilot_groups`); its group (`members`: each agent and its node,
+//! while: see `hetpilot_core::control::pilot_groups`); its group (`members`: each agent and its node,
 //! JSON) is kept with it.
 
 use super::skip::{col, col_opt_u64, col_u64, each_row, SkippedRow};

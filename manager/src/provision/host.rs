@@ -4,7 +4,8 @@
 //! provisioner never calls into the manager otherwise, so provisioning depends on no
 //! service internals (and tests can drive it with a stand-in host).
 
-use hetpilot_protocol::pilots::{PilotRecord, PilotState, PlatformStatus};
+use crate::control::PilotEvent;
+use hetpilot_protocol::pilots::{PilotRecord, PlatformStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 
@@ -45,20 +46,14 @@ pub trait PilotHost: Send + Sync + 'static {
         nodes: u32,
     ) -> impl Future<Output = Result<(PilotRecord, String), Self::Error>> + Send;
 
-    /// Changes a pilot's record and persists it. `change` runs under the lock that orders
-    /// pilot changes, so it may check the state it changes (no registration slips between).
-    fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord));
-
-    /// The batch job of pilot `name` was seen started at `now`: records its start (once,
-    /// with its batch-queue wait) and, while no agent registered, says it waits for one.
-    fn job_started(&self, name: &str, now: u64);
+    /// Something happened to a pilot (see [`PilotEvent`]): the manager decides what it
+    /// changes, in the order events come from every thread, and stores it (`flush` waits
+    /// for that). Returns whether it changed the pilot (a move from a state the pilot
+    /// left meanwhile, e.g. as its agent registered, changes nothing).
+    fn pilot_event(&self, event: PilotEvent, now: u64) -> bool;
 
     /// Waits until every pilot change made so far is stored.
     fn flush(&self) -> impl Future<Output = ()> + Send;
-
-    /// Moves a pilot from `from` to a final `to` with a reason; false if it was no longer
-    /// in `from`.
-    fn transition_pilot(&self, name: &str, from: PilotState, to: PilotState, reason: &str) -> bool;
 
     /// The non-final pilots of `platform`.
     fn tracked_pilots(&self, platform: &str) -> Vec<PilotRecord>;

@@ -66,8 +66,10 @@ pub async fn clean<H: PilotHost>(
         match removed {
             Ok(Ok(dir)) => {
                 tracing::info!(platform = %profile.name, pilot = %pilot.name, %dir, "ended pilot's directory removed; its batch output is kept in the data directory");
-                let now = now_ms();
-                m.update_pilot(&pilot.name, |r| r.dir_removed_ms = Some(now));
+                let removed = crate::control::PilotEvent::DirRemoved {
+                    pilot: pilot.name.clone(),
+                };
+                m.pilot_event(removed, now_ms());
             }
             Ok(Err(e)) => {
                 tracing::warn!(platform = %profile.name, pilot = %pilot.name, error = %e, "cannot remove the ended pilot's directory; trying again later");

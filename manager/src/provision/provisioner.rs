@@ -16,6 +16,7 @@ use super::runner::{self, CommandRunner, RunnerError};
 pub use super::shutdown::Provisioning;
 use crate::clock::now_ms;
 use crate::config::ProvisionConfig;
+use crate::control::PilotEvent;
 use hetpilot_protocol::pilots::PlatformStatus;
 use hetpilot_protocol::pilots::{PilotRecord, PilotState};
 use std::collections::{HashMap, HashSet};
@@ -231,10 +232,10 @@ async fn cycle<H: PilotHost>(
         if p.batch_job_id.is_some() {
             return true;
         }
-        m.update_pilot(&p.name, |r| {
-            r.state = PilotState::Failed;
-            r.reason = "the manager stopped before its submission finished".into();
-        });
+        let lost = PilotEvent::SubmissionLost {
+            pilot: p.name.clone(),
+        };
+        m.pilot_event(lost, now);
         false
     });
     let ids: Vec<BatchJobId> = pilots
@@ -444,7 +445,10 @@ async fn apply<H: PilotHost>(
     let by_name: HashMap<&str, &PilotRecord> =
         pilots.iter().map(|p| (p.name.as_str(), *p)).collect();
     for name in &d.job_started {
-        m.job_started(name, now);
+        let started = PilotEvent::JobStarted {
+            pilot: name.clone(),
+        };
+        m.pilot_event(started, now);
     }
     for name in &d.release {
         let Some(p) = by_name.get(name.as_str()) else {
@@ -462,7 +466,13 @@ async fn apply<H: PilotHost>(
     let mut moved = HashSet::new();
     for t in &d.transitions {
         let from = by_name[t.pilot.as_str()].state;
-        if m.transition_pilot(&t.pilot, from, t.state, &t.reason) {
+        let event = PilotEvent::Moved {
+            pilot: t.pilot.clone(),
+            from,
+            to: t.state,
+            reason: t.reason.clone(),
+        };
+        if m.pilot_event(event, now) {
             let record = by_name[t.pilot.as_str()];
             if d.killed.contains(&t.pilot) {
                 tracing::warn!(
@@ -599,24 +609,19 @@ async fn submit<H: PilotHost>(
             track.down = None;
             // A submission that works says the last failure is no longer true.
             track.last_failure.clear();
-            // Its agent may have registered already (the local and ssh adapters start it
-            // at once): then it is running, not waiting.
-            m.update_pilot(&record.name, |r| {
-                r.batch_job_id = Some(job.0);
-                if r.state == PilotState::Queued {
-                    r.reason = "waiting in the batch queue".into();
-                }
-            });
+            let submitted = PilotEvent::Submitted {
+                pilot: record.name.clone(),
+                batch_job_id: job.0,
+            };
+            m.pilot_event(submitted, now_ms());
             Ok(())
         }
         Err(e) => {
-            // An agent that registered all the same shows the job runs.
-            m.update_pilot(&record.name, |r| {
-                if r.state == PilotState::Queued {
-                    r.state = PilotState::Failed;
-                    r.reason = format!("submission failed: {e}");
-                }
-            });
+            let failed = PilotEvent::SubmissionFailed {
+                pilot: record.name.clone(),
+                error: e.to_string(),
+            };
+            m.pilot_event(failed, now_ms());
             Err(format!("submission failed: {e}"))
         }
     }

@@ -67,12 +67,13 @@ impl Provisioning {
             match joined {
                 Ok((platform, pilot, Ok(()))) => {
                     cancelled += 1;
-                    manager.transition_pilot(
-                        &pilot.name,
-                        pilot.state,
-                        PilotState::Cancelled,
-                        SHUTDOWN_REASON,
-                    );
+                    let cancelled = crate::control::PilotEvent::Moved {
+                        pilot: pilot.name.clone(),
+                        from: pilot.state,
+                        to: PilotState::Cancelled,
+                        reason: SHUTDOWN_REASON.into(),
+                    };
+                    manager.pilot_event(cancelled, crate::clock::now_ms());
                     tracing::info!(%platform, pilot = %pilot.name, "pilot cancelled: {SHUTDOWN_REASON}");
                 }
                 // Left as it was: a restarted manager keeps following it.

@@ -1,8 +1,9 @@
 //! What agents do: register with a registration token, then long-poll for tasks, report
 //! results, heartbeat and deregister with their own credential.
 
+use super::pilots::decide_pilot_in;
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
-use crate::control::AgentJoin;
+use crate::control::{AgentJoin, PilotEvent};
 use crate::control::{ReportAnswer, ReportHistory, ResultClass};
 use crate::db::Write;
 use crate::metrics::ReportSummary;
@@ -136,7 +137,7 @@ impl Manager {
                 now_ms: now,
             })
             .await?;
-        let join = AgentJoin {
+        let mut join = AgentJoin {
             agent: id,
             platform: req.platform.clone(),
             hostname: req.hostname.clone(),
@@ -144,28 +145,45 @@ impl Manager {
             cores: req.cores.max(slots),
             memory_mb: req.memory_mb,
             batch_job_id: req.batch_job_id.clone(),
-            only_user: pilot.and_then(|p| self.pilot_user(p)),
+            only_user: None,
             resources: req.resources.clone(),
         };
-        let cadence = {
+        // The agent joins and, with a pilot's credential, joins its pilot, in one decision.
+        let (cadence, linked) = {
             let mut control = self.control();
+            join.only_user = pilot.and_then(|p| control.pilot_record(p)?.user.clone());
             control.agent_joined(join, now);
-            control.queues().cadence()
+            let cadence = control.queues().cadence();
+            let linked = pilot.map(|p| {
+                let event = PilotEvent::Registered {
+                    pilot: p.clone(),
+                    agent: id.0,
+                    hostname: req.hostname.clone(),
+                    walltime_end_s: req.walltime_end,
+                };
+                (p, decide_pilot_in(&mut control, event, now))
+            });
+            (cadence, linked)
         };
+        match linked {
+            Some((p, Ok((outcome, stored)))) => {
+                self.pilot_decided(p, &outcome);
+                // The link is committed before the agent is answered: a restart keeps it.
+                stored.await?;
+                // Its agent's slots may say more truly than the profile what a pilot brings.
+                self.plan_capacities();
+            }
+            Some((_, Err(refused))) => {
+                // The pilot ended while its agent joined: the agent leaves at once.
+                self.agent_left(id).await?;
+                return Err(refused);
+            }
+            None => {}
+        }
         if let Some(key_hash) = key_hash {
             self.unanswered.recorded(id, key_hash, hash.clone());
         }
         self.tokens.insert(hash, Principal::Agent(id));
-        if let Some(p) = pilot {
-            if let Err(e) = self
-                .pilot_registered(p, id, &req.hostname, req.walltime_end)
-                .await
-            {
-                // The pilot ended while its agent joined: the agent leaves at once.
-                self.agent_left(id).await?;
-                return Err(e);
-            }
-        }
         tracing::info!(agent = %id, platform = %req.platform, host = %req.hostname, slots, "agent registered");
         if req.zero_work {
             tracing::warn!(agent = %id, "a zero-work agent registered: its tasks end without running");
@@ -196,30 +214,21 @@ impl Manager {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let (mut batch, leased, leases_stored, drain, kill, platform) = {
-                // A multi-node pilot's agents get tasks once its credential is closed.
-                // Taken before the control lock, not under it.
-                let held_for_its_group = self.held_for_its_group(id);
                 let mut control = self.control();
-                let mut batch = if held_for_its_group {
-                    // Nothing, not even the wide task a reservation keeps its slots for
-                    // (which goes to a pull asking for fewer slots than it takes).
-                    crate::queue::LeaseBatch::default()
+                // Runs that ended since the agent's last pull answer freed slots it did not
+                // ask for: lease up to what its reports since say it wants, within the slots
+                // the manager counts free (every held task counts until reported), so a
+                // wide task does not wait out the pull. (Counting the free slots walks the
+                // agent's held tasks: only when a report asked for more than the pull.)
+                // A multi-node pilot's agents get nothing until its group is whole.
+                let reported = self.wanted.get(&id).map_or(0, |w| *w);
+                let max = if reported > req.max {
+                    let free = control.queues().free_slots_of(id).unwrap_or(0);
+                    req.max.max(reported.min(free))
                 } else {
-                    // Runs that ended since the agent's last pull answer freed slots it did
-                    // not ask for: lease up to what its reports since say it wants, within
-                    // the slots the manager counts free (every held task counts until
-                    // reported), so a wide task does not wait out the pull.
-                    // (Counting the free slots walks the agent's held tasks: only when a
-                    // report asked for more than the pull.)
-                    let reported = self.wanted.get(&id).map_or(0, |w| *w);
-                    let max = if reported > req.max {
-                        let free = control.queues().free_slots_of(id).unwrap_or(0);
-                        req.max.max(reported.min(free))
-                    } else {
-                        req.max
-                    };
-                    control.lease(id, max.min(8192), now_ms())?
+                    req.max
                 };
+                let mut batch = control.lease(id, max.min(8192), now_ms())?;
                 let leased = !batch.changes.is_empty();
                 let leases_stored = control.persist(std::mem::take(&mut batch.changes));
                 let (drain, kill) = control.heartbeat(id, now_ms())?;

@@ -80,6 +80,18 @@ impl<'a> ControlGuard<'a> {
     }
 }
 
+impl ControlGuard<'_> {
+    /// Queues a pilot's changed record (with its credential when it is new) for the store
+    /// now, in order after every change made before (see [`Self::persist`]).
+    pub(super) fn persist_pilot(
+        &self,
+        record: hetpilot_protocol::pilots::PilotRecord,
+        credential: Option<crate::db::PilotCredential>,
+    ) -> Queued {
+        self.writer.queue(Write::Pilot { record, credential })
+    }
+}
+
 impl Deref for ControlGuard<'_> {
     type Target = Control;
     fn deref(&self) -> &Control {

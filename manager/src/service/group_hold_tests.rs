@@ -33,7 +33,7 @@ async fn an_agent_of_a_group_not_yet_whole_is_leased_no_wide_or_parallel_task() 
         )
         .await
         .unwrap();
-    assert!(m.held_for_its_group(first.agent));
+    assert!(m.control().held_for_its_group(first.agent, super::now_ms()));
     for extra in [
         serde_json::json!({"cores": 2}),
         serde_json::json!({"procs": 2}),

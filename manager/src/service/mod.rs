@@ -20,9 +20,9 @@ mod files;
 mod group_hold_tests;
 mod history;
 mod parallel_check;
-mod pilot_groups;
 mod pilots;
 mod platform_checks;
+mod platform_state;
 mod platforms;
 mod register_source;
 mod registration_retry;
@@ -104,7 +104,12 @@ pub struct Manager {
     quota_reservations: task_quotas::Reservations,
     /// Woken when something that matters to scheduling changes.
     replan: Arc<Notify>,
-    pilots: Mutex<pilots::PilotBook>,
+    /// The profiled platforms' statuses, shapes and checks (see `platform_state`).
+    platforms: Mutex<platform_state::PlatformState>,
+    /// Each non-final pilot's registration credential hash (see `pilots`).
+    pilot_credentials: pilots::PilotCredentials,
+    /// The number in the next pilot's name.
+    next_pilot: AtomicU64,
     /// Where reloads of the platform profiles go (`serve` sets it; see `platform_checks`).
     platform_reloads: std::sync::OnceLock<tokio::sync::mpsc::Sender<ReloadReply>>,
     /// The secrets of `[[storage]]`, for grants to agents.
@@ -318,15 +323,17 @@ impl Manager {
                 tx.commit().map_err(db_err)?;
             }
         }
+        let next_pilot = loaded.pilots.len() as u64 + 1;
+        let (pilot_principals, pilot_credentials) = pilots::restore_pilots(
+            &mut control,
+            loaded.pilots,
+            crate::config::provision::ms(settings.provision.register_timeout_secs),
+            now,
+        );
         if journal.is_some() {
             control.start_journal(&control_settings);
         }
-        let (pilot_book, pilot_credentials) = pilots::PilotBook::restore(
-            loaded.pilots,
-            now,
-            crate::config::provision::ms(settings.provision.register_timeout_secs),
-        );
-        for (hash, who) in pilot_credentials {
+        for (hash, who) in pilot_principals {
             tokens.insert(hash, who);
         }
         if first_start {
@@ -370,7 +377,9 @@ impl Manager {
             next_agent: AtomicU64::new(loaded.next_agent),
             quota_reservations: Default::default(),
             replan: Arc::new(Notify::new()),
-            pilots: Mutex::new(pilot_book),
+            platforms: Mutex::default(),
+            pilot_credentials,
+            next_pilot: AtomicU64::new(next_pilot),
             platform_reloads: Default::default(),
             stores,
             file_usage: files::FileUsage::default(),

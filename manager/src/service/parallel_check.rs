@@ -84,7 +84,7 @@ impl Manager {
     /// registered now, whichever is larger.
     fn rooms(&self) -> BTreeMap<String, Room> {
         let mut rooms: BTreeMap<String, Room> = self
-            .book()
+            .platform_state()
             .shapes
             .iter()
             .map(|(name, s)| {

@@ -1,256 +1,155 @@
-//! The manager's side of pilots: their records (persisted through the writer), each
-//! pilot's own registration credential (one use per node of its allocation: see
-//! `pilot_groups`), the link between a pilot and the agents it brought up, the platforms' provisioning status, and what the provisioner reads
-//! (demand, agents' idleness). Listing pilots and platforms is for admins only.
+//! The manager's side of pilots: the control plane decides every change to a pilot (see
+//! `hetpilot_core::control::PilotEvent`); here each decision's record is queued for the
+//! store under the control lock, in the order the changes were made, and each pilot's own
+//! registration credential (one use per node of its allocation, see the core's
+//! `pilot_groups`) is kept, narrowed and revoked as the decisions say. Also what the
+//! provisioner reads (demand, agents' idleness). Listing pilots and platforms is for
+//! admins only.
 
-use super::pilot_groups::{no_longer_waiting, Groups};
-use super::platforms::Shape;
+use super::control_lock::ControlGuard;
 use super::users::admin;
 use super::{auth, now_ms, Manager, Principal, ServiceError};
-use crate::db::{PilotCredential, StoredPilot, Write};
+use crate::control::{queued_pilot, CredentialFate, PilotEvent, PilotOutcome};
+use crate::db::{PilotCredential, Queued, StoredPilot, Write};
 use crate::provision::{AgentActivity, CheckFailure, PilotHost};
 use crate::queue::AgentState;
+use hetpilot_protocol::pilots::PilotRecord;
 use hetpilot_protocol::pilots::PlatformStatus;
-use hetpilot_protocol::pilots::{PilotMember, PilotRecord, PilotState};
 use hetpilot_protocol::AgentId;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::Ordering;
 
-/// Pilots and platform statuses held by the manager.
-#[derive(Default)]
-pub struct PilotBook {
-    pub(super) records: BTreeMap<String, PilotRecord>,
-    /// Registration credential hash of each pilot that is not final (see `pilot_groups`
-    /// for what it admits).
-    pub(super) credentials: HashMap<String, String>,
-    /// Registrations under way and each agent's pilot.
-    pub(super) groups: Groups,
-    pub(super) platforms: BTreeMap<String, PlatformStatus>,
-    /// Each profiled platform's shape, from its profile.
-    pub(super) shapes: BTreeMap<String, Shape>,
-    /// The cores per pilot each profiled platform is planned with (see `platforms`).
-    pub(super) planned_cores: BTreeMap<String, u32>,
-    /// What each profiled platform's pilots offer besides cores (see `resource_check`).
-    pub(super) resources: BTreeMap<String, super::resource_check::PlatformResources>,
-    /// The round of platform checks under way (see `platform_checks`).
-    pub(super) check_round: u64,
-    /// Why each platform that failed the latest round of checks failed.
-    pub(super) check_failures: BTreeMap<String, CheckFailure>,
-    next: u64,
+/// Each non-final pilot's registration credential hash, by pilot.
+pub(super) type PilotCredentials = dashmap::DashMap<String, String>;
+
+/// Gives the control plane the pilots the store recorded and `window_ms`, their
+/// registration window; returns the credentials still to be accepted, to arm, and the
+/// credential hash of each pilot they belong to.
+pub(super) fn restore_pilots(
+    control: &mut crate::control::Control,
+    stored: Vec<StoredPilot>,
+    window_ms: u64,
+    now_ms: u64,
+) -> (Vec<(String, Principal)>, PilotCredentials) {
+    let mut credentials = Vec::new();
+    let records = stored
+        .into_iter()
+        .map(|s| {
+            if let Some(c) = s.credential {
+                credentials.push((s.record.name.clone(), s.record.platform.clone(), c));
+            }
+            s.record
+        })
+        .collect();
+    control.restore_pilots(records);
+    control.set_pilot_window(window_ms);
+    let by_pilot = PilotCredentials::default();
+    let mut principals = Vec::new();
+    for (pilot, platform, c) in credentials {
+        // Admitting agents, or answering its agents' retried registrations until its
+        // window closes.
+        if let Some(expires_ms) = control.pilot_credential_until(&pilot, c.expires_ms, now_ms) {
+            principals.push((
+                c.hash.clone(),
+                Principal::PilotRegistration {
+                    platform,
+                    pilot: pilot.clone(),
+                    expires_ms,
+                },
+            ));
+            by_pilot.insert(pilot, c.hash);
+        }
+    }
+    (principals, by_pilot)
 }
 
-impl PilotBook {
-    /// The book recovered from the store (`window_ms`: how long after a group's first
-    /// agent the others may join); returns the usable credentials to re-arm.
-    pub fn restore(
-        stored: Vec<StoredPilot>,
-        now_ms: u64,
-        window_ms: u64,
-    ) -> (PilotBook, Vec<(String, Principal)>) {
-        let mut book = PilotBook {
-            next: stored.len() as u64 + 1,
-            ..PilotBook::default()
-        };
-        book.groups.window_ms = window_ms;
-        let mut principals = Vec::new();
-        for s in stored {
-            let r = s.record;
-            if let Some(c) = s.credential.filter(|c| c.expires_ms > now_ms) {
-                // Admitting agents, or answering its agents' retried registrations until
-                // its window closes.
-                let expires_ms = if book.groups.admitting(&r, now_ms) {
-                    c.expires_ms
-                } else {
-                    r.registered_ms
-                        .map_or(0, |first| book.groups.window_end(first))
-                        .min(c.expires_ms)
-                };
-                if expires_ms > now_ms && !r.state.is_final() {
-                    principals.push((
-                        c.hash.clone(),
-                        Principal::PilotRegistration {
-                            platform: r.platform.clone(),
-                            pilot: r.name.clone(),
-                            expires_ms,
-                        },
-                    ));
-                    book.credentials.insert(r.name.clone(), c.hash);
-                }
-            }
-            book.records.insert(r.name.clone(), r);
-        }
-        book.groups.index(book.records.values());
-        (book, principals)
-    }
+/// Under the control lock: has the control plane decide `event` at `now` and queues the
+/// changed record for the store while the lock orders it, so the store receives the
+/// records in the order they changed (a change made a moment earlier on another thread,
+/// e.g. the provisioner seeing the batch job start while the agent registers, can never
+/// land after, and undo, a later one).
+pub(super) fn decide_pilot_in(
+    control: &mut ControlGuard<'_>,
+    event: PilotEvent,
+    now: u64,
+) -> Result<(PilotOutcome, Queued), ServiceError> {
+    let outcome = control
+        .pilot(event, now)
+        .map_err(|e| ServiceError::Forbidden(e.to_string()))?;
+    let stored = match &outcome.changed {
+        Some(record) => control.persist_pilot(record.clone(), None),
+        None => Queued::Nothing,
+    };
+    Ok((outcome, stored))
 }
 
 impl Manager {
-    pub(super) fn book(&self) -> std::sync::MutexGuard<'_, PilotBook> {
-        self.pilots.lock().unwrap_or_else(|p| p.into_inner())
+    /// Has the control plane decide `event` at `now` (see [`decide_pilot_in`]), then does
+    /// what the decision says to the pilot's credential and metrics. Returns the outcome
+    /// and the wait for its commit.
+    pub(super) fn decide_pilot(
+        &self,
+        event: PilotEvent,
+        now: u64,
+    ) -> Result<(PilotOutcome, Queued), ServiceError> {
+        let name = event.pilot().to_string();
+        let (outcome, stored) = decide_pilot_in(&mut self.control(), event, now)?;
+        self.pilot_decided(&name, &outcome);
+        Ok((outcome, stored))
     }
 
-    /// The pilot's batch job started at `now` (its first sign of life: the batch system's
-    /// state or its agent's registration); its batch-queue wait goes to the metrics once.
-    fn pilot_job_started(&self, r: &mut PilotRecord, now: u64) {
-        if r.job_started_ms.is_none() {
-            let waited = std::time::Duration::from_millis(now.saturating_sub(r.submitted_ms));
+    /// After the control lock: what pilot `name`'s decided `outcome` says to its
+    /// credential and to the metrics.
+    pub(super) fn pilot_decided(&self, name: &str, outcome: &PilotOutcome) {
+        if let (Some(waited), Some(r)) = (outcome.queue_wait_ms, &outcome.changed) {
+            let waited = std::time::Duration::from_millis(waited);
             self.metrics.pilot_started(&r.platform, waited);
-            r.job_started_ms = Some(now);
         }
-    }
-
-    /// Changes a pilot's record and queues the write that persists it; returns the wait
-    /// for its commit, or `None` when there is no such pilot or `change` left it as it
-    /// was (nothing to write). The write is queued under the book's lock, so the store receives
-    /// the records in the order they changed: a change made a moment earlier on another
-    /// thread (e.g. the provisioner seeing the batch job start while the agent registers)
-    /// can never land after, and undo, a later one.
-    fn change_pilot(
-        &self,
-        name: &str,
-        change: impl FnOnce(&mut PilotRecord),
-    ) -> Option<crate::db::Queued> {
-        let (committed, revoked) = {
-            let mut book = self.book();
-            let r = book.records.get_mut(name)?;
-            let before = r.clone();
-            change(r);
-            if *r == before {
-                return None;
-            }
-            if r.state.is_final() && r.ended_ms.is_none() {
-                r.ended_ms = Some(now_ms());
-            }
-            let record = r.clone();
-            let revoked = if record.state.is_final() {
-                book.credentials.remove(name)
-            } else {
-                None
-            };
-            if record.state.is_final() {
-                book.disband(&record);
-            }
-            let committed = self.writer.queue(Write::Pilot {
-                record,
-                credential: None,
-            });
-            (committed, revoked)
-        };
-        if let Some(hash) = revoked {
-            self.tokens.remove(&hash);
-        }
-        Some(committed)
-    }
-
-    /// Called when an agent registered, on node `hostname`, with pilot `name`'s
-    /// credential: the first makes the pilot running, each joins its group. The link is
-    /// committed before the agent is answered, so a restart keeps it. Refused when the
-    /// pilot stopped waiting meanwhile (the provisioner gave up on it or cancelled it).
-    pub(super) async fn pilot_registered(
-        &self,
-        name: &str,
-        agent: AgentId,
-        hostname: &str,
-        walltime_end_s: Option<u64>,
-    ) -> Result<(), ServiceError> {
-        let now = now_ms();
-        let mut linked = false;
-        let committed = self.change_pilot(name, |r| {
-            match r.state {
-                PilotState::Queued => {
-                    r.state = PilotState::Running;
-                    r.reason = String::new();
-                    r.registered_ms = Some(now);
-                    self.pilot_job_started(r, now);
-                    r.agent = Some(agent.0);
-                    if let Some(end) = walltime_end_s {
-                        r.walltime_end_ms = Some(end.saturating_mul(1000));
-                    }
+        match outcome.credential {
+            CredentialFate::Kept => {}
+            CredentialFate::ExpiresBy(ms) => {
+                if let Some(hash) = self.pilot_credentials.get(name) {
+                    self.tokens.expire_by(&hash, ms);
                 }
-                PilotState::Running if r.awaits_members() => {}
-                _ => return,
             }
-            r.members.push(PilotMember {
-                agent: agent.0,
-                hostname: hostname.to_string(),
-            });
-            linked = true;
-        });
-        if !linked {
-            return Err(no_longer_waiting(name));
+            CredentialFate::Revoked => {
+                if let Some((_, hash)) = self.pilot_credentials.remove(name) {
+                    self.tokens.remove(&hash);
+                }
+            }
         }
-        let whole = {
-            let mut book = self.book();
-            book.join(
-                name,
-                PilotMember {
-                    agent: agent.0,
-                    hostname: hostname.to_string(),
-                },
-            );
-            book.records.get(name).is_some_and(|r| !r.awaits_members())
-        };
-        if let Some(committed) = committed {
-            committed.await?;
-        }
-        if whole {
-            // The group's agents may be leased tasks now.
-            self.waiters.work.notify_waiters();
-        }
-        // Its agent's slots may say more truly than the profile what a pilot brings.
-        self.plan_capacities();
-        Ok(())
     }
 
-    /// Whether `agent` belongs to a pilot whose credential still admits agents: it is
-    /// leased nothing until then (see `pilot_groups`).
-    pub(super) fn held_for_its_group(&self, agent: AgentId) -> bool {
-        let book = self.book();
-        let Some(pilot) = book.groups.pilot_of(agent.0) else {
-            return false;
-        };
-        book.records
-            .get(pilot)
-            .is_some_and(|r| book.groups.admitting(r, now_ms()))
-    }
-
-    /// The pilot each agent of a non-final pilot belongs to.
-    pub(super) fn agent_pilots(&self) -> HashMap<u64, String> {
-        self.book().groups.agent_pilots()
-    }
-
-    /// The one user whose tasks pilot `name` may run, if it is a per-user pilot.
-    pub(super) fn pilot_user(&self, name: &str) -> Option<String> {
-        self.book().records.get(name).and_then(|r| r.user.clone())
-    }
-
-    /// Admits the agent registering on node `hostname` with pilot `name`'s credential (see
-    /// [`PilotBook::claim`]): of concurrent registrations beyond the pilot's nodes, or from
-    /// one node, one wins and the others are refused. After its last admission the
-    /// credential answers only its agents' retried registrations, until the window closes
-    /// (see `registration_retry`).
+    /// Admits the agent registering on node `hostname` with pilot `name`'s credential:
+    /// of concurrent registrations beyond the pilot's nodes, or from one node, one wins
+    /// and the others are refused. After its last admission the credential answers only
+    /// its agents' retried registrations, until the window closes (see
+    /// `registration_retry`).
     pub(super) fn claim_pilot_registration(
         &self,
         name: &str,
         hostname: &str,
     ) -> Result<(), ServiceError> {
-        let last = self.book().claim(name, hostname, now_ms())?;
-        if let Some((hash, window_end)) = last {
-            self.tokens.expire_by(&hash, window_end);
-        }
+        let event = PilotEvent::Claimed {
+            pilot: name.to_string(),
+            hostname: hostname.to_string(),
+        };
+        let (_, stored) = self.decide_pilot(event, now_ms())?;
+        drop(stored);
         Ok(())
     }
 
     /// Every pilot, oldest first (admin).
     pub fn list_pilots(&self, who: &Principal) -> Result<Vec<PilotRecord>, ServiceError> {
         admin(who)?;
-        let mut pilots: Vec<PilotRecord> = self.book().records.values().cloned().collect();
+        let mut pilots: Vec<PilotRecord> = self.control().pilot_records().cloned().collect();
         pilots.sort_by(|a, b| (a.submitted_ms, &a.name).cmp(&(b.submitted_ms, &b.name)));
         Ok(pilots)
     }
 
     /// The profiled platforms whose login host or batch system fails now.
     pub(super) fn unavailable_platforms(&self) -> HashSet<String> {
-        self.book()
+        self.platform_state()
             .platforms
             .values()
             .filter(|s| !s.available)
@@ -264,7 +163,8 @@ impl Manager {
         who: &Principal,
     ) -> Result<Vec<PlatformStatus>, ServiceError> {
         admin(who)?;
-        let mut statuses: Vec<PlatformStatus> = self.book().platforms.values().cloned().collect();
+        let mut statuses: Vec<PlatformStatus> =
+            self.platform_state().platforms.values().cloned().collect();
         for s in &mut statuses {
             s.demand_cores = self.demand_cores(&s.name);
         }
@@ -277,8 +177,9 @@ impl PilotHost for Manager {
 
     /// Creates a pilot of `nodes` nodes on `platform` with its own registration credential,
     /// valid for `ttl_ms`, only for this pilot and one agent per node; the record is
-    /// committed before this returns. Returns the record and the credential (to be written
-    /// on the platform, mode 0600). A pilot of a `per-user` platform names its `user`.
+    /// committed before the control plane hears of it (a full data directory refuses it
+    /// and nothing remains). Returns the record and the credential (to be written on the
+    /// platform, mode 0600). A pilot of a `per-user` platform names its `user`.
     async fn new_pilot(
         &self,
         platform: &str,
@@ -292,12 +193,10 @@ impl PilotHost for Manager {
             ));
         }
         let now = now_ms();
-        let name = {
-            let mut book = self.book();
-            let n = book.next;
-            book.next += 1;
-            format!("{platform}-p{n}")
-        };
+        let name = format!(
+            "{platform}-p{}",
+            self.next_pilot.fetch_add(1, Ordering::Relaxed)
+        );
         if !crate::provision::profile::is_safe_name(&name) {
             return Err(ServiceError::BadRequest(format!(
                 "pilot name `{name}` is too long: use a platform name of at most 50 characters"
@@ -306,23 +205,7 @@ impl PilotHost for Manager {
         let token = auth::new_token("hpr_");
         let hash = auth::hash(&token);
         let expires_ms = now.saturating_add(ttl_ms);
-        let record = PilotRecord {
-            name: name.clone(),
-            platform: platform.to_string(),
-            batch_job_id: None,
-            state: PilotState::Queued,
-            reason: "submitting".into(),
-            submitted_ms: now,
-            job_started_ms: None,
-            registered_ms: None,
-            ended_ms: None,
-            agent: None,
-            walltime_end_ms: None,
-            user: user.map(str::to_string),
-            dir_removed_ms: None,
-            nodes,
-            members: Vec::new(),
-        };
+        let record = queued_pilot(&name, platform, user, nodes, now);
         self.writer
             .commit(Write::Pilot {
                 record: record.clone(),
@@ -332,11 +215,15 @@ impl PilotHost for Manager {
                 }),
             })
             .await?;
-        {
-            let mut book = self.book();
-            book.records.insert(name.clone(), record.clone());
-            book.credentials.insert(name.clone(), hash.clone());
-        }
+        self.pilot_credentials.insert(name.clone(), hash.clone());
+        let event = PilotEvent::Created {
+            pilot: name.clone(),
+            platform: platform.to_string(),
+            user: user.map(str::to_string),
+            nodes,
+        };
+        // Committed above: nothing more to store.
+        let _ = self.control().pilot(event, now);
         self.tokens.insert(
             hash,
             Principal::PilotRegistration {
@@ -348,20 +235,19 @@ impl PilotHost for Manager {
         Ok((record, token))
     }
 
-    /// Changes a pilot's record and persists it (without waiting for the commit). A pilot
-    /// that leaves `queued` loses its registration credential.
-    fn job_started(&self, name: &str, now: u64) {
-        self.update_pilot(name, |r| {
-            self.pilot_job_started(r, now);
-            if r.state == PilotState::Queued {
-                r.reason = "batch job running; waiting for its agent to register".into();
+    /// Has the control plane decide `event` (see [`Manager::decide_pilot`]) without
+    /// waiting for the commit (`flush` does): whether it changed the pilot.
+    fn pilot_event(&self, event: PilotEvent, now: u64) -> bool {
+        match self.decide_pilot(event, now) {
+            Ok((outcome, stored)) => {
+                drop(stored);
+                outcome.changed.is_some()
             }
-        });
-    }
-
-    fn update_pilot(&self, name: &str, change: impl FnOnce(&mut PilotRecord)) {
-        // Queued already; `flush` waits for it.
-        drop(self.change_pilot(name, change));
+            Err(e) => {
+                tracing::warn!(error = %e, "a pilot change was refused");
+                false
+            }
+        }
     }
 
     /// Waits until every pilot change sent so far is committed (an empty write queues
@@ -372,27 +258,10 @@ impl PilotHost for Manager {
         }
     }
 
-    /// Moves pilot `name` from `from` to `to` with `reason`, unless its state changed in
-    /// the meantime (e.g. its agent registered while the provisioner was deciding).
-    /// Returns whether it moved.
-    fn transition_pilot(&self, name: &str, from: PilotState, to: PilotState, reason: &str) -> bool {
-        let mut moved = false;
-        // Checked and changed under one lock: a registration cannot slip in between.
-        self.update_pilot(name, |r| {
-            if r.state == from {
-                r.state = to;
-                r.reason = reason.to_string();
-                moved = true;
-            }
-        });
-        moved
-    }
-
     /// The non-final pilots of `platform`.
     fn tracked_pilots(&self, platform: &str) -> Vec<PilotRecord> {
-        self.book()
-            .records
-            .values()
+        self.control()
+            .pilot_records()
             .filter(|r| r.platform == platform && !r.state.is_final())
             .cloned()
             .collect()
@@ -400,9 +269,8 @@ impl PilotHost for Manager {
 
     fn ended_pilot_dirs(&self, platform: &str, ended_by_ms: u64) -> Vec<PilotRecord> {
         let mut due: Vec<PilotRecord> = self
-            .book()
-            .records
-            .values()
+            .control()
+            .pilot_records()
             .filter(|r| {
                 r.platform == platform
                     && r.state.is_final()
@@ -491,7 +359,9 @@ impl PilotHost for Manager {
     }
 
     fn set_platform_status(&self, status: PlatformStatus) {
-        self.book().platforms.insert(status.name.clone(), status);
+        self.platform_state()
+            .platforms
+            .insert(status.name.clone(), status);
     }
 
     fn check_failure(&self, platform: &str) -> Option<CheckFailure> {
@@ -503,6 +373,7 @@ impl PilotHost for Manager {
 mod tests {
     use super::*;
     use crate::config::ManagerConfig;
+    use hetpilot_protocol::pilots::PilotState;
     use hetpilot_protocol::protocol::{NewAgentToken, RegisterRequest};
     use std::sync::Arc;
 
@@ -627,7 +498,7 @@ mod tests {
                 "{refused:?}"
             );
         }
-        let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        let record = m.control().pilot_record(&pilot.name).cloned().unwrap();
         assert_eq!(record.agent, Some(registered[0].0));
     }
 
@@ -654,7 +525,7 @@ mod tests {
 
         let first = m.register(&who, None, on("n2", &pilot.name)).await.unwrap();
         assert!(
-            m.held_for_its_group(first.agent),
+            m.control().held_for_its_group(first.agent, now_ms()),
             "no task before the group is whole"
         );
         let msg = refuse(m.register(&who, None, on("n2", &pilot.name)).await);
@@ -666,17 +537,21 @@ mod tests {
         let who = m
             .authenticate(Some(&token))
             .expect("still admits the second node");
-        assert!(m.held_for_its_group(first.agent));
+        assert!(m.control().held_for_its_group(first.agent, now_ms()));
         let msg = refuse(m.register(&who, None, on("n2", &pilot.name)).await);
         assert!(msg.contains("already has an agent on node `n2`"), "{msg}");
         let second = m.register(&who, None, on("n3", &pilot.name)).await.unwrap();
-        assert!(!m.held_for_its_group(first.agent) && !m.held_for_its_group(second.agent));
+        assert!(
+            !m.control().held_for_its_group(first.agent, now_ms())
+                && !m.control().held_for_its_group(second.agent, now_ms())
+        );
         let msg = refuse(m.register(&who, None, on("n4", &pilot.name)).await);
         assert!(msg.contains("no longer waiting"), "a third agent: {msg}");
 
-        let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        let record = m.control().pilot_record(&pilot.name).cloned().unwrap();
         // Whole, it answers retried registrations until its window closes, no longer.
-        let window_end = m.book().groups.window_end(record.registered_ms.unwrap());
+        let window_ms = crate::config::provision::ms(m.settings.provision.register_timeout_secs);
+        let window_end = record.registered_ms.unwrap() + window_ms;
         match m.authenticate(Some(&token)) {
             Ok(Principal::PilotRegistration { expires_ms, .. }) => {
                 assert!(expires_ms <= window_end, "{expires_ms} > {window_end}")
@@ -691,7 +566,10 @@ mod tests {
             .map(|g| (g.agent, g.hostname.as_str()))
             .collect();
         assert_eq!(members, [(first.agent.0, "n2"), (second.agent.0, "n3")]);
-        assert_eq!(m.agent_pilots().get(&second.agent.0), Some(&pilot.name));
+        assert_eq!(
+            m.control().agent_pilots().get(&second.agent.0),
+            Some(&pilot.name)
+        );
     }
 
     /// Concurrent registrations from more nodes than the pilot has: exactly its nodes'
@@ -720,40 +598,11 @@ mod tests {
             .filter(|o| o.is_ok())
             .count();
         assert_eq!(admitted, 3);
-        let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        let record = m.control().pilot_record(&pilot.name).cloned().unwrap();
         let mut hosts: Vec<String> = record.members.iter().map(|g| g.hostname.clone()).collect();
         hosts.sort();
         hosts.dedup();
         assert_eq!(hosts.len(), 3, "{:?}", record.members);
-    }
-
-    /// Past the registration window after the first agent, the credential admits no one
-    /// and the group's agents are no longer held: it runs with the nodes it has.
-    #[tokio::test]
-    async fn a_group_stops_admitting_after_its_window() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_, m) = open_in(&dir);
-        let (pilot, token) = m.new_pilot("local", 60_000, None, 2).await.unwrap();
-        let who = m.authenticate(Some(&token)).unwrap();
-        let first = m
-            .register(&who, None, request(Some(&pilot.name)))
-            .await
-            .unwrap();
-        assert!(m.held_for_its_group(first.agent));
-        let window = m.book().groups.window_ms;
-        m.update_pilot(&pilot.name, |r| {
-            r.registered_ms = Some(now_ms().saturating_sub(window + 1));
-        });
-        assert!(!m.held_for_its_group(first.agent));
-        let late = RegisterRequest {
-            hostname: "node2".into(),
-            ..request(Some(&pilot.name))
-        };
-        let refused = m.register(&who, None, late).await;
-        assert!(
-            matches!(&refused, Err(ServiceError::Forbidden(msg)) if msg.contains("no longer waiting")),
-            "{refused:?}"
-        );
     }
 
     /// An agent whose pilot the provisioner gave up on while it registered is refused and
@@ -764,20 +613,25 @@ mod tests {
         let (_, m) = open_in(&dir);
         let (pilot, _) = m.new_pilot("local", 60_000, None, 1).await.unwrap();
         m.claim_pilot_registration(&pilot.name, "node1").unwrap();
-        assert!(m.transition_pilot(
-            &pilot.name,
-            PilotState::Queued,
-            PilotState::Failed,
-            "no agent registered in time"
-        ));
-        let refused = m
-            .pilot_registered(&pilot.name, AgentId(1), "node1", None)
-            .await;
+        let gave_up = PilotEvent::Moved {
+            pilot: pilot.name.clone(),
+            from: PilotState::Queued,
+            to: PilotState::Failed,
+            reason: "no agent registered in time".into(),
+        };
+        assert!(m.pilot_event(gave_up, now_ms()));
+        let registered = PilotEvent::Registered {
+            pilot: pilot.name.clone(),
+            agent: 1,
+            hostname: "node1".into(),
+            walltime_end_s: None,
+        };
+        let refused = m.decide_pilot(registered, now_ms()).map(|_| ());
         assert!(
             matches!(&refused, Err(ServiceError::Forbidden(msg)) if msg.contains("no longer waiting")),
             "{refused:?}"
         );
-        let record = m.book().records.get(&pilot.name).cloned().unwrap();
+        let record = m.control().pilot_record(&pilot.name).cloned().unwrap();
         assert_eq!(
             (record.state, record.agent, record.reason.as_str()),
             (PilotState::Failed, None, "no agent registered in time")
@@ -802,9 +656,11 @@ mod tests {
                 let (m, names) = (m.clone(), names.clone());
                 std::thread::spawn(move || {
                     for name in names.iter() {
-                        m.update_pilot(name, |r| {
-                            r.reason = format!("racer {racer}");
-                        });
+                        let submitted = PilotEvent::Submitted {
+                            pilot: name.clone(),
+                            batch_job_id: format!("racer {racer}"),
+                        };
+                        m.pilot_event(submitted, now_ms());
                     }
                 })
             })
@@ -825,11 +681,11 @@ mod tests {
         let differ: Vec<_> = in_memory
             .iter()
             .zip(&stored)
-            .filter(|(a, b)| a.reason != b.reason)
+            .filter(|(a, b)| a.batch_job_id != b.batch_job_id)
             .map(|(a, b)| {
                 format!(
                     "{}: {:?} in memory, {:?} stored",
-                    a.name, a.reason, b.reason
+                    a.name, a.batch_job_id, b.batch_job_id
                 )
             })
             .collect();

@@ -37,7 +37,7 @@ impl Manager {
     /// result, and the statuses of platforms no longer configured. Returns the round, for
     /// [`Self::finish_platform_check`].
     pub fn begin_platform_checks(&self, platforms: &[String]) -> u64 {
-        let mut book = self.book();
+        let mut book = self.platform_state();
         book.check_round = book.check_round.saturating_add(1);
         book.check_failures.clear();
         book.platforms.retain(|name, _| platforms.contains(name));
@@ -56,7 +56,7 @@ impl Manager {
         failure: Option<String>,
         policy: &Policy,
     ) -> Option<u64> {
-        let mut book = self.book();
+        let mut book = self.platform_state();
         if book.check_round != round {
             return None;
         }
@@ -108,12 +108,12 @@ impl Manager {
 
     /// Whether `round` is still the current round of platform checks.
     pub fn platform_check_round_is(&self, round: u64) -> bool {
-        self.book().check_round == round
+        self.platform_state().check_round == round
     }
 
     /// Why platform `name` failed its latest checks, if it did.
     pub fn platform_check_failure(&self, name: &str) -> Option<CheckFailure> {
-        self.book().check_failures.get(name).cloned()
+        self.platform_state().check_failures.get(name).cloned()
     }
 
     /// Re-reads the profiles and re-checks them (admin), through `serve`.
@@ -187,7 +187,7 @@ mod tests {
         );
         let failed = m.check_failure("lab").expect("still failing");
         assert_eq!(failed.backoff.failures, 4);
-        let status = m.book().platforms["lab"].clone();
+        let status = m.platform_state().platforms["lab"].clone();
         assert!(!status.available && status.reason.contains("login host down"));
         assert_eq!(
             (status.failures, status.retry_at_ms),

@@ -84,7 +84,12 @@ impl Manager {
             return;
         }
         let launcher = platform
-            .and_then(|p| self.book().shapes.get(p).map(|s| s.launcher.clone()))
+            .and_then(|p| {
+                self.platform_state()
+                    .shapes
+                    .get(p)
+                    .map(|s| s.launcher.clone())
+            })
             .unwrap_or_else(LaunchTemplate::mpiexec);
         for t in tasks.iter_mut().filter(|t| !t.hosts.is_empty()) {
             t.launcher = Some(launcher.clone());
@@ -94,8 +99,9 @@ impl Manager {
     /// Takes what the profiled platforms' profiles say: their staging numbers and how far
     /// the provisioner may grow them.
     pub fn use_profiles(&self, profiles: &[PlatformProfile]) {
-        self.book().resources = super::resource_check::PlatformResources::of_profiles(profiles);
-        self.book().shapes = profiles
+        self.platform_state().resources =
+            super::resource_check::PlatformResources::of_profiles(profiles);
+        self.platform_state().shapes = profiles
             .iter()
             .map(|p| {
                 let shape = Shape {
@@ -121,7 +127,7 @@ impl Manager {
     /// are gone), or (before any registered) its profile's `cores_per_node`. Warns once per
     /// change when the two differ.
     pub(super) fn plan_capacities(&self) {
-        let shapes = self.book().shapes.clone();
+        let shapes = self.platform_state().shapes.clone();
         let registered: BTreeMap<String, Option<u32>> = {
             let control = self.control();
             shapes
@@ -132,7 +138,7 @@ impl Manager {
         let mut changed = false;
         let mut capacities = BTreeMap::new();
         {
-            let mut book = self.book();
+            let mut book = self.platform_state();
             for (name, shape) in &shapes {
                 let cores = registered[name]
                     .or(book.planned_cores.get(name).copied())
@@ -170,12 +176,12 @@ impl Manager {
     /// The cores a pilot of profiled `platform` brings, as planned by
     /// [`Self::plan_capacities`].
     pub(super) fn pilot_cores(&self, platform: &str) -> Option<u32> {
-        self.book().planned_cores.get(platform).copied()
+        self.platform_state().planned_cores.get(platform).copied()
     }
 
     /// What the platforms offer as the book knows it (copied, so no lock is held).
     pub(super) fn platform_book(&self) -> PlatformBook {
-        let book = self.book();
+        let book = self.platform_state();
         PlatformBook {
             statuses: book.platforms.clone(),
             pilot_cores: book

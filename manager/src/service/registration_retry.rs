@@ -8,7 +8,7 @@
 //! tasks. The agent's first pull or heartbeat shows the answer arrived and ends this.
 //!
 //! A pilot's credential still answers such retries for its registration window after its
-//! last node's agent registered (see `pilot_groups`); it admits no new agent then.
+//! last node's agent registered (see the core's `control::pilot_groups`); it admits no new agent then.
 
 use super::{auth, Manager, Principal, ServiceError};
 use crate::db::Write;
@@ -85,15 +85,13 @@ impl Manager {
             };
             let same = a.state == AgentState::Active
                 && a.platform == req.platform
-                && a.hostname == req.hostname;
+                && a.hostname == req.hostname
+                && control.pilot_of(id) == pilot;
             if !same {
                 return Ok(None);
             }
             (a.slots, control.queues().cadence())
         };
-        if self.book().groups.pilot_of(id.0) != pilot {
-            return Ok(None);
-        }
         let credential = auth::new_token("hpa_");
         let hash = auth::hash(&credential);
         // One swap at a time per agent (racing retries end with one working credential),

@@ -156,7 +156,7 @@ impl Manager {
     /// cores, by platform.
     fn offered_pools(&self) -> Vec<(String, ResourcePool)> {
         let mut pools: Vec<(String, ResourcePool)> = self
-            .book()
+            .platform_state()
             .resources
             .iter()
             .map(|(name, r)| (name.clone(), r.0.clone()))

@@ -453,9 +453,8 @@ impl Manager {
 
     pub fn list_agents(&self, who: &Principal) -> Result<Vec<AgentInfo>, ServiceError> {
         admin(who)?;
-        // Taken before the control lock, not under it.
-        let pilots = self.agent_pilots();
         let control = self.control();
+        let pilots = control.agent_pilots();
         let queues = control.queues();
         let mut agents: Vec<AgentInfo> = queues
             .agents()

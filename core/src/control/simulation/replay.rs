@@ -1,8 +1,8 @@
 //! Replaying a live manager's journal through a fresh control plane: every input is fed
 //! to the same [`Control`] methods the live manager called, in the same order and at the
 //! same clock, and every journaled decision (each lease's task attempts, each round's
-//! allocation) must come out identical. A difference names the first input where the
-//! replay departed from the live run.
+//! allocation, what each pilot event changed) must come out identical. A difference names
+//! the first input where the replay departed from the live run.
 
 use super::scenario::{MAX_SLOTS, MAX_TASKS};
 use crate::control::journal::{lease_output, Entry, Input, Output};
@@ -70,6 +70,8 @@ pub struct ReplaySummary {
     pub leased_tasks: usize,
     /// Rounds replayed (their allocations compared).
     pub rounds: usize,
+    /// Pilot events replayed (what each changed compared).
+    pub pilot_events: usize,
 }
 
 /// Replays `entries` (lines are counted from 1) and checks every decision.
@@ -226,6 +228,17 @@ impl Replay {
                 let unavailable = unavailable.into_iter().collect();
                 self.round = c.begin_round(&unavailable, now_ms).map(|job| job.run());
                 None
+            }
+            Input::PilotWindow { window_ms } => {
+                c.set_pilot_window(window_ms);
+                None
+            }
+            Input::Pilot { event, now_ms } => {
+                self.summary.pilot_events += 1;
+                Some(match c.pilot(event, now_ms) {
+                    Ok(outcome) => Output::Pilot(Box::new(outcome)),
+                    Err(e) => Output::Refused(e.to_string()),
+                })
             }
             Input::RoundFinished => {
                 let done = self.round.take().ok_or(ReplayError::NoRound { line })?;

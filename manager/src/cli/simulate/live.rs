@@ -50,12 +50,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "leases": summary.leases,
                 "leased_tasks": summary.leased_tasks,
                 "rounds": summary.rounds,
+                "pilot_events": summary.pilot_events,
                 "identical": true,
             }));
         }
         println!(
-            "replayed {} inputs: {} leases ({} tasks) and {} rounds, every decision identical",
-            summary.inputs, summary.leases, summary.leased_tasks, summary.rounds
+            "replayed {} inputs: {} leases ({} tasks), {} rounds and {} pilot events, every \
+             decision identical",
+            summary.inputs,
+            summary.leases,
+            summary.leased_tasks,
+            summary.rounds,
+            summary.pilot_events
         );
         return Ok(());
     }

@@ -7,20 +7,34 @@
 //! and within the registration window (`[provision] register_timeout_secs`) after its first
 //! agent registered. Once the N-th agent claimed it, or the window passed, it admits no
 //! agent; it still answers, until the window passes, a registration that one of the group's
-//! own agents tries again with its own key after the answer was lost (see
+//! own agents tries again with its own key after the answer was lost (the shell's
 //! `registration_retry`); it is revoked when the pilot ends. So it never outlives its job
 //! as a reusable token. While it still admits agents, the group's agents are leased no
-//! task: no task can read the credential file (which multi-node agents keep, see
-//! `provision::adapter::node_launch`) and register agents of its own.
+//! task: no task can read the credential file (which multi-node agents keep) and register
+//! agents of its own.
 
-use super::pilots::PilotBook;
-use super::ServiceError;
 use hetpilot_protocol::pilots::{PilotMember, PilotRecord};
 use std::collections::HashMap;
 
+/// Why a registration with a pilot's credential is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PilotRefused {
+    /// The pilot is final, whole, past its window, or unknown.
+    #[error("pilot `{0}` is no longer waiting for its agent")]
+    NoLongerWaiting(String),
+    /// An agent of the group runs (or is registering) on that node already.
+    #[error("pilot `{pilot}` already has an agent on node `{hostname}`: one agent per node")]
+    NodeTaken {
+        /// The pilot.
+        pilot: String,
+        /// The node asked for twice.
+        hostname: String,
+    },
+}
+
 /// The group state besides the pilots' records: registrations under way, and each
 /// agent's pilot.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(super) struct Groups {
     /// Per pilot, the nodes whose agents claimed the credential but are not linked yet.
     pending: HashMap<String, Vec<String>>,
@@ -31,9 +45,9 @@ pub(super) struct Groups {
 }
 
 impl Groups {
-    /// The index of `records`' agents (at start, from the store).
-    pub(super) fn index<'a>(&mut self, records: impl Iterator<Item = &'a PilotRecord>) {
-        for r in records.filter(|r| !r.state.is_final()) {
+    /// Indexes `r`'s agents (at start, from the store).
+    pub(super) fn index(&mut self, r: &PilotRecord) {
+        if !r.state.is_final() {
             for agent in r.agent_ids() {
                 self.agent_pilot.insert(agent, r.name.clone());
             }
@@ -54,76 +68,60 @@ impl Groups {
     }
 
     /// The pilot of each agent of a non-final pilot.
-    pub(super) fn agent_pilots(&self) -> HashMap<u64, String> {
-        self.agent_pilot.clone()
+    pub(super) fn agent_pilots(&self) -> &HashMap<u64, String> {
+        &self.agent_pilot
     }
 
     /// The pilot `agent` belongs to, if any.
     pub(super) fn pilot_of(&self, agent: u64) -> Option<&str> {
         self.agent_pilot.get(&agent).map(String::as_str)
     }
-}
 
-impl PilotBook {
-    /// Admits one more agent, on node `hostname`, with pilot `name`'s credential: refused
-    /// unless the credential still admits agents and no agent of the group is on that node.
-    /// Returns, when this was its last admission, the credential's hash and when its
-    /// registration window closes (it answers only retried registrations until then).
+    /// Admits one more agent of `r`, on node `hostname`: refused unless the credential
+    /// still admits agents and no agent of the group is on that node. Returns, when this
+    /// was its last admission, when its registration window closes (it answers only
+    /// retried registrations until then).
     pub(super) fn claim(
         &mut self,
-        name: &str,
+        r: &PilotRecord,
         hostname: &str,
         now_ms: u64,
-    ) -> Result<Option<(String, u64)>, ServiceError> {
-        let Some(r) = self.records.get(name) else {
-            return Err(no_longer_waiting(name));
-        };
-        if !self.groups.admitting(r, now_ms) {
-            return Err(no_longer_waiting(name));
+    ) -> Result<Option<u64>, PilotRefused> {
+        if !self.admitting(r, now_ms) {
+            return Err(PilotRefused::NoLongerWaiting(r.name.clone()));
         }
-        let pending = self.groups.pending.entry(name.to_string()).or_default();
+        let window_end = self.window_end(r.registered_ms.unwrap_or(now_ms));
+        let pending = self.pending.entry(r.name.clone()).or_default();
         let taken = r.members.len() + pending.len();
         let nodes = r.nodes as usize;
         if taken >= nodes {
             // Every node's agent claimed it already (some not linked yet).
-            return Err(no_longer_waiting(name));
+            return Err(PilotRefused::NoLongerWaiting(r.name.clone()));
         }
         if r.members.iter().any(|m| m.hostname == hostname) || pending.iter().any(|h| h == hostname)
         {
-            return Err(ServiceError::Forbidden(format!(
-                "pilot `{name}` already has an agent on node `{hostname}`: one agent per node"
-            )));
+            return Err(PilotRefused::NodeTaken {
+                pilot: r.name.clone(),
+                hostname: hostname.to_string(),
+            });
         }
         pending.push(hostname.to_string());
-        let window_end = self.groups.window_end(r.registered_ms.unwrap_or(now_ms));
-        Ok(if taken + 1 == nodes {
-            self.credentials.get(name).map(|h| (h.clone(), window_end))
-        } else {
-            None
-        })
+        Ok((taken + 1 == nodes).then_some(window_end))
     }
 
-    /// Links `member` to pilot `r` (its claim made earlier).
-    pub(super) fn join(&mut self, name: &str, member: PilotMember) {
-        if let Some(pending) = self.groups.pending.get_mut(name) {
+    /// Links `member` to pilot `name` (its claim made earlier).
+    pub(super) fn join(&mut self, name: &str, member: &PilotMember) {
+        if let Some(pending) = self.pending.get_mut(name) {
             pending.retain(|h| *h != member.hostname);
         }
-        self.groups
-            .agent_pilot
-            .insert(member.agent, name.to_string());
+        self.agent_pilot.insert(member.agent, name.to_string());
     }
 
-    /// Forgets the group of pilot `name` once it is final.
+    /// Forgets the group of `r` once it is final.
     pub(super) fn disband(&mut self, r: &PilotRecord) {
-        self.groups.pending.remove(&r.name);
+        self.pending.remove(&r.name);
         for agent in r.agent_ids() {
-            self.groups.agent_pilot.remove(&agent);
+            self.agent_pilot.remove(&agent);
         }
     }
-}
-
-pub(super) fn no_longer_waiting(pilot: &str) -> ServiceError {
-    ServiceError::Forbidden(format!(
-        "pilot `{pilot}` is no longer waiting for its agent"
-    ))
 }
