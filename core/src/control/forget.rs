@@ -50,7 +50,7 @@ impl Control {
         }
         if !gone.is_empty() {
             // Whoever waits on a forgotten application hears it is gone.
-            self.wake.progress = true;
+            self.effects.wake.progress = true;
             self.queues.forget_sent(&gone);
             self.policy.stats.forget(&gone);
         }
@@ -63,8 +63,9 @@ impl Control {
         self.policy.usage.half_life()
     }
 
-    /// Notes, with a change to store, each application `changes` ended.
-    pub(super) fn note_ended(&mut self, changes: &mut Vec<Change>, now_ms: u64) {
+    /// Adds `changes` to the effects (see [`Control::changed`]) with, for each application
+    /// they ended, the change saying so; returns how many changes that made.
+    pub(super) fn ended(&mut self, mut changes: Vec<Change>, now_ms: u64) -> usize {
         let mut touched: Vec<AppId> = changes
             .iter()
             .filter_map(|c| match c {
@@ -80,6 +81,6 @@ impl Control {
                 changes.push(Change::AppEnded { app, now_ms });
             }
         }
-        self.wake.merge(super::Wake::of_changes(changes));
+        self.changed(changes)
     }
 }

@@ -3,6 +3,7 @@
 //! and results still coming for it are dropped.
 
 use super::*;
+use crate::queue::Change;
 use crate::queue::{ForgetError, OwnerTasks, ReportError};
 use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult};
 use hetpilot_protocol::spec::TaskSource;
@@ -37,10 +38,11 @@ fn array(name: &str, n: u64) -> AppSpec {
 
 const AGENT: AgentId = AgentId(10);
 
-/// Records `results` of [`AGENT`]'s current leases; the changes.
+/// Records `results` of [`AGENT`]'s current leases; the changes that made.
 fn record_current(c: &mut Control, results: Vec<TaskResult>, now_ms: u64) -> Vec<Change> {
+    let _before = c.take_effects();
     match c.record_report(AGENT, results, &ReportHistory::new(), now_ms) {
-        Ok(ReportAnswer::Recorded { changes, .. }) => changes,
+        Ok(ReportAnswer::Recorded { .. }) => c.take_effects().changes,
         other => panic!("{other:?}"),
     }
 }
@@ -123,16 +125,16 @@ fn a_cancelled_application_ends_then_is_forgotten_everywhere_but_in_its_owners_u
     let used = usage_of(&c, "alice");
     assert!(used > 0.0, "the run was charged");
 
-    let changes = c.cancel(app, 5_000);
+    let _before = c.take_effects();
+    assert!(c.cancel(app, 5_000));
+    let changes = c.take_effects().changes;
     assert!(
         changes.contains(&Change::AppEnded { app, now_ms: 5_000 }),
         "{changes:?}"
     );
     assert_eq!(c.queues().app(app).unwrap().ended_ms, Some(5_000));
-    assert!(
-        c.cancel(app, 6_000).is_empty(),
-        "a second cancel changes nothing"
-    );
+    assert!(!c.cancel(app, 6_000), "a second cancel changes nothing");
+    assert!(c.take_effects().changes.is_empty());
 
     let forgotten = c.forget(app).unwrap();
     assert_eq!((forgotten.owner.as_str(), forgotten.tasks), ("alice", 3));
@@ -176,15 +178,15 @@ fn results_and_heartbeats_for_a_forgotten_application_are_dropped_without_panick
         recorded: false,
         leased_ms: 100,
     };
+    let _before = c.take_effects();
     match c.record_report(
         AGENT,
         vec![late.clone()],
         &ReportHistory::from([(0, Some(stored))]),
         300,
     ) {
-        Ok(ReportAnswer::Recorded {
-            changes, classes, ..
-        }) => {
+        Ok(ReportAnswer::Recorded { classes, .. }) => {
+            let changes = c.take_effects().changes;
             assert!(changes.is_empty(), "{changes:?}");
             assert_eq!(classes, [ResultClass::Late]);
         }
@@ -207,7 +209,9 @@ fn results_and_heartbeats_for_a_forgotten_application_are_dropped_without_panick
             attempt: t.attempt,
         })
         .collect();
-    let given_back = c.reconcile(AGENT, batch.lease_ms, &bobs, 500).unwrap();
+    let _before = c.take_effects();
+    c.reconcile(AGENT, batch.lease_ms, &bobs, 500).unwrap();
+    let given_back = c.take_effects().changes;
     assert!(given_back.is_empty(), "{given_back:?}");
     assert_eq!(c.queues().agent(AGENT).unwrap().held.len(), 1);
     let next = c.lease(AGENT, 4, 600).unwrap();

@@ -15,6 +15,7 @@
 mod affinity_view;
 pub(crate) mod bandwidth;
 mod device_profile;
+mod effects;
 mod fairshare_config;
 mod forget;
 #[cfg(test)]
@@ -57,6 +58,7 @@ pub mod wake;
 mod workflow_tests;
 
 pub use affinity_view::{allocation_fairness, AffinityJob, MAX_AFFINITY_APPS};
+pub use effects::Effects;
 pub use fairshare_config::FairshareConfig;
 pub use forget::Forgotten;
 pub(crate) use journal::{Input, Output};
@@ -77,7 +79,7 @@ pub use staging_plan::{PlannedStaging, StagingJob};
 pub use wake::Wake;
 
 use crate::ptg::live::WorkflowPolicy;
-use crate::queue::{AgentEntry, AgentState, Change, LeaseBatch, Partitions, Queues, ReportError};
+use crate::queue::{AgentEntry, AgentState, LeaseBatch, Partitions, Queues, ReportError};
 use crate::sched::SchedError;
 use hetpilot_protocol::protocol::{Outcome, TaskAttempt};
 use hetpilot_protocol::spec::AppSpec;
@@ -94,8 +96,8 @@ pub struct Control {
     journal: Journal,
     /// Every pilot and its group of agents.
     pilots: pilot_book::PilotBook,
-    /// Whom the inputs since the last [`Control::take_wake`] are to wake.
-    wake: Wake,
+    /// What the inputs since the last [`Control::take_effects`] did (see [`effects`]).
+    effects: Effects,
 }
 
 /// Why a finished round changed less than it would have.
@@ -160,19 +162,13 @@ impl Control {
             policy,
             journal: Journal::default(),
             pilots: pilot_book::PilotBook::default(),
-            wake: Wake::default(),
+            effects: Effects::default(),
         })
     }
 
     /// The queues, to read.
     pub fn queues(&self) -> &Queues {
         &self.queues
-    }
-
-    /// Whom the inputs since the last call are to wake (see [`wake`]); the shell takes it
-    /// once per locked section.
-    pub fn take_wake(&mut self) -> Wake {
-        std::mem::take(&mut self.wake)
     }
 
     /// Whether scheduling rounds run at all (not with `policy = "round-robin"`).
@@ -183,7 +179,7 @@ impl Control {
     /// Restores the applications and agents the store recorded, the resources each
     /// held task was granted and the agents of each parallel run under way (start-up
     /// only, before any event). A parallel run with a member gone is not restored half:
-    /// it goes back to its queue, and the changes saying so are returned to be stored.
+    /// it goes back to its queue, and the changes saying so are among the effects.
     pub fn restore(
         &mut self,
         apps: Vec<crate::queue::AppEntry>,
@@ -194,7 +190,7 @@ impl Control {
         >,
         groups: Vec<(TaskAttempt, Vec<crate::queue::Member>)>,
         now_ms: u64,
-    ) -> Vec<Change> {
+    ) {
         for app in apps {
             self.queues.insert_app(app);
         }
@@ -203,7 +199,8 @@ impl Control {
         }
         self.queues.reattach_leases(grants);
         self.journal.restored();
-        self.queues.restore_groups(groups, now_ms)
+        let changes = self.queues.restore_groups(groups, now_ms);
+        self.changed(changes);
     }
 
     /// The profiled platforms' staging numbers and how far the provisioner may grow them.
@@ -218,7 +215,7 @@ impl Control {
         });
         self.policy.staging_priors = staging.into_iter().collect();
         self.policy.capacities = capacities;
-        self.wake.replan = true;
+        self.effects.wake.replan = true;
     }
 
     /// An application arrives with every task waiting; `spec` is valid (the caller ran
@@ -247,29 +244,31 @@ impl Control {
         let workflow = spec.dag.is_some();
         let entry = crate::queue::AppEntry::new(app, owner, spec, template, now_ms);
         self.queues.insert_app(entry);
-        self.wake.replan = true;
+        self.effects.wake.replan = true;
         if self.queues.mark_ended(app, now_ms) {
-            self.wake.progress = true;
+            self.effects.wake.progress = true;
         }
         if data_intensive {
             // Its Het-HPS plan wakes the idle agents once bound; this, if it is late.
-            self.wake
+            self.effects
+                .wake
                 .merge(Wake::work_after(now_ms, wake::STAGING_PLAN_WAIT_MS));
         } else {
-            self.wake.work = true;
+            self.effects.wake.work = true;
         }
         if workflow && self.queues.plans_workflows() {
-            self.wake.merge(wake::workflow_plan_deadline(now_ms));
+            self.effects
+                .wake
+                .merge(wake::workflow_plan_deadline(now_ms));
         }
     }
 
     /// Cancels an application at `now_ms`: waiting tasks end now, running ones are to be
-    /// killed.
-    pub fn cancel(&mut self, app: AppId, now_ms: u64) -> Vec<Change> {
+    /// killed. Returns whether that changed anything.
+    pub fn cancel(&mut self, app: AppId, now_ms: u64) -> bool {
         self.journal.input(|| Input::Cancel { app, now_ms });
-        let mut changes = self.queues.cancel(app);
-        self.note_ended(&mut changes, now_ms);
-        changes
+        let changes = self.queues.cancel(app);
+        self.ended(changes, now_ms) > 0
     }
 
     /// An agent registered.
@@ -293,10 +292,12 @@ impl Control {
         entry.cores = join.cores.max(join.slots);
         entry.only_user = join.only_user;
         self.queues.insert_agent(entry);
-        self.wake.replan = true;
+        self.effects.wake.replan = true;
         if self.queues.plans_workflows() {
             // Its pulls wait this long for the round that plans the workflows for it.
-            self.wake.merge(wake::workflow_plan_deadline(now_ms));
+            self.effects
+                .wake
+                .merge(wake::workflow_plan_deadline(now_ms));
         }
     }
 
@@ -307,13 +308,16 @@ impl Control {
         max_slots: u32,
         now_ms: u64,
     ) -> Result<LeaseBatch, ReportError> {
-        let batch = if self.pilots.holds(agent.0, now_ms) {
+        let mut batch = if self.pilots.holds(agent.0, now_ms) {
             // A multi-node pilot's agents get tasks once its credential is closed: nothing,
             // not even the wide task a reservation keeps its slots for.
             Ok(LeaseBatch::default())
         } else {
             self.queues.lease(agent, max_slots, now_ms)
         };
+        if let Ok(b) = &mut batch {
+            self.changed(std::mem::take(&mut b.changes));
+        }
         self.journal.decided(
             || Input::Lease {
                 agent,
@@ -331,13 +335,15 @@ impl Control {
         agent: AgentId,
         tasks: &[TaskAttempt],
         now_ms: u64,
-    ) -> Result<Vec<Change>, ReportError> {
+    ) -> Result<(), ReportError> {
         self.journal.input(|| Input::Started {
             agent,
             tasks: tasks.to_vec(),
             now_ms,
         });
-        self.queues.started(agent, tasks, now_ms)
+        let changes = self.queues.started(agent, tasks, now_ms)?;
+        self.changed(changes);
+        Ok(())
     }
 
     /// A heartbeat: whether the agent should drain, and the runs it should kill.
@@ -357,47 +363,46 @@ impl Control {
         seen_up_to_ms: u64,
         held: &[TaskAttempt],
         now_ms: u64,
-    ) -> Result<Vec<Change>, ReportError> {
+    ) -> Result<(), ReportError> {
         self.journal.input(|| Input::Reconcile {
             agent,
             seen_up_to_ms,
             held: held.to_vec(),
             now_ms,
         });
-        let mut changes = self.queues.reconcile(agent, seen_up_to_ms, held, now_ms)?;
-        self.note_ended(&mut changes, now_ms);
-        Ok(changes)
+        let changes = self.queues.reconcile(agent, seen_up_to_ms, held, now_ms)?;
+        self.ended(changes, now_ms);
+        Ok(())
     }
 
     /// Declares lost every agent silent past the lease timeout; their tasks go back.
-    pub fn expire(&mut self, now_ms: u64) -> Vec<Change> {
-        let mut changes = self.queues.expire(now_ms);
+    /// Returns how many changes that made.
+    pub fn expire(&mut self, now_ms: u64) -> usize {
+        let changes = self.queues.expire(now_ms);
         if !changes.is_empty() {
             self.journal.input(|| Input::Expire { now_ms });
         }
-        self.note_ended(&mut changes, now_ms);
-        changes
+        self.ended(changes, now_ms)
     }
 
     /// An agent leaves; what it still holds goes back to its queue.
-    pub fn deregister(&mut self, agent: AgentId, now_ms: u64) -> Result<Vec<Change>, ReportError> {
+    pub fn deregister(&mut self, agent: AgentId, now_ms: u64) -> Result<(), ReportError> {
         self.journal.input(|| Input::Deregister { agent, now_ms });
-        let mut changes = self.queues.deregister(agent, now_ms)?;
-        self.note_ended(&mut changes, now_ms);
-        Ok(changes)
+        let changes = self.queues.deregister(agent, now_ms)?;
+        self.ended(changes, now_ms);
+        Ok(())
     }
 
     /// The batch job of an agent's pilot ended under it: the agent is lost now and what it
-    /// held goes back to its queue.
-    pub fn pilot_ended(&mut self, agent: AgentId, reason: &str, now_ms: u64) -> Vec<Change> {
+    /// held goes back to its queue. Returns how many changes that made.
+    pub fn pilot_ended(&mut self, agent: AgentId, reason: &str, now_ms: u64) -> usize {
         self.journal.input(|| Input::PilotEnded {
             agent,
             reason: reason.to_string(),
             now_ms,
         });
-        let mut changes = self.queues.lose_agent(agent, reason, now_ms);
-        self.note_ended(&mut changes, now_ms);
-        changes
+        let changes = self.queues.lose_agent(agent, reason, now_ms);
+        self.ended(changes, now_ms)
     }
 
     /// Asks an agent to drain: it gets no more tasks.
@@ -414,7 +419,7 @@ impl Control {
         });
         let bound = self.queues.set_partitions(app, partitions);
         // Idle agents may take the planned tasks now.
-        self.wake.work |= bound;
+        self.effects.wake.work |= bound;
         bound
     }
 
@@ -481,7 +486,7 @@ impl Control {
                 let number = policy.view.round.saturating_add(1);
                 policy.view = round.view;
                 policy.view.round = number;
-                self.wake.work |= self.queues.set_plan(round.plan);
+                self.effects.wake.work |= self.queues.set_plan(round.plan);
             }
             Err(e) => warnings.round = Some(e),
         }

@@ -133,7 +133,10 @@ fn a_two_node_group_admits_one_agent_per_node_is_held_until_whole_then_closes() 
     let second = register(&mut c, 8, "n2", 450).unwrap();
     assert!(second.whole);
     assert_eq!(second.queue_wait_ms, None, "once");
-    assert!(c.take_wake().work, "a whole group's agents may take tasks");
+    assert!(
+        c.take_effects().wake.work,
+        "a whole group's agents may take tasks"
+    );
     assert!(!c.held_for_its_group(AgentId(7), 450));
     assert_eq!(c.lease(AgentId(7), 1, 450).unwrap().tasks.len(), 1);
     assert_eq!(c.pilot_of(AgentId(8)), Some("p-p1"));

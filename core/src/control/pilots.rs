@@ -40,9 +40,12 @@ impl Control {
             self.journal
                 .decided(|| Input::Pilot { event, now_ms }, || output);
         }
-        if outcome.as_ref().is_ok_and(|o| o.whole) {
-            // The group's agents may be leased tasks now.
-            self.wake.work = true;
+        if let Ok(o) = &outcome {
+            if let Some(record) = &o.changed {
+                self.effects.pilots.push(record.clone());
+            }
+            // A whole group's agents may be leased tasks now.
+            self.effects.wake.work |= o.whole;
         }
         outcome
     }

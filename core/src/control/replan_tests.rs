@@ -50,9 +50,9 @@ fn submit(c: &mut Control) {
 fn arrivals_departures_cancellations_and_profiles_ask_for_a_round_and_leases_do_not() {
     let mut c = Control::new(&settings(), Measured::default()).unwrap();
     join(&mut c);
-    assert!(c.take_wake().replan, "an agent joined");
+    assert!(c.take_effects().wake.replan, "an agent joined");
     submit(&mut c);
-    assert!(c.take_wake().replan, "an application arrived");
+    assert!(c.take_effects().wake.replan, "an application arrived");
     let batch = c.lease(AGENT, 2, 10).unwrap();
     let at: Vec<TaskAttempt> = batch
         .tasks
@@ -62,15 +62,21 @@ fn arrivals_departures_cancellations_and_profiles_ask_for_a_round_and_leases_do_
             attempt: t.attempt,
         })
         .collect();
-    let _ = c.started(AGENT, &at, 11).unwrap();
+    c.started(AGENT, &at, 11).unwrap();
     let _ = c.heartbeat(AGENT, 12).unwrap();
-    assert!(!c.take_wake().replan, "a lease, a start and a heartbeat");
+    assert!(
+        !c.take_effects().wake.replan,
+        "a lease, a start and a heartbeat"
+    );
     let _ = c.cancel(APP, 20);
-    assert!(c.take_wake().replan, "an application cancelled");
+    assert!(c.take_effects().wake.replan, "an application cancelled");
     let _ = c.cancel(APP, 21);
-    assert!(!c.take_wake().replan, "cancelled already: nothing changed");
+    assert!(
+        !c.take_effects().wake.replan,
+        "cancelled already: nothing changed"
+    );
     c.use_profiles(Default::default(), Default::default());
-    assert!(c.take_wake().replan, "the platforms' profiles");
-    let _ = c.deregister(AGENT, 30).unwrap();
-    assert!(c.take_wake().replan, "an agent left");
+    assert!(c.take_effects().wake.replan, "the platforms' profiles");
+    c.deregister(AGENT, 30).unwrap();
+    assert!(c.take_effects().wake.replan, "an agent left");
 }

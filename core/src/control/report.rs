@@ -10,7 +10,7 @@
 //! report cannot charge a user, or teach a profile, more than the lease allowed.
 
 use super::{measured, Control, Input, Output};
-use crate::queue::{Change, ReportCheck, ReportError};
+use crate::queue::{ReportCheck, ReportError};
 use hetpilot_protocol::files::StagingStats;
 use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult};
 use hetpilot_protocol::{AgentId, TaskRef};
@@ -51,12 +51,10 @@ pub enum ResultClass {
 
 /// What [`Control::record_report`] did.
 #[derive(Debug)]
-#[must_use = "the report's changes are to be persisted"]
+#[must_use = "a report whose history is missing is to be looked up and recorded again"]
 pub enum ReportAnswer {
-    /// The report is recorded: the changes to persist and each result's class.
+    /// The report is recorded (what changed is among the effects): each result's class.
     Recorded {
-        /// What changed, to persist.
-        changes: Vec<Change>,
         /// Each result's class, in the report's order.
         classes: Vec<ResultClass>,
         /// Tasks whose measurements claimed more than their lease allowed (clamped).
@@ -138,12 +136,8 @@ impl Control {
             .iter()
             .map(|c| *c == ResultClass::Duplicate)
             .collect();
-        let changes = self.apply_report(agent, results, &duplicate, now_ms);
-        Ok(ReportAnswer::Recorded {
-            changes,
-            classes,
-            clamped,
-        })
+        self.apply_report(agent, results, &duplicate, now_ms);
+        Ok(ReportAnswer::Recorded { classes, clamped })
     }
 
     /// Each result's class and the time its lease began (when known), or the results
@@ -203,7 +197,7 @@ impl Control {
         results: Vec<TaskResult>,
         duplicate: &[bool],
         now_ms: u64,
-    ) -> Vec<Change> {
+    ) {
         let (results, duplicate): (Vec<TaskResult>, Vec<bool>) = results
             .into_iter()
             .zip(duplicate.iter().copied())
@@ -237,8 +231,7 @@ impl Control {
             self.policy.profile_run(run);
             self.policy.charge(run);
         }
-        self.note_ended(&mut changes, now_ms);
-        changes
+        self.ended(changes, now_ms);
     }
 }
 

@@ -1,10 +1,11 @@
 //! Who must hear that the control plane changed: agents idle in a long poll for work,
 //! clients waiting on an application's progress, and the scheduling round and staging
 //! planner when what they plan from changed. Every input that may make work leasable
-//! or end a task says so here, from what it changed (the [`Change`]s it returns, a new
-//! lease plan, a staging plan bound), and the shell takes the accumulated [`Wake`] once
-//! per locked section ([`Control::take_wake`](super::Control::take_wake)), so no call site
-//! picks by hand whom to wake.
+//! or end a task says so here, from what it changed (the [`Change`]s it made, a new
+//! lease plan, a staging plan bound), and the shell takes the accumulated [`Wake`] with
+//! the section's other effects once per locked section
+//! ([`Control::take_effects`](super::Control::take_effects)), so no call site picks by hand
+//! whom to wake.
 //!
 //! Some waits end by the clock rather than by an event: a workflow no round has planned
 //! yet is leased by bottom level once [`PLAN_WAIT_MS`] passed, and a data-intensive

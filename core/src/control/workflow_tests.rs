@@ -162,7 +162,7 @@ fn a_moldable_task_is_leased_with_its_hcpa_allocation() {
 #[test]
 fn a_round_that_plans_a_waiting_workflow_wakes_idle_agents_and_a_repeat_does_not() {
     let mut c = control("cafm-k-shelves", vec![bag("w", 4, 1.0)], 2);
-    let submitted = c.take_wake();
+    let submitted = c.take_effects().wake;
     assert!(submitted.work, "a submission wakes idle agents");
     assert_eq!(
         submitted.work_at_ms,
@@ -172,9 +172,12 @@ fn a_round_that_plans_a_waiting_workflow_wakes_idle_agents_and_a_repeat_does_not
     // Unplanned, the workflow's tasks wait for the round.
     assert!(lease(&mut c, 2, 1).is_empty());
     round(&mut c, 2);
-    assert!(c.take_wake().work, "the plan lets the idle agent lease");
+    assert!(
+        c.take_effects().wake.work,
+        "the plan lets the idle agent lease"
+    );
     round(&mut c, 3);
-    let again = c.take_wake();
+    let again = c.take_effects().wake;
     assert!(
         !again.work,
         "the same plan again leases nothing new: {again:?}"

@@ -1,7 +1,6 @@
 //! What agents do: register with a registration token, then long-poll for tasks, report
 //! results, heartbeat and deregister with their own credential.
 
-use super::pilots::decide_pilot_in;
 use super::{auth, bounds, next, now_ms, Manager, Principal, ServiceError};
 use crate::control::{AgentJoin, PilotEvent};
 use crate::control::{ReportAnswer, ReportHistory, ResultClass};
@@ -148,8 +147,8 @@ impl Manager {
             only_user: None,
             resources: req.resources.clone(),
         };
-        // The agent joins and, with a pilot's credential, joins its pilot, in one decision.
-        let (cadence, linked) = {
+        // The agent joins and, with a pilot's credential, joins its pilot, in one section.
+        let (cadence, linked, stored) = {
             let mut control = self.control();
             join.only_user = pilot.and_then(|p| control.pilot_record(p)?.user.clone());
             control.agent_joined(join, now);
@@ -161,22 +160,22 @@ impl Manager {
                     hostname: req.hostname.clone(),
                     walltime_end_s: req.walltime_end,
                 };
-                (p, decide_pilot_in(&mut control, event, now))
+                (p, control.pilot(event, now))
             });
-            (cadence, linked)
+            (cadence, linked, control.release())
         };
         match linked {
-            Some((p, Ok((outcome, stored)))) => {
+            Some((p, Ok(outcome))) => {
                 self.pilot_decided(p, &outcome);
                 // The link is committed before the agent is answered: a restart keeps it.
                 stored.await?;
                 // Its agent's slots may say more truly than the profile what a pilot brings.
                 self.plan_capacities();
             }
-            Some((_, Err(refused))) => {
+            Some((_, Err(e))) => {
                 // The pilot ended while its agent joined: the agent leaves at once.
                 self.agent_left(id).await?;
-                return Err(refused);
+                return Err(super::pilots::refused(e));
             }
             None => {}
         }
@@ -203,9 +202,8 @@ impl Manager {
         let arrived = std::time::Instant::now();
         bounds::check_listed("started", req.started.len())?;
         if !req.started.is_empty() {
-            let mut control = self.control();
-            let changes = control.started(id, &req.started, now_ms())?;
-            drop(control.persist(changes));
+            // Stored as the lock is released.
+            self.control().started(id, &req.started, now_ms())?;
         }
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(req.wait_ms).min(MAX_WAIT);
@@ -228,14 +226,13 @@ impl Manager {
                 } else {
                     req.max
                 };
-                let mut batch = control.lease(id, max.min(8192), now_ms())?;
-                let leased = !batch.changes.is_empty();
-                let leases_stored = control.persist(std::mem::take(&mut batch.changes));
+                let batch = control.lease(id, max.min(8192), now_ms())?;
+                let leased = !control.effects().nothing_to_persist();
                 let (drain, kill) = control.heartbeat(id, now_ms())?;
                 let platform = (!batch.tasks.is_empty())
                     .then(|| control.queues().agent(id).map(|a| a.platform.clone()))
                     .flatten();
-                (batch, leased, leases_stored, drain, kill, platform)
+                (batch, leased, control.release(), drain, kill, platform)
             };
             self.add_launchers(platform.as_deref(), &mut batch.tasks);
             let send_output = self.outputs_to_send(id);
@@ -301,19 +298,16 @@ impl Manager {
             let mut control = self.control();
             let platform = control.queues().agent(id).map(|a| a.platform.clone());
             match control.record_report(id, results, &history, now_ms())? {
-                ReportAnswer::Recorded {
-                    changes,
-                    classes,
-                    clamped,
-                } => {
+                ReportAnswer::Recorded { classes, clamped } => {
                     for task in clamped {
                         tracing::warn!(agent = %id, %task, "a result claimed more time than its lease had; clamped");
                     }
+                    let changes = &control.effects().changes;
                     let summary = ReportSummary::of(changes.iter().filter_map(|c| match c {
                         Change::Result { result } => Some(&**result),
                         _ => None,
                     }));
-                    let stored = (!changes.is_empty()).then(|| control.persist(changes));
+                    let stored = (!changes.is_empty()).then(|| control.release());
                     break (classes, summary, stored, platform.unwrap_or_default());
                 }
                 // A lease ended between the look-up and now: look those up too.
@@ -381,12 +375,12 @@ impl Manager {
         bounds::check_listed("started", req.started.len())?;
         bounds::check_listed("held", req.held.len())?;
         let (given_back, drain, kill, held, cadence) = {
+            // What these change is stored as the lock is released.
             let mut control = self.control();
-            let started = control.started(id, &req.started, now_ms())?;
-            drop(control.persist(started));
-            let given_back = control.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?;
-            let given_back_count = given_back.len();
-            drop(control.persist(given_back));
+            control.started(id, &req.started, now_ms())?;
+            let before = control.effects().changes.len();
+            control.reconcile(id, req.seen_up_to_ms, &req.held, now_ms())?;
+            let given_back_count = control.effects().changes.len() - before;
             let (drain, kill) = control.heartbeat(id, now_ms())?;
             // Grants go by what the manager leased to this agent, not by what it claims.
             let held: Vec<TaskRef> = control
@@ -421,8 +415,8 @@ impl Manager {
         self.revoke_agent_credential(id);
         let stored = {
             let mut control = self.control();
-            let changes = control.deregister(id, now_ms())?;
-            control.persist(changes)
+            control.deregister(id, now_ms())?;
+            control.release()
         };
         stored.await?;
         tracing::info!(agent = %id, "agent deregistered");

@@ -1,15 +1,15 @@
-//! The lock around the control plane, the journal file its inputs go to, and the order its
-//! changes reach the store. What the control plane journaled under the lock is written
-//! before the lock is released, so the file holds the inputs in the order the control plane
-//! took them; the changes it returns are queued for the store under the lock too
-//! ([`ControlGuard::persist`]), so a change can never land after, and undo, a later one.
-//! Whom the section's inputs wake (see `wake`) is woken as the lock is released, the
-//! scheduling round and the staging planner included when what they plan from changed.
+//! The lock around the control plane, the journal file its inputs go to, and the one place
+//! a locked section's effects are applied ([`ControlGuard::release`], or its drop): the
+//! changes the control plane made (see `control::Effects`) are queued for the store while
+//! the lock still orders them, so a change can never land after, and undo, a later one;
+//! whom the section's inputs wake is woken, the scheduling round and the staging planner
+//! included when what they plan from changed; and what the control plane journaled is
+//! written before the lock is released, so the file holds the inputs in the order the
+//! control plane took them.
 
 use super::wake::Waiters;
 use crate::control::Control;
 use crate::db::{Queued, Write, Writer};
-use crate::queue::Change;
 use std::fs::File;
 use std::io::Write as _;
 use std::ops::{Deref, DerefMut};
@@ -68,46 +68,31 @@ impl<'a> ControlGuard<'a> {
         }
     }
 
-    /// Queues `changes` for the store now, while the lock orders them after every change
-    /// made before; returns the wait for their commit (already done when there are none).
-    /// Dropping the wait still stores them.
-    pub(super) fn persist(&self, changes: Vec<Change>) -> Queued {
-        if changes.is_empty() {
-            Queued::Nothing
-        } else {
-            self.writer.queue(Write::Changes(changes))
+    /// Applies the section's effects and releases the lock; returns the wait for the
+    /// commit of its changes (done at once when there were none). Dropping the wait
+    /// still stores them.
+    pub(super) fn release(mut self) -> Queued {
+        self.apply()
+        // The drop that follows finds nothing left to apply.
+    }
+
+    /// Applies what the section's inputs did, under the lock: queues their changes for the
+    /// store (the queues' changes, then the pilots' records, in the order made), wakes
+    /// whom they wake and writes what they journaled.
+    fn apply(&mut self) -> Queued {
+        let effects = self.guard.take_effects();
+        let mut stored = Queued::Nothing;
+        if !effects.changes.is_empty() {
+            stored = self.writer.queue(Write::Changes(effects.changes));
         }
-    }
-}
-
-impl ControlGuard<'_> {
-    /// Queues a pilot's changed record (with its credential when it is new) for the store
-    /// now, in order after every change made before (see [`Self::persist`]).
-    pub(super) fn persist_pilot(
-        &self,
-        record: hetpilot_protocol::pilots::PilotRecord,
-        credential: Option<crate::db::PilotCredential>,
-    ) -> Queued {
-        self.writer.queue(Write::Pilot { record, credential })
-    }
-}
-
-impl Deref for ControlGuard<'_> {
-    type Target = Control;
-    fn deref(&self) -> &Control {
-        &self.guard
-    }
-}
-
-impl DerefMut for ControlGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Control {
-        &mut self.guard
-    }
-}
-
-impl Drop for ControlGuard<'_> {
-    fn drop(&mut self) {
-        let wake = self.guard.take_wake();
+        for record in effects.pilots {
+            // Writes commit in order: the last one's commit says all are.
+            stored = self.writer.queue(Write::Pilot {
+                record,
+                credential: None,
+            });
+        }
+        let wake = effects.wake;
         if wake.replan {
             self.planners.round.notify_one();
             self.planners.staging.notify_one();
@@ -118,6 +103,11 @@ impl Drop for ControlGuard<'_> {
             // parent's result, and a client's answer waits for every queued write.
             self.waiters.deliver(wake, super::now_ms());
         }
+        self.write_journal();
+        stored
+    }
+
+    fn write_journal(&mut self) {
         let Some(journal) = self.journal else {
             return;
         };
@@ -139,5 +129,25 @@ impl Drop for ControlGuard<'_> {
         if let Err(err) = file.write_all(lines.as_bytes()) {
             tracing::error!(error = %err, "cannot write the journal; the replay will miss inputs");
         }
+    }
+}
+
+impl Deref for ControlGuard<'_> {
+    type Target = Control;
+    fn deref(&self) -> &Control {
+        &self.guard
+    }
+}
+
+impl DerefMut for ControlGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Control {
+        &mut self.guard
+    }
+}
+
+impl Drop for ControlGuard<'_> {
+    fn drop(&mut self) {
+        // A section that did not ask for the wait: its changes are stored all the same.
+        drop(self.apply());
     }
 }

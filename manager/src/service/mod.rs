@@ -312,7 +312,9 @@ impl Manager {
             agents.push(a.entry);
         }
         if apps > 0 || !agents.is_empty() {
-            let changes = control.restore(loaded.apps, agents, &loaded.grants, loaded.groups, now);
+            control.restore(loaded.apps, agents, &loaded.grants, loaded.groups, now);
+            // Nobody waits yet: only the changes matter, stored before anything else.
+            let changes = control.take_effects().changes;
             if !changes.is_empty() {
                 let tx = conn.unchecked_transaction().map_err(db_err)?;
                 // Numbers ends past those stored (the writer thread reads them again).
@@ -480,23 +482,21 @@ impl Manager {
     /// Applies `release` (agents leaving the queues), stores its changes, revokes the
     /// credentials of the agents it ended and wakes whoever waits for work; returns how
     /// many changes it made.
-    fn release_agents(
-        &self,
-        release: impl FnOnce(&mut Control) -> Vec<crate::queue::Change>,
-    ) -> usize {
+    fn release_agents(&self, release: impl FnOnce(&mut Control) -> usize) -> usize {
         let (changed, ended) = {
             let mut control = self.control();
-            let changes = release(&mut control);
-            let ended: Vec<AgentId> = changes
+            let changed = release(&mut control);
+            let ended: Vec<AgentId> = control
+                .effects()
+                .changes
                 .iter()
                 .filter_map(|change| match change {
                     crate::queue::Change::AgentEnded { agent, .. } => Some(*agent),
                     _ => None,
                 })
                 .collect();
-            let changed = changes.len();
-            // Stored in the background, in order with every other change.
-            drop(control.persist(changes));
+            // Stored in the background (as the lock is released), in order with every
+            // other change.
             (changed, ended)
         };
         for agent in ended {

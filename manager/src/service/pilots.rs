@@ -6,7 +6,6 @@
 //! provisioner reads (demand, agents' idleness). Listing pilots and platforms is for
 //! admins only.
 
-use super::control_lock::ControlGuard;
 use super::users::admin;
 use super::{auth, now_ms, Manager, Principal, ServiceError};
 use crate::control::{queued_pilot, CredentialFate, PilotEvent, PilotOutcome};
@@ -63,37 +62,27 @@ pub(super) fn restore_pilots(
     (principals, by_pilot)
 }
 
-/// Under the control lock: has the control plane decide `event` at `now` and queues the
-/// changed record for the store while the lock orders it, so the store receives the
-/// records in the order they changed (a change made a moment earlier on another thread,
-/// e.g. the provisioner seeing the batch job start while the agent registers, can never
-/// land after, and undo, a later one).
-pub(super) fn decide_pilot_in(
-    control: &mut ControlGuard<'_>,
-    event: PilotEvent,
-    now: u64,
-) -> Result<(PilotOutcome, Queued), ServiceError> {
-    let outcome = control
-        .pilot(event, now)
-        .map_err(|e| ServiceError::Forbidden(e.to_string()))?;
-    let stored = match &outcome.changed {
-        Some(record) => control.persist_pilot(record.clone(), None),
-        None => Queued::Nothing,
-    };
-    Ok((outcome, stored))
+/// A registration a pilot's group refuses, as the API says it.
+pub(super) fn refused(e: crate::control::PilotRefused) -> ServiceError {
+    ServiceError::Forbidden(e.to_string())
 }
 
 impl Manager {
-    /// Has the control plane decide `event` at `now` (see [`decide_pilot_in`]), then does
-    /// what the decision says to the pilot's credential and metrics. Returns the outcome
-    /// and the wait for its commit.
+    /// Has the control plane decide `event` at `now`, its changed record queued for the
+    /// store as the lock is released (so the store receives the records in the order they
+    /// changed: a change made a moment earlier on another thread, e.g. the provisioner
+    /// seeing the batch job start while the agent registers, can never land after, and
+    /// undo, a later one), then does what the decision says to the pilot's credential and
+    /// metrics. Returns the outcome and the wait for its commit.
     pub(super) fn decide_pilot(
         &self,
         event: PilotEvent,
         now: u64,
     ) -> Result<(PilotOutcome, Queued), ServiceError> {
         let name = event.pilot().to_string();
-        let (outcome, stored) = decide_pilot_in(&mut self.control(), event, now)?;
+        let mut control = self.control();
+        let outcome = control.pilot(event, now).map_err(refused)?;
+        let stored = control.release();
         self.pilot_decided(&name, &outcome);
         Ok((outcome, stored))
     }

@@ -233,8 +233,8 @@ impl Manager {
         self.visible(who, app)?;
         let (cancelled, stored) = {
             let mut control = self.control();
-            let changes = control.cancel(app, now_ms());
-            (!changes.is_empty(), control.persist(changes))
+            let cancelled = control.cancel(app, now_ms());
+            (cancelled, control.release())
         };
         if cancelled {
             stored.await?;

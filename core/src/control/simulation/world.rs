@@ -208,6 +208,8 @@ impl<'a> World<'a> {
                 }
                 Event::Round => {} // superseded by an earlier one
             }
+            // Nothing is stored, and simulated agents poll by the clock: the effects go.
+            let _ = self.control.take_effects();
         }
         if let Some(i) = (0..self.open_tasks.len()).find(|&i| self.open_tasks[i] > 0) {
             return Err(SimError::Stuck(self.scenario.apps[i].name.clone()));
