@@ -31,4 +31,6 @@ pub mod ptg;
 pub mod queue;
 pub mod sched;
 pub mod staging;
+#[cfg(test)]
+pub(crate) mod test_apps;
 pub mod trace;

@@ -66,10 +66,12 @@ def test_errors_name_the_file_the_line_and_the_field(manager, tmp_path) -> None:
     with pytest.raises(BadRequest) as refused:
         client.submit_app_file(path)
     assert refused.value.message.startswith(f"{path}:1: field `command`"), refused.value.message
+    assert refused.value.code == "invalid_field", refused.value.code
     path = write(tmp_path, "h.toml", 'command = "x"\n\ncores = 0\n[tasks]\narray = "1-2"\n')
     with pytest.raises(BadRequest) as zero:
         client.submit_app_file(path)
     assert zero.value.message.startswith(f"{path}:3: field `cores`"), zero.value.message
+    assert zero.value.code == "invalid_field", zero.value.code
     assert client.apps() == []
 
 

@@ -19,6 +19,12 @@ fn research(args: &[&str]) -> Output {
         .expect("hetpilot-research runs")
 }
 
+/// `hetpilot-research simulate alloc` of the `swf` trace, with `args` after it.
+fn simulate_alloc(swf: &Path, args: &[&str]) -> Output {
+    let swf = swf.to_str().expect("a UTF-8 path");
+    research(&[&["simulate", "alloc", "--swf", swf], args].concat())
+}
+
 fn stdout(out: &Output) -> String {
     assert!(
         out.status.success(),
@@ -37,35 +43,15 @@ fn line_with<'a>(text: &'a str, start: &str) -> &'a str {
 #[test]
 fn bad_input_gives_clear_errors() {
     let swf = fixture("small.swf");
-    let out = research(&[
-        "simulate",
-        "alloc",
-        "--swf",
-        swf.to_str().unwrap(),
-        "--clusters",
-        "",
-    ]);
+    let out = simulate_alloc(&swf, &["--clusters", ""]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("cluster list is empty"));
-    let out = research(&[
-        "simulate",
-        "alloc",
-        "--swf",
-        swf.to_str().unwrap(),
-        "--clusters",
-        "2,4",
-    ]);
+    let out = simulate_alloc(&swf, &["--clusters", "2,4"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("needs 8 processors but the largest cluster has 4"),
         "{err}"
     );
-    let out = research(&[
-        "simulate",
-        "alloc",
-        "--swf",
-        swf.to_str().unwrap(),
-        "--strict",
-    ]);
+    let out = simulate_alloc(&swf, &["--strict"]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("line 8"),
         "strict mode names the malformed line"
@@ -75,20 +61,19 @@ fn bad_input_gives_clear_errors() {
 #[test]
 fn simulate_alloc_reports_metrics_and_skipped_lines() {
     let swf = fixture("small.swf");
-    let out = research(&[
-        "simulate",
-        "alloc",
-        "--swf",
-        swf.to_str().unwrap(),
-        "--clusters",
-        "8,16",
-        "--allocator",
-        "tlpa",
-        "--depth",
-        "4",
-        "--load",
-        "0.6",
-    ]);
+    let out = simulate_alloc(
+        &swf,
+        &[
+            "--clusters",
+            "8,16",
+            "--allocator",
+            "tlpa",
+            "--depth",
+            "4",
+            "--load",
+            "0.6",
+        ],
+    );
     let text = stdout(&out);
     assert!(text.contains("fcfs + tlpa-d4"), "{text}");
     assert!(line_with(&text, "jobs").ends_with(" 5"), "{text}");
@@ -111,16 +96,10 @@ fn real_traces_when_present() {
         println!("skipped: reads ../shared/data/swf (SDSC-SP2, wagap-2013), not present here");
         return;
     }
-    let text = stdout(&research(&[
-        "simulate",
-        "alloc",
-        "--swf",
-        sdsc.to_str().unwrap(),
-        "--allocator",
-        "ff",
-        "--limit",
-        "2000",
-    ]));
+    let text = stdout(&simulate_alloc(
+        &sdsc,
+        &["--allocator", "ff", "--limit", "2000"],
+    ));
     assert!(text.contains("trace: 59715 records"), "{text}");
     assert!(
         text.contains("5671 never ran") && text.contains("4134 ran past their request"),

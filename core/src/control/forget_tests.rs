@@ -5,34 +5,19 @@
 use super::*;
 use crate::queue::Change;
 use crate::queue::{ForgetError, OwnerTasks, ReportError};
-use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult};
+use crate::test_apps::{self, agent_join, array_app, control_settings};
+use hetpilot_protocol::protocol::{Measurements, TaskResult};
 use hetpilot_protocol::spec::TaskSource;
 use hetpilot_protocol::TaskRef;
 
 fn array(name: &str, n: u64) -> AppSpec {
     AppSpec {
-        name: name.into(),
-        command: "run {}".into(),
         tasks: TaskSource::Array {
             start: 0,
             end: n - 1,
         },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 1,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        ..array_app(name, 1)
     }
 }
 
@@ -50,54 +35,25 @@ fn record_current(c: &mut Control, results: Vec<TaskResult>, now_ms: u64) -> Vec
 /// A control plane with one 4-slot agent and, per `(owner, tasks)`, an application
 /// numbered from 1.
 fn control(apps: &[(&str, u64)]) -> Control {
-    let settings = ControlSettings {
-        scheduler: SchedulerConfig::default(),
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: Default::default(),
-    };
-    let mut c = Control::new(&settings, Measured::default()).unwrap();
+    let mut c = Control::new(&control_settings(), Measured::default()).unwrap();
     for (i, (owner, n)) in apps.iter().enumerate() {
         let spec = array(&format!("app{i}"), *n);
         let template = spec.validate().unwrap();
         c.submit(AppId(i as u64 + 1), owner.to_string(), spec, template, 0);
     }
-    c.agent_joined(
-        AgentJoin {
-            agent: AGENT,
-            platform: "p".into(),
-            hostname: "h".into(),
-            slots: 4,
-            cores: 4,
-            memory_mb: 0,
-            batch_job_id: None,
-            only_user: None,
-            resources: Default::default(),
-        },
-        0,
-    );
+    c.agent_joined(agent_join(AGENT, "p", 4), 0);
     c
 }
 
 fn success(task: TaskRef, attempt: u32, wall_ms: f64) -> TaskResult {
     TaskResult {
-        task,
-        attempt,
-        outcome: Outcome::Success,
-        exit_code: Some(0),
-        signal: None,
         measurements: Measurements {
             wall_ms,
             started_at_ms: 1_000,
             ended_at_ms: 1_000 + wall_ms as u64,
             ..Measurements::default()
         },
-        stdout_path: None,
-        stderr_path: None,
-        output_tail: String::new(),
-        error: None,
-        staging: None,
+        ..test_apps::success(task, attempt)
     }
 }
 

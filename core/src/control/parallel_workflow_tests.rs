@@ -5,8 +5,8 @@
 
 use super::*;
 use crate::control::resource_fit::NodeResources;
-use hetpilot_protocol::dag::{DagSpec, DagTask};
-use hetpilot_protocol::spec::TaskSource;
+use crate::test_apps::{agent_join, array_app, control_settings, control_with, workflow_app};
+use hetpilot_protocol::dag::DagTask;
 
 pub(super) fn spec(
     name: &str,
@@ -14,30 +14,15 @@ pub(super) fn spec(
     nodes: Option<u64>,
     procs: Option<u64>,
 ) -> AppSpec {
-    let tasks = match &dag {
-        Some(tasks) => TaskSource::Lines((0..tasks.len()).map(|i| format!("{name}{i}")).collect()),
-        None => TaskSource::Array { start: 1, end: 1 },
+    let app = match dag {
+        Some(tasks) => workflow_app(name, name, tasks),
+        None => array_app(name, 1),
     };
     AppSpec {
-        name: name.into(),
-        command: "run {}".into(),
-        tasks,
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 1,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: dag.map(|tasks| DagSpec { tasks }),
-        gpus: None,
-        resources: Default::default(),
         nodes,
         procs,
-        variants: Vec::new(),
+        ..app
     }
 }
 
@@ -58,36 +43,15 @@ fn workflow(nodes: Option<u64>, procs: Option<u64>) -> AppSpec {
 }
 
 pub(super) fn control(apps: Vec<AppSpec>) -> Control {
-    let settings = ControlSettings {
-        scheduler: SchedulerConfig::default(),
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: Default::default(),
-    };
-    let mut c = Control::new(&settings, Measured::default()).unwrap();
-    for (i, spec) in apps.into_iter().enumerate() {
-        let template = spec.validate().unwrap();
-        c.submit(AppId(i as u64 + 1), format!("user{i}"), spec, template, 0);
-    }
-    c
+    control_with(&control_settings(), apps)
 }
 
 pub(super) fn join(c: &mut Control, id: u64, platform: &str, slots: u32) {
-    c.agent_joined(
-        AgentJoin {
-            agent: AgentId(id),
-            platform: platform.into(),
-            hostname: format!("n{id}"),
-            slots,
-            cores: slots,
-            memory_mb: 0,
-            batch_job_id: None,
-            only_user: None,
-            resources: Default::default(),
-        },
-        0,
-    );
+    let join = AgentJoin {
+        hostname: format!("n{id}"),
+        ..agent_join(AgentId(id), platform, slots)
+    };
+    c.agent_joined(join, 0);
 }
 
 pub(super) fn round(c: &mut Control, now_ms: u64) {

@@ -3,52 +3,28 @@
 //! not a lease, a start or a heartbeat.
 
 use super::*;
+use crate::test_apps::{agent_join, array_app, control_settings};
 use hetpilot_protocol::spec::TaskSource;
-use std::collections::HashMap;
 
 const AGENT: AgentId = AgentId(3);
 const APP: AppId = AppId(1);
 
-fn settings() -> ControlSettings {
-    ControlSettings {
-        scheduler: SchedulerConfig::default(),
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: HashMap::new(),
-    }
-}
-
 fn join(c: &mut Control) {
-    c.agent_joined(
-        AgentJoin {
-            agent: AGENT,
-            platform: "p".into(),
-            hostname: "h".into(),
-            slots: 2,
-            cores: 2,
-            memory_mb: 0,
-            batch_job_id: None,
-            only_user: None,
-            resources: Default::default(),
-        },
-        0,
-    );
+    c.agent_joined(agent_join(AGENT, "p", 2), 0);
 }
 
 fn submit(c: &mut Control) {
-    let spec: AppSpec = serde_json::from_value(serde_json::json!({
-        "name": "a", "command": "run {}",
-        "tasks": TaskSource::Array { start: 0, end: 3 },
-    }))
-    .unwrap();
+    let spec = AppSpec {
+        tasks: TaskSource::Array { start: 0, end: 3 },
+        ..array_app("a", 1)
+    };
     let template = spec.validate().unwrap();
     c.submit(APP, "alice".into(), spec, template, 0);
 }
 
 #[test]
 fn arrivals_departures_cancellations_and_profiles_ask_for_a_round_and_leases_do_not() {
-    let mut c = Control::new(&settings(), Measured::default()).unwrap();
+    let mut c = Control::new(&control_settings(), Measured::default()).unwrap();
     join(&mut c);
     assert!(c.take_effects().wake.replan, "an agent joined");
     submit(&mut c);

@@ -5,53 +5,37 @@
 use super::*;
 use crate::control::journal::{Entry, Input, Output};
 use crate::control::simulation::{replay, ReplayError};
-use crate::control::{AgentJoin, FairshareConfig, Measured, SchedulerConfig};
+use crate::control::{AgentJoin, Measured};
+use crate::test_apps::{agent_join, array_app, control_settings};
 use hetpilot_protocol::protocol::{Measurements, TaskAttempt};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::AppId;
-use std::collections::HashMap;
 
 const AGENT: AgentId = AgentId(7);
 const OTHER: AgentId = AgentId(8);
 const APP: AppId = AppId(1);
 
-fn settings() -> super::super::ControlSettings {
-    super::super::ControlSettings {
-        scheduler: SchedulerConfig::default(),
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: HashMap::new(),
-    }
-}
-
 /// A journaling control plane with one application of `n` tasks and one 4-slot agent,
 /// which leased every task it could at 1,000 ms.
 fn leased(n: u64) -> (Control, Vec<TaskAttempt>) {
-    let mut c = Control::new(&settings(), Measured::default()).unwrap();
-    c.start_journal(&settings());
-    let spec: AppSpec = serde_json::from_value(serde_json::json!({
-        "name": "a", "command": "run {}",
-        "tasks": TaskSource::Array { start: 0, end: n - 1 },
-    }))
-    .unwrap();
+    let settings = control_settings();
+    let mut c = Control::new(&settings, Measured::default()).unwrap();
+    c.start_journal(&settings);
+    let spec = AppSpec {
+        tasks: TaskSource::Array {
+            start: 0,
+            end: n - 1,
+        },
+        ..array_app("a", 1)
+    };
     let template = spec.validate().unwrap();
     c.submit(APP, "alice".into(), spec, template, 0);
     for agent in [AGENT, OTHER] {
-        c.agent_joined(
-            AgentJoin {
-                agent,
-                platform: "p".into(),
-                hostname: format!("h{}", agent.0),
-                slots: 4,
-                cores: 4,
-                memory_mb: 0,
-                batch_job_id: None,
-                only_user: None,
-                resources: Default::default(),
-            },
-            0,
-        );
+        let join = AgentJoin {
+            hostname: format!("h{}", agent.0),
+            ..agent_join(agent, "p", 4)
+        };
+        c.agent_joined(join, 0);
     }
     let batch = c.lease(AGENT, 4, 1_000).unwrap();
     let leased = batch

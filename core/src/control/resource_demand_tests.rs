@@ -4,43 +4,21 @@
 
 use super::*;
 use crate::control::resource_fit::NodeResources;
+use crate::test_apps::{array_app, control_settings, control_with};
 use hetpilot_protocol::resources::ResourceAmount;
-use hetpilot_protocol::spec::TaskSource;
 
 fn app(name: &str, n: u64, gpus: Option<f64>) -> AppSpec {
     AppSpec {
-        name: name.into(),
-        command: "run {}".into(),
-        tasks: TaskSource::Array { start: 1, end: n },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 1,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
         gpus: gpus.map(|g| ResourceAmount::parse(g).unwrap()),
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        ..array_app(name, n)
     }
 }
 
-#[test]
-fn gpu_work_asks_for_gpu_pilots_and_cpu_work_for_cpu_pilots() {
-    let settings = ControlSettings {
-        scheduler: SchedulerConfig::default(),
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: Default::default(),
-    };
-    let mut c = Control::new(&settings, Measured::default()).unwrap();
+/// A control plane on a CPU platform and a GPU one, each of two 8-core nodes (4 GPUs
+/// each on the GPU platform), to which `user{i}` submitted `apps[i]`.
+fn control_on_cpu_and_gpu(apps: Vec<AppSpec>) -> Control {
+    let mut c = control_with(&control_settings(), apps);
     let capacity = |gpus| Capacity {
         nodes: 2,
         cores_per_node: 8,
@@ -59,13 +37,12 @@ fn gpu_work_asks_for_gpu_pilots_and_cpu_work_for_cpu_pilots() {
             ("gpu".to_string(), capacity(4)),
         ]),
     );
-    for (i, spec) in [app("train", 8, Some(1.0)), app("sweep", 40, None)]
-        .into_iter()
-        .enumerate()
-    {
-        let template = spec.validate().unwrap();
-        c.submit(AppId(i as u64 + 1), format!("user{i}"), spec, template, 0);
-    }
+    c
+}
+
+#[test]
+fn gpu_work_asks_for_gpu_pilots_and_cpu_work_for_cpu_pilots() {
+    let mut c = control_on_cpu_and_gpu(vec![app("train", 8, Some(1.0)), app("sweep", 40, None)]);
     let job = c.begin_round(&HashSet::new(), 1_000).unwrap();
     let warnings = c.finish_round(job.run());
     assert!(warnings.round.is_none(), "{:?}", warnings.round);
@@ -85,32 +62,6 @@ fn gpu_work_asks_for_gpu_pilots_and_cpu_work_for_cpu_pilots() {
 
 #[test]
 fn work_with_a_gpu_and_a_cpu_variant_asks_for_pilots_where_either_fits() {
-    let settings = ControlSettings {
-        scheduler: SchedulerConfig::default(),
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: Default::default(),
-    };
-    let mut c = Control::new(&settings, Measured::default()).unwrap();
-    let capacity = |gpus| Capacity {
-        nodes: 2,
-        cores_per_node: 8,
-        resources: NodeResources {
-            gpus,
-            named: Default::default(),
-        },
-    };
-    c.use_profiles(
-        BTreeMap::from([
-            ("cpu".to_string(), StagingProfile::default()),
-            ("gpu".to_string(), StagingProfile::default()),
-        ]),
-        BTreeMap::from([
-            ("cpu".to_string(), capacity(0)),
-            ("gpu".to_string(), capacity(4)),
-        ]),
-    );
     let mut spec = app("train", 40, None);
     spec.variants = vec![
         hetpilot_protocol::variants::VariantSpec {
@@ -126,8 +77,7 @@ fn work_with_a_gpu_and_a_cpu_variant_asks_for_pilots_where_either_fits() {
             gpus: None,
         },
     ];
-    let template = spec.validate().unwrap();
-    c.submit(AppId(1), "user0".into(), spec, template, 0);
+    let mut c = control_on_cpu_and_gpu(vec![spec]);
     let job = c.begin_round(&HashSet::new(), 1_000).unwrap();
     let warnings = c.finish_round(job.run());
     assert!(warnings.demand.is_none(), "{:?}", warnings.demand);

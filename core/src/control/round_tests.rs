@@ -4,33 +4,17 @@
 
 use super::round::live_state;
 use crate::queue::{AgentEntry, AppEntry, Queues};
-use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use crate::test_apps::{alice_entry, array_app};
+use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AgentId, AppId};
 
 fn app(id: u64, procs: Option<u64>) -> AppEntry {
     let spec = AppSpec {
-        name: format!("a{id}"),
-        command: "run {}".into(),
-        tasks: TaskSource::Array { start: 1, end: 1 },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
-        max_attempts: 3,
         timeout_secs: Some(10),
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
         procs,
-        variants: Vec::new(),
+        ..array_app(&format!("a{id}"), 1)
     };
-    let template = spec.validate().unwrap();
-    AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
+    alice_entry(AppId(id), spec)
 }
 
 #[test]

@@ -509,7 +509,8 @@ fn application_states(input: &RoundInput<'_>, users: &UserWeights<'_>) -> Vec<Ap
 mod tests {
     use super::*;
     use crate::queue::{AgentEntry, AppEntry, Queues};
-    use hetpilot_protocol::spec::{AppSpec, TaskSource};
+    use crate::test_apps::{alice_entry, array_app};
+    use hetpilot_protocol::spec::AppSpec;
 
     fn live_app(id: u64, owner: &str, waiting: u64) -> LiveApp {
         LiveApp {
@@ -556,28 +557,11 @@ mod tests {
 
     fn queue_app(id: u64, n: u64, cores: u32) -> AppEntry {
         let spec = AppSpec {
-            name: format!("app{id}"),
-            command: "run {}".into(),
-            tasks: TaskSource::Array { start: 1, end: n },
             cores,
-            memory_mb: 0,
-            env: Default::default(),
-            workdir: None,
             max_attempts: 2,
-            timeout_secs: None,
-            output_dir: None,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            data_intensive: false,
-            dag: None,
-            gpus: None,
-            resources: Default::default(),
-            nodes: None,
-            procs: None,
-            variants: Vec::new(),
+            ..array_app(&format!("app{id}"), n)
         };
-        let template = spec.validate().unwrap();
-        AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
+        alice_entry(AppId(id), spec)
     }
 
     #[test]

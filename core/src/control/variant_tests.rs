@@ -4,10 +4,8 @@
 //! their CPU variant. Before any round, leases take the first declared variant that fits.
 
 use super::*;
+use crate::test_apps::{agent_join, array_app, control_settings, gpu_and_cpu_variants, gpu_offer};
 use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult};
-use hetpilot_protocol::resources::{GpuDevice, GpuVendor, ResourceAmount, ResourceOffer};
-use hetpilot_protocol::spec::TaskSource;
-use hetpilot_protocol::variants::VariantSpec;
 
 const GPU_AGENT: AgentId = AgentId(1);
 const CPU_AGENT: AgentId = AgentId(2);
@@ -18,38 +16,9 @@ const STRONG: AppId = AppId(2);
 
 fn app(name: &str, n: u64) -> AppSpec {
     AppSpec {
-        name: name.into(),
-        command: "run {}".into(),
-        tasks: TaskSource::Array { start: 1, end: n },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 1,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: vec![
-            VariantSpec {
-                name: "gpu".into(),
-                command: Some("gpu-run {}".into()),
-                cores: 1,
-                gpus: ResourceAmount::whole(1),
-            },
-            VariantSpec {
-                name: "cpu".into(),
-                command: None,
-                cores: 2,
-                gpus: None,
-            },
-        ],
+        variants: gpu_and_cpu_variants(),
+        ..array_app(name, n)
     }
 }
 
@@ -59,39 +28,18 @@ fn settings() -> ControlSettings {
             policy: "paf".parse().expect("a policy"),
             ..SchedulerConfig::default()
         },
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: Default::default(),
+        ..control_settings()
     }
 }
 
 fn join(c: &mut Control, agent: AgentId, platform: &str, gpus: u32) {
-    c.agent_joined(
-        AgentJoin {
-            agent,
-            platform: platform.into(),
-            hostname: platform.into(),
-            slots: 4,
-            cores: 4,
-            memory_mb: 1024,
-            batch_job_id: None,
-            only_user: None,
-            resources: ResourceOffer {
-                gpus: (0..gpus)
-                    .map(|i| GpuDevice {
-                        index: i,
-                        uuid: format!("GPU-{i}"),
-                        model: "fake".into(),
-                        memory_mib: 1024,
-                        vendor: GpuVendor::Nvidia,
-                    })
-                    .collect(),
-                named: Default::default(),
-            },
-        },
-        0,
-    );
+    let join = AgentJoin {
+        hostname: platform.into(),
+        memory_mb: 1024,
+        resources: gpu_offer(gpus),
+        ..agent_join(agent, platform, 4)
+    };
+    c.agent_joined(join, 0);
 }
 
 /// A control plane with both applications submitted and both agents joined.

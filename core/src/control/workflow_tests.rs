@@ -3,8 +3,8 @@
 //! follow the plan (which workflow gets the cores, a moldable task's allocation).
 
 use super::*;
-use hetpilot_protocol::dag::{DagSpec, DagTask};
-use hetpilot_protocol::spec::TaskSource;
+use crate::test_apps::{agent_join, control_settings, control_with, workflow_app};
+use hetpilot_protocol::dag::DagTask;
 
 /// `n` independent 1-core tasks of `secs` each.
 fn bag(name: &str, n: usize, secs: f64) -> AppSpec {
@@ -22,25 +22,8 @@ fn bag(name: &str, n: usize, secs: f64) -> AppSpec {
 
 fn workflow(name: &str, tasks: Vec<DagTask>) -> AppSpec {
     AppSpec {
-        name: name.into(),
-        command: "run {}".into(),
-        tasks: TaskSource::Lines((0..tasks.len()).map(|i| format!("{name}{i}")).collect()),
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 1,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: Some(DagSpec { tasks }),
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        ..workflow_app(name, name, tasks)
     }
 }
 
@@ -50,30 +33,10 @@ fn control(workflows: &str, apps: Vec<AppSpec>, slots: u32) -> Control {
             workflows: workflows.parse().unwrap(),
             ..SchedulerConfig::default()
         },
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: Default::default(),
+        ..control_settings()
     };
-    let mut c = Control::new(&settings, Measured::default()).unwrap();
-    for (i, spec) in apps.into_iter().enumerate() {
-        let template = spec.validate().unwrap();
-        c.submit(AppId(i as u64 + 1), format!("user{i}"), spec, template, 0);
-    }
-    c.agent_joined(
-        AgentJoin {
-            agent: AgentId(10),
-            platform: "p".into(),
-            hostname: "h".into(),
-            slots,
-            cores: slots,
-            memory_mb: 0,
-            batch_job_id: None,
-            only_user: None,
-            resources: Default::default(),
-        },
-        0,
-    );
+    let mut c = control_with(&settings, apps);
+    c.agent_joined(agent_join(AgentId(10), "p", slots), 0);
     c
 }
 

@@ -2,49 +2,32 @@
 //! and the agent is told; measured runs refine what remains to plan.
 
 use super::*;
-use hetpilot_protocol::dag::{DagSpec, DagTask};
-use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult};
-use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use crate::test_apps::{alice_entry, success, workflow_app};
+use hetpilot_protocol::dag::DagTask;
+use hetpilot_protocol::protocol::{Measurements, TaskResult};
+use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AgentId, AppId, TaskRef};
 
 /// Independent tasks with `(cores, runtime)` each; the application's cores the widest.
 fn workflow(tasks: &[(u32, f64)]) -> AppSpec {
+    let dag = tasks
+        .iter()
+        .map(|&(c, r)| DagTask {
+            cores: Some(c),
+            runtime_secs: Some(r),
+            ..DagTask::default()
+        })
+        .collect();
     AppSpec {
-        name: "wf".into(),
-        command: "run {}".into(),
-        tasks: TaskSource::Lines((0..tasks.len()).map(|i| format!("t{i}")).collect()),
         cores: tasks.iter().map(|t| t.0).max().unwrap_or(1),
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 1,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: Some(DagSpec {
-            tasks: tasks
-                .iter()
-                .map(|&(c, r)| DagTask {
-                    cores: Some(c),
-                    runtime_secs: Some(r),
-                    ..DagTask::default()
-                })
-                .collect(),
-        }),
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        ..workflow_app("wf", "t", dag)
     }
 }
 
 fn queues(spec: AppSpec, slots: u32) -> Queues {
-    let template = spec.validate().unwrap();
     let mut q = Queues::new(60_000);
-    q.insert_app(AppEntry::new(AppId(1), "alice".into(), spec, template, 0));
+    q.insert_app(alice_entry(AppId(1), spec));
     q.insert_agent(AgentEntry::new(
         AgentId(1),
         "p".into(),
@@ -65,23 +48,17 @@ fn succeed(q: &mut Queues, index: u64, wall_secs: f64) {
     q.apply_result(
         AgentId(1),
         TaskResult {
-            task: TaskRef {
-                app: AppId(1),
-                index,
-            },
-            attempt: 1,
-            outcome: Outcome::Success,
-            exit_code: Some(0),
-            signal: None,
             measurements: Measurements {
                 wall_ms: wall_secs * 1000.0,
                 ..Measurements::default()
             },
-            stdout_path: None,
-            stderr_path: None,
-            output_tail: String::new(),
-            error: None,
-            staging: None,
+            ..success(
+                TaskRef {
+                    app: AppId(1),
+                    index,
+                },
+                1,
+            )
         },
     );
 }

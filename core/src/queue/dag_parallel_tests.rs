@@ -3,11 +3,10 @@
 //! lease path), holds every member until it reports, and releases its children after.
 
 use super::*;
+use crate::test_apps::{self, alice_entry, array_app};
 use hetpilot_protocol::dag::{DagSpec, DagTask};
 use hetpilot_protocol::parallel::HostSlots;
-use hetpilot_protocol::protocol::{
-    Assignment, Measurements, Outcome, TaskAttempt, TaskResult, TaskState,
-};
+use hetpilot_protocol::protocol::{Assignment, TaskAttempt, TaskResult, TaskState};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::{AgentId, AppId};
 
@@ -20,19 +19,9 @@ fn pipeline() -> AppSpec {
         ..DagTask::default()
     };
     AppSpec {
-        name: "wf".into(),
-        command: "run {}".into(),
         tasks: TaskSource::Lines(vec!["prep".into(), "sim".into(), "post".into()]),
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 1,
         timeout_secs: Some(10),
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
         dag: Some(DagSpec {
             tasks: vec![
                 task(vec![], None),
@@ -40,28 +29,12 @@ fn pipeline() -> AppSpec {
                 task(vec![1], None),
             ],
         }),
-        gpus: None,
-        resources: Default::default(),
-        variants: Vec::new(),
-        nodes: None,
-        procs: None,
+        ..array_app("wf", 1)
     }
 }
 
 fn success(a: &Assignment) -> TaskResult {
-    TaskResult {
-        task: a.task,
-        attempt: a.attempt,
-        outcome: Outcome::Success,
-        exit_code: Some(0),
-        signal: None,
-        measurements: Measurements::default(),
-        stdout_path: None,
-        stderr_path: None,
-        output_tail: String::new(),
-        error: None,
-        staging: None,
-    }
+    test_apps::success(a.task, a.attempt)
 }
 
 fn lease(q: &mut Queues, agent: u64, now_ms: u64) -> Vec<Assignment> {
@@ -71,9 +44,8 @@ fn lease(q: &mut Queues, agent: u64, now_ms: u64) -> Vec<Assignment> {
 #[test]
 fn a_workflows_parallel_task_runs_between_its_serial_ones_on_a_group_leased_at_once() {
     let spec = pipeline();
-    let template = spec.validate().unwrap();
     let mut q = Queues::new(60_000);
-    q.insert_app(AppEntry::new(AppId(1), "alice".into(), spec, template, 0));
+    q.insert_app(alice_entry(AppId(1), spec));
     for id in [1, 2] {
         q.insert_agent(AgentEntry::new(
             AgentId(id),
@@ -126,9 +98,8 @@ fn a_workflows_parallel_task_is_never_leased_in_part_to_one_agent() {
     // `sim` (4 processors) ready from the start beside `prep`, and one agent of 2 slots.
     spec.dag.as_mut().unwrap().tasks[1].parents.clear();
     spec.dag.as_mut().unwrap().tasks[2].parents = vec![0, 1];
-    let template = spec.validate().unwrap();
     let mut q = Queues::new(60_000);
-    q.insert_app(AppEntry::new(AppId(1), "alice".into(), spec, template, 0));
+    q.insert_app(alice_entry(AppId(1), spec));
     q.insert_agent(AgentEntry::new(AgentId(1), "p".into(), "n1".into(), 2, 0));
     let mut leased = Vec::new();
     for now_ms in 1..5 {
@@ -149,9 +120,8 @@ fn a_workflows_parallel_task_is_never_leased_in_part_to_one_agent() {
 fn a_workflows_parallel_task_whose_member_is_lost_runs_again_whole_and_its_child_waits() {
     let mut spec = pipeline();
     spec.dag.as_mut().unwrap().tasks[1].parents.clear();
-    let template = spec.validate().unwrap();
     let mut q = Queues::new(60_000);
-    q.insert_app(AppEntry::new(AppId(1), "alice".into(), spec, template, 0));
+    q.insert_app(alice_entry(AppId(1), spec));
     for id in 1..=3 {
         q.insert_agent(AgentEntry::new(
             AgentId(id),
@@ -201,13 +171,7 @@ fn a_restored_workflow_keeps_its_parallel_runs_group_and_releases_the_child_afte
     let mut q = Queues::new(60_000);
     agents(&mut q);
     let spec = pipeline();
-    q.insert_app(AppEntry::new(
-        AppId(1),
-        "alice".into(),
-        spec.clone(),
-        spec.validate().unwrap(),
-        0,
-    ));
+    q.insert_app(alice_entry(AppId(1), spec.clone()));
     let prep = lease(&mut q, 1, 1);
     q.apply_result(AgentId(1), success(&prep[0]));
     let sim = lease(&mut q, 1, 2).remove(0);

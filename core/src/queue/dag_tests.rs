@@ -2,50 +2,32 @@
 //! descendants, affinity to the parents' agent, and rebuilding from stored states.
 
 use super::*;
-use hetpilot_protocol::dag::{DagSpec, DagTask};
-use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult, TaskState};
-use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use crate::test_apps::{alice_entry, result, workflow_app};
+use hetpilot_protocol::dag::DagTask;
+use hetpilot_protocol::protocol::{Outcome, TaskState};
+use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AgentId, AppId, TaskRef};
 
 /// A workflow whose task `i` is named `t{i}`, with `parents[i]` and `runtimes[i]`.
 fn workflow(parents: &[&[u32]], runtimes: &[f64], max_attempts: u32) -> AppSpec {
+    let tasks = parents
+        .iter()
+        .zip(runtimes)
+        .map(|(p, r)| DagTask {
+            parents: p.to_vec(),
+            runtime_secs: Some(*r),
+            ..DagTask::default()
+        })
+        .collect();
     AppSpec {
-        name: "wf".into(),
-        command: "run {}".into(),
-        tasks: TaskSource::Lines((0..parents.len()).map(|i| format!("t{i}")).collect()),
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: Some(DagSpec {
-            tasks: parents
-                .iter()
-                .zip(runtimes)
-                .map(|(p, r)| DagTask {
-                    parents: p.to_vec(),
-                    runtime_secs: Some(*r),
-                    ..DagTask::default()
-                })
-                .collect(),
-        }),
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        ..workflow_app("wf", "t", tasks)
     }
 }
 
 fn queues_with(spec: AppSpec, agents: &[u64]) -> Queues {
-    let template = spec.validate().unwrap();
     let mut q = Queues::new(1_000);
-    q.insert_app(AppEntry::new(AppId(1), "alice".into(), spec, template, 0));
+    q.insert_app(alice_entry(AppId(1), spec));
     for &a in agents {
         q.insert_agent(AgentEntry::new(
             AgentId(a),
@@ -63,22 +45,7 @@ fn done(q: &mut Queues, agent: u64, index: u64, attempt: u32, outcome: Outcome) 
         app: AppId(1),
         index,
     };
-    q.apply_result(
-        AgentId(agent),
-        TaskResult {
-            task,
-            attempt,
-            outcome,
-            exit_code: Some(i32::from(outcome != Outcome::Success)),
-            signal: None,
-            measurements: Measurements::default(),
-            stdout_path: None,
-            stderr_path: None,
-            output_tail: String::new(),
-            error: None,
-            staging: None,
-        },
-    )
+    q.apply_result(AgentId(agent), result(task, attempt, outcome))
 }
 
 fn leased(q: &mut Queues, agent: u64, slots: u32) -> Vec<u64> {

@@ -3,40 +3,23 @@
 //! task retried whole when a member is lost.
 
 use super::*;
+use crate::test_apps::{alice_entry, array_app, success};
 use hetpilot_protocol::parallel::HostSlots;
-use hetpilot_protocol::protocol::{
-    Assignment, Measurements, Outcome, TaskAttempt, TaskResult, TaskState,
-};
-use hetpilot_protocol::spec::{AppSpec, TaskSource};
-use hetpilot_protocol::{AgentId, AppId, TaskRef};
+use hetpilot_protocol::protocol::{Assignment, TaskAttempt, TaskState};
+use hetpilot_protocol::spec::AppSpec;
+use hetpilot_protocol::{AgentId, AppId};
 
 fn spec(n: u64, procs: Option<u64>, nodes: Option<u64>) -> AppSpec {
     AppSpec {
-        name: "a".into(),
-        command: "run {}".into(),
-        tasks: TaskSource::Array { start: 1, end: n },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
-        max_attempts: 3,
         timeout_secs: Some(10),
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
         nodes,
         procs,
-        variants: Vec::new(),
+        ..array_app("a", n)
     }
 }
 
 fn add_app(q: &mut Queues, id: u64, spec: AppSpec) {
-    let template = spec.validate().unwrap();
-    q.insert_app(AppEntry::new(AppId(id), "alice".into(), spec, template, 0));
+    q.insert_app(alice_entry(AppId(id), spec));
 }
 
 fn agents(q: &mut Queues, slots: &[u32]) {
@@ -49,22 +32,6 @@ fn agents(q: &mut Queues, slots: &[u32]) {
             *s,
             0,
         ));
-    }
-}
-
-fn success(task: TaskRef, attempt: u32) -> TaskResult {
-    TaskResult {
-        task,
-        attempt,
-        outcome: Outcome::Success,
-        exit_code: Some(0),
-        signal: None,
-        measurements: Measurements::default(),
-        stdout_path: None,
-        stderr_path: None,
-        output_tail: String::new(),
-        error: None,
-        staging: None,
     }
 }
 
@@ -237,13 +204,7 @@ fn a_restored_group_holds_its_members_or_is_given_back_when_one_is_gone() {
         let mut r = Queues::new(60_000);
         agents(&mut r, &[2, 2]);
         r.agents.get_mut(&AgentId(2)).unwrap().state = member_state;
-        let mut app = AppEntry::new(
-            AppId(1),
-            "alice".into(),
-            spec(1, Some(4), None),
-            spec(1, Some(4), None).validate().unwrap(),
-            0,
-        );
+        let mut app = alice_entry(AppId(1), spec(1, Some(4), None));
         app.tasks[0] = TaskSlot {
             state: TaskState::Running,
             attempt: at.attempt,

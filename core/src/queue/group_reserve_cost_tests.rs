@@ -5,7 +5,8 @@
 //! (`Queues::may_hold` calls), not time.
 
 use super::*;
-use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use crate::test_apps::{alice_entry, array_app};
+use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AgentId, AppId};
 
 /// Agents on one platform, of one slot each.
@@ -13,28 +14,12 @@ const AGENTS: u64 = 100;
 
 fn parallel_app(q: &mut Queues, id: u64, procs: u64) {
     let spec = AppSpec {
-        name: format!("run{id}"),
-        command: "run {}".into(),
-        tasks: TaskSource::Array { start: 1, end: 1 },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 1,
         timeout_secs: Some(10),
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
         procs: Some(procs),
-        variants: Vec::new(),
+        ..array_app(&format!("run{id}"), 1)
     };
-    let template = spec.validate().unwrap();
-    q.insert_app(AppEntry::new(AppId(id), "alice".into(), spec, template, 0));
+    q.insert_app(alice_entry(AppId(id), spec));
 }
 
 fn join(q: &mut Queues, id: u64) {

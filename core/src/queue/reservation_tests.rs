@@ -3,59 +3,27 @@
 //! it waits for the stream to run dry.
 
 use super::*;
-use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult};
-use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use crate::test_apps::{alice_entry, array_app, success};
+use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AgentId, AppId, TaskRef};
 
 const WIDE: AppId = AppId(2);
 
 fn spec(n: u64, cores: u32, timeout_secs: Option<u64>) -> AppSpec {
     AppSpec {
-        name: "a".into(),
-        command: "run {}".into(),
-        tasks: TaskSource::Array { start: 1, end: n },
         cores,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
-        max_attempts: 3,
         timeout_secs,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        ..array_app("a", n)
     }
 }
 
 fn add_app(q: &mut Queues, id: u64, spec: AppSpec) {
-    let template = spec.validate().unwrap();
-    q.insert_app(AppEntry::new(AppId(id), "alice".into(), spec, template, 0));
+    q.insert_app(alice_entry(AppId(id), spec));
 }
 
 fn done(q: &mut Queues, agent: u64, task: TaskRef) {
     let attempt = q.app(task.app).unwrap().task(task.index).unwrap().attempt;
-    q.apply_result(
-        AgentId(agent),
-        TaskResult {
-            task,
-            attempt,
-            outcome: Outcome::Success,
-            exit_code: Some(0),
-            signal: None,
-            measurements: Measurements::default(),
-            stdout_path: None,
-            stderr_path: None,
-            output_tail: String::new(),
-            error: None,
-            staging: None,
-        },
-    );
+    q.apply_result(AgentId(agent), success(task, attempt));
 }
 
 fn lease(q: &mut Queues, agent: u64, max: u32, now_ms: u64) -> Vec<TaskRef> {

@@ -2,11 +2,10 @@
 //! run ends, is lost, or its agent is; a restart rebuilds the pool from the recorded grants.
 
 use super::*;
+use crate::test_apps::{alice_entry, array_app, gpu_offer, success};
 use hetpilot_protocol::dag::{DagSpec, DagTask};
-use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult};
-use hetpilot_protocol::resources::{
-    GpuDevice, GpuVendor, ResourceAmount, ResourceGrant, ResourceOffer,
-};
+use hetpilot_protocol::protocol::Outcome;
+use hetpilot_protocol::resources::{ResourceAmount, ResourceGrant, ResourceOffer};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::{AgentId, AppId, TaskRef};
 use std::collections::HashMap;
@@ -17,66 +16,13 @@ fn amount(x: f64) -> ResourceAmount {
 
 fn spec(n: u64, gpus: Option<f64>) -> AppSpec {
     AppSpec {
-        name: "a".into(),
-        command: "run {}".into(),
-        tasks: TaskSource::Array { start: 1, end: n },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
-        max_attempts: 3,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
         gpus: gpus.map(amount),
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
-    }
-}
-
-fn entry(id: u64, spec: AppSpec) -> AppEntry {
-    let template = spec.validate().unwrap();
-    AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
-}
-
-fn gpu_offer(n: u32) -> ResourceOffer {
-    ResourceOffer {
-        gpus: (0..n)
-            .map(|i| GpuDevice {
-                index: i,
-                uuid: format!("GPU-{i}"),
-                model: "NVIDIA A100".into(),
-                memory_mib: 40_960,
-                vendor: GpuVendor::Nvidia,
-            })
-            .collect(),
-        named: Default::default(),
+        ..array_app("a", n)
     }
 }
 
 fn agent(id: u64, slots: u32, offer: ResourceOffer) -> AgentEntry {
     AgentEntry::new(AgentId(id), "gpu".into(), "h".into(), slots, 0).with_resources(offer)
-}
-
-fn success(task: TaskRef, attempt: u32) -> TaskResult {
-    TaskResult {
-        task,
-        attempt,
-        outcome: Outcome::Success,
-        exit_code: Some(0),
-        signal: None,
-        measurements: Measurements::default(),
-        stdout_path: None,
-        stderr_path: None,
-        output_tail: String::new(),
-        error: None,
-        staging: None,
-    }
 }
 
 /// The devices (uuid, share) each leased task got.
@@ -97,7 +43,7 @@ fn devices(batch: &LeaseBatch) -> Vec<Vec<(String, ResourceAmount)>> {
 #[test]
 fn whole_gpu_tasks_get_different_devices_and_wait_for_a_free_one() {
     let mut q = Queues::new(60_000);
-    q.insert_app(entry(1, spec(3, Some(1.0))));
+    q.insert_app(alice_entry(AppId(1), spec(3, Some(1.0))));
     q.insert_agent(agent(1, 8, gpu_offer(2)));
     let batch = q.lease(AgentId(1), 8, 0).unwrap();
     assert_eq!(
@@ -122,7 +68,7 @@ fn whole_gpu_tasks_get_different_devices_and_wait_for_a_free_one() {
 #[test]
 fn half_gpu_tasks_share_two_devices_two_by_two() {
     let mut q = Queues::new(60_000);
-    q.insert_app(entry(1, spec(5, Some(0.5))));
+    q.insert_app(alice_entry(AppId(1), spec(5, Some(0.5))));
     q.insert_agent(agent(1, 8, gpu_offer(2)));
     let batch = q.lease(AgentId(1), 8, 0).unwrap();
     let mut per_device: HashMap<String, u64> = HashMap::new();
@@ -138,11 +84,11 @@ fn half_gpu_tasks_share_two_devices_two_by_two() {
 /// App 1 holds half of GPU-0; where does a half-GPU task of app 2 go under `devices`?
 fn second_half_goes_to(devices_plan: DevicePlan) -> String {
     let mut q = Queues::new(60_000);
-    q.insert_app(entry(1, spec(1, Some(0.5))));
+    q.insert_app(alice_entry(AppId(1), spec(1, Some(0.5))));
     q.insert_agent(agent(1, 8, gpu_offer(2)));
     let first = q.lease(AgentId(1), 1, 0).unwrap();
     assert_eq!(devices(&first), [vec![("GPU-0".to_string(), amount(0.5))]]);
-    q.insert_app(entry(2, spec(1, Some(0.5))));
+    q.insert_app(alice_entry(AppId(2), spec(1, Some(0.5))));
     q.set_plan(LeasePlan {
         devices: devices_plan,
         ..LeasePlan::default()
@@ -176,10 +122,10 @@ fn a_gpu_fraction_goes_where_its_measured_device_co_runners_slow_it_least() {
 #[test]
 fn gpu_tasks_never_go_to_agents_without_gpus_and_named_counts_subtract() {
     let mut q = Queues::new(60_000);
-    q.insert_app(entry(1, spec(2, Some(1.0))));
+    q.insert_app(alice_entry(AppId(1), spec(2, Some(1.0))));
     let mut fpga = spec(3, None);
     fpga.resources.insert("fpga".into(), amount(1.0));
-    q.insert_app(entry(2, fpga));
+    q.insert_app(alice_entry(AppId(2), fpga));
     q.insert_agent(agent(1, 8, ResourceOffer::default()));
     let offer = ResourceOffer {
         named: [("fpga".to_string(), amount(2.0))].into(),
@@ -198,7 +144,7 @@ fn gpu_tasks_never_go_to_agents_without_gpus_and_named_counts_subtract() {
 #[test]
 fn a_lost_agent_and_a_cancelled_run_give_their_devices_back() {
     let mut q = Queues::new(1_000);
-    q.insert_app(entry(1, spec(4, Some(1.0))));
+    q.insert_app(alice_entry(AppId(1), spec(4, Some(1.0))));
     q.insert_agent(agent(1, 4, gpu_offer(1)));
     let first = q.lease(AgentId(1), 4, 0).unwrap();
     assert_eq!(first.tasks.len(), 1);
@@ -224,7 +170,7 @@ fn a_lost_agent_and_a_cancelled_run_give_their_devices_back() {
 #[test]
 fn a_restart_rebuilds_the_pool_from_the_recorded_grants() {
     let mut q = Queues::new(60_000);
-    q.insert_app(entry(1, spec(3, Some(1.0))));
+    q.insert_app(alice_entry(AppId(1), spec(3, Some(1.0))));
     q.insert_agent(agent(1, 4, gpu_offer(2)));
     let batch = q.lease(AgentId(1), 1, 0).unwrap();
     let held = batch.tasks[0].task;
@@ -237,7 +183,7 @@ fn a_restart_rebuilds_the_pool_from_the_recorded_grants() {
             _ => None,
         })
         .collect();
-    let mut app = entry(1, spec(3, Some(1.0)));
+    let mut app = alice_entry(AppId(1), spec(3, Some(1.0)));
     app.tasks = q.app(AppId(1)).unwrap().tasks.clone();
     let mut restarted = Queues::new(60_000);
     restarted.insert_app(app);
@@ -256,8 +202,8 @@ fn a_restart_rebuilds_the_pool_from_the_recorded_grants() {
 #[test]
 fn cpu_tasks_leave_a_gpu_agent_the_cores_its_waiting_gpu_tasks_need() {
     let mut q = Queues::new(60_000);
-    q.insert_app(entry(1, spec(100, None)));
-    q.insert_app(entry(2, spec(2, Some(1.0))));
+    q.insert_app(alice_entry(AppId(1), spec(100, None)));
+    q.insert_app(alice_entry(AppId(2), spec(2, Some(1.0))));
     q.insert_agent(agent(1, 4, gpu_offer(2)));
     // Ask for CPU work alone first (the plan's order): two cores stay for the GPU tasks.
     let mut remaining = 4;
@@ -269,7 +215,7 @@ fn cpu_tasks_leave_a_gpu_agent_the_cores_its_waiting_gpu_tasks_need() {
     assert!(rest.tasks.iter().all(|t| t.task.app == AppId(2)));
     // With no GPU work waiting, CPU work may use every core.
     let mut cpu_only = Queues::new(60_000);
-    cpu_only.insert_app(entry(1, spec(100, None)));
+    cpu_only.insert_app(alice_entry(AppId(1), spec(100, None)));
     cpu_only.insert_agent(agent(1, 4, gpu_offer(2)));
     assert_eq!(cpu_only.lease(AgentId(1), 4, 0).unwrap().tasks.len(), 4);
 }
@@ -286,7 +232,7 @@ fn a_workflow_task_takes_its_own_gpus() {
         tasks: vec![DagTask::default(), train],
     });
     let mut q = Queues::new(60_000);
-    q.insert_app(entry(1, wf));
+    q.insert_app(alice_entry(AppId(1), wf));
     q.insert_agent(agent(1, 4, gpu_offer(1)));
     let batch = q.lease(AgentId(1), 4, 0).unwrap();
     let granted: Vec<(u64, usize)> = batch

@@ -1,23 +1,15 @@
 use super::*;
-use hetpilot_protocol::resources::{GpuDevice, GpuVendor};
+use crate::test_apps::gpu_offer;
 use proptest::prelude::*;
 
 fn offer(gpus: u32, licenses: u64) -> ResourceOffer {
     ResourceOffer {
-        gpus: (0..gpus)
-            .map(|i| GpuDevice {
-                index: i,
-                uuid: format!("GPU-{i}"),
-                model: "NVIDIA H100".into(),
-                memory_mib: 81_559,
-                vendor: GpuVendor::Nvidia,
-            })
-            .collect(),
         named: [(
             "licenses".to_string(),
             ResourceAmount::whole(licenses).unwrap(),
         )]
         .into(),
+        ..gpu_offer(gpus)
     }
 }
 

@@ -2,33 +2,19 @@
 //! exactly-once with the other lease paths.
 
 use super::*;
+use crate::test_apps::{alice_entry, array_app};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
 use hetpilot_protocol::{AgentId, AppId};
 
 fn data_app(id: u64, groups: &[&str]) -> AppEntry {
     let spec = AppSpec {
-        name: format!("app{id}"),
-        command: "run {}".into(),
         tasks: TaskSource::Lines(groups.iter().map(|g| g.to_string()).collect()),
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts: 2,
-        timeout_secs: None,
-        output_dir: None,
         inputs: vec!["db/{}.bin".into()],
-        outputs: vec![],
         data_intensive: true,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        ..array_app(&format!("app{id}"), 1)
     };
-    let template = spec.validate().unwrap();
-    AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
+    alice_entry(AppId(id), spec)
 }
 
 fn setup() -> Queues {

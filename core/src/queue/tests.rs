@@ -1,35 +1,18 @@
 //! Lease, report, loss and cancellation rules of the queues.
 
 use super::*;
-use hetpilot_protocol::protocol::{Measurements, Outcome, TaskResult, TaskState};
-use hetpilot_protocol::spec::{AppSpec, TaskSource};
+use crate::test_apps::{alice_entry, array_app, result};
+use hetpilot_protocol::protocol::{Outcome, TaskState};
+use hetpilot_protocol::spec::AppSpec;
 use hetpilot_protocol::{AgentId, AppId, TaskRef};
 use std::collections::HashMap;
 
 fn app(id: u64, n: u64, max_attempts: u32) -> AppEntry {
     let spec = AppSpec {
-        name: format!("app{id}"),
-        command: "run {}".into(),
-        tasks: TaskSource::Array { start: 1, end: n },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
         max_attempts,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        ..array_app(&format!("app{id}"), n)
     };
-    let template = spec.validate().unwrap();
-    AppEntry::new(AppId(id), "alice".into(), spec, template, 0)
+    alice_entry(AppId(id), spec)
 }
 
 fn queues(apps: &[(u64, u64)], agents: &[u64]) -> Queues {
@@ -47,22 +30,6 @@ fn queues(apps: &[(u64, u64)], agents: &[u64]) -> Queues {
         ));
     }
     q
-}
-
-fn result(task: TaskRef, attempt: u32, outcome: Outcome) -> TaskResult {
-    TaskResult {
-        task,
-        attempt,
-        outcome,
-        exit_code: Some(if outcome == Outcome::Success { 0 } else { 1 }),
-        signal: None,
-        measurements: Measurements::default(),
-        stdout_path: None,
-        stderr_path: None,
-        output_tail: String::new(),
-        error: None,
-        staging: None,
-    }
 }
 
 fn state(q: &Queues, t: TaskRef) -> TaskState {

@@ -3,69 +3,25 @@
 //! GPU first; exploration sends a planned number of tasks of a variant regardless.
 
 use super::core::Queues;
-use super::{AgentEntry, AppEntry, LeasePlan, VariantLeasePlan, VariantQuota};
-use hetpilot_protocol::resources::{GpuDevice, GpuVendor, ResourceAmount, ResourceOffer};
+use super::{AgentEntry, LeasePlan, VariantLeasePlan, VariantQuota};
+use crate::test_apps::{alice_entry, array_app, gpu_and_cpu_variants, gpu_offer};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
-use hetpilot_protocol::variants::VariantSpec;
 use hetpilot_protocol::{AgentId, AppId};
 use std::collections::HashMap;
 
 const APP: AppId = AppId(1);
 
 fn queues() -> Queues {
-    let mut spec = AppSpec {
-        name: "a".into(),
+    let spec = AppSpec {
         command: "cpu-run {}".into(),
         tasks: TaskSource::Array { start: 0, end: 9 },
-        cores: 1,
-        memory_mb: 0,
-        env: Default::default(),
-        workdir: None,
-        max_attempts: 3,
-        timeout_secs: None,
-        output_dir: None,
-        inputs: vec![],
-        outputs: vec![],
-        data_intensive: false,
-        dag: None,
-        gpus: None,
-        resources: Default::default(),
-        nodes: None,
-        procs: None,
-        variants: Vec::new(),
+        variants: gpu_and_cpu_variants(),
+        ..array_app("a", 1)
     };
-    spec.variants = vec![
-        VariantSpec {
-            name: "gpu".into(),
-            command: Some("gpu-run {}".into()),
-            cores: 1,
-            gpus: ResourceAmount::whole(1),
-        },
-        VariantSpec {
-            name: "cpu".into(),
-            command: None,
-            cores: 2,
-            gpus: None,
-        },
-    ];
-    let template = spec.validate().unwrap();
     let mut q = Queues::new(60_000);
-    q.insert_app(AppEntry::new(APP, "alice".into(), spec, template, 0));
-    let gpus = (0..2)
-        .map(|i| GpuDevice {
-            index: i,
-            uuid: format!("GPU-{i}"),
-            model: "fake".into(),
-            memory_mib: 1024,
-            vendor: GpuVendor::Nvidia,
-        })
-        .collect();
-    let offer = ResourceOffer {
-        gpus,
-        named: Default::default(),
-    };
+    q.insert_app(alice_entry(APP, spec));
     q.insert_agent(
-        AgentEntry::new(AgentId(1), "gpu".into(), "n1".into(), 8, 0).with_resources(offer),
+        AgentEntry::new(AgentId(1), "gpu".into(), "n1".into(), 8, 0).with_resources(gpu_offer(2)),
     );
     q
 }

@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, Union, cast
-from urllib.parse import quote
+from typing import Any, AsyncIterator, Iterable, List, Optional, Sequence, Union, cast
 
 import httpx
 
-from . import app_file, workflow
-from .client import MAX_SUBMIT_WAIT_S, _raise_for, _trust
+from . import _requests
+from ._requests import Json, T
 from .connect import resolve
-from .errors import BadRequest, HetpilotError, TaskFailed, TooManyRequests, Unreachable
+from .errors import HetpilotError, TaskFailed
 from .events import Event, TaskEnd
 from .executor import command_line
 from .pinning import AsyncPinnedTransport
 from .resume import CLOSED_EARLY, Resumption, event_of, stream_timeout
-
-Json = Dict[str, Any]
 
 
 class AsyncClient:
@@ -41,23 +38,49 @@ class AsyncClient:
         # A pinned fingerprint wins over a CA file, as in the sync client.
         pinned = conn.fingerprint
         self._http = httpx.AsyncClient(
-            base_url=self.url,
-            headers={"Authorization": f"Bearer {conn.token}"},
-            timeout=timeout,
-            verify=_trust(conn),
+            **_requests.http_options(conn, timeout),
             transport=AsyncPinnedTransport(pinned) if pinned else None,
         )
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _object(self, method: str, path: str, **kwargs: Any) -> Json:
+    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             resp = await self._http.request(method, path, **kwargs)
         except httpx.TransportError as e:
-            raise Unreachable(f"cannot reach the manager at {self.url}: {e}") from e
-        _raise_for(resp)
-        return cast(Json, resp.json())
+            raise _requests.unreachable(self.url, e) from e
+        _requests.raise_for(resp)
+        return resp
+
+    async def _object(self, method: str, path: str, **kwargs: Any) -> Json:
+        return cast(Json, (await self._request(method, path, **kwargs)).json())
+
+    async def _run(self, steps: _requests.Steps[T]) -> T:
+        """Carries out a call's steps (see :mod:`hetpilot._requests`); its result."""
+        answer: Any = None
+        error: Optional[Exception] = None
+        while not isinstance(step := _requests.advance(steps, answer, error), _requests.Done):
+            answer, error = None, None
+            try:
+                answer = await self._carry_out(step)
+            except Exception as e:  # handed to the steps, which raise what they do not handle
+                error = e
+        return cast(T, step.value)
+
+    async def _carry_out(self, step: _requests.Step) -> Any:
+        if isinstance(step, _requests.Call):
+            return await self._object(
+                step.method, step.path, params=step.params, json=step.json, content=step.content
+            )
+        if isinstance(step, _requests.Upload):
+            return await self.put_file(step.name, step.path)
+        if isinstance(step, _requests.Submit):
+            return await self.submit(step.spec)
+        if isinstance(step, _requests.Blocking):
+            return await asyncio.to_thread(step.work)
+        await asyncio.sleep(step.seconds)
+        return None
 
     async def submit(self, spec: Json) -> int:
         return int((await self._object("POST", "/v1/apps", json=spec))["app"])
@@ -74,49 +97,16 @@ class AsyncClient:
         name: Optional[str] = None,
     ) -> int:
         """As :meth:`hetpilot.Client.submit_workflow`."""
-        fmt = workflow.format_of(path, format)
-        query = workflow.params(
-            fmt,
-            emulate=emulate,
-            time_scale=time_scale,
-            size_scale=size_scale,
-            inputs_dir=inputs_dir,
-            name=name,
-        )
-        document = await asyncio.to_thread(Path(path).read_bytes)
-        if inputs_dir is not None:
-            plan = await self._object(
-                "POST", "/v1/workflows/inputs", params={"format": fmt}, content=document
+        return await self._run(
+            _requests.workflow_steps(
+                path, format, emulate=emulate, time_scale=time_scale, size_scale=size_scale,
+                inputs_dir=inputs_dir, name=name,
             )
-            for local, stored in workflow.local_inputs(plan, inputs_dir):
-                await self.put_file(stored, local)
-            query.update(inputs="stored", prefix=plan["prefix"])
-        while True:
-            try:
-                answer = await self._object("POST", "/v1/workflows", params=query, content=document)
-                return int(answer["app"])
-            except TooManyRequests as e:
-                if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
-                    raise
-                await asyncio.sleep(e.retry_after)
+        )
 
     async def submit_app_file(self, path: Union[str, Path]) -> int:
         """As :meth:`hetpilot.Client.submit_app_file`."""
-        tables = await asyncio.to_thread(app_file.task_tables, path)
-        if tables is not None:
-            try:
-                return await self.submit_workflow(path, "tasks", name=tables.name)
-            except BadRequest as e:
-                raise BadRequest(app_file.located(path, e.message), e.status, e.code) from e
-        spec = await asyncio.to_thread(app_file.load, path)
-        try:
-            return await self.submit(spec)
-        except BadRequest as e:
-            text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8")
-            refusal = app_file.refusal(path, text, e.message)
-            if refusal is None:
-                raise
-            raise BadRequest(refusal.message, e.status, e.code) from e
+        return await self._run(_requests.app_file_steps(path))
 
     async def put_file(self, name: str, path: Union[str, Path]) -> None:
         """As :meth:`hetpilot.Client.put_file`; the file is read a MiB at a time."""
@@ -126,17 +116,13 @@ class AsyncClient:
                 while chunk := await asyncio.to_thread(f.read, 1 << 20):
                     yield chunk
 
-        try:
-            resp = await self._http.put(f"/v1/files/{quote(name, safe='/')}", content=chunks())
-        except httpx.TransportError as e:
-            raise Unreachable(f"cannot reach the manager at {self.url}: {e}") from e
-        _raise_for(resp)
+        await self._request("PUT", _requests.file_path(name), content=chunks())
 
     async def status(self, app: int) -> Json:
-        return await self._object("GET", f"/v1/apps/{int(app)}")
+        return await self._object("GET", _requests.app_path(app))
 
     async def cancel(self, app: int) -> Json:
-        return await self._object("POST", f"/v1/apps/{int(app)}/cancel")
+        return await self._object("POST", f"{_requests.app_path(app)}/cancel")
 
     async def events(self, app: int, after: int = 0) -> AsyncIterator[Event]:
         """As :meth:`hetpilot.Client.events`."""
@@ -154,12 +140,12 @@ class AsyncClient:
             await asyncio.sleep(resume.broke(why))
 
     async def _stream_once(self, app: int, after: int) -> AsyncIterator[Event]:
-        path = f"/v1/apps/{int(app)}/events"
         timeout = stream_timeout(self._timeout)
+        path = _requests.events_path(app)
         async with self._http.stream("GET", path, params={"after": after}, timeout=timeout) as resp:
             if resp.status_code >= 400:
                 await resp.aread()
-                _raise_for(resp)
+                _requests.raise_for(resp)
             async for line in resp.aiter_lines():
                 event = event_of(line)
                 if event is not None:

@@ -5,30 +5,18 @@ machine does not trust, ``HETPILOT_TLS_FINGERPRINT`` (pinned) or ``HETPILOT_CA_F
 
 from __future__ import annotations
 
-import ssl
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
-from urllib.parse import quote
+from typing import Any, Iterator, List, Optional, Sequence, Union, cast
 
 import httpx
 
-from . import app_file, workflow
-from .connect import Connection, resolve
-from .errors import BadRequest, TooManyRequests, Unreachable, from_status
+from . import _requests
+from ._requests import Json, T
+from .connect import resolve
 from .events import Event
 from .pinning import PinnedTransport
 from .resume import CLOSED_EARLY, Resumption, event_of, stream_timeout
-
-#: The longest ``Retry-After`` a submit waits out by itself, seconds.
-MAX_SUBMIT_WAIT_S = 60.0
-
-Json = Dict[str, Any]
-
-
-def _trust(conn: Connection) -> Union[bool, ssl.SSLContext]:
-    """The CA file's context, else the system's CAs."""
-    return ssl.create_default_context(cafile=conn.ca_file) if conn.ca_file else True
 
 
 class Client:
@@ -52,10 +40,7 @@ class Client:
         # A pinned fingerprint wins over a CA file.
         pinned = conn.fingerprint
         self._http = httpx.Client(
-            base_url=self.url,
-            headers={"Authorization": f"Bearer {conn.token}"},
-            timeout=timeout,
-            verify=_trust(conn),
+            **_requests.http_options(conn, timeout),
             transport=PinnedTransport(pinned) if pinned else None,
         )
 
@@ -74,8 +59,8 @@ class Client:
         try:
             resp = self._http.request(method, path, **kwargs)
         except httpx.TransportError as e:
-            raise Unreachable(f"cannot reach the manager at {self.url}: {e}") from e
-        _raise_for(resp)
+            raise _requests.unreachable(self.url, e) from e
+        _requests.raise_for(resp)
         return resp
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -87,19 +72,39 @@ class Client:
     def _rows(self, method: str, path: str, **kwargs: Any) -> List[Json]:
         return cast(List[Json], self._json(method, path, **kwargs))
 
+    def _run(self, steps: _requests.Steps[T]) -> T:
+        """Carries out a call's steps (see :mod:`hetpilot._requests`); its result."""
+        answer: Any = None
+        error: Optional[Exception] = None
+        while not isinstance(step := _requests.advance(steps, answer, error), _requests.Done):
+            answer, error = None, None
+            try:
+                answer = self._carry_out(step)
+            except Exception as e:  # handed to the steps, which raise what they do not handle
+                error = e
+        return cast(T, step.value)
+
+    def _carry_out(self, step: _requests.Step) -> Any:
+        if isinstance(step, _requests.Call):
+            return self._object(
+                step.method, step.path, params=step.params, json=step.json, content=step.content
+            )
+        if isinstance(step, _requests.Upload):
+            return self.put_file(step.name, step.path)
+        if isinstance(step, _requests.Submit):
+            return self.submit(step.spec)
+        if isinstance(step, _requests.Blocking):
+            return step.work()
+        time.sleep(step.seconds)
+        return None
+
     # --- applications ---
 
     def submit(self, spec: Json) -> int:
         """Submits an application (its JSON spec, as ``hetpilot submit`` sends it); its id.
         Past the manager's submit rate it waits as told (``Retry-After``, at most a minute
         at a time) and sends it again: a refused submit stored nothing."""
-        while True:
-            try:
-                return int(self._json("POST", "/v1/apps", json=spec)["app"])
-            except TooManyRequests as e:
-                if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
-                    raise
-                time.sleep(e.retry_after)
+        return self._run(_requests.submit_steps(spec))
 
     def submit_app_file(self, path: Union[str, Path]) -> int:
         """Submits the application file at ``path``, as ``hetpilot submit FILE`` does (see
@@ -107,20 +112,7 @@ class Client:
         workflow) is read by the manager with the CLI's reader
         (:meth:`submit_workflow` with ``format="tasks"``). A refusal names the file, the
         line and the field."""
-        tables = app_file.task_tables(path)
-        if tables is not None:
-            try:
-                return self.submit_workflow(path, "tasks", name=tables.name)
-            except BadRequest as e:
-                raise BadRequest(app_file.located(path, e.message), e.status, e.code) from e
-        spec = app_file.load(path)
-        try:
-            return self.submit(spec)
-        except BadRequest as e:
-            located = app_file.refusal(path, Path(path).read_text(encoding="utf-8"), e.message)
-            if located is None:
-                raise
-            raise BadRequest(located.message, e.status) from e
+        return self._run(_requests.app_file_steps(path))
 
     def submit_workflow(
         self,
@@ -141,37 +133,18 @@ class Client:
         the external inputs; ``inputs_dir`` stores each external input ``DIR/NAME`` in the
         caller's files first (:class:`~hetpilot.workflow.WorkflowInputsError` lists those
         missing). ``name`` replaces the workflow's name. Returns the application's id."""
-        fmt = workflow.format_of(path, format)
-        query = workflow.params(
-            fmt,
-            emulate=emulate,
-            time_scale=time_scale,
-            size_scale=size_scale,
-            inputs_dir=inputs_dir,
-            name=name,
-        )
-        document = Path(path).read_bytes()
-        if inputs_dir is not None:
-            plan = self._object(
-                "POST", "/v1/workflows/inputs", params={"format": fmt}, content=document
+        return self._run(
+            _requests.workflow_steps(
+                path, format, emulate=emulate, time_scale=time_scale, size_scale=size_scale,
+                inputs_dir=inputs_dir, name=name,
             )
-            for local, stored in workflow.local_inputs(plan, inputs_dir):
-                self.put_file(stored, local)
-            query.update(inputs="stored", prefix=plan["prefix"])
-        while True:
-            try:
-                answer = self._object("POST", "/v1/workflows", params=query, content=document)
-                return int(answer["app"])
-            except TooManyRequests as e:
-                if e.retry_after is None or e.retry_after > MAX_SUBMIT_WAIT_S:
-                    raise
-                time.sleep(e.retry_after)
+        )
 
     def put_file(self, name: str, path: Union[str, Path]) -> None:
         """Stores the local file ``path`` as ``name`` among the caller's files (``/``
         separates folders), replacing any file of that name."""
         with open(path, "rb") as body:
-            self._request("PUT", f"/v1/files/{quote(name, safe='/')}", content=body)
+            self._request("PUT", _requests.file_path(name), content=body)
 
     def submit_array(self, command: str, count: int, *, name: str = "array", **options: Any) -> int:
         """``count`` tasks of ``command`` (``{}``: the task's index), like ``--array 0-N``."""
@@ -196,7 +169,7 @@ class Client:
 
     def status(self, app: int) -> Json:
         """The application's summary (counts per state, whether it was cancelled)."""
-        return self._object("GET", f"/v1/apps/{int(app)}")
+        return self._object("GET", _requests.app_path(app))
 
     def tasks(
         self,
@@ -213,7 +186,7 @@ class Client:
             params["state"] = state
         if after is not None:
             params["after"] = after
-        return self._rows("GET", f"/v1/apps/{int(app)}/tasks", params=params)
+        return self._rows("GET", f"{_requests.app_path(app)}/tasks", params=params)
 
     def logs(self, task: str) -> Json:
         """One task (``APP.INDEX``) with every attempt: hosts, exit codes, output tails."""
@@ -228,7 +201,7 @@ class Client:
 
     def cancel(self, app: int) -> Json:
         """Cancels the application: waiting tasks end, running ones are killed."""
-        return self._object("POST", f"/v1/apps/{int(app)}/cancel")
+        return self._object("POST", f"{_requests.app_path(app)}/cancel")
 
     # --- scheduling ---
 
@@ -267,12 +240,12 @@ class Client:
             time.sleep(resume.broke(why))
 
     def _stream_once(self, app: int, after: int) -> Iterator[Event]:
-        path = f"/v1/apps/{int(app)}/events"
         timeout = stream_timeout(self._timeout)
+        path = _requests.events_path(app)
         with self._http.stream("GET", path, params={"after": after}, timeout=timeout) as resp:
             if resp.status_code >= 400:
                 resp.read()
-                _raise_for(resp)
+                _requests.raise_for(resp)
             for line in resp.iter_lines():
                 event = event_of(line)
                 if event is not None:
@@ -284,19 +257,3 @@ class Client:
             pass
         return self.status(app)
 
-
-def _raise_for(resp: httpx.Response) -> None:
-    if resp.status_code < 400:
-        return
-    code: Optional[str] = None
-    try:
-        body = resp.json()
-        message = str(body["error"])
-        code = body.get("code") if isinstance(body.get("code"), str) else None
-    except (ValueError, KeyError, TypeError, AttributeError):
-        message = resp.reason_phrase or "refused"
-    try:
-        retry_after: Optional[float] = float(resp.headers["retry-after"])
-    except (KeyError, ValueError):
-        retry_after = None
-    raise from_status(resp.status_code, message, retry_after, code)
