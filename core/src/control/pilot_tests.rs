@@ -4,20 +4,14 @@
 
 use super::simulation::{replay, ReplayError};
 use super::*;
+use crate::test_apps::{agent_join, array_app, control_settings, control_with};
 use hetpilot_protocol::pilots::PilotState;
-use std::collections::HashMap;
 
 const WINDOW_MS: u64 = 1_000;
 
 fn control() -> (ControlSettings, Control) {
-    let settings = ControlSettings {
-        scheduler: SchedulerConfig::default(),
-        fairshare: FairshareConfig::default(),
-        lease_timeout_ms: 60_000,
-        heartbeats_per_second: None,
-        store_io_mib_per_s: HashMap::new(),
-    };
-    let mut c = Control::new(&settings, Measured::default()).unwrap();
+    let settings = control_settings();
+    let mut c = control_with(&settings, Vec::new());
     // As the manager does at start-up: the window first, then the journal (which says it).
     c.set_pilot_window(WINDOW_MS);
     c.start_journal(&settings);
@@ -65,20 +59,11 @@ fn register(
 }
 
 fn join(c: &mut Control, agent: u64, host: &str, now_ms: u64) {
-    c.agent_joined(
-        AgentJoin {
-            agent: AgentId(agent),
-            platform: "p".into(),
-            hostname: host.into(),
-            slots: 1,
-            cores: 1,
-            memory_mb: 0,
-            batch_job_id: None,
-            only_user: None,
-            resources: Default::default(),
-        },
-        now_ms,
-    );
+    let join = AgentJoin {
+        hostname: host.into(),
+        ..agent_join(AgentId(agent), "p", 1)
+    };
+    c.agent_joined(join, now_ms);
 }
 
 #[test]
@@ -112,10 +97,7 @@ fn a_two_node_group_admits_one_agent_per_node_is_held_until_whole_then_closes() 
     assert_eq!(first.queue_wait_ms, Some(150), "its first sign of life");
     assert!(!first.whole);
     join(&mut c, 7, "n1", 250);
-    let spec: AppSpec = serde_json::from_value(serde_json::json!({
-        "name": "a", "command": "true {}", "tasks": hetpilot_protocol::spec::TaskSource::Array { start: 1, end: 4 }
-    }))
-    .unwrap();
+    let spec = array_app("a", 4);
     let template = spec.validate().unwrap();
     c.submit(AppId(1), "u".into(), spec, template, 250);
     assert!(c.held_for_its_group(AgentId(7), 300));
