@@ -40,7 +40,11 @@ impl UnansweredRegistrations {
 
     /// `agent` called with its own credential: its registration's answer arrived.
     pub(super) fn heard_from(&self, agent: AgentId) {
-        self.0.remove(&agent);
+        // Every pull and heartbeat comes here, almost always for an agent long answered:
+        // a look under the shard's read lock spares them its write lock.
+        if self.0.contains_key(&agent) {
+            self.0.remove(&agent);
+        }
     }
 
     /// `agent` left or was lost: its registration is not answered again.
