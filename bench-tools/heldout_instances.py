@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An independent generator of IMAGE and SAT task/file hypergraphs (hMETIS fmt 11) for
-testing the staging partitioner on instances it was not tuned on (issue 18, issue 16 item 7).
+testing the staging partitioner on instances it was not tuned on (decision 001 in docs/decisions/).
 
 It follows the batch-shared-I/O paper's workload description (Section 6.1), NOT
 core/src/staging/workload/: no code is shared, the query shapes differ, and the overlap
@@ -20,7 +20,7 @@ Vertex = task, weight = MB read (>= 1); net = file, weight = size in KiB, as in
 Workload::hypergraph. Single-pin nets are kept (the files only one task reads), as a
 real batch has them.
 
-Speed (issue 18, session 9): the bisection counts distinct files exactly without sorting
+Speed: the bisection counts distinct files exactly without sorting
 (SAT: a byte map over the chunk ids; IMAGE: the union of the sorted windows), and the
 writer groups pins with one sort of (file, task) keys and builds the text with numpy. The
 output is byte-identical to the first version's (np.unique counts, a Python loop per net):

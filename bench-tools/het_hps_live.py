@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The live manager's Het-HPS plan at scale (issue 18, "Live"): is the plan made off the
+"""The live manager's Het-HPS plan at scale: is the plan made off the
 request path, how long does it take, and do pulls and heartbeats stay responsive?
 
 The settings are the ones BENCHMARKS.md fixed before the run:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""HyperQueue side of the dispatch benchmark (issue 2): N `/bin/true` tasks on one HQ
+"""HyperQueue side of the dispatch benchmark: N `/bin/true` tasks on one HQ
 worker with S cores, timed from submission to completion, with the CPU time of the HQ
 server, worker and client (they run inside this process through HQ's Python package).
 

@@ -2,7 +2,7 @@
 """Mt-KaHyPar (default preset) on one hMETIS file, seed 1, ε = 0.03, 1 thread, printing the
 load and partition times as it goes. It makes the same calls as compare_mtkahypar.py's
 run_mtk, in a process of its own, so `/usr/bin/time -v` reports Mt-KaHyPar's peak RSS and a
-run that is stopped still leaves its load time behind (issue 18, the 2M-task instances).
+run that is stopped still leaves its load time behind (the 2M-task instances).
 
 Usage: /usr/bin/time -v /tmp/mtk-venv/bin/python bench-tools/mtk_partition_one.py FILE.hgr K
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The two-level paper's affinity loop on live hardware (issue 16 item 6).
+"""The two-level paper's affinity loop on live hardware.
 
 Runs the experiment that profiles/two-level-live/experiment.toml fixes, on the
 local lab (deploy/lab/start.sh), and writes what it measured as JSON under --out:
@@ -176,7 +176,7 @@ def write_profile(out, result):
     s = settings()
     apps = [a["name"] for a in s["application"]]
     plats = s["platform"]
-    lines = ["# Measured by bench-tools/two_level_live.py offline (issue 16 item 6).", ""]
+    lines = ["# Measured by bench-tools/two_level_live.py offline.", ""]
     for pname, p in plats.items():
         lines += ["[[platform]]", f'name = "{pname}"', f"cores_per_node = {p['slots']}", ""]
     for a in apps:
