@@ -5,7 +5,7 @@
 //! place of the one the application order asked for: the first level decides how many of
 //! an agent's slots go to workflows, the policy which workflow's task fills each.
 
-use super::core::{LeaseBatch, Queues};
+use super::queues::{LeaseBatch, Queues};
 use hetpilot_protocol::{AgentId, AppId};
 
 /// How long a workflow no plan orders yet waits for the round that plans it (rounds run

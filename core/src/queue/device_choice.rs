@@ -4,7 +4,7 @@
 //! `sched::second_level::choose_device`). Before the first round, fractions go to the
 //! pool's best fit.
 
-use super::core::{AgentEntry, Queues};
+use super::queues::{AgentEntry, Queues};
 use crate::sched::second_level::{choose_device, DeviceCandidate};
 use crate::sched::SecondLevel;
 use hetpilot_protocol::protocol::TaskResult;

@@ -2,7 +2,7 @@
 //! once ended, so that what users submit and cancel does not stay in memory for ever.
 
 use super::app::AppEntry;
-use super::core::Queues;
+use super::queues::Queues;
 use hetpilot_protocol::AppId;
 use std::collections::HashSet;
 use thiserror::Error;

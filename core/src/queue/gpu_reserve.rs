@@ -8,7 +8,7 @@
 //! would still grant, at the application's cores each, up to the agent's free slots. A
 //! workflow counts at its application-wide request. Agents without GPUs reserve nothing.
 
-use super::core::Queues;
+use super::queues::Queues;
 use hetpilot_protocol::AgentId;
 
 impl Queues {

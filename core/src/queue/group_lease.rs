@@ -8,7 +8,7 @@
 //! killed on the head and the task goes back to its queue, whole.
 
 use super::changes::Change;
-use super::core::{AgentState, LeaseBatch, Queues};
+use super::queues::{AgentState, LeaseBatch, Queues};
 use hetpilot_protocol::parallel::{HostSlots, ParallelSize};
 use hetpilot_protocol::protocol::{TaskAttempt, TaskState};
 use hetpilot_protocol::resources::ResourceGrant;

@@ -17,7 +17,7 @@
 //! round's TLPA placed the application (the lease plan's `parallel`), only that
 //! platform's agents may hold it (`may_hold`).
 
-use super::core::Queues;
+use super::queues::Queues;
 use super::easy::{self, Need};
 use super::group_lease::choose_members;
 use super::reservations::{Hold, Reservation};

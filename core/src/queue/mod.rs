@@ -4,7 +4,7 @@
 
 mod app;
 mod changes;
-mod core;
+mod queues;
 mod dag;
 mod dag_lease;
 mod device_choice;
@@ -24,7 +24,7 @@ mod variant_lease;
 
 pub use app::{AppEntry, TaskInputs, TaskSlot};
 pub use changes::Change;
-pub use core::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
+pub use queues::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
 pub use dag::DagState;
 pub use dag_lease::PLAN_WAIT_MS;
 pub(crate) use device_choice::{DevicePlan, PlatformSlowdowns};

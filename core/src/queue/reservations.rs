@@ -32,7 +32,7 @@
 //! few agents free of other reservations, not until one is freed, see
 //! `queue::group_reserve`).
 
-use super::core::{AgentState, LeaseBatch, Queues};
+use super::queues::{AgentState, LeaseBatch, Queues};
 use super::easy::{self, AgentLoad, HeldRun, Need, Phase};
 use hetpilot_protocol::protocol::TaskState;
 use hetpilot_protocol::resources::{ResourceAmount, ResourceGrant, ResourceRequest};

@@ -4,7 +4,7 @@
 //! were measured; the smaller of the two when both are known. Neither: no estimate, and
 //! such a run never backfills into slots a reservation needs.
 
-use super::core::Queues;
+use super::queues::Queues;
 use hetpilot_protocol::AppId;
 use std::collections::HashMap;
 

@@ -4,7 +4,7 @@
 //! queues (`service::staging_plan`), never once per pull.
 
 use super::app::TaskInputs;
-use super::core::{AgentState, Queues};
+use super::queues::{AgentState, Queues};
 use super::partitions::Partitions;
 use hetpilot_protocol::files::{FileTemplates, TaskFile};
 use hetpilot_protocol::protocol::TaskState;

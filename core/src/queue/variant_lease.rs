@@ -7,7 +7,7 @@
 //! few tasks of each variant to each platform it fits, so that every (platform, variant)
 //! pair gets measured.
 
-use super::core::Queues;
+use super::queues::Queues;
 use super::LeaseBatch;
 use hetpilot_protocol::resources::ResourceRequest;
 use hetpilot_protocol::spec::{AppSpec, SpecError};

@@ -2,7 +2,7 @@
 //! variants planned for the agent's platform, no more at once on one agent than its quota,
 //! GPU first; exploration sends a planned number of tasks of a variant regardless.
 
-use super::core::Queues;
+use super::queues::Queues;
 use super::{AgentEntry, LeasePlan, VariantLeasePlan, VariantQuota};
 use crate::test_apps::{alice_entry, array_app, gpu_and_cpu_variants, gpu_offer};
 use hetpilot_protocol::spec::{AppSpec, TaskSource};
