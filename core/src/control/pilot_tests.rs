@@ -76,6 +76,10 @@ fn a_two_node_group_admits_one_agent_per_node_is_held_until_whole_then_closes() 
         (PilotState::Queued, "submitting")
     );
     assert_eq!(record.submitted_ms, 100);
+    assert!(
+        c.take_effects().pilots.is_empty(),
+        "an arrival: its record was committed before"
+    );
 
     assert_eq!(
         claim(&mut c, "n1", 200).unwrap().credential,
@@ -89,12 +93,17 @@ fn a_two_node_group_admits_one_agent_per_node_is_held_until_whole_then_closes() 
         })
     );
     let first = register(&mut c, 7, "n1", 250).unwrap();
-    let r = first.changed.unwrap();
+    let r = first.changed.clone().unwrap();
     assert_eq!(
         (r.state, r.agent, r.registered_ms, r.walltime_end_ms),
         (PilotState::Running, Some(7), Some(250), Some(9_000))
     );
     assert_eq!(first.queue_wait_ms, Some(150), "its first sign of life");
+    assert_eq!(
+        c.take_effects().pilots,
+        [first.changed.clone().unwrap()],
+        "the registration's record, to persist"
+    );
     assert!(!first.whole);
     join(&mut c, 7, "n1", 250);
     let spec = array_app("a", 4);

@@ -31,6 +31,7 @@ impl Control {
     /// registration with the pilot's credential is refused.
     pub fn pilot(&mut self, event: PilotEvent, now_ms: u64) -> Result<PilotOutcome, PilotRefused> {
         let journaled = self.journal.on().then(|| event.clone());
+        let arrival = matches!(event, PilotEvent::Created { .. });
         let outcome = self.pilots.apply(event, now_ms);
         if let Some(event) = journaled {
             let output = match &outcome {
@@ -41,7 +42,9 @@ impl Control {
                 .decided(|| Input::Pilot { event, now_ms }, || output);
         }
         if let Ok(o) = &outcome {
-            if let Some(record) = &o.changed {
+            // A new pilot's record is committed before the control plane hears of it (an
+            // arrival: see the shell's `new_pilot`); every later change is to persist.
+            if let (Some(record), false) = (&o.changed, arrival) {
                 self.effects.pilots.push(record.clone());
             }
             // A whole group's agents may be leased tasks now.

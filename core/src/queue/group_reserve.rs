@@ -17,9 +17,9 @@
 //! round's TLPA placed the application (the lease plan's `parallel`), only that
 //! platform's agents may hold it (`may_hold`).
 
-use super::queues::Queues;
 use super::easy::{self, Need};
 use super::group_lease::choose_members;
+use super::queues::Queues;
 use super::reservations::{Hold, Reservation};
 use hetpilot_protocol::parallel::ParallelSize;
 use hetpilot_protocol::resources::ResourceRequest;

@@ -4,7 +4,6 @@
 
 mod app;
 mod changes;
-mod queues;
 mod dag;
 mod dag_lease;
 mod device_choice;
@@ -16,6 +15,7 @@ mod group_reserve;
 pub mod heartbeat_cadence;
 mod partitions;
 mod plan;
+mod queues;
 mod reservations;
 mod resource_pool;
 mod runtime_estimate;
@@ -24,7 +24,6 @@ mod variant_lease;
 
 pub use app::{AppEntry, TaskInputs, TaskSlot};
 pub use changes::Change;
-pub use queues::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
 pub use dag::DagState;
 pub use dag_lease::PLAN_WAIT_MS;
 pub(crate) use device_choice::{DevicePlan, PlatformSlowdowns};
@@ -33,6 +32,7 @@ pub(crate) use group_lease::choose_members;
 pub use group_lease::{GroupLease, Member};
 pub use partitions::Partitions;
 pub(crate) use plan::{LeasePlan, PlatformPlan};
+pub use queues::{AgentEntry, AgentState, LeaseBatch, Queues, ReportCheck, ReportError};
 pub use reservations::{Hold, Reservation};
 pub use resource_pool::ResourcePool;
 pub use staging::{StagingDue, StagingRequest};

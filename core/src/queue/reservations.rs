@@ -32,8 +32,8 @@
 //! few agents free of other reservations, not until one is freed, see
 //! `queue::group_reserve`).
 
-use super::queues::{AgentState, LeaseBatch, Queues};
 use super::easy::{self, AgentLoad, HeldRun, Need, Phase};
+use super::queues::{AgentState, LeaseBatch, Queues};
 use hetpilot_protocol::protocol::TaskState;
 use hetpilot_protocol::resources::{ResourceAmount, ResourceGrant, ResourceRequest};
 use hetpilot_protocol::{AgentId, AppId, TaskRef};

@@ -4,8 +4,8 @@
 //! queues (`service::staging_plan`), never once per pull.
 
 use super::app::TaskInputs;
-use super::queues::{AgentState, Queues};
 use super::partitions::Partitions;
+use super::queues::{AgentState, Queues};
 use hetpilot_protocol::files::{FileTemplates, TaskFile};
 use hetpilot_protocol::protocol::TaskState;
 use hetpilot_protocol::{AgentId, AppId};
