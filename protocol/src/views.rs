@@ -19,6 +19,10 @@ pub struct ScheduleView {
     /// consecutive rounds, with no other between them.
     #[serde(default)]
     pub round: u64,
+    /// When its decisions took effect (unix ms): leases from then on follow it, those
+    /// before followed the round before. 0 when none has, or in a simulation.
+    #[serde(default)]
+    pub effective_ms: u64,
     /// The platforms that had agents, in the order of every per-platform list.
     pub platforms: Vec<PlatformView>,
     /// Every application the round allocated to.

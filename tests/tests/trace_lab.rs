@@ -139,9 +139,10 @@ fn warm_up(m: &Manager, dir: &Path) -> Duration {
 /// platform it placed the application on, if any), once per round.
 type Placements = HashMap<u64, Vec<(u64, i64, Option<String>)>>;
 
-/// Every round seen (number, time in unix ms), in order. The watcher polls, so it may miss
-/// a round that a later one replaced quickly; the numbers tell (consecutive: none missed).
-type RoundsSeen = Vec<(u64, i64)>;
+/// Every round seen (number, when it began, when it took effect: unix ms), in order. The
+/// watcher polls, so it may miss a round that a later one replaced quickly; the numbers
+/// tell (consecutive: none missed).
+type RoundsSeen = Vec<(u64, i64, i64)>;
 
 /// The agents listing (`GET /v1/agents`: applications, free slots, member holds,
 /// reservations) each time it
@@ -189,10 +190,11 @@ impl PlacementWatch {
                 assert_eq!(status, 200, "{view}");
                 let at = view["at_ms"].as_i64().unwrap_or(0);
                 let round = view["round"].as_u64().unwrap_or(0);
+                let effective = view["effective_ms"].as_i64().unwrap_or(0);
                 {
                     let mut seen_rounds = r.lock().unwrap();
                     if round > 0 && seen_rounds.last().is_none_or(|l| l.0 != round) {
-                        seen_rounds.push((round, at));
+                        seen_rounds.push((round, at, effective));
                     }
                 }
                 for a in view["apps"].as_array().into_iter().flatten() {
@@ -237,21 +239,21 @@ enum Decision {
     /// A round the watcher did not see may have run around the lease: what decided the
     /// lease is not known.
     RoundMissed,
-    /// The lease came as a round began, whose decisions take effect only when it ends: it
-    /// followed that round or the one before, which decided differently.
+    /// The lease came in the millisecond a round took effect: it followed that round or
+    /// the one before, which decided differently.
     RoundUnderWay,
 }
 
-/// What the round in effect at the lease at `leased_ms` decided for `app`. That is the last
-/// round that began before it, or, if it had not ended yet, the one before; so it is known
-/// when the watcher saw those two and the next (numbered consecutively: none ran unseen)
-/// and the two decided alike. `None` when neither listed the application.
+/// What the round in effect at the lease at `leased_ms` decided for `app`: the last round
+/// that took effect at or before it. Known when the watcher saw that round and the next
+/// (numbered consecutively: none took effect unseen in between). A lease in the very
+/// millisecond its round took effect may have come just before it: then the round before
+/// must be known too and have decided alike. `None` when the round did not list the
+/// application.
 fn decision(app: u64, leased_ms: i64, rounds: &RoundsSeen, seen: &Placements) -> Option<Decision> {
-    let i = rounds.iter().rposition(|(_, at)| *at <= leased_ms)?;
+    let i = rounds.iter().rposition(|r| r.2 <= leased_ms)?;
     let n = rounds[i].0;
-    let next_seen = rounds.get(i + 1).is_some_and(|r| r.0 == n + 1);
-    let previous_seen = i > 0 && rounds[i - 1].0 + 1 == n;
-    if !next_seen || !previous_seen {
+    if rounds.get(i + 1).is_none_or(|r| r.0 != n + 1) {
         return Some(Decision::RoundMissed);
     }
     let decided = |round: u64| {
@@ -259,8 +261,13 @@ fn decision(app: u64, leased_ms: i64, rounds: &RoundsSeen, seen: &Placements) ->
         rounds.iter().find(|r| r.0 == round).map(|r| r.2.clone())
     };
     let last = decided(n);
-    if last != decided(n - 1) {
-        return Some(Decision::RoundUnderWay);
+    if rounds[i].2 == leased_ms {
+        if !(i > 0 && rounds[i - 1].0 + 1 == n) {
+            return Some(Decision::RoundMissed);
+        }
+        if last != decided(n - 1) {
+            return Some(Decision::RoundUnderWay);
+        }
     }
     Some(match last? {
         Some(p) => Decision::Placed(p),

@@ -187,6 +187,7 @@ mod tests {
             policy: "x".into(),
             at_ms: 1,
             round: 1,
+            effective_ms: 2,
             platforms: ["fast", "slow"]
                 .iter()
                 .map(|n| PlatformView {

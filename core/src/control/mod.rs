@@ -510,6 +510,15 @@ impl Control {
         }
     }
 
+    /// The live shell's clock as the round just finished took effect, for the view (a
+    /// failed round changes nothing: the view in effect keeps its time).
+    pub fn round_took_effect(&mut self, now_ms: u64) {
+        let view = &mut self.policy.view;
+        if view.round > 0 && view.effective_ms == 0 {
+            view.effective_ms = now_ms;
+        }
+    }
+
     /// The last round's allocation.
     pub fn schedule_view(&self) -> &ScheduleView {
         &self.policy.view

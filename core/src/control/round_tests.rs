@@ -53,7 +53,15 @@ fn rounds_are_numbered_consecutively_as_they_take_effect() {
     join(&mut c, 10, "p", 2);
     for (n, now_ms) in [(1, 1_000), (2, 2_000), (3, 2_001)] {
         round(&mut c, now_ms);
+        assert_eq!(c.schedule_view().effective_ms, 0, "not stamped yet");
+        // The live shell stamps when it took effect, once: a later stamp (after a round
+        // that failed and left this view in effect) does not move it.
+        c.round_took_effect(now_ms + 40);
+        c.round_took_effect(now_ms + 90);
         let view = c.schedule_view();
-        assert_eq!((view.round, view.at_ms), (n, now_ms));
+        assert_eq!(
+            (view.round, view.at_ms, view.effective_ms),
+            (n, now_ms, now_ms + 40)
+        );
     }
 }

@@ -382,8 +382,10 @@ impl Planner {
             variants: Vec::new(),
             policy: self.scheduler.settings().label(),
             at_ms: input.now_ms,
-            // Numbered when it takes effect (`Control::finish_round`).
+            // Numbered when it takes effect (`Control::finish_round`), and stamped then by
+            // the live shell (`Control::round_took_effect`).
             round: 0,
+            effective_ms: 0,
             platforms: platforms
                 .agents
                 .values()

@@ -47,7 +47,12 @@ impl Manager {
             step_started = now;
         });
         self.metrics.planned("round", started.elapsed());
-        let warnings = self.control().finish_round(done);
+        let warnings = {
+            let mut control = self.control();
+            let warnings = control.finish_round(done);
+            control.round_took_effect(now_ms());
+            warnings
+        };
         if let Some(e) = warnings.round {
             tracing::warn!(error = %e, "scheduling round failed; leases keep the previous plan");
         }
