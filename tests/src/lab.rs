@@ -146,6 +146,19 @@ pub fn pilots(m: &Manager) -> Vec<Value> {
     body.as_array().cloned().unwrap_or_default()
 }
 
+/// Waits up to `timeout` until the manager has pilots and none is queued or running;
+/// returns them.
+pub fn wait_pilots_ended(m: &Manager, timeout: std::time::Duration) -> Vec<Value> {
+    super::wait_until("the pilots to end", timeout, || {
+        let ps = pilots(m);
+        (!ps.is_empty()
+            && ps
+                .iter()
+                .all(|p| p["state"] != "queued" && p["state"] != "running"))
+        .then_some(ps)
+    })
+}
+
 /// `GET /v1/platforms` as admin: the status of `name`, once it has one.
 pub fn platform_status(m: &Manager, name: &str) -> Option<Value> {
     let (status, body) = m.http().get("/v1/platforms", &m.admin);

@@ -2,7 +2,7 @@
 //! pilots forked on this machine; they register with their own credentials, run an
 //! application to completion, and end once no work is left.
 
-use hetpilot_e2e::lab::{configure, local_profile, pilots, start_manager};
+use hetpilot_e2e::lab::{configure, local_profile, pilots, start_manager, wait_pilots_ended};
 use hetpilot_e2e::{array_app, wait_until};
 use std::time::Duration;
 
@@ -19,14 +19,7 @@ fn local_pilots_run_an_application_and_end_when_work_is_done() {
     let app = m.submit(array_app("local-pilots", "sleep 0.2", 20));
     let summary = m.wait_finished(app, Duration::from_secs(120));
     assert_eq!(summary["counts"]["done"], 20, "{summary}");
-    let ended = wait_until("the pilots to end", Duration::from_secs(60), || {
-        let ps = pilots(&m);
-        (!ps.is_empty()
-            && ps
-                .iter()
-                .all(|p| p["state"] != "queued" && p["state"] != "running"))
-        .then_some(ps)
-    });
+    let ended = wait_pilots_ended(&m, Duration::from_secs(60));
     let registered: Vec<_> = ended.iter().filter(|p| p["agent"].is_u64()).collect();
     assert!(!registered.is_empty(), "{ended:?}");
     for p in &registered {

@@ -3,8 +3,8 @@
 //! plane lease for lease, round for round and pilot event for pilot event; simulated with
 //! the runtimes the live run measured, it settles on the same allocation.
 
-use hetpilot_e2e::lab::{configure, local_profile, pilots};
-use hetpilot_e2e::{array_app, bin, free_port, wait_until, Manager};
+use hetpilot_e2e::lab::{configure, local_profile, wait_pilots_ended};
+use hetpilot_e2e::{array_app, bin, free_port, Manager};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -206,14 +206,7 @@ fn a_provisioned_run_replays_every_pilot_decision() {
     );
     let app = m.submit(array_app("provisioned", "sleep 0.2", 12));
     m.wait_finished(app, LONG);
-    let ended = wait_until("the pilots to end", LONG, || {
-        let ps = pilots(&m);
-        (!ps.is_empty()
-            && ps
-                .iter()
-                .all(|p| p["state"] != "queued" && p["state"] != "running"))
-        .then_some(ps)
-    });
+    let ended = wait_pilots_ended(&m, LONG);
     m.kill();
 
     let text = std::fs::read_to_string(&journal).unwrap();
