@@ -228,7 +228,8 @@ impl PilotBook {
         let before = r.clone();
         let mut joined = None;
         match event {
-            PilotEvent::Created { .. } => unreachable!("handled above"),
+            // Made above, before the look-up.
+            PilotEvent::Created { .. } => return Ok(outcome),
             PilotEvent::Submitted { batch_job_id, .. } => {
                 r.batch_job_id = Some(batch_job_id);
                 // Its agent may have registered already (the local and ssh adapters start

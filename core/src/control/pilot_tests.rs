@@ -281,3 +281,69 @@ fn a_journal_of_pilot_events_replays_and_a_tampered_outcome_is_caught() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A hand-written journal is input: pilot events about unknown pilots, a pilot of no
+/// nodes, a walltime at the end of `u64`, a name made again and a move to its own state
+/// replay without a panic, each decided as the live manager would.
+#[test]
+fn hostile_pilot_events_in_a_journal_replay_without_a_panic() {
+    let long = "p".repeat(300);
+    let lines = [
+        serde_json::json!({"input": "open", "restored": false, "settings": control_settings()}),
+        serde_json::json!({"input": "pilot_window", "window_ms": u64::MAX}),
+        serde_json::json!({"input": "pilot", "now_ms": u64::MAX, "event":
+            {"event": "registered", "pilot": "nobody", "agent": u64::MAX, "hostname": "..",
+             "walltime_end_s": u64::MAX}}),
+        serde_json::json!({"input": "pilot", "now_ms": 0, "event":
+            {"event": "created", "pilot": long, "platform": "\u{0}", "user": null, "nodes": 0}}),
+        serde_json::json!({"input": "pilot", "now_ms": 1, "event":
+            {"event": "claimed", "pilot": long, "hostname": "n"}}),
+        serde_json::json!({"input": "pilot", "now_ms": 2, "event":
+            {"event": "created", "pilot": "p-p1", "platform": "p", "user": null,
+             "nodes": u32::MAX}}),
+        serde_json::json!({"input": "pilot", "now_ms": 3, "event":
+            {"event": "created", "pilot": "p-p1", "platform": "p", "user": null, "nodes": 1}}),
+        serde_json::json!({"input": "pilot", "now_ms": u64::MAX, "event":
+            {"event": "registered", "pilot": "p-p1", "agent": 1, "hostname": "n",
+             "walltime_end_s": u64::MAX}}),
+        serde_json::json!({"input": "pilot", "now_ms": 4, "event":
+            {"event": "moved", "pilot": "p-p1", "from": "running", "to": "running",
+             "reason": ""}}),
+        serde_json::json!({"input": "pilot", "now_ms": 5, "event":
+            {"event": "dir_removed", "pilot": "gone"}}),
+    ];
+    let entries: Vec<journal::Entry> = lines
+        .into_iter()
+        .map(|l| serde_json::from_value(l).unwrap())
+        .collect();
+    let summary = replay(entries).unwrap();
+    assert_eq!(summary.pilot_events, 8);
+
+    // Decided as live: no agent on a pilot of no nodes, the walltime saturated.
+    let (_, mut c) = control();
+    let _ = created(&mut c, "p-p1", 0, 0);
+    assert_eq!(
+        claim(&mut c, "n", 1),
+        Err(PilotRefused::NoLongerWaiting("p-p1".into()))
+    );
+    let _ = created(&mut c, "p-p1", 1, 2);
+    let r = c
+        .pilot(
+            PilotEvent::Registered {
+                pilot: "p-p1".into(),
+                agent: 1,
+                hostname: "n".into(),
+                walltime_end_s: Some(u64::MAX),
+            },
+            3,
+        )
+        .unwrap()
+        .changed
+        .unwrap();
+    assert_eq!(r.walltime_end_ms, Some(u64::MAX), "saturated, not wrapped");
+    assert_eq!(
+        register(&mut c, 2, "n", 4),
+        Err(PilotRefused::NoLongerWaiting("p-p1".into())),
+        "whole: no second agent"
+    );
+}

@@ -17,18 +17,10 @@ async fn an_agent_of_a_group_not_yet_whole_is_leased_no_wide_or_parallel_task() 
             &who,
             None,
             RegisterRequest {
-                platform: "local".into(),
-                hostname: "n2".into(),
                 cores: 2,
-                memory_mb: 1024,
-                slots: None,
                 batch_job_id: Some("42".into()),
-                walltime_end: None,
                 pilot: Some(pilot.name.clone()),
-                zero_work: false,
-                resources: Default::default(),
-                protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
-                registration_key: None,
+                ..super::test_support::local_request("n2")
             },
         )
         .await

@@ -375,18 +375,11 @@ mod tests {
 
     fn request(pilot: Option<&str>) -> RegisterRequest {
         RegisterRequest {
-            platform: "local".into(),
-            hostname: "node1".into(),
             cores: 2,
-            memory_mb: 1024,
-            slots: None,
             batch_job_id: Some("42".into()),
             walltime_end: Some(5000),
             pilot: pilot.map(String::from),
-            zero_work: false,
-            resources: Default::default(),
-            protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
-            registration_key: None,
+            ..super::super::test_support::local_request("node1")
         }
     }
 

@@ -126,18 +126,8 @@ mod tests {
 
     fn request() -> RegisterRequest {
         RegisterRequest {
-            platform: "local".into(),
-            hostname: "node1".into(),
             cores: 2,
-            memory_mb: 1024,
-            slots: None,
-            batch_job_id: None,
-            walltime_end: None,
-            pilot: None,
-            zero_work: false,
-            resources: Default::default(),
-            protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
-            registration_key: None,
+            ..super::super::test_support::local_request("node1")
         }
     }
 

@@ -30,18 +30,9 @@ async fn register(
             registration,
             None,
             RegisterRequest {
-                platform: "local".into(),
-                hostname: "node1".into(),
                 cores: 8,
-                memory_mb: 1024,
-                slots: None,
-                batch_job_id: None,
-                walltime_end: None,
-                pilot: None,
-                zero_work: false,
                 resources,
-                protocol_version: hetpilot_protocol::agent_version::AGENT_PROTOCOL,
-                registration_key: None,
+                ..super::test_support::local_request("node1")
             },
         )
         .await?;
